@@ -1,0 +1,68 @@
+"""``grade EXERCISE``: grade one submission (by default the student's own exercises/ folder)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from grader.cli import EXIT_BELOW, run_safely
+
+
+def parse_devices(text: str | None) -> tuple[int, ...] | None:
+    from grader.verdicts import UsageError
+
+    if not text:
+        return None
+    try:
+        counts = tuple(sorted({int(p) for p in text.split(",") if p.strip()}))
+    except ValueError:
+        raise UsageError(f"--devices takes device counts like 1,2,4,8, got {text!r}") from None
+    if not counts or min(counts) < 1:
+        raise UsageError(f"--devices takes positive device counts like 1,2,4,8, got {text!r}")
+    return counts
+
+
+def _grade(name, submission, tasks, devices, seed, fmt, output, fail_under, course_path, backend):
+    import os
+
+    from grader import report, runner, scoring
+    from grader.course import find_course
+
+    course = find_course(explicit=course_path)
+    exercise = course.exercise(name)
+    for t in tasks:
+        exercise.task(t)
+    submission = submission or os.path.join(course.root, exercise.stubs)
+    run = runner.grade(course, exercise, submission, task_ids=tasks or None, devices=parse_devices(devices),
+                       seed=seed, backend=backend or course.backend)
+    result = scoring.score(exercise, run.cases, run.tasks)
+    text = (report.to_json if fmt == "json" else report.to_text)(run, result, course.name)
+    if output:
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(text)
+        click.echo(f"{name}: {result.total:g} / {result.max_total:g} ({result.percent:.0f}%), seed {run.seed}; "
+                   f"report written to {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+    if fail_under is not None and result.percent < fail_under:
+        sys.exit(EXIT_BELOW)
+
+
+def exercise_command(name: str) -> click.Command:
+    @click.command(name)
+    @click.option("--submission", type=click.Path(), help="folder to grade: holds EXERCISE/ or the task modules")
+    @click.option("--task", "tasks", multiple=True, help="grade only this task (repeatable)")
+    @click.option("--devices", help="device counts to test, e.g. 1,2,4,8 (default: course.yaml)")
+    @click.option("--seed", type=click.IntRange(0, 2**31 - 1), help="reproduce a run (the seed is always printed)")
+    @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+    @click.option("--output", type=click.Path(), help="write the report here instead of stdout")
+    @click.option("--fail-under", type=click.FloatRange(0, 100), help="exit 1 if the score is below PCT percent")
+    @click.option("--backend", type=click.Choice(["cpu"]), help="where workers run (default: course.yaml)")
+    @click.option("--course", "course_path", type=click.Path(), help="course.yaml or the folder holding it")
+    def command(**kw):
+        run_safely(_grade, name, kw["submission"], kw["tasks"], kw["devices"], kw["seed"], kw["fmt"],
+                   kw["output"], kw["fail_under"], kw["course_path"], kw["backend"])
+
+    command.help = f"Grade {name}: run its hidden tests against your code and print a score table."
+    return command

@@ -1,0 +1,276 @@
+"""course.yaml: the rubric, loaded into plain dataclasses and validated with line numbers.
+
+The engine knows nothing about a particular exercise: everything it grades is named here. Errors
+say which file, which line, which key and what was expected, because the person reading them is an
+instructor fixing a typo the night before a deadline.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import yaml
+
+from grader.verdicts import UsageError
+
+COURSE_FILE = "course.yaml"
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
+BACKENDS = ("cpu", "gpu", "tpu", "auto")
+
+
+class CourseError(UsageError):
+    """course.yaml is malformed; the message names file, line and key."""
+
+
+@dataclass(frozen=True)
+class TestRule:
+    weight: float = 1.0
+    visibility: str = "visible"
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    title: str
+    points: float
+    hint: str
+    devices: tuple[int, ...]
+    timeout_s: float
+    files: tuple[str, ...]
+    extra_credit: bool = False
+    visibility: str = "visible"
+    tests: dict[str, TestRule] = field(default_factory=dict)
+
+    def rule(self, test_name: str) -> TestRule:
+        return self.tests.get(test_name, TestRule(visibility=self.visibility))
+
+
+@dataclass(frozen=True)
+class Exercise:
+    name: str
+    title: str
+    tasks: tuple[Task, ...]
+    suite: str
+    stubs: str
+    solutions: str
+
+    def task(self, task_id: str) -> Task:
+        for t in self.tasks:
+            if t.id == task_id:
+                return t
+        raise UsageError(f"no task '{task_id}' in {self.name}; known: {', '.join(t.id for t in self.tasks)}")
+
+    def task_for_file(self, filename: str) -> Task | None:
+        for t in self.tasks:
+            if filename in t.files:
+                return t
+        return None
+
+    @property
+    def max_points(self) -> float:
+        return sum(t.points for t in self.tasks if not t.extra_credit)
+
+
+@dataclass(frozen=True)
+class Course:
+    name: str
+    root: str
+    path: str
+    exercises: dict[str, Exercise]
+    memory_mb: int
+    backend: str
+
+    def exercise(self, name: str) -> Exercise:
+        if name not in self.exercises:
+            raise UsageError(f"no exercise '{name}'; known: {', '.join(self.exercises) or '(none)'}")
+        return self.exercises[name]
+
+
+class _Node(dict):
+    """A mapping that remembers the line of each key (1-based) and of itself."""
+
+    line: int = 0
+    lines: dict
+
+
+class _Loader(yaml.SafeLoader):
+    """A SafeLoader whose mappings are _Node, so errors can name lines."""
+
+
+def _construct_node(loader, node):
+    mapping = _Node(loader.construct_mapping(node, deep=True))
+    mapping.line = node.start_mark.line + 1
+    mapping.lines = {loader.construct_object(k): k.start_mark.line + 1 for k, _ in node.value}
+    return mapping
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_node)
+
+
+class _Checker:
+    """Validation helpers that phrase every problem the same way: file:line: key: expected, got."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def fail(self, where: str, line: int, expected: str, got=None) -> CourseError:
+        got_text = "" if got is None else f", got {got!r}"
+        return CourseError(f"{self.path}:{line}: {where}: expected {expected}{got_text}")
+
+    def mapping(self, value, where: str, line: int, allowed: tuple[str, ...], required=()) -> _Node:
+        if not isinstance(value, dict):
+            raise self.fail(where, line, "a mapping", value)
+        for key in value:
+            if key not in allowed:
+                raise self.fail(f"{where}.{key}", value.lines.get(key, line), f"one of the keys {', '.join(allowed)}")
+        for key in required:
+            if key not in value:
+                raise self.fail(where, value.line or line, f"a key '{key}'")
+        return value
+
+    def get(self, node: _Node, key: str, where: str, kind: str, default=None):
+        if key not in node:
+            return default
+        value, line, name = node[key], node.lines.get(key, node.line), f"{where}.{key}"
+        if kind == "text":
+            if not isinstance(value, str) or not value.strip():
+                raise self.fail(name, line, "a non-empty string", value)
+        elif kind == "number":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise self.fail(name, line, "a number >= 0", value)
+        elif kind == "positive":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise self.fail(name, line, "a number > 0", value)
+        elif kind == "bool":
+            if not isinstance(value, bool):
+                raise self.fail(name, line, "true or false", value)
+        elif kind == "devices":
+            if not isinstance(value, list) or not value or not all(
+                    isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in value):
+                raise self.fail(name, line, "a non-empty list of device counts such as [1, 2, 4, 8]", value)
+            value = tuple(sorted(set(value)))
+        elif kind == "visibility":
+            if value not in VISIBILITIES:
+                raise self.fail(name, line, f"one of {', '.join(VISIBILITIES)}", value)
+        elif kind == "backend":
+            if value not in BACKENDS:
+                raise self.fail(name, line, f"one of {', '.join(BACKENDS)}", value)
+        elif kind == "files":
+            if not isinstance(value, list) or not value or not all(
+                    isinstance(f, str) and f.startswith("test_") and f.endswith(".py") for f in value):
+                raise self.fail(name, line, "a non-empty list of test file names like test_dot.py", value)
+            value = tuple(value)
+        return value
+
+
+def _load_task(ck: _Checker, node, where: str, line: int, defaults: dict) -> Task:
+    node = ck.mapping(node, where, line, ("id", "title", "points", "hint", "devices", "timeout_s", "files",
+                                          "extra_credit", "visibility", "tests"), ("id", "title", "points", "hint"))
+    task_id = ck.get(node, "id", where, "text")
+    if not task_id.isidentifier():
+        raise ck.fail(f"{where}.id", node.lines["id"], "an identifier (letters, digits, _)", task_id)
+    visibility = ck.get(node, "visibility", where, "visibility", defaults["visibility"])
+    tests = {}
+    if "tests" in node:
+        tests_node = ck.mapping(node["tests"], f"{where}.tests", node.lines["tests"], tuple(node["tests"] or ()))
+        for name, rule in tests_node.items():
+            rw = f"{where}.tests.{name}"
+            rule = ck.mapping(rule if rule is not None else _Node(), rw, tests_node.lines[name], ("weight", "visibility"))
+            tests[name] = TestRule(float(ck.get(rule, "weight", rw, "number", 1.0)),
+                                   ck.get(rule, "visibility", rw, "visibility", visibility))
+    return Task(
+        id=task_id,
+        title=ck.get(node, "title", where, "text"),
+        points=float(ck.get(node, "points", where, "number")),
+        hint=ck.get(node, "hint", where, "text"),
+        devices=ck.get(node, "devices", where, "devices", defaults["devices"]),
+        timeout_s=float(ck.get(node, "timeout_s", where, "positive", defaults["timeout_s"])),
+        files=ck.get(node, "files", where, "files", (f"test_{task_id}.py",)),
+        extra_credit=ck.get(node, "extra_credit", where, "bool", False),
+        visibility=visibility,
+        tests=tests,
+    )
+
+
+def _load_exercise(ck: _Checker, name: str, node, line: int, defaults: dict) -> Exercise:
+    where = f"exercises.{name}"
+    node = ck.mapping(node, where, line, ("title", "tasks", "devices", "timeout_s", "suite", "stubs", "solutions"),
+                      ("title", "tasks"))
+    defaults = dict(defaults, devices=ck.get(node, "devices", where, "devices", defaults["devices"]),
+                    timeout_s=ck.get(node, "timeout_s", where, "positive", defaults["timeout_s"]))
+    tasks_node = node["tasks"]
+    if not isinstance(tasks_node, list) or not tasks_node:
+        raise ck.fail(f"{where}.tasks", node.lines["tasks"], "a non-empty list of tasks", tasks_node)
+    tasks, seen_ids, seen_files = [], set(), set()
+    for i, t in enumerate(tasks_node):
+        tw = f"{where}.tasks[{i}]"
+        task = _load_task(ck, t, tw, getattr(t, "line", node.lines["tasks"]), defaults)
+        if task.id in seen_ids:
+            raise ck.fail(f"{tw}.id", t.lines["id"], "a task id not used before in this exercise", task.id)
+        for f in task.files:
+            if f in seen_files:
+                raise ck.fail(f"{tw}.files", t.lines.get("files", t.line), "each test file in one task only", f)
+            seen_files.add(f)
+        seen_ids.add(task.id)
+        tasks.append(task)
+    return Exercise(
+        name=name,
+        title=ck.get(node, "title", where, "text"),
+        tasks=tuple(tasks),
+        suite=ck.get(node, "suite", where, "text", f"tests/{name}"),
+        stubs=ck.get(node, "stubs", where, "text", f"exercises/{name}"),
+        solutions=ck.get(node, "solutions", where, "text", f"solutions/{name}"),
+    )
+
+
+def load_course(path: str) -> Course:
+    """Load and validate a course.yaml; raises CourseError naming what is wrong and where."""
+    path = os.path.abspath(path)
+    ck = _Checker(os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.load(f, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+    except OSError as exc:
+        raise CourseError(f"cannot read {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f":{mark.line + 1}" if mark else ""
+        raise CourseError(f"{ck.path}{at}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    root = ck.mapping(data if data is not None else _Node(), "(top level)", 1,
+                      ("course", "defaults", "exercises"), ("course", "exercises"))
+    dnode = ck.mapping(root.get("defaults", _Node()), "defaults", root.lines.get("defaults", 1),
+                       ("devices", "timeout_s", "memory_mb", "visibility", "backend"))
+    defaults = {
+        "devices": ck.get(dnode, "devices", "defaults", "devices", (1, 2, 4, 8)),
+        "timeout_s": ck.get(dnode, "timeout_s", "defaults", "positive", 60),
+        "visibility": ck.get(dnode, "visibility", "defaults", "visibility", "visible"),
+    }
+    memory_mb = ck.get(dnode, "memory_mb", "defaults", "positive", 4096)
+    exercises_node = ck.mapping(root["exercises"], "exercises", root.lines["exercises"], tuple(root["exercises"] or ()))
+    if not exercises_node:
+        raise ck.fail("exercises", root.lines["exercises"], "at least one exercise")
+    exercises = {name: _load_exercise(ck, name, node, exercises_node.lines[name], defaults)
+                 for name, node in exercises_node.items()}
+    return Course(name=ck.get(root, "course", "(top level)", "text"), root=os.path.dirname(path), path=path,
+                  exercises=exercises, memory_mb=int(memory_mb),
+                  backend=ck.get(dnode, "backend", "defaults", "backend", "cpu"))
+
+
+def find_course(start: str | None = None, explicit: str | None = None) -> Course:
+    """The course given by --course, else the first course.yaml walking up from ``start``."""
+    if explicit:
+        path = os.path.join(explicit, COURSE_FILE) if os.path.isdir(explicit) else explicit
+        if not os.path.exists(path):
+            raise UsageError(f"no course at {explicit} (looked for {path})")
+        return load_course(path)
+    here = os.path.abspath(start or os.getcwd())
+    while True:
+        candidate = os.path.join(here, COURSE_FILE)
+        if os.path.isfile(candidate):
+            return load_course(candidate)
+        parent = os.path.dirname(here)
+        if parent == here:
+            raise UsageError(f"no {COURSE_FILE} found in {os.path.abspath(start or os.getcwd())} or any folder "
+                             "above it; run grade inside the course, or pass --course PATH")
+        here = parent

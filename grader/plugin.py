@@ -1,0 +1,114 @@
+"""The pytest plugin the grader loads into its own process to run a hidden suite.
+
+It maps test files to tasks (course.yaml), parametrises every test that uses ``student`` over the
+task's device counts, provides the ``student``, ``devices`` and seeded ``rng`` fixtures, and records
+one :class:`Case` per (test, device count) with a one-line reason when it fails. Nothing here
+imports student code; the student fixture only talks to workers.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from grader.course import Exercise
+from grader.student import Student
+from grader.verdicts import StudentFailure
+from grader.workers import Config, WorkerPool
+
+
+@dataclass
+class Case:
+    """The outcome of one test at one device count."""
+
+    nodeid: str
+    test: str
+    task: str
+    devices: int | None
+    outcome: str  # passed | failed | skipped
+    kind: str = ""
+    message: str = ""
+    where: str | None = None
+    duration_s: float = 0.0
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    line = str(text).strip().splitlines()[0] if str(text).strip() else ""
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def explain(exc: BaseException) -> tuple[str, str, str | None]:
+    """(kind, one-line message, where) for an exception that ended a test."""
+    if isinstance(exc, StudentFailure):
+        return exc.kind, exc.message, exc.where
+    if isinstance(exc, AssertionError):
+        return "wrong", _one_line(exc) or "a check failed", None
+    return "wrong", f"the result could not be checked ({type(exc).__name__}: {_one_line(exc, 200)})", None
+
+
+class GraderPlugin:
+    def __init__(self, exercise: Exercise, pool: WorkerPool, backend: str, seed: int,
+                 task_ids: set[str] | None, devices: tuple[int, ...] | None):
+        self.exercise, self.pool, self.backend, self.seed = exercise, pool, backend, seed
+        self.task_ids, self.devices_override = task_ids, devices
+        self.cases: list[Case] = []
+        self.unmapped_files: set[str] = set()
+        self.collection_errors: list[str] = []
+
+    def _task(self, path) -> object:
+        return self.exercise.task_for_file(os.path.basename(str(path)))
+
+    def pytest_configure(self, config):
+        config.addinivalue_line("markers", "devices(*counts): run only at these device counts")
+
+    def pytest_generate_tests(self, metafunc):
+        if "devices" not in metafunc.fixturenames:
+            return
+        task = self._task(metafunc.definition.path)
+        counts = self.devices_override or (task.devices if task else (1,))
+        marker = metafunc.definition.get_closest_marker("devices")
+        if marker:
+            counts = tuple(c for c in counts if c in marker.args) or counts
+        metafunc.parametrize("devices", counts, ids=[f"{n}dev" for n in counts])
+
+    def pytest_collection_modifyitems(self, session, config, items):
+        keep = []
+        for item in items:
+            task = self._task(item.path)
+            if task is None:
+                self.unmapped_files.add(os.path.basename(str(item.path)))
+            elif self.task_ids is None or task.id in self.task_ids:
+                keep.append(item)
+        items[:] = keep
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.collection_errors.append(f"{report.nodeid}: {_one_line(report.longreprtext, 600)}")
+
+    @pytest.fixture
+    def student(self, request, devices):
+        task = self._task(request.node.path)
+        return Student(self.pool, Config(self.backend, devices), task.timeout_s)
+
+    @pytest.fixture
+    def rng(self, request):
+        """A generator seeded by the run's seed and the test's id: reproducible, order-independent."""
+        return np.random.default_rng([self.seed, zlib.crc32(request.node.nodeid.encode())])
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            devices = getattr(item, "callspec", None) and item.callspec.params.get("devices")
+            case = Case(nodeid=item.nodeid, test=item.originalname, task=self._task(item.path).id,
+                        devices=devices, outcome=report.outcome, duration_s=report.duration)
+            if report.failed and call.excinfo is not None:
+                case.kind, case.message, case.where = explain(call.excinfo.value)
+            elif report.skipped:
+                case.kind, case.message = "not_run", _one_line(getattr(call.excinfo, "value", "") or "skipped")
+            self.cases.append(case)

@@ -1,0 +1,96 @@
+"""One grading run: a submission, an exercise, a seed -> cases.
+
+Copies the submission to scratch, runs the exercise's hidden suite with pytest *in this process*
+(with :mod:`grader.plugin`), and lets the plugin send every student call to workers. The scratch
+folder and all workers are gone when the run returns, whatever happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import secrets
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import pytest
+
+from grader import submission as submission_mod
+from grader.course import Course, Exercise
+from grader.plugin import Case, GraderPlugin
+from grader.verdicts import GraderError, UsageError
+from grader.workers import WorkerPool
+
+ENGINE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+@dataclass
+class RunResult:
+    exercise: Exercise
+    submission: str
+    seed: int
+    backend: str
+    cases: list[Case]
+    tasks: tuple[str, ...]
+    info: dict = field(default_factory=dict)
+    wall_s: float = 0.0
+    worker_s: float = 0.0
+    student_output: dict[str, str] = field(default_factory=dict)
+    unmapped_files: tuple[str, ...] = ()
+
+
+def new_seed() -> int:
+    return secrets.randbelow(2**31)
+
+
+def _engine_link(scratch: str) -> str:
+    """A folder holding only the ``grader`` package, so workers can import it and nothing beside it."""
+    path = os.path.join(scratch, "engine")
+    os.makedirs(path)
+    os.symlink(ENGINE_DIR, os.path.join(path, "grader"))
+    return path
+
+
+def _pytest_args(suite: str, files: list[str]) -> list[str]:
+    return [*files, "-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:randomly", "-c", os.devnull,
+            "--rootdir", suite, "--import-mode=importlib", "-W", "ignore::pytest.PytestAssertRewriteWarning"]
+
+
+def grade(course: Course, exercise: Exercise, submission: str, task_ids=None, devices=None,
+          seed: int | None = None, backend: str = "cpu") -> RunResult:
+    """Grade ``submission`` against ``exercise``'s hidden suite."""
+    started = time.perf_counter()
+    seed = new_seed() if seed is None else seed
+    tasks = tuple(task_ids) if task_ids else tuple(t.id for t in exercise.tasks)
+    for t in tasks:
+        exercise.task(t)
+    source = submission_mod.locate(submission, exercise.name)
+    suite = os.path.join(course.root, exercise.suite)
+    if not os.path.isdir(suite):
+        raise UsageError(f"the suite folder {suite} for {exercise.name} does not exist")
+    files = sorted({os.path.join(suite, f) for t in exercise.tasks if t.id in tasks for f in t.files
+                    if os.path.isfile(os.path.join(suite, f))})
+    scratch = tempfile.mkdtemp(prefix="grade-")
+    try:
+        code = submission_mod.copy_to_scratch(source, scratch)
+        timeout = max(t.timeout_s for t in exercise.tasks)
+        pool = WorkerPool(code, suite, _engine_link(scratch), course.memory_mb, timeout)
+        plugin = GraderPlugin(exercise, pool, backend, seed, set(tasks), tuple(devices) if devices else None)
+        log = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+                if files:
+                    pytest.main(_pytest_args(suite, files), plugins=[plugin])
+        finally:
+            pool.close()
+        if plugin.collection_errors:
+            raise GraderError("the hidden suite could not be collected:\n" + "\n".join(plugin.collection_errors))
+        return RunResult(exercise=exercise, submission=os.path.abspath(submission), seed=seed, backend=backend,
+                         cases=plugin.cases, tasks=tasks, info=pool.info(), wall_s=time.perf_counter() - started,
+                         worker_s=pool.worker_seconds, student_output=pool.student_output,
+                         unmapped_files=tuple(sorted(plugin.unmapped_files)))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -1,0 +1,241 @@
+"""Grader-side handles on worker processes: start, ask, time out, kill, replace.
+
+One worker per backend configuration (e.g. CPU with 4 emulated devices) is started lazily and
+reused for every test of a grading run. A call that overruns its time limit, or a worker that dies,
+costs only that call: the worker is killed (its whole process group) and the next call starts a
+fresh one. The student's stdout/stderr are drained by a thread into a capped buffer, so an output
+flood neither blocks the worker nor fills the grader's memory.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+from grader import protocol
+from grader.verdicts import GraderError, StudentFailure
+
+OUTPUT_CAP = 64 << 10
+STARTUP_TIMEOUT_S = 120.0
+_MEMORY_MARKERS = (b"RESOURCE_EXHAUSTED", b"bad_alloc", b"MemoryError", b"Cannot allocate memory",
+                   b"out of memory", b"Out of memory")
+
+
+@dataclass(frozen=True)
+class Config:
+    """One backend configuration: which platform and how many devices a worker sees."""
+
+    backend: str
+    devices: int
+
+    def __str__(self) -> str:
+        return f"{self.devices} device{'s' if self.devices != 1 else ''}"
+
+
+class CapturedOutput:
+    """Keeps the first OUTPUT_CAP bytes and the last 4 KiB of a stream, counts the rest."""
+
+    def __init__(self, stream):
+        self.head, self.tail, self.total = bytearray(), b"", 0
+        self._thread = threading.Thread(target=self._drain, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _drain(self, stream) -> None:
+        while chunk := stream.read1(1 << 16):
+            self.total += len(chunk)
+            room = OUTPUT_CAP - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+            self.tail = (self.tail + chunk)[-4096:]
+        stream.close()
+
+    def wait(self, timeout: float = 2.0) -> None:
+        self._thread.join(timeout)
+
+    def text(self) -> str:
+        out = self.head.decode("utf-8", "replace")
+        if self.total > len(self.head):
+            out += f"\n[... output capped: {self.total - len(self.head)} more bytes not kept]"
+        return out
+
+
+def worker_environment(scratch: str, backend: str, timeout_s: float) -> dict[str, str]:
+    """A minimal environment: nothing of the grader's leaks in, XLA collectives give up in time."""
+    stuck = max(1, int(timeout_s * 0.25))
+    terminate = max(2, int(timeout_s * 0.75))
+    env = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": scratch,
+        "TMPDIR": os.path.join(scratch, ".tmp"),
+        "LANG": "C.UTF-8",
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "XLA_FLAGS": f"--xla_cpu_collective_call_warn_stuck_timeout_seconds={stuck} "
+                     f"--xla_cpu_collective_call_terminate_timeout_seconds={terminate}",
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+    }
+    if backend == "cpu":
+        env["JAX_PLATFORMS"] = "cpu"
+    return env
+
+
+class Worker:
+    """One worker process for one configuration."""
+
+    def __init__(self, config: Config, submission: str, suite: str, engine_path: str,
+                 memory_mb: int, timeout_s: float):
+        self.config, self.submission, self.suite = config, submission, suite
+        self.engine_path, self.memory_mb, self.timeout_s = engine_path, memory_mb, timeout_s
+        self.proc: subprocess.Popen | None = None
+        self.output: CapturedOutput | None = None
+        self.info: dict = {}
+
+    def start(self) -> None:
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        os.makedirs(os.path.join(self.submission, ".tmp"), exist_ok=True)
+        boot = f"import sys; sys.path.insert(0, {self.engine_path!r}); from grader.worker import main; main()"
+        cmd = [sys.executable, "-I", "-c", boot, "--request-fd", str(req_r), "--reply-fd", str(rep_w),
+               "--submission", self.submission, "--suite", self.suite, "--backend", self.config.backend,
+               "--devices", str(self.config.devices), "--memory-mb", str(self.memory_mb)]
+        try:
+            self.proc = subprocess.Popen(
+                cmd, cwd=self.submission, env=worker_environment(self.submission, self.config.backend, self.timeout_s),
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                pass_fds=(req_r, rep_w), start_new_session=True)
+        finally:
+            os.close(req_r)
+            os.close(rep_w)
+        self._req, self._rep = req_w, rep_r
+        self.output = CapturedOutput(self.proc.stdout)
+        try:
+            header, _ = protocol.receive(self._rep, time.monotonic() + STARTUP_TIMEOUT_S)
+        except protocol.ProtocolError as exc:
+            self.kill()
+            raise GraderError(f"a worker for {self.config} did not start ({exc}); its output:\n"
+                              f"{self.output.text()[-2000:]}") from None
+        if not header.get("ready"):
+            self.kill()
+            raise GraderError(f"a worker for {self.config} could not set up JAX: {header.get('message')}")
+        self.info = header
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def request(self, op: str, target: str, args: tuple, kwargs: dict, what: str,
+                timeout_s: float | None = None) -> tuple[object, float]:
+        """Run one request; returns (value, seconds the worker spent) or raises StudentFailure."""
+        if not self.alive:
+            self.start()
+        timeout_s = timeout_s or self.timeout_s
+        tree, blobs = protocol.encode({"args": tuple(args), "kwargs": dict(kwargs)})
+        try:
+            protocol.send(self._req, {"op": op, "target": target, "args": tree}, blobs)
+            header, reply_blobs = protocol.receive(self._rep, time.monotonic() + timeout_s)
+        except protocol.ChannelTimeout:
+            self.kill()
+            raise StudentFailure("timeout", f"{what} timed out after {timeout_s:g} s "
+                                 f"({self.config}); an endless loop, or a collective some devices never reach?") from None
+        except (protocol.ChannelClosed, BrokenPipeError):
+            raise self._death(what) from None
+        except protocol.ProtocolError as exc:
+            self.kill()
+            raise StudentFailure("bad_return", f"{what} produced a reply the grader refuses: {exc}") from None
+        if not header.get("ok"):
+            raise StudentFailure(header.get("kind", "raised"), header.get("message", "failed"),
+                                 header.get("where"), header.get("exc_type"))
+        try:
+            return protocol.decode(header["value"], reply_blobs), float(header.get("elapsed_s", 0.0))
+        except (protocol.ProtocolError, KeyError, IndexError, ValueError) as exc:
+            raise StudentFailure("bad_return", f"{what} produced a reply the grader refuses: {exc}") from None
+
+    def _death(self, what: str) -> StudentFailure:
+        """Explain why the worker went away during ``what``, then clean up."""
+        rusage_kb = 0
+        try:
+            _, status, usage = os.wait4(self.proc.pid, 0)
+            rusage_kb = usage.ru_maxrss
+            self.proc.returncode = os.waitstatus_to_exitcode(status)
+        except ChildProcessError:
+            self.proc.wait()
+        code = self.proc.returncode
+        self.output.wait()
+        self.kill()
+        near_limit = self.memory_mb and rusage_kb >= 0.9 * (self.memory_mb << 10)
+        if near_limit or any(m in self.output.tail for m in _MEMORY_MARKERS):
+            return StudentFailure("memory", f"{what} exceeded the {self.memory_mb} MB memory limit "
+                                  f"({self.config}) and the worker died")
+        if code is not None and code < 0:
+            sig = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+            how = f"signal {-code}: {sig}"
+        else:
+            how = f"exit code {code}"
+        return StudentFailure("died", f"the worker died ({how}) during {what} ({self.config})")
+
+    def kill(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+        for fd in (self._req, self._rep):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.proc = None
+
+
+class WorkerPool:
+    """Workers by configuration, started on first use and replaced after a failure."""
+
+    def __init__(self, submission: str, suite: str, engine_path: str, memory_mb: int, timeout_s: float):
+        self._args = (submission, suite, engine_path, memory_mb, timeout_s)
+        self._workers: dict[Config, Worker] = {}
+        self.student_output: dict[str, str] = {}
+        self.worker_seconds = 0.0
+
+    def worker(self, config: Config) -> Worker:
+        if config not in self._workers:
+            self._workers[config] = Worker(config, *self._args)
+        return self._workers[config]
+
+    def request(self, config: Config, op: str, target: str, args, kwargs, what: str, timeout_s=None):
+        value, elapsed = self.worker(config).request(op, target, args, kwargs, what, timeout_s)
+        self.worker_seconds += elapsed
+        return value
+
+    def info(self) -> dict:
+        """What the workers reported about JAX and their devices (from any one that started)."""
+        for w in self._workers.values():
+            if w.info:
+                return {k: w.info[k] for k in ("jax_version", "platform", "device_kind")}
+        return {}
+
+    def close(self) -> None:
+        for config, w in self._workers.items():
+            if w.proc is not None:
+                try:
+                    protocol.send(w._req, {"op": "exit"})
+                except OSError:
+                    pass
+                try:
+                    w.proc.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    pass
+                w.kill()
+            if w.output is not None:
+                w.output.wait(0.5)
+                text = w.output.text()
+                if text.strip():
+                    self.student_output[str(config)] = text

@@ -1,0 +1,25 @@
+"""Hidden suite for task dot: distributed_dot(x, y) on any length, with one psum and no gather."""
+
+import numpy as np
+import pytest
+
+from grader import hlo
+from grader.testing import expect_close
+
+
+@pytest.mark.parametrize("length", [1, 3, 37, 1001])
+def test_dot_matches_numpy(student, rng, devices, length):
+    x, y = rng.normal(size=length), rng.normal(size=length)
+    got = student.call("dot.distributed_dot", x.astype(np.float32), y.astype(np.float32))
+    expect_close(got, np.dot(x, y), what=f"distributed_dot(x, y) with len {length}", rtol=1e-4, atol=1e-4)
+
+
+def test_dot_uses_one_all_reduce(student, rng, devices):
+    x = rng.normal(size=45).astype(np.float32)
+    text = student.compiled("dot.distributed_dot", x, x)
+    gathers = hlo.count(text, "all-gather")
+    assert gathers == 0, (f"distributed_dot gathers whole vectors onto every device ({gathers} all-gather); "
+                          "each device only needs its own slices and one psum of the partial dot products")
+    reduces = hlo.count(text, "all-reduce", by_student=True)
+    assert reduces == 1, (f"distributed_dot runs {reduces} all-reduce operations of its own, expected exactly 1: "
+                          "take the local dot on each device, then one lax.psum")

@@ -1,0 +1,57 @@
+"""Shared helpers for the grader's own tests: build submissions, run the real `grade` CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+GRADE = [sys.executable, "-c", "from grader.cli import main; main()"]
+
+
+def run_grade(*args: str, cwd: Path | str = ROOT, timeout: float = 600, env: dict | None = None):
+    """Run the real CLI (`grade ARGS...`) in a subprocess; returns CompletedProcess with text output."""
+    return subprocess.run([*GRADE, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def grade_json(submission: Path | str, *args: str, exercise: str = "exercise7", seed: int = 1234) -> dict:
+    """Grade a submission and return the JSON report (asserts the grader itself did not fail)."""
+    proc = run_grade(exercise, "--submission", str(submission), "--format", "json", "--seed", str(seed), *args)
+    assert proc.returncode == 0, f"grade exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    return json.loads(proc.stdout)
+
+
+def task_scores(report: dict) -> dict[str, float]:
+    return {t["id"]: t["score"] for t in report["tasks"]}
+
+
+def task(report: dict, task_id: str) -> dict:
+    return next(t for t in report["tasks"] if t["id"] == task_id)
+
+
+@pytest.fixture
+def make_submission(tmp_path):
+    """make_submission({"dot": "source"}, base="solutions") -> a folder with exercise7/ inside.
+
+    Starts from a copy of solutions/exercise7 (or the stubs with base="exercises") and replaces the
+    given modules with the given (dedented) source.
+    """
+    counter = iter(range(10**6))
+
+    def make(modules: dict[str, str], base: str = "solutions", exercise: str = "exercise7") -> Path:
+        folder = tmp_path / f"submission{next(counter)}"
+        shutil.copytree(ROOT / base / exercise, folder / exercise,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        for name, source in modules.items():
+            (folder / exercise / f"{name}.py").write_text(textwrap.dedent(source))
+        return folder
+
+    return make
