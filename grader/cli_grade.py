@@ -23,7 +23,7 @@ def parse_devices(text: str | None) -> tuple[int, ...] | None:
     return counts
 
 
-def _grade(name, submission, tasks, devices, seed, fmt, output, fail_under, course_path, backend):
+def _grade(name, submission, tasks, devices, seed, fmt, output, fail_under, course_path, backend, timeout):
     import os
 
     from grader import report, runner, scoring
@@ -35,7 +35,7 @@ def _grade(name, submission, tasks, devices, seed, fmt, output, fail_under, cour
         exercise.task(t)
     submission = submission or os.path.join(course.root, exercise.stubs)
     run = runner.grade(course, exercise, submission, task_ids=tasks or None, devices=parse_devices(devices),
-                       seed=seed, backend=backend or course.backend)
+                       seed=seed, backend=backend or course.backend, timeout_s=timeout)
     result = scoring.score(exercise, run.cases, run.tasks)
     text = (report.to_json if fmt == "json" else report.to_text)(run, result, course.name)
     if output:
@@ -59,10 +59,11 @@ def exercise_command(name: str) -> click.Command:
     @click.option("--output", type=click.Path(), help="write the report here instead of stdout")
     @click.option("--fail-under", type=click.FloatRange(0, 100), help="exit 1 if the score is below PCT percent")
     @click.option("--backend", type=click.Choice(["cpu"]), help="where workers run (default: course.yaml)")
+    @click.option("--timeout", type=click.FloatRange(min=0.1), help="per-call time limit in seconds (default: course.yaml)")
     @click.option("--course", "course_path", type=click.Path(), help="course.yaml or the folder holding it")
     def command(**kw):
         run_safely(_grade, name, kw["submission"], kw["tasks"], kw["devices"], kw["seed"], kw["fmt"],
-                   kw["output"], kw["fail_under"], kw["course_path"], kw["backend"])
+                   kw["output"], kw["fail_under"], kw["course_path"], kw["backend"], kw["timeout"])
 
     command.help = f"Grade {name}: run its hidden tests against your code and print a score table."
     return command

@@ -52,9 +52,9 @@ def explain(exc: BaseException) -> tuple[str, str, str | None]:
 
 class GraderPlugin:
     def __init__(self, exercise: Exercise, pool: WorkerPool, backend: str, seed: int,
-                 task_ids: set[str] | None, devices: tuple[int, ...] | None):
+                 task_ids: set[str] | None, devices: tuple[int, ...] | None, timeout_s: float | None = None):
         self.exercise, self.pool, self.backend, self.seed = exercise, pool, backend, seed
-        self.task_ids, self.devices_override = task_ids, devices
+        self.task_ids, self.devices_override, self.timeout_override = task_ids, devices, timeout_s
         self.cases: list[Case] = []
         self.unmapped_files: set[str] = set()
         self.collection_errors: list[str] = []
@@ -92,7 +92,7 @@ class GraderPlugin:
     @pytest.fixture
     def student(self, request, devices):
         task = self._task(request.node.path)
-        return Student(self.pool, Config(self.backend, devices), task.timeout_s)
+        return Student(self.pool, Config(self.backend, devices), self.timeout_override or task.timeout_s)
 
     @pytest.fixture
     def rng(self, request):

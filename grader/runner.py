@@ -60,7 +60,7 @@ def _pytest_args(suite: str, files: list[str]) -> list[str]:
 
 
 def grade(course: Course, exercise: Exercise, submission: str, task_ids=None, devices=None,
-          seed: int | None = None, backend: str = "cpu") -> RunResult:
+          seed: int | None = None, backend: str = "cpu", timeout_s: float | None = None) -> RunResult:
     """Grade ``submission`` against ``exercise``'s hidden suite."""
     started = time.perf_counter()
     seed = new_seed() if seed is None else seed
@@ -76,9 +76,10 @@ def grade(course: Course, exercise: Exercise, submission: str, task_ids=None, de
     scratch = tempfile.mkdtemp(prefix="grade-")
     try:
         code = submission_mod.copy_to_scratch(source, scratch)
-        timeout = max(t.timeout_s for t in exercise.tasks)
+        timeout = timeout_s or max(t.timeout_s for t in exercise.tasks)
         pool = WorkerPool(code, suite, _engine_link(scratch), course.memory_mb, timeout)
-        plugin = GraderPlugin(exercise, pool, backend, seed, set(tasks), tuple(devices) if devices else None)
+        plugin = GraderPlugin(exercise, pool, backend, seed, set(tasks), tuple(devices) if devices else None,
+                              timeout_s)
         log = io.StringIO()
         try:
             with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):

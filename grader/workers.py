@@ -94,6 +94,7 @@ class Worker:
         self.engine_path, self.memory_mb, self.timeout_s = engine_path, memory_mb, timeout_s
         self.proc: subprocess.Popen | None = None
         self.output: CapturedOutput | None = None
+        self.transcripts: list[str] = []  # captured output of each process this worker has run
         self.info: dict = {}
 
     def start(self) -> None:
@@ -180,20 +181,23 @@ class Worker:
         return StudentFailure("died", f"the worker died ({how}) during {what} ({self.config})")
 
     def kill(self) -> None:
+        """Kill the process group (no-op if already gone) and keep what it printed."""
         if self.proc is None:
             return
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait()
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
         for fd in (self._req, self._rep):
             try:
                 os.close(fd)
             except OSError:
                 pass
         self.proc = None
+        self.output.wait(0.5)
+        if self.output.total:
+            self.transcripts.append(self.output.text())
 
 
 class WorkerPool:
@@ -227,15 +231,9 @@ class WorkerPool:
             if w.proc is not None:
                 try:
                     protocol.send(w._req, {"op": "exit"})
-                except OSError:
-                    pass
-                try:
                     w.proc.wait(timeout=2)
-                except subprocess.TimeoutExpired:
+                except (OSError, subprocess.TimeoutExpired):
                     pass
                 w.kill()
-            if w.output is not None:
-                w.output.wait(0.5)
-                text = w.output.text()
-                if text.strip():
-                    self.student_output[str(config)] = text
+            if w.transcripts:
+                self.student_output[str(config)] = "\n".join(w.transcripts)

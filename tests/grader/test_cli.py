@@ -1,0 +1,84 @@
+"""The `grade` command end to end: listing, options, reports, exit codes and usage errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from conftest import ROOT, grade_json, run_grade, task
+
+
+def test_list_shows_exercises_tasks_and_points():
+    proc = run_grade("list")
+    assert proc.returncode == 0, proc.stderr
+    assert "exercise7: Parallelization with jax.pmap" in proc.stdout
+    assert any(line.split()[:3] == ["dot", "15", "pts"] or line.split()[:3] == ["dot", "20", "pts"]
+               for line in proc.stdout.splitlines())
+
+
+def test_unknown_exercise_is_a_usage_error():
+    proc = run_grade("exercise9")
+    assert proc.returncode == 2
+    assert "no exercise 'exercise9'; known: exercise7" in proc.stderr
+
+
+def test_unknown_task_and_missing_submission_are_usage_errors(tmp_path):
+    proc = run_grade("exercise7", "--task", "nope")
+    assert proc.returncode == 2 and "no task 'nope' in exercise7; known:" in proc.stderr
+    proc = run_grade("exercise7", "--submission", str(tmp_path / "absent"))
+    assert proc.returncode == 2 and "does not exist" in proc.stderr
+    proc = run_grade("exercise7", "--devices", "two")
+    assert proc.returncode == 2 and "--devices takes device counts" in proc.stderr
+
+
+def test_malformed_course_is_a_usage_error_naming_file_and_line(tmp_path):
+    (tmp_path / "course.yaml").write_text("course: broken\nexercises:\n  ex:\n    title: t\n    tasks: 3\n")
+    proc = run_grade("ex", "--course", str(tmp_path))
+    assert proc.returncode == 2
+    assert "course.yaml:5: exercises.ex.tasks: expected a non-empty list of tasks, got 3" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_stubs_are_not_started_and_text_report_says_so():
+    proc = run_grade("exercise7", "--task", "dot", "--devices", "2", "--seed", "5")
+    assert proc.returncode == 0, proc.stderr
+    assert "not started" in proc.stdout
+    assert "distributed_dot() still raises NotImplementedError (dot.py:" in proc.stdout
+    assert "hint:" in proc.stdout and "seed 5" in proc.stdout and "reproduce: grade exercise7 --seed 5" in proc.stdout
+
+
+def test_fail_under_output_and_exit_codes(tmp_path):
+    out = tmp_path / "r.json"
+    proc = run_grade("exercise7", "--task", "dot", "--devices", "1", "--fail-under", "50", "--format", "json",
+                     "--output", str(out))
+    assert proc.returncode == 1
+    assert proc.stdout == "" and "report written to" in proc.stderr
+    assert json.loads(out.read_text())["score"] == 0
+    proc = run_grade("exercise7", "--task", "dot", "--devices", "1", "--fail-under", "100", "--submission", "solutions")
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_devices_override_and_flat_submission_folder(tmp_path):
+    flat = tmp_path / "flat"
+    shutil.copytree(ROOT / "solutions" / "exercise7", flat)
+    report = grade_json(flat, "--task", "dot", "--devices", "3,2")
+    dot = task(report, "dot")
+    assert dot["score"] == dot["max_score"]
+    assert sorted({c["devices"] for c in dot["cases"]}) == [2, 3]
+    assert report["jax_version"].startswith("0.")
+
+
+def test_same_seed_same_inputs(make_submission):
+    wrong = make_submission({"dot": """
+        import jax.numpy as jnp
+
+        def distributed_dot(x, y):
+            return jnp.dot(x, y) + 1.0
+        """})
+    first = grade_json(wrong, "--task", "dot", "--devices", "2", seed=99)
+    second = grade_json(wrong, "--task", "dot", "--devices", "2", seed=99)
+    other = grade_json(wrong, "--task", "dot", "--devices", "2", seed=100)
+    messages = [[c["message"] for c in task(r, "dot")["cases"]] for r in (first, second, other)]
+    assert messages[0] == messages[1]
+    assert messages[0] != messages[2]
+    assert first["seed"] == 99

@@ -1,0 +1,85 @@
+"""The boundary protocol: plain data round-trips; nothing executable or oversized gets through."""
+
+from __future__ import annotations
+
+import io
+import os
+
+import numpy as np
+import pytest
+
+from grader import protocol
+
+
+def roundtrip(value):
+    r, w = os.pipe()
+    try:
+        tree, blobs = protocol.encode(value)
+        protocol.send(w, {"value": tree}, blobs)
+        header, got_blobs = protocol.receive(r, deadline=None)
+        return protocol.decode(header["value"], got_blobs)
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_plain_values_round_trip():
+    value = {"a": [1, 2.5, None, "s", True], "b": (np.arange(6, dtype=np.int16).reshape(2, 3), np.float32(1.5)),
+             "c": float("nan"), "d": 1 + 2j}
+    got = roundtrip(value)
+    assert got["a"] == [1, 2.5, None, "s", True]
+    assert isinstance(got["b"], tuple) and got["b"][0].dtype == np.int16
+    np.testing.assert_array_equal(got["b"][0], value["b"][0])
+    assert got["b"][1].shape == () and got["b"][1] == np.float32(1.5)
+    assert np.isnan(got["c"]) and got["d"] == 1 + 2j
+
+
+def test_ndarray_subclass_arrives_as_plain_ndarray():
+    class Liar(np.ndarray):
+        def __eq__(self, other):
+            return True
+
+    got = roundtrip(np.zeros(3).view(Liar))
+    assert type(got) is np.ndarray
+
+
+@pytest.mark.parametrize("value, named", [
+    (object(), "an object of type object"),
+    (lambda: 1, "an object of type function"),
+    (np.array([object()], dtype=object), "dtype object"),
+    (np.array(["a"]), "dtype <U1"),
+    ({1: 2}, "non-string keys"),
+])
+def test_unsupported_values_are_refused_by_name(value, named):
+    with pytest.raises(protocol.UnsupportedValue, match=named):
+        protocol.encode(value)
+
+
+def test_a_pickled_object_array_is_refused_on_decode():
+    buf = io.BytesIO()
+    np.save(buf, np.array([{"x": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(ValueError, match="allow_pickle"):
+        protocol.decode({"__array__": 0}, [buf.getvalue()])
+
+
+def test_oversized_message_is_refused_before_reading_it():
+    r, w = os.pipe()
+    try:
+        os.write(w, protocol._LEN.pack(protocol.MAX_MESSAGE_BYTES + 1))
+        with pytest.raises(protocol.ProtocolError, match="larger than"):
+            protocol.receive(r, deadline=None)
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_timeout_and_closed_channel_are_distinguished():
+    import time
+
+    r, w = os.pipe()
+    with pytest.raises(protocol.ChannelTimeout):
+        protocol.receive(r, deadline=time.monotonic() + 0.05)
+    os.close(w)
+    with pytest.raises(protocol.ChannelClosed):
+        protocol.receive(r, deadline=time.monotonic() + 1)
+    os.close(r)
