@@ -17,7 +17,7 @@ import pytest
 
 from grader.course import Exercise
 from grader.student import Student
-from grader.verdicts import StudentFailure
+from grader.verdicts import GraderError, StudentFailure
 from grader.workers import Config, WorkerPool
 
 
@@ -58,6 +58,7 @@ class GraderPlugin:
         self.cases: list[Case] = []
         self.unmapped_files: set[str] = set()
         self.collection_errors: list[str] = []
+        self.grader_errors: list[str] = []
 
     def _task(self, path) -> object:
         return self.exercise.task_for_file(os.path.basename(str(path)))
@@ -107,7 +108,10 @@ class GraderPlugin:
             devices = getattr(item, "callspec", None) and item.callspec.params.get("devices")
             case = Case(nodeid=item.nodeid, test=item.originalname, task=self._task(item.path).id,
                         devices=devices, outcome=report.outcome, duration_s=report.duration)
-            if report.failed and call.excinfo is not None:
+            if report.failed and isinstance(getattr(call.excinfo, "value", None), GraderError):
+                self.grader_errors.append(str(call.excinfo.value))
+                item.session.shouldstop = "the grader cannot go on"
+            elif report.failed and call.excinfo is not None:
                 case.kind, case.message, case.where = explain(call.excinfo.value)
             elif report.skipped:
                 case.kind, case.message = "not_run", _one_line(getattr(call.excinfo, "value", "") or "skipped")

@@ -87,6 +87,8 @@ def grade(course: Course, exercise: Exercise, submission: str, task_ids=None, de
                     pytest.main(_pytest_args(suite, files), plugins=[plugin])
         finally:
             pool.close()
+        if plugin.grader_errors:
+            raise GraderError(plugin.grader_errors[0])
         if plugin.collection_errors:
             raise GraderError("the hidden suite could not be collected:\n" + "\n".join(plugin.collection_errors))
         return RunResult(exercise=exercise, submission=os.path.abspath(submission), seed=seed, backend=backend,
