@@ -46,10 +46,11 @@ def autograde(name: str, root: str, allow_jax_mismatch: bool = False) -> dict:
     exercise = course.exercise(name)
     notes = pins.check_jax(course, allow_jax_mismatch)
     where = _where(root, exercise, course)
+    notes = [where, *notes] if where else notes
     run = runner.grade(course, exercise, os.path.join(root, "submission"), backend=course.backend)
     result = scoring.score(exercise, run.cases, run.tasks)
     click.echo(report.to_text(run, result, course.name, notes), nl=False)
-    return gradescope.results(report.to_dict(run, result, course.name, [where, *notes] if where else notes))
+    return gradescope.results(report.to_dict(run, result, course.name, notes))
 
 
 @click.command("autograde")

@@ -8,7 +8,7 @@ import click
 
 from grader.cli import EXIT_BELOW, run_safely
 
-PUBLIC_ONLY_NOTE = ("these are the public tests only; the hidden tests run when you submit, "
+PUBLIC_ONLY_NOTE = ("public tests only: the full suite, with any hidden tests, runs when you submit, "
                     "so your final score may differ")
 
 

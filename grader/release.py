@@ -10,9 +10,11 @@ From the instructors' copy of the course (solutions, hidden tests), for one exer
   root, the rest lands in /autograder/source): the engine, the stubs (they name the modules a
   submission must have), the full suites and course.yaml.
 
-Neither may hold solution code; the student bundle may hold no hidden test. Both are read back and
-scanned (:mod:`grader.release_scan`); if anything slipped in, what was written is deleted and the
-release refuses, naming each file and what it contains.
+The student bundle may hold no solution code and no hidden test; the autograder no solution file.
+Both are read back and scanned (:mod:`grader.release_scan`); if anything slipped in, what was
+written is deleted and the release refuses, naming each file and what it contains. The suite's
+conftest.py ships with the public tests as it is (it is their shared setup); other files of the
+suite folder (probes, data) ship when a public test names them.
 """
 
 from __future__ import annotations
@@ -161,8 +163,13 @@ def _readme(course: Course, exercise: Exercise, released: Released) -> str:
     rows = [f"| {t.id}: {t.title} | {t.points:g}{' (extra credit)' if t.extra_credit else ''} |"
             for t in exercise.tasks]
     files = ", ".join(f"`{m}.py`" for m in expected_modules(os.path.join(course.root, exercise.stubs)))
+    loop = [(f".venv/bin/grade {exercise.name}", "every task, at every device count"),
+            (f".venv/bin/grade {exercise.name} --task {exercise.tasks[0].id}", "one task"),
+            (f".venv/bin/grade {exercise.name} --devices 1,2", "fewer device counts: faster while you work")]
+    width = max(len(command) for command, _ in loop)
+    loop_text = "\n".join(f"    {command:<{width}}   # {comment}" for command, comment in loop)
     return _fill("student_README.md", course=course.name, exercise=exercise.name, title=exercise.title,
-                 tasks="\n".join(rows), first_task=exercise.tasks[0].id, files=files or "your modules",
+                 tasks="\n".join(rows), loop=loop_text, files=files or "your modules",
                  python=released.requires_python.lstrip(">=") + " or newer", jax=released.pins["jax"],
                  jaxlib=released.pins["jaxlib"], grader=released.grader_version)
 
@@ -220,7 +227,7 @@ def release(course: Course, exercise: Exercise, out: str) -> Released:
            executable=True)
     rules = release_scan.forbidden(course, exercise, ENGINE_DIR)
     problems = [f"{STUDENT}/{p}" for p in release_scan.scan(student, rules)]
-    problems += [f"{AUTOGRADER}/{p}" for p in release_scan.scan(autograder, rules.without_hidden_tests())]
+    problems += [f"{AUTOGRADER}/{p}" for p in release_scan.scan(autograder, rules.for_autograder())]
     if problems:
         _clear(out)
         raise UsageError(f"the release of {exercise.name} was not written: it would have handed out what it "

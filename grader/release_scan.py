@@ -32,9 +32,10 @@ class Forbidden:
     hidden_tests: frozenset[str] = frozenset()
     hidden_strings: dict[str, str] = field(default_factory=dict)  # string -> hidden test it comes from
 
-    def without_hidden_tests(self) -> Forbidden:
-        """The checks for the autograder, which must hold the hidden tests but no solution."""
-        return replace(self, hidden_tests=frozenset(), hidden_strings={})
+    def for_autograder(self) -> Forbidden:
+        """The checks for the autograder, which only instructors see: it must hold the hidden tests,
+        and its probes may share lines with a solution, but no solution file belongs in it."""
+        return replace(self, solution_lines={}, hidden_tests=frozenset(), hidden_strings={})
 
 
 def _normalise(text: str) -> str:

@@ -9,7 +9,7 @@ MIN_MINOR=@MIN_MINOR@
 
 find_python() {
   for py in python3.13 python3.12 python3.11 python3; do
-    if command -v "$py" >/dev/null && "$py" -c "import sys; sys.exit(sys.version_info < (3, $MIN_MINOR))"; then
+    if command -v "$py" >/dev/null && "$py" -c "import sys; sys.exit(sys.version_info < (3, $MIN_MINOR))" 2>/dev/null; then
       echo "$py"
       return 0
     fi

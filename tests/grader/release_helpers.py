@@ -57,3 +57,14 @@ def bundle_files(top: Path) -> dict[str, str]:
     """Every file under ``top`` (relative path -> text), caches left out."""
     return {str(p.relative_to(top)): p.read_text(errors="replace") for p in sorted(top.rglob("*"))
             if p.is_file() and "__pycache__" not in p.parts}
+
+
+def release_with_a_hidden_test(top: Path) -> dict:
+    """A release (in ``top``/out) of a course copy in which the first task's last test is hidden."""
+    task_id, suite_file = first_task_file(ROOT)
+    tests = suite_tests(suite_file)
+    course = copy_course(top / "course", hidden={task_id: [tests[-1]]})
+    proc = release(course, top / "out")
+    assert proc.returncode == 0, proc.stderr
+    return {"course": course, "out": top / "out", "hidden": tests[-1], "public": tests[:-1], "task": task_id,
+            "stdout": proc.stdout}

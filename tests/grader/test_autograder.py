@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 from gradescope_schema import validate
-from release_helpers import EXERCISE, copy_course, first_task_file, release, suite_tests, unzip
+from release_helpers import EXERCISE, release_with_a_hidden_test, unzip
 
 from grader.course import find_course
 
@@ -26,13 +26,9 @@ from grader.course import find_course
 @pytest.fixture(scope="module")
 def autograder(tmp_path_factory):
     """(autograder.zip, the hidden test's name, the course's max score) for a course copy at 1, 2 devices."""
-    top = tmp_path_factory.mktemp("release")
-    task_id, suite_file = first_task_file(ROOT)
-    hidden = suite_tests(suite_file)[-1]
-    course = copy_course(top / "course", hidden={task_id: [hidden]})
-    proc = release(course, top / "out")
-    assert proc.returncode == 0, proc.stderr
-    return top / "out" / "autograder.zip", hidden, find_course(explicit=str(course)).exercise(EXERCISE).max_points
+    done = release_with_a_hidden_test(tmp_path_factory.mktemp("release"))
+    max_points = find_course(explicit=str(done["course"])).exercise(EXERCISE).max_points
+    return done["out"] / "autograder.zip", done["hidden"], max_points
 
 
 def run_autograder(archive: Path, root: Path, files: dict[str, bytes]) -> dict:

@@ -13,24 +13,17 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import ROOT
-from release_helpers import EXERCISE, bundle_files, copy_course, first_task_file, release, suite_tests, unzip
+from release_helpers import (EXERCISE, bundle_files, copy_course, first_task_file, release, release_with_a_hidden_test,
+                             suite_tests, unzip)
 
 from grader import pins, release_scan
-from grader.course import find_course
+from grader.course import CourseError, find_course, load_course
 from grader.release import ENGINE_DIR
 
 
 @pytest.fixture(scope="module")
 def hidden_release(tmp_path_factory):
-    """A release of a course copy in which the first task's last test is hidden."""
-    top = tmp_path_factory.mktemp("hidden")
-    task_id, suite_file = first_task_file(ROOT)
-    hidden = suite_tests(suite_file)[-1]
-    course = copy_course(top / "course", hidden={task_id: [hidden]})
-    proc = release(course, top / "out")
-    assert proc.returncode == 0, proc.stderr
-    return {"course": course, "out": top / "out", "hidden": hidden, "task": task_id, "stdout": proc.stdout,
-            "public": [t for t in suite_tests(suite_file) if t != hidden]}
+    return release_with_a_hidden_test(tmp_path_factory.mktemp("hidden"))
 
 
 def _solution_code_lines(course: Path) -> dict[str, str]:
@@ -100,10 +93,13 @@ def test_the_scan_catches_text_only_hidden_tests_have(hidden_release, tmp_path):
     secret = next(iter(rules.hidden_strings))
     (tmp_path / "notes.md").write_text(f"remember: {secret}\n")
     (tmp_path / "helper.py").write_text(next(iter(rules.solution_lines)) + "\n")
+    label, solution = next(iter(rules.solution_files.items()))
+    (tmp_path / "copy.py").write_text(solution)
     problems = release_scan.scan(str(tmp_path), rules)
     assert any(p.startswith("notes.md contains text only the hidden test") for p in problems), problems
     assert any(p.startswith("helper.py contains a line of the solution") for p in problems), problems
-    assert release_scan.scan(str(tmp_path), rules.without_hidden_tests()) == [p for p in problems if "solution" in p]
+    assert f"copy.py is a copy of the solution {label}" in problems
+    assert release_scan.scan(str(tmp_path), rules.for_autograder()) == [f"copy.py is a copy of the solution {label}"]
 
 
 def _refused(course: Path, out: Path, *expected: str) -> None:
@@ -181,7 +177,7 @@ def test_grade_in_the_student_bundle_runs_the_public_tests(hidden_release, stude
     ran = {c["test"] for t in report["tasks"] for c in t["cases"]}
     assert ran & set(suite_tests(first_task_file(ROOT)[1])) == set(hidden_release["public"])
     assert report["score"] == 0
-    assert any("hidden tests run when you submit" in n for n in report["notes"])
+    assert any("public tests only" in n and "hidden tests, runs when you submit" in n for n in report["notes"])
 
 
 def test_the_solution_passes_the_public_tests(student_bundle, tmp_path):
@@ -236,3 +232,15 @@ def test_another_patch_release_of_the_same_series_is_only_noted(student_bundle, 
                                              ("1.0.0", (1,)), ("1.7.3", (1,)), ("2.0", (2,))])
 def test_a_jax_series_is_the_minor_for_0x_and_the_major_after(version, series):
     assert pins.series(version) == series
+
+
+@pytest.mark.parametrize("block, complaint", [
+    ("{kind: teacher, jax: 0.10.2, jaxlib: 0.10.2, grader: 0.1.0}", "release.kind: expected one of student, autograder"),
+    ("{kind: student, jax: 0.10, jaxlib: 0.10.2, grader: 0.1.0}", "release.jax: expected a non-empty string"),
+    ("{kind: student, jaxlib: 0.10.2, grader: 0.1.0}", "release: expected a key 'jax'"),
+])
+def test_a_malformed_release_block_is_named(tmp_path, block, complaint):
+    course = copy_course(tmp_path / "course")
+    (course / "course.yaml").write_text((course / "course.yaml").read_text() + f"release: {block}\n")
+    with pytest.raises(CourseError, match=complaint):
+        load_course(str(course / "course.yaml"))
