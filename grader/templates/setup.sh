@@ -17,13 +17,17 @@ find_python() {
   return 1
 }
 
+apt_install() {
+  DEBIAN_FRONTEND=noninteractive apt-get update -y && DEBIAN_FRONTEND=noninteractive apt-get install -y "$@"
+}
+
 if ! PY="$(find_python)"; then
   echo "no Python >= 3.$MIN_MINOR found; installing python3.$MIN_MINOR with apt" >&2
-  apt-get install -y "python3.$MIN_MINOR" "python3.$MIN_MINOR-venv"
+  apt_install "python3.$MIN_MINOR" "python3.$MIN_MINOR-venv"
   PY="python3.$MIN_MINOR"
 fi
 if ! "$PY" -m venv "$VENV"; then
-  apt-get install -y "$(basename "$PY")-venv"
+  apt_install "$(basename "$PY")-venv"
   "$PY" -m venv "$VENV"
 fi
 "$VENV/bin/pip" install --no-cache-dir -r "$SOURCE/requirements.txt"
