@@ -15,6 +15,8 @@ import click
 
 SUBCOMMANDS = {
     "list": "grader.cli_list:list_command",
+    "release": "grader.cli_release:release_command",
+    "autograde": "grader.cli_autograde:autograde_command",
 }
 
 EXIT_BELOW, EXIT_USAGE, EXIT_INTERNAL = 1, 2, 3

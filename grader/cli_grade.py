@@ -8,6 +8,9 @@ import click
 
 from grader.cli import EXIT_BELOW, run_safely
 
+PUBLIC_ONLY_NOTE = ("public tests only: the full suite, with any hidden tests, runs when you submit, "
+                    "so your final score may differ")
+
 
 def parse_devices(text: str | None) -> tuple[int, ...] | None:
     from grader.verdicts import UsageError
@@ -23,21 +26,25 @@ def parse_devices(text: str | None) -> tuple[int, ...] | None:
     return counts
 
 
-def _grade(name, submission, tasks, devices, seed, fmt, output, fail_under, course_path, backend, timeout):
+def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, course_path, backend, timeout,
+           allow_jax_mismatch):
     import os
 
-    from grader import report, runner, scoring
+    from grader import pins, report, runner, scoring
     from grader.course import find_course
 
     course = find_course(explicit=course_path)
     exercise = course.exercise(name)
+    notes = pins.check_jax(course, allow_jax_mismatch)
+    if course.release and course.release.public_only:
+        notes.append(PUBLIC_ONLY_NOTE)
     for t in tasks:
         exercise.task(t)
     submission = submission or os.path.join(course.root, exercise.stubs)
     run = runner.grade(course, exercise, submission, task_ids=tasks or None, devices=parse_devices(devices),
                        seed=seed, backend=backend or course.backend, timeout_s=timeout)
     result = scoring.score(exercise, run.cases, run.tasks)
-    text = (report.to_json if fmt == "json" else report.to_text)(run, result, course.name)
+    text = (report.to_json if fmt == "json" else report.to_text)(run, result, course.name, notes)
     if output:
         with open(output, "w", encoding="utf-8") as f:
             f.write(text)
@@ -61,9 +68,10 @@ def exercise_command(name: str) -> click.Command:
     @click.option("--backend", type=click.Choice(["cpu"]), help="where workers run (default: course.yaml)")
     @click.option("--timeout", type=click.FloatRange(min=0.1), help="per-call time limit in seconds (default: course.yaml)")
     @click.option("--course", "course_path", type=click.Path(), help="course.yaml or the folder holding it")
+    @click.option("--allow-jax-mismatch", is_flag=True,
+                  help="grade even if JAX is another series than the course was released for (0.x: another minor)")
     def command(**kw):
-        run_safely(_grade, name, kw["submission"], kw["tasks"], kw["devices"], kw["seed"], kw["fmt"],
-                   kw["output"], kw["fail_under"], kw["course_path"], kw["backend"], kw["timeout"])
+        run_safely(_grade, name, **kw)
 
     command.help = f"Grade {name}: run its hidden tests against your code and print a score table."
     return command

@@ -17,6 +17,7 @@ from grader.verdicts import UsageError
 COURSE_FILE = "course.yaml"
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 BACKENDS = ("cpu", "gpu", "tpu", "auto")
+RELEASE_KINDS = ("student", "autograder")
 
 
 class CourseError(UsageError):
@@ -73,6 +74,23 @@ class Exercise:
 
 
 @dataclass(frozen=True)
+class Release:
+    """What ``grade release`` records in a bundle's course.yaml: who it is for, and the exact versions
+    it was made with (so grading can refuse a JAX that may behave differently)."""
+
+    kind: str
+    jax: str
+    jaxlib: str
+    grader: str
+    python: str = ""
+
+    @property
+    def public_only(self) -> bool:
+        """A student bundle holds only the visible tests; the rest run at submission."""
+        return self.kind == "student"
+
+
+@dataclass(frozen=True)
 class Course:
     name: str
     root: str
@@ -80,6 +98,7 @@ class Course:
     exercises: dict[str, Exercise]
     memory_mb: int
     backend: str
+    release: Release | None = None
 
     def exercise(self, name: str) -> Exercise:
         if name not in self.exercises:
@@ -224,6 +243,18 @@ def _load_exercise(ck: _Checker, name: str, node, line: int, defaults: dict) -> 
     )
 
 
+def _load_release(ck: _Checker, node, line: int) -> Release:
+    node = ck.mapping(node, "release", line, ("kind", "jax", "jaxlib", "grader", "python"),
+                      ("kind", "jax", "jaxlib", "grader"))
+    kind = ck.get(node, "kind", "release", "text")
+    if kind not in RELEASE_KINDS:
+        raise ck.fail("release.kind", node.lines["kind"], f"one of {', '.join(RELEASE_KINDS)}", kind)
+    return Release(kind=kind, jax=ck.get(node, "jax", "release", "text"),
+                   jaxlib=ck.get(node, "jaxlib", "release", "text"),
+                   grader=ck.get(node, "grader", "release", "text"),
+                   python=ck.get(node, "python", "release", "text", ""))
+
+
 def load_course(path: str) -> Course:
     """Load and validate a course.yaml; raises CourseError naming what is wrong and where."""
     path = os.path.abspath(path)
@@ -238,7 +269,7 @@ def load_course(path: str) -> Course:
         at = f":{mark.line + 1}" if mark else ""
         raise CourseError(f"{ck.path}{at}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
     root = ck.mapping(data if data is not None else _Node(), "(top level)", 1,
-                      ("course", "defaults", "exercises"), ("course", "exercises"))
+                      ("course", "defaults", "exercises", "release"), ("course", "exercises"))
     dnode = ck.mapping(root.get("defaults", _Node()), "defaults", root.lines.get("defaults", 1),
                        ("devices", "timeout_s", "memory_mb", "visibility", "backend"))
     defaults = {
@@ -254,7 +285,8 @@ def load_course(path: str) -> Course:
                  for name, node in exercises_node.items()}
     return Course(name=ck.get(root, "course", "(top level)", "text"), root=os.path.dirname(path), path=path,
                   exercises=exercises, memory_mb=int(memory_mb),
-                  backend=ck.get(dnode, "backend", "defaults", "backend", "cpu"))
+                  backend=ck.get(dnode, "backend", "defaults", "backend", "cpu"),
+                  release=_load_release(ck, root["release"], root.lines["release"]) if "release" in root else None)
 
 
 def find_course(start: str | None = None, explicit: str | None = None) -> Course:

@@ -21,7 +21,8 @@ def _fmt(x: float) -> str:
     return f"{x:.1f}".rstrip("0").rstrip(".") if x != int(x) else str(int(x))
 
 
-def to_dict(run: RunResult, score: Score, course_name: str) -> dict:
+def to_dict(run: RunResult, score: Score, course_name: str, notes=()) -> dict:
+    """``notes``: sentences about the run as a whole (public tests only, a JAX version drift)."""
     return {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
@@ -66,14 +67,15 @@ def to_dict(run: RunResult, score: Score, course_name: str) -> dict:
         ],
         "timing": {"wall_s": round(run.wall_s, 3), "worker_s": round(run.worker_s, 3)},
         "student_output": run.student_output,
+        "notes": list(notes),
     }
 
 
-def to_json(run: RunResult, score: Score, course_name: str) -> str:
-    return json.dumps(to_dict(run, score, course_name), indent=2) + "\n"
+def to_json(run: RunResult, score: Score, course_name: str, notes=()) -> str:
+    return json.dumps(to_dict(run, score, course_name, notes), indent=2) + "\n"
 
 
-def to_text(run: RunResult, score: Score, course_name: str) -> str:
+def to_text(run: RunResult, score: Score, course_name: str, notes=()) -> str:
     width = max([len(ts.task.id) for ts in score.tasks] + [5])
     lines = [f"{course_name} · {run.exercise.name}: {run.exercise.title}", ""]
     for ts in score.tasks:
@@ -87,6 +89,8 @@ def to_text(run: RunResult, score: Score, course_name: str) -> str:
         if ts.score < ts.max_score and ts.task.hint:
             lines += textwrap.wrap("hint: " + ts.task.hint, 100, initial_indent=indent, subsequent_indent=indent + "  ")
     lines += ["", f"  {'total':<{width}}  {_fmt(score.total):>5} / {_fmt(score.max_total):<3}  ({score.percent:.0f}%)", ""]
+    for note in notes:
+        lines += textwrap.wrap("note: " + note, 100, subsequent_indent="  ")
     counts = sorted({c.devices for c in run.cases if c.devices})
     jax = run.info.get("jax_version", "?")
     lines.append(f"seed {run.seed} · backend {run.backend} ({run.info.get('device_kind', 'no worker started')}, "

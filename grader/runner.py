@@ -67,7 +67,8 @@ def grade(course: Course, exercise: Exercise, submission: str, task_ids=None, de
     tasks = tuple(task_ids) if task_ids else tuple(t.id for t in exercise.tasks)
     for t in tasks:
         exercise.task(t)
-    source = submission_mod.locate(submission, exercise.name)
+    modules = submission_mod.expected_modules(os.path.join(course.root, exercise.stubs))
+    source = submission_mod.locate(submission, exercise.name, modules)
     suite = os.path.join(course.root, exercise.suite)
     if not os.path.isdir(suite):
         raise UsageError(f"the suite folder {suite} for {exercise.name} does not exist")

@@ -1,0 +1,75 @@
+"""``grade autograde EXERCISE --root /autograder``: what Gradescope's run_autograder runs.
+
+Grades ``ROOT/submission`` with the full suites of the course in the current folder and writes
+``ROOT/results/results.json`` (:mod:`grader.gradescope`). Whatever happens, a results.json is
+written: a submission that cannot be graded gets zero points and a sentence saying why, instead of
+Gradescope's bare "autograder failed". The text report goes to stdout, which Gradescope shows to
+instructors only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import traceback
+
+import click
+
+GRADER_FAILED = ("The autograder itself failed on this submission (not a problem with your code as far as "
+                 "it can tell); your instructors can see the details.")
+
+
+def _write(root: str, results: dict) -> None:
+    folder = os.path.join(root, "results")
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "results.json"), "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=2)
+        f.write("\n")
+
+
+def _where(root: str, exercise, course) -> str:
+    """A sentence naming where the modules were found, when that was not the submission's top."""
+    from grader import submission
+
+    top = os.path.join(root, "submission")
+    found = submission.locate(top, exercise.name,
+                              submission.expected_modules(os.path.join(course.root, exercise.stubs)))
+    return "" if found == top else f"graded the modules found in {os.path.relpath(found, top)}/"
+
+
+def autograde(name: str, root: str, allow_jax_mismatch: bool = False) -> dict:
+    """Grade ROOT/submission and return Gradescope's results (raises the engine's errors)."""
+    from grader import gradescope, pins, report, runner, scoring
+    from grader.course import find_course
+
+    course = find_course()
+    exercise = course.exercise(name)
+    notes = pins.check_jax(course, allow_jax_mismatch)
+    where = _where(root, exercise, course)
+    notes = [where, *notes] if where else notes
+    run = runner.grade(course, exercise, os.path.join(root, "submission"), backend=course.backend)
+    result = scoring.score(exercise, run.cases, run.tasks)
+    click.echo(report.to_text(run, result, course.name, notes), nl=False)
+    return gradescope.results(report.to_dict(run, result, course.name, notes))
+
+
+@click.command("autograde")
+@click.argument("exercise")
+@click.option("--root", default="/autograder", show_default=True, type=click.Path(file_okay=False),
+              help="Gradescope's folder: reads ROOT/submission, writes ROOT/results/results.json")
+@click.option("--allow-jax-mismatch", is_flag=True, help="grade even if JAX is not the series the course was released for")
+def autograde_command(exercise, root, allow_jax_mismatch):
+    """Grade a Gradescope submission with the full suites (run_autograder calls this)."""
+    from grader import gradescope
+    from grader.verdicts import UsageError
+
+    try:
+        results = autograde(exercise, root, allow_jax_mismatch)
+    except UsageError as exc:
+        click.echo(f"error: {exc}")
+        results = gradescope.failure_results(f"This submission could not be graded: {exc}")
+    except Exception:  # noqa: BLE001 - Gradescope must get a results.json whatever went wrong
+        click.echo(traceback.format_exc())
+        results = gradescope.failure_results(GRADER_FAILED)
+    _write(root, results)
+    click.echo(f"wrote {os.path.join(root, 'results', 'results.json')}: {results['score']:g} points")

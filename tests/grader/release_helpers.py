@@ -1,0 +1,70 @@
+"""Helpers for the release tests: a course copy to change freely, a release of it, its bundles unpacked."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import zipfile
+from pathlib import Path
+
+import yaml
+from conftest import ROOT, run_grade
+
+EXERCISE = "exercise7"
+
+
+def suite_tests(path: Path) -> list[str]:
+    """The test function names of a suite file, in order."""
+    tree = ast.parse(path.read_text())
+    return [n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
+
+
+def copy_course(dest: Path, devices=(1, 2), hidden: dict[str, list[str]] | None = None) -> Path:
+    """The course (course.yaml and each exercise's stubs, solutions and suite) copied to ``dest``,
+    every task at ``devices`` and the tests in ``hidden`` ({task: [test, ...]}) made hidden."""
+    data = yaml.safe_load((ROOT / "course.yaml").read_text())
+    data.setdefault("defaults", {})["devices"] = list(devices)
+    for name, exercise in data["exercises"].items():
+        exercise.pop("devices", None)
+        for key, default in (("stubs", "exercises"), ("solutions", "solutions"), ("suite", "tests")):
+            folder = exercise.get(key, f"{default}/{name}")
+            shutil.copytree(ROOT / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__"))
+        for task in exercise["tasks"]:
+            task.pop("devices", None)
+            for test in (hidden or {}).get(task["id"], []):
+                task.setdefault("tests", {}).setdefault(test, {})["visibility"] = "hidden"
+    (dest / "course.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    return dest
+
+
+def first_task_file(course: Path) -> tuple[str, Path]:
+    """(task id, suite file) of the exercise's first task."""
+    task = yaml.safe_load((course / "course.yaml").read_text())["exercises"][EXERCISE]["tasks"][0]
+    return task["id"], course / "tests" / EXERCISE / task.get("files", [f"test_{task['id']}.py"])[0]
+
+
+def release(course: Path, out: Path):
+    return run_grade("release", EXERCISE, "--out", str(out), "--course", str(course))
+
+
+def unzip(archive: Path, dest: Path) -> Path:
+    with zipfile.ZipFile(archive) as zf:
+        zf.extractall(dest)
+    return dest
+
+
+def bundle_files(top: Path) -> dict[str, str]:
+    """Every file under ``top`` (relative path -> text), caches left out."""
+    return {str(p.relative_to(top)): p.read_text(errors="replace") for p in sorted(top.rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts}
+
+
+def release_with_a_hidden_test(top: Path) -> dict:
+    """A release (in ``top``/out) of a course copy in which the first task's last test is hidden."""
+    task_id, suite_file = first_task_file(ROOT)
+    tests = suite_tests(suite_file)
+    course = copy_course(top / "course", hidden={task_id: [tests[-1]]})
+    proc = release(course, top / "out")
+    assert proc.returncode == 0, proc.stderr
+    return {"course": course, "out": top / "out", "hidden": tests[-1], "public": tests[:-1], "task": task_id,
+            "stdout": proc.stdout}
