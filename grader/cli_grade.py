@@ -7,6 +7,7 @@ import sys
 import click
 
 from grader.cli import EXIT_BELOW, run_safely
+from grader.course import BACKENDS
 
 
 def parse_devices(text: str | None) -> tuple[int, ...] | None:
@@ -58,7 +59,9 @@ def exercise_command(name: str) -> click.Command:
     @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
     @click.option("--output", type=click.Path(), help="write the report here instead of stdout")
     @click.option("--fail-under", type=click.FloatRange(0, 100), help="exit 1 if the score is below PCT percent")
-    @click.option("--backend", type=click.Choice(["cpu"]), help="where workers run (default: course.yaml)")
+    @click.option("--backend", type=click.Choice(BACKENDS),
+                  help="cpu: emulated devices; gpu/tpu: this machine's own; auto: an accelerator if JAX sees one, "
+                       "else cpu (default: course.yaml)")
     @click.option("--course", "course_path", type=click.Path(), help="course.yaml or the folder holding it")
     def command(**kw):
         run_safely(_grade, name, kw["submission"], kw["tasks"], kw["devices"], kw["seed"], kw["fmt"],
