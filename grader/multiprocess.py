@@ -23,8 +23,11 @@ Pitfalls measured on JAX 0.10.2 that shape this module:
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import select
+import signal
 import socket
 import time
 
@@ -166,6 +169,11 @@ class WorkerGroup:
         return StudentFailure(failure.kind, self._on(i, failure), failure.where, failure.exc_type)
 
     def kill(self) -> None:
+        """SIGKILL every process at once (a survivor would log the coordinator's death), then reap them."""
+        for m in self.members:
+            if m.alive:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(m.proc.pid, signal.SIGKILL)
         for m in self.members:
             m.kill()
 

@@ -82,7 +82,7 @@ def to_json(run: RunResult, score: Score, course_name: str) -> str:
 
 def _machine(run: RunResult) -> str:
     kind = run.info.get("device_kind", "no worker started")
-    here = f"{kind}, {run.devices_here} on this machine" if run.devices_here else kind
+    here = f"{kind}, {run.devices_here} on this machine" if run.devices_here else f"emulated {kind} devices"
     return f"{here}, jax {run.info.get('jax_version', '?')}"
 
 

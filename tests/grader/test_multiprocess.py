@@ -1,0 +1,148 @@
+"""The multi-process backend end to end on CPU: processes joined by jax.distributed over gloo.
+
+Each process start costs 2-3 s, so these tests use few layouts and share nothing slow.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader import multiprocess
+from grader.backends import EMULATED
+from grader.multiprocess import WorkerGroup
+from grader.verdicts import StudentFailure
+from grader.workers import Config
+from tests.grader.conftest import ROOT, grade_json, run_grade, task
+
+DIES_ON_PROCESS_1 = """
+    import os
+
+    import jax
+    from jax.experimental import multihost_utils
+
+
+    def global_mean(local_batch):
+        if jax.process_index() == 1:
+            os._exit(3)
+        return multihost_utils.process_allgather(local_batch).mean(axis=(0, 1))
+"""
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    """Live processes whose command line contains ``text`` (how we find leftover workers)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmdline and state != "Z":
+            found.append(int(pid))
+    return found
+
+
+@pytest.fixture
+def group_in(tmp_path):
+    """group_in(layout_processes, devices) -> a WorkerGroup over a scratch copy of the solutions."""
+    submission = tmp_path / "submission"
+    shutil.copytree(ROOT / "solutions" / "exercise7", submission)
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "engine" / "grader").symlink_to(ROOT / "grader")
+    groups = []
+
+    def make(processes: int, devices: int) -> WorkerGroup:
+        args = (str(submission), str(ROOT / "tests" / "exercise7"), str(tmp_path / "engine"), 4096, 30.0)
+        groups.append(WorkerGroup(Config("cpu", devices, processes), args, EMULATED))
+        return groups[-1]
+
+    yield make
+    for g in groups:
+        g.kill()
+
+
+def test_solutions_pass_at_every_layout():
+    report = grade_json(ROOT / "solutions", "--task", "multihost")
+    multihost = task(report, "multihost")
+    assert (multihost["score"], multihost["status"], multihost["extra_credit"]) == (5, "passed", True)
+    assert {(c["processes"], c["devices"]) for c in multihost["cases"]} == {(2, 2), (4, 1)}
+    assert all(c["outcome"] == "passed" for c in multihost["cases"])
+
+
+def test_a_process_that_dies_mid_call_stops_the_whole_group(make_submission, tmp_path):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    submission = make_submission({"multihost": DIES_ON_PROCESS_1})
+    started = time.monotonic()
+    proc = run_grade("exercise7", "--submission", str(submission), "--format", "json", "--task", "multihost",
+                     "--devices", "2", env={"TMPDIR": str(scratch)})
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    multihost = task(report, "multihost")
+    assert multihost["status"] == "crashed"
+    assert "process 1 of 2: the worker died (exit code 3) during global_mean (2 processes x 2 devices)" \
+        in multihost["reason"]
+    assert {c["message"] for c in multihost["cases"] if c["processes"] == 4} == {"left out by --devices 2"}
+    assert time.monotonic() - started < 3 * 30, "each case must end well inside its 30 s time limit"
+    assert _processes_mentioning(str(scratch)) == []
+
+
+def test_a_process_that_dies_before_joining_is_reported_at_once(group_in):
+    group = group_in(2, 2)
+    outcome = {}
+
+    def start():
+        try:
+            group.start()
+        except StudentFailure as failure:
+            outcome["failure"] = failure
+
+    started = time.monotonic()
+    thread = threading.Thread(target=start)
+    thread.start()
+    while not (len(group.members) == 2 and group.members[1].proc is not None):
+        time.sleep(0.005)
+    pids = [m.proc.pid for m in group.members]
+    os.kill(pids[1], signal.SIGKILL)  # long before it could import JAX and join
+    thread.join(60)
+    assert not thread.is_alive()
+    failure = outcome["failure"]
+    assert failure.kind == "died"
+    assert failure.message.startswith("process 1 of 2 did not join the others: the worker died (signal 9: SIGKILL) "
+                                      "during start-up (2 processes x 2 devices)")
+    assert time.monotonic() - started < multiprocess.INIT_TIMEOUT_S / 2
+    assert not any(Path(f"/proc/{pid}").exists() for pid in pids), "every process of the group must be gone"
+
+
+def test_a_taken_port_is_retried_and_gloo_lines_are_not_student_output(group_in, monkeypatch):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        offered, real_free_port = [], multiprocess.free_port
+
+        def taken_port_first() -> int:
+            offered.append(real_free_port() if offered else taken.getsockname()[1])
+            return offered[-1]
+
+        monkeypatch.setattr(multiprocess, "free_port", taken_port_first)
+        group = group_in(2, 1)
+        group.start()
+    assert len(offered) == 2, "process 0 could not bind the taken port, so the group retried on another"
+    assert [m.info["process_index"] for m in group.members] == [0, 1]
+    batches = [np.full((1, 3), 1.0, np.float32), np.full((1, 3), 3.0, np.float32)]
+    values, _ = group.request("probe", "multihost_probes.global_mean", (batches,), {}, "global_mean")
+    assert [v.tolist() for v in values] == [[2.0, 2.0, 2.0]] * 2
+    pids = [m.proc.pid for m in group.members]
+    group.ask_to_exit()
+    output = group.stop()
+    assert "[Gloo] Rank" in "".join(m.output.text() for m in group.members)
+    assert "[Gloo]" not in output
+    assert not any(Path(f"/proc/{pid}").exists() for pid in pids)
