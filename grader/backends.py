@@ -158,7 +158,7 @@ def report_devices() -> None:
     for name in (*GPU_PLATFORMS, "tpu", "cpu"):
         try:
             devices = jax.devices(name)
-        except RuntimeError:
+        except (RuntimeError, ValueError):  # JAX has no such platform here
             continue
         per_chip = 1 + max(getattr(d, "core_on_chip", 0) for d in devices)
         platforms[name] = {"count": len(devices), "kind": devices[0].device_kind, "per_chip": per_chip}
@@ -171,9 +171,9 @@ def probe() -> Inventory:
     engine_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     boot = f"import sys; sys.path.insert(0, {engine_parent!r}); from grader.backends import report_devices; " \
            "report_devices()"
-    keep = (*PASSTHROUGH, *VISIBLE_VARIABLE.values())
+    keep = ("HOME", *PASSTHROUGH, *VISIBLE_VARIABLE.values())
     env = {"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8", "TF_CPP_MIN_LOG_LEVEL": "2",
-           **{k: os.environ[k] for k in keep if k in os.environ}}
+           "XLA_PYTHON_CLIENT_PREALLOCATE": "false", **{k: os.environ[k] for k in keep if k in os.environ}}
     try:
         proc = subprocess.run([sys.executable, "-I", "-c", boot], env=env, capture_output=True, text=True,
                               timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL)

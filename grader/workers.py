@@ -240,7 +240,7 @@ class Worker:
                 pass
 
     def stop(self, grace_s: float = 2.0) -> str:
-        """Give an asked worker ``grace_s`` to exit, then kill it; returns what it printed."""
+        """Give an asked worker ``grace_s`` to exit, then kill it; returns what it printed (once)."""
         if self.proc is not None:
             try:
                 self.proc.wait(timeout=grace_s)
@@ -250,7 +250,8 @@ class Worker:
         if self.output is None:
             return ""
         self.output.wait(0.5)
-        return self.output.text()
+        text, self.output = self.output.text(), None
+        return text
 
 
 class WorkerPool:

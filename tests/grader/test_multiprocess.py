@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader import multiprocess
-from grader.backends import EMULATED
+from grader import multiprocess, workers
+from grader.backends import EMULATED, Backend
 from grader.multiprocess import WorkerGroup
 from grader.verdicts import StudentFailure
 from grader.workers import Config
@@ -142,7 +142,35 @@ def test_a_taken_port_is_retried_and_gloo_lines_are_not_student_output(group_in,
     assert [v.tolist() for v in values] == [[2.0, 2.0, 2.0]] * 2
     pids = [m.proc.pid for m in group.members]
     group.ask_to_exit()
-    output = group.stop()
-    assert "[Gloo] Rank" in "".join(m.output.text() for m in group.members)
-    assert "[Gloo]" not in output
+    printed = "".join(m.stop() for m in group.members)
+    assert "[Gloo] Rank" in printed
+    assert multiprocess.student_text(printed + "mine\n") == "mine\n"
     assert not any(Path(f"/proc/{pid}").exists() for pid in pids)
+
+
+def test_on_tpu_one_configuration_at_a_time_holds_the_chips(monkeypatch):
+    started, retired = [], []
+
+    class FakeWorker:
+        def __init__(self, config, *args, env=None):
+            self.config, self.env, self.alive = config, env, False
+
+        def request(self, *args):
+            started.append(self.config.devices)
+            self.alive = True
+            return None, 0.0
+
+        def ask_to_exit(self):
+            retired.append(self.config.devices)
+
+        def stop(self):
+            self.alive = False
+            return ""
+
+    monkeypatch.setattr(workers, "Worker", FakeWorker)
+    tpu = Backend(name="tpu", platform="tpu", kind="TPU v5 lite", available=8, ids=tuple("01234567"))
+    pool = workers.WorkerPool("s", "t", "e", 0, 30.0, tpu)
+    for devices in (1, 1, 2, 1):
+        pool.request(Config("tpu", devices), "call", "m.f", (), {}, "f()")
+    assert started == [1, 1, 2, 1] and retired == [1, 2]
+    assert pool.worker(Config("tpu", 4)).env["TPU_VISIBLE_CHIPS"] == "0,1,2,3"
