@@ -95,8 +95,8 @@ def test_a_process_that_dies_mid_call_stops_the_whole_group(make_submission, tmp
     assert _processes_mentioning(str(scratch)) == []
 
 
-def test_a_process_that_dies_before_joining_is_reported_at_once(group_in):
-    group = group_in(2, 2)
+def _start_in_background(group: WorkerGroup):
+    """Start ``group`` in a thread; returns (thread, outcome, pids) as soon as every process is spawned."""
     outcome = {}
 
     def start():
@@ -105,21 +105,36 @@ def test_a_process_that_dies_before_joining_is_reported_at_once(group_in):
         except StudentFailure as failure:
             outcome["failure"] = failure
 
-    started = time.monotonic()
     thread = threading.Thread(target=start)
     thread.start()
-    while not (len(group.members) == 2 and group.members[1].proc is not None):
+    while not (len(group.members) == group.config.processes and group.members[-1].proc is not None):
         time.sleep(0.005)
-    pids = [m.proc.pid for m in group.members]
+    return thread, outcome, [m.proc.pid for m in group.members]
+
+
+def test_a_process_that_dies_before_joining_is_reported_at_once(group_in):
+    started = time.monotonic()
+    thread, outcome, pids = _start_in_background(group_in(2, 2))
     os.kill(pids[1], signal.SIGKILL)  # long before it could import JAX and join
     thread.join(60)
-    assert not thread.is_alive()
     failure = outcome["failure"]
     assert failure.kind == "died"
     assert failure.message.startswith("process 1 of 2 did not join the others: the worker died (signal 9: SIGKILL) "
                                       "during start-up (2 processes x 2 devices)")
-    assert time.monotonic() - started < multiprocess.INIT_TIMEOUT_S / 2
+    assert time.monotonic() - started < multiprocess.JOIN_TIMEOUT_S / 2
     assert not any(Path(f"/proc/{pid}").exists() for pid in pids), "every process of the group must be gone"
+
+
+def test_a_process_that_hangs_before_joining_ends_the_start_at_the_join_timeout(group_in, monkeypatch):
+    monkeypatch.setattr(multiprocess, "JOIN_TIMEOUT_S", 8.0)
+    started = time.monotonic()
+    thread, outcome, pids = _start_in_background(group_in(2, 1))
+    os.kill(pids[1], signal.SIGSTOP)
+    thread.join(60)
+    assert outcome["failure"].kind == "timeout"
+    assert outcome["failure"].message == "the 2 processes did not all join within 8 s (2 processes x 1 device)"
+    assert 8 <= time.monotonic() - started < 20
+    assert not any(Path(f"/proc/{pid}").exists() for pid in pids)
 
 
 def test_a_taken_port_is_retried_and_gloo_lines_are_not_student_output(group_in, monkeypatch):
@@ -174,3 +189,4 @@ def test_on_tpu_one_configuration_at_a_time_holds_the_chips(monkeypatch):
         pool.request(Config("tpu", devices), "call", "m.f", (), {}, "f()")
     assert started == [1, 1, 2, 1] and retired == [1, 2]
     assert pool.worker(Config("tpu", 4)).env["TPU_VISIBLE_CHIPS"] == "0,1,2,3"
+
