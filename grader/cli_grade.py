@@ -54,7 +54,8 @@ def exercise_command(name: str) -> click.Command:
     @click.command(name)
     @click.option("--submission", type=click.Path(), help="folder to grade: holds EXERCISE/ or the task modules")
     @click.option("--task", "tasks", multiple=True, help="grade only this task (repeatable)")
-    @click.option("--devices", help="device counts to test, e.g. 1,2,4,8 (default: course.yaml)")
+    @click.option("--devices", help="device counts to test, e.g. 1,2,4,8 (default: course.yaml); "
+                                    "multi-process layouts run if their devices per process are listed")
     @click.option("--seed", type=click.IntRange(0, 2**31 - 1), help="reproduce a run (the seed is always printed)")
     @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
     @click.option("--output", type=click.Path(), help="write the report here instead of stdout")

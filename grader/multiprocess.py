@@ -63,7 +63,11 @@ class _PortTaken(Exception):
 
 
 class WorkerGroup:
-    """The processes of one multi-process configuration; used like a Worker by the WorkerPool."""
+    """The processes of one multi-process configuration; used like a Worker by the WorkerPool.
+
+    ``worker_args`` are what a Worker takes after its config: submission, suite, engine_path,
+    memory_mb, timeout_s.
+    """
 
     def __init__(self, config: Config, worker_args: tuple, backend: Backend):
         self.config, self.backend, self._worker_args = config, backend, worker_args
@@ -85,7 +89,7 @@ class WorkerGroup:
             self.members[-1].spawn()
 
     def start(self) -> None:
-        """Start every process and wait until all have joined; StudentFailure names the one that did not."""
+        """Start every process and wait until all have joined; StudentFailure says why they did not."""
         self.kill()
         for _ in range(PORT_ATTEMPTS):
             self._spawn(free_port())
