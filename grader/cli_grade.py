@@ -7,6 +7,7 @@ import sys
 import click
 
 from grader.cli import EXIT_BELOW, run_safely
+from grader.course import BACKENDS
 
 PUBLIC_ONLY_NOTE = ("public tests only: the full suite, with any hidden tests, runs when you submit, "
                     "so your final score may differ")
@@ -60,12 +61,15 @@ def exercise_command(name: str) -> click.Command:
     @click.command(name)
     @click.option("--submission", type=click.Path(), help="folder to grade: holds EXERCISE/ or the task modules")
     @click.option("--task", "tasks", multiple=True, help="grade only this task (repeatable)")
-    @click.option("--devices", help="device counts to test, e.g. 1,2,4,8 (default: course.yaml)")
+    @click.option("--devices", help="device counts to test, e.g. 1,2,4,8 (default: course.yaml); "
+                                    "multi-process layouts run if their devices per process are listed")
     @click.option("--seed", type=click.IntRange(0, 2**31 - 1), help="reproduce a run (the seed is always printed)")
     @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
     @click.option("--output", type=click.Path(), help="write the report here instead of stdout")
     @click.option("--fail-under", type=click.FloatRange(0, 100), help="exit 1 if the score is below PCT percent")
-    @click.option("--backend", type=click.Choice(["cpu"]), help="where workers run (default: course.yaml)")
+    @click.option("--backend", type=click.Choice(BACKENDS),
+                  help="cpu: emulated devices; gpu/tpu: this machine's own; auto: an accelerator if JAX sees one, "
+                       "else cpu (default: course.yaml)")
     @click.option("--timeout", type=click.FloatRange(min=0.1), help="per-call time limit in seconds (default: course.yaml)")
     @click.option("--course", "course_path", type=click.Path(), help="course.yaml or the folder holding it")
     @click.option("--allow-jax-mismatch", is_flag=True,

@@ -16,8 +16,9 @@ def _list(course_path):
         width = max(len(t.id) for t in ex.tasks)
         for t in ex.tasks:
             extra = "  extra credit" if t.extra_credit else ""
-            devices = ",".join(map(str, t.devices))
-            click.echo(f"  {t.id:<{width}}  {t.points:>4g} pts  devices {devices:<8}  {t.title}{extra}")
+            where = f"processes {','.join(map(str, t.processes))}" if t.processes else \
+                f"devices {','.join(map(str, t.devices))}"
+            click.echo(f"  {t.id:<{width}}  {t.points:>4g} pts  {where:<17}  {t.title}{extra}")
 
 
 @click.command("list")

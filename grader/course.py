@@ -8,6 +8,7 @@ instructor fixing a typo the night before a deadline.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 import yaml
@@ -31,6 +32,17 @@ class TestRule:
 
 
 @dataclass(frozen=True)
+class Layout:
+    """P processes joined by jax.distributed, D local devices each; course.yaml writes it "PxD"."""
+
+    processes: int
+    devices: int
+
+    def __str__(self) -> str:
+        return f"{self.processes}x{self.devices}"
+
+
+@dataclass(frozen=True)
 class Task:
     id: str
     title: str
@@ -42,6 +54,7 @@ class Task:
     extra_credit: bool = False
     visibility: str = "visible"
     tests: dict[str, TestRule] = field(default_factory=dict)
+    processes: tuple[Layout, ...] = ()  # multi-process layouts; then ``devices`` is empty
 
     def rule(self, test_name: str) -> TestRule:
         return self.tests.get(test_name, TestRule(visibility=self.visibility))
@@ -169,6 +182,12 @@ class _Checker:
                     isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in value):
                 raise self.fail(name, line, "a non-empty list of device counts such as [1, 2, 4, 8]", value)
             value = tuple(sorted(set(value)))
+        elif kind == "layouts":
+            layouts = [_layout(v) for v in value] if isinstance(value, list) else []
+            if not layouts or None in layouts:
+                raise self.fail(name, line, "a non-empty list of layouts PxD (processes x devices per process) "
+                                "such as [2x2, 4x1]", value)
+            value = tuple(sorted(set(layouts), key=lambda lay: (lay.processes, lay.devices)))
         elif kind == "visibility":
             if value not in VISIBILITIES:
                 raise self.fail(name, line, f"one of {', '.join(VISIBILITIES)}", value)
@@ -183,9 +202,17 @@ class _Checker:
         return value
 
 
+def _layout(text) -> Layout | None:
+    match = re.fullmatch(r"([1-9][0-9]*)x([1-9][0-9]*)", text) if isinstance(text, str) else None
+    return Layout(int(match[1]), int(match[2])) if match else None
+
+
 def _load_task(ck: _Checker, node, where: str, line: int, defaults: dict) -> Task:
-    node = ck.mapping(node, where, line, ("id", "title", "points", "hint", "devices", "timeout_s", "files",
-                                          "extra_credit", "visibility", "tests"), ("id", "title", "points", "hint"))
+    node = ck.mapping(node, where, line, ("id", "title", "points", "hint", "devices", "processes", "timeout_s",
+                                          "files", "extra_credit", "visibility", "tests"),
+                      ("id", "title", "points", "hint"))
+    if "devices" in node and "processes" in node:
+        raise ck.fail(f"{where}.processes", node.lines["processes"], "either devices or processes in one task, not both")
     task_id = ck.get(node, "id", where, "text")
     if not task_id.isidentifier():
         raise ck.fail(f"{where}.id", node.lines["id"], "an identifier (letters, digits, _)", task_id)
@@ -203,7 +230,8 @@ def _load_task(ck: _Checker, node, where: str, line: int, defaults: dict) -> Tas
         title=ck.get(node, "title", where, "text"),
         points=float(ck.get(node, "points", where, "number")),
         hint=ck.get(node, "hint", where, "text"),
-        devices=ck.get(node, "devices", where, "devices", defaults["devices"]),
+        devices=() if "processes" in node else ck.get(node, "devices", where, "devices", defaults["devices"]),
+        processes=ck.get(node, "processes", where, "layouts", ()),
         timeout_s=float(ck.get(node, "timeout_s", where, "positive", defaults["timeout_s"])),
         files=ck.get(node, "files", where, "files", (f"test_{task_id}.py",)),
         extra_credit=ck.get(node, "extra_credit", where, "bool", False),

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from grader.backends import Backend
 from grader.course import Exercise
 from grader.student import Student
 from grader.verdicts import GraderError, StudentFailure
@@ -34,11 +35,16 @@ class Case:
     message: str = ""
     where: str | None = None
     duration_s: float = 0.0
+    processes: int | None = None  # set for a multi-process layout; devices is then per process
 
 
 def _one_line(text: str, limit: int = 400) -> str:
     line = str(text).strip().splitlines()[0] if str(text).strip() else ""
     return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _params(item) -> dict:
+    return item.callspec.params if hasattr(item, "callspec") else {}
 
 
 def explain(exc: BaseException) -> tuple[str, str, str | None]:
@@ -51,7 +57,7 @@ def explain(exc: BaseException) -> tuple[str, str, str | None]:
 
 
 class GraderPlugin:
-    def __init__(self, exercise: Exercise, pool: WorkerPool, backend: str, seed: int,
+    def __init__(self, exercise: Exercise, pool: WorkerPool, backend: Backend, seed: int,
                  task_ids: set[str] | None, devices: tuple[int, ...] | None, timeout_s: float | None = None):
         self.exercise, self.pool, self.backend, self.seed = exercise, pool, backend, seed
         self.task_ids, self.devices_override, self.timeout_override = task_ids, devices, timeout_s
@@ -70,11 +76,24 @@ class GraderPlugin:
         if "devices" not in metafunc.fixturenames:
             return
         task = self._task(metafunc.definition.path)
-        counts = self.devices_override or (task.devices if task else (1,))
         marker = metafunc.definition.get_closest_marker("devices")
+        if task and task.processes and "processes" in metafunc.fixturenames:
+            self._parametrize_layouts(metafunc, task.processes, marker)
+            return
+        counts = self.devices_override or (task.devices if task else (1,))
         if marker:
             counts = tuple(c for c in counts if c in marker.args) or counts
         metafunc.parametrize("devices", counts, ids=[f"{n}dev" for n in counts])
+
+    def _parametrize_layouts(self, metafunc, layouts, marker):
+        """One case per layout; those whose local device count --devices leaves out are shown skipped."""
+        if marker:
+            layouts = tuple(lay for lay in layouts if lay.devices in marker.args) or layouts
+        wanted = self.devices_override
+        left_out = pytest.mark.skip(reason=f"left out by --devices {','.join(map(str, wanted or ()))}")
+        metafunc.parametrize(("processes", "devices"), [
+            pytest.param(lay.processes, lay.devices, id=str(lay), marks=left_out if wanted and lay.devices not in wanted else ())
+            for lay in layouts])
 
     def pytest_collection_modifyitems(self, session, config, items):
         keep = []
@@ -84,6 +103,8 @@ class GraderPlugin:
                 self.unmapped_files.add(os.path.basename(str(item.path)))
             elif self.task_ids is None or task.id in self.task_ids:
                 keep.append(item)
+        if self.backend.exclusive:  # one configuration at a time holds the devices: group its cases
+            keep.sort(key=lambda it: (_params(it).get("processes") or 0, _params(it).get("devices") or 0))
         items[:] = keep
 
     def pytest_collectreport(self, report):
@@ -91,9 +112,17 @@ class GraderPlugin:
             self.collection_errors.append(f"{report.nodeid}: {_one_line(report.longreprtext, 600)}")
 
     @pytest.fixture
-    def student(self, request, devices):
+    def processes(self):
+        """None: one worker; a multi-process layout parametrizes it (see _parametrize_layouts)."""
+        return None
+
+    @pytest.fixture
+    def student(self, request, devices, processes):
+        reason = self.backend.unavailable(devices, processes)
+        if reason:
+            pytest.skip(f"not run here ({reason})")
         task = self._task(request.node.path)
-        return Student(self.pool, Config(self.backend, devices), self.timeout_override or task.timeout_s)
+        return Student(self.pool, Config(self.backend.name, devices, processes), self.timeout_override or task.timeout_s)
 
     @pytest.fixture
     def rng(self, request):
@@ -105,9 +134,10 @@ class GraderPlugin:
         outcome = yield
         report = outcome.get_result()
         if report.when == "call" or (report.when == "setup" and not report.passed):
-            devices = getattr(item, "callspec", None) and item.callspec.params.get("devices")
+            params = _params(item)
             case = Case(nodeid=item.nodeid, test=item.originalname, task=self._task(item.path).id,
-                        devices=devices, outcome=report.outcome, duration_s=report.duration)
+                        devices=params.get("devices"), processes=params.get("processes"),
+                        outcome=report.outcome, duration_s=report.duration)
             if report.failed and isinstance(getattr(call.excinfo, "value", None), GraderError):
                 self.grader_errors.append(str(call.excinfo.value))
                 item.session.shouldstop = "the grader cannot go on"

@@ -86,8 +86,12 @@ def _course_yaml(course: Course, exercise: Exercise, release: Release) -> str:
     """course.yaml for a bundle: this exercise only, every default spelled out, rules it may see."""
     tasks = []
     for t in exercise.tasks:
-        entry = {"id": t.id, "title": t.title, "points": t.points, "hint": t.hint, "devices": list(t.devices),
+        entry = {"id": t.id, "title": t.title, "points": t.points, "hint": t.hint,
                  "timeout_s": t.timeout_s, "files": list(t.files), "visibility": t.visibility}
+        if t.processes:
+            entry["processes"] = [str(layout) for layout in t.processes]
+        else:
+            entry["devices"] = list(t.devices)
         if t.extra_credit:
             entry["extra_credit"] = True
         rules = {name: {"weight": r.weight, "visibility": r.visibility} for name, r in t.tests.items()

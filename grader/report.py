@@ -1,7 +1,9 @@
 """The report of one grading run: a text table for people, JSON (versioned) for programs.
 
 JSON schema ``pmap-course/report`` version 1 is documented in docs/report-schema.md; add fields
-freely, but bump SCHEMA_VERSION when one changes meaning or goes away.
+freely, but bump SCHEMA_VERSION when one changes meaning or goes away. ``max_score`` is always the
+most this run could award: cases not run here (too few real devices) lower it, ``full_max_score``
+and each task's ``points`` keep the rubric's figures, and ``not_run`` says how many cases were left out.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ def to_dict(run: RunResult, score: Score, course_name: str, notes=()) -> dict:
         "jax_version": run.info.get("jax_version"),
         "platform": run.info.get("platform"),
         "device_kind": run.info.get("device_kind"),
+        "devices_here": run.devices_here,
         "score": round(score.total, 4),
-        "max_score": score.max_total,
+        "max_score": round(score.max_total, 4),
+        "full_max_score": score.full_max_total,
         "percent": round(score.percent, 2),
         "tasks": [
             {
@@ -44,6 +48,8 @@ def to_dict(run: RunResult, score: Score, course_name: str, notes=()) -> dict:
                 "title": ts.task.title,
                 "score": ts.score,
                 "max_score": ts.max_score,
+                "points": ts.task.points,
+                "not_run": len(ts.not_run),
                 "extra_credit": ts.task.extra_credit,
                 "status": ts.status,
                 "reason": ts.reason,
@@ -52,6 +58,7 @@ def to_dict(run: RunResult, score: Score, course_name: str, notes=()) -> dict:
                     {
                         "test": c.test,
                         "devices": c.devices,
+                        "processes": c.processes,
                         "outcome": c.outcome,
                         "kind": c.kind,
                         "message": c.message,
@@ -75,6 +82,20 @@ def to_json(run: RunResult, score: Score, course_name: str, notes=()) -> str:
     return json.dumps(to_dict(run, score, course_name, notes), indent=2) + "\n"
 
 
+def _machine(run: RunResult) -> str:
+    kind = run.info.get("device_kind", "no worker started")
+    here = f"{kind}, {run.devices_here} on this machine" if run.devices_here else f"emulated {kind} devices"
+    return f"{here}, jax {run.info.get('jax_version', '?')}"
+
+
+def _ran_on(run: RunResult) -> str:
+    ran = [c for c in run.cases if c.devices and c.outcome != "skipped"]
+    counts = ", ".join(map(str, sorted({c.devices for c in ran if not c.processes})))
+    layouts = ", ".join(f"{p}x{d}" for p, d in sorted({(c.processes, c.devices) for c in ran if c.processes}))
+    parts = ([f"{counts} devices"] if counts else []) + ([f"{layouts} processes x devices"] if layouts else [])
+    return " and ".join(parts) or "no devices"
+
+
 def to_text(run: RunResult, score: Score, course_name: str, notes=()) -> str:
     width = max([len(ts.task.id) for ts in score.tasks] + [5])
     lines = [f"{course_name} · {run.exercise.name}: {run.exercise.title}", ""]
@@ -82,19 +103,22 @@ def to_text(run: RunResult, score: Score, course_name: str, notes=()) -> str:
         pts = f"{_fmt(ts.score):>5} / {_fmt(ts.max_score):<3}"
         extra = " (extra credit)" if ts.task.extra_credit else ""
         cases = f"{ts.passed}/{ts.counted} cases" if ts.cases else ""
+        if ts.not_run and ts.counted:
+            cases += f", {len(ts.not_run)} {ts.not_run[0].message}"
         lines.append(f"  {ts.task.id:<{width}}  {pts}  {ts.status:<13} {cases}{extra}")
         indent = " " * (width + 4)
         if ts.reason:
             lines += textwrap.wrap(ts.reason, 100, initial_indent=indent, subsequent_indent=indent + "  ")
         if ts.score < ts.max_score and ts.task.hint:
             lines += textwrap.wrap("hint: " + ts.task.hint, 100, initial_indent=indent, subsequent_indent=indent + "  ")
-    lines += ["", f"  {'total':<{width}}  {_fmt(score.total):>5} / {_fmt(score.max_total):<3}  ({score.percent:.0f}%)", ""]
+    lines += ["", f"  {'total':<{width}}  {_fmt(score.total):>5} / {_fmt(score.max_total):<3}  ({score.percent:.0f}%)"]
+    if score.scaled:
+        lines.append(f"  maximum scaled from {_fmt(score.full_max_total)} to {_fmt(score.max_total)}: cases not run "
+                     "on this machine count neither for nor against you")
+    lines.append("")
     for note in notes:
         lines += textwrap.wrap("note: " + note, 100, subsequent_indent="  ")
-    counts = sorted({c.devices for c in run.cases if c.devices})
-    jax = run.info.get("jax_version", "?")
-    lines.append(f"seed {run.seed} · backend {run.backend} ({run.info.get('device_kind', 'no worker started')}, "
-                 f"jax {jax}) · device counts {', '.join(map(str, counts)) or '-'} · {run.wall_s:.1f} s")
+    lines.append(f"seed {run.seed} · backend {run.backend} ({_machine(run)}) · ran on {_ran_on(run)} · {run.wall_s:.1f} s")
     if run.student_output:
         size = sum(len(v) for v in run.student_output.values())
         lines.append(f"your code printed {size} characters (see --format json for the text)")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from grader import submission as submission_mod
+from grader.backends import Backend, resolve
 from grader.course import Course, Exercise
 from grader.plugin import Case, GraderPlugin
 from grader.verdicts import GraderError, UsageError
@@ -40,6 +41,7 @@ class RunResult:
     worker_s: float = 0.0
     student_output: dict[str, str] = field(default_factory=dict)
     unmapped_files: tuple[str, ...] = ()
+    devices_here: int | None = None  # real devices of the backend; None: emulated
 
 
 def new_seed() -> int:
@@ -60,9 +62,10 @@ def _pytest_args(suite: str, files: list[str]) -> list[str]:
 
 
 def grade(course: Course, exercise: Exercise, submission: str, task_ids=None, devices=None,
-          seed: int | None = None, backend: str = "cpu", timeout_s: float | None = None) -> RunResult:
-    """Grade ``submission`` against ``exercise``'s hidden suite."""
+          seed: int | None = None, backend: str | Backend = "cpu", timeout_s: float | None = None) -> RunResult:
+    """Grade ``submission`` against ``exercise``'s hidden suite (``backend``: a name or a resolved Backend)."""
     started = time.perf_counter()
+    backend = resolve(backend) if isinstance(backend, str) else backend
     seed = new_seed() if seed is None else seed
     tasks = tuple(task_ids) if task_ids else tuple(t.id for t in exercise.tasks)
     for t in tasks:
@@ -78,7 +81,8 @@ def grade(course: Course, exercise: Exercise, submission: str, task_ids=None, de
     try:
         code = submission_mod.copy_to_scratch(source, scratch)
         timeout = timeout_s or max(t.timeout_s for t in exercise.tasks)
-        pool = WorkerPool(code, suite, _engine_link(scratch), course.memory_mb, timeout)
+        pool = WorkerPool(code, suite, _engine_link(scratch), backend.memory_limit_mb(course.memory_mb), timeout,
+                          backend)
         plugin = GraderPlugin(exercise, pool, backend, seed, set(tasks), tuple(devices) if devices else None,
                               timeout_s)
         log = io.StringIO()
@@ -92,9 +96,11 @@ def grade(course: Course, exercise: Exercise, submission: str, task_ids=None, de
             raise GraderError(plugin.grader_errors[0])
         if plugin.collection_errors:
             raise GraderError("the hidden suite could not be collected:\n" + "\n".join(plugin.collection_errors))
-        return RunResult(exercise=exercise, submission=os.path.abspath(submission), seed=seed, backend=backend,
-                         cases=plugin.cases, tasks=tasks, info=pool.info(), wall_s=time.perf_counter() - started,
-                         worker_s=pool.worker_seconds, student_output=pool.student_output,
-                         unmapped_files=tuple(sorted(plugin.unmapped_files)))
+        return RunResult(exercise=exercise, submission=os.path.abspath(submission), seed=seed, backend=backend.name,
+                         cases=plugin.cases, tasks=tasks, info={"platform": backend.platform,
+                                                                "device_kind": backend.kind, **pool.info()},
+                         wall_s=time.perf_counter() - started, worker_s=pool.worker_seconds,
+                         student_output=pool.student_output, unmapped_files=tuple(sorted(plugin.unmapped_files)),
+                         devices_here=backend.available)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -1,8 +1,9 @@
 """From cases to points, by the rubric in course.yaml.
 
 A task's score is its points times the weighted fraction of its cases that passed (a test run at
-four device counts is four cases, each with the test's weight). Cases not run on this machine are
-left out of both sides of the fraction. The first failure gives the task's status and reason.
+four device counts is four cases, each with the test's weight). Cases not run on this machine (too
+few real devices) count on neither side: they lower the task's maximum by their share of its
+weight, and the report says so. The first failure gives the task's status and reason.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ class TaskScore:
     def counted(self) -> int:
         return sum(c.outcome != "skipped" for c in self.cases)
 
+    @property
+    def not_run(self) -> list[Case]:
+        return [c for c in self.cases if c.outcome == "skipped"]
+
 
 @dataclass
 class Score:
@@ -45,12 +50,24 @@ class Score:
         return sum(t.max_score for t in self.tasks if not t.task.extra_credit)
 
     @property
+    def full_max_total(self) -> float:
+        """The maximum had every case run here."""
+        return sum(t.task.points for t in self.tasks if not t.task.extra_credit)
+
+    @property
+    def scaled(self) -> bool:
+        return self.max_total < self.full_max_total
+
+    @property
     def percent(self) -> float:
         return 100.0 * self.total / self.max_total if self.max_total else 0.0
 
 
 def case_label(case: Case) -> str:
-    return f"{case.devices} device{'s' if case.devices != 1 else ''}" if case.devices else ""
+    if not case.devices:
+        return ""
+    devices = f"{case.devices} device{'s' if case.devices != 1 else ''}"
+    return f"{case.processes} processes x {devices}" if case.processes else devices
 
 
 def _status(task_cases: list[Case], score: float, max_score: float) -> tuple[str, str]:
@@ -75,12 +92,13 @@ def _status(task_cases: list[Case], score: float, max_score: float) -> tuple[str
 
 
 def score_task(task: Task, cases: list[Case]) -> TaskScore:
-    counted = [c for c in cases if c.outcome != "skipped"]
-    total_weight = sum(task.rule(c.test).weight for c in counted)
-    passed_weight = sum(task.rule(c.test).weight for c in counted if c.outcome == "passed")
-    fraction = passed_weight / total_weight if total_weight else 0.0
-    status, reason = _status(cases, fraction, task.points)
-    return TaskScore(task=task, score=round(task.points * fraction, 4), max_score=task.points,
+    full_weight = sum(task.rule(c.test).weight for c in cases)
+    counted_weight = sum(task.rule(c.test).weight for c in cases if c.outcome != "skipped")
+    passed_weight = sum(task.rule(c.test).weight for c in cases if c.outcome == "passed")
+    share = counted_weight / full_weight if full_weight else 1.0
+    score = task.points * passed_weight / full_weight if full_weight else 0.0
+    status, reason = _status(cases, score, task.points)
+    return TaskScore(task=task, score=round(score, 4), max_score=round(task.points * share, 4),
                      status=status, reason=reason, cases=cases)
 
 

@@ -1,7 +1,9 @@
 """The ``student`` fixture's object: the hidden tests' only handle on student code.
 
 Every method sends a request to the worker for this case's configuration and returns plain
-NumPy/Python data, or raises :class:`grader.verdicts.StudentFailure` with a one-line reason.
+NumPy/Python data, or raises :class:`grader.verdicts.StudentFailure` with a one-line reason. In a
+multi-process layout (``student.processes`` is set) every process runs the request and each method
+returns a list with one result per process, in process order.
 """
 
 from __future__ import annotations
@@ -15,8 +17,13 @@ class Student:
 
     @property
     def devices(self) -> int:
-        """How many devices the worker for this case has."""
+        """How many devices the worker for this case has (per process in a multi-process layout)."""
         return self.config.devices
+
+    @property
+    def processes(self) -> int | None:
+        """How many processes a multi-process layout joins; None for a single worker."""
+        return self.config.processes
 
     def _ask(self, op: str, target: str, args, kwargs, what: str, timeout_s: float | None):
         return self._pool.request(self.config, op, target, args, kwargs, what, timeout_s or self.timeout_s)

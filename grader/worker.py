@@ -10,6 +10,7 @@ student code is turned into a classified error the grader can explain in one sen
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import sys
@@ -182,15 +183,33 @@ def serve(request_fd: int, reply_fd: int) -> None:
         protocol.send(reply_fd, reply, reply_blobs)
 
 
-def configure_jax(backend: str, devices: int):
-    """Import JAX for one configuration and return a description of what it sees."""
+DISTRIBUTED_VARIABLE = "GRADER_DISTRIBUTED"
+
+
+def configure_jax(backend: str, devices: int, distributed: dict | None = None):
+    """Import JAX for one configuration and return a description of what it sees.
+
+    ``distributed`` (coordinator, process, processes, timeout_s) makes this worker one process of
+    a group joined by ``jax.distributed.initialize``; ``devices`` is then its local device count.
+    """
     import jax
 
     if backend == "cpu":
         jax.config.update("jax_num_cpu_devices", devices)
-    devs = jax.devices()
-    return {"jax_version": jax.__version__, "platform": devs[0].platform,
-            "device_kind": devs[0].device_kind, "devices": len(devs)}
+    if distributed:
+        if backend == "cpu":
+            jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        jax.config.update("jax_enable_preemption_service", False)  # else SIGTERM is ignored once joined
+        address = distributed["coordinator"]
+        jax.distributed.initialize(address, distributed["processes"], distributed["process"],
+                                   cluster_detection_method="deactivate", coordinator_bind_address=address,
+                                   initialization_timeout=distributed["timeout_s"],
+                                   shutdown_timeout_seconds=distributed["timeout_s"])
+    local = jax.local_devices()
+    if len(local) != devices:
+        raise RuntimeError(f"asked for {devices} devices, JAX sees {len(local)}: {local}")
+    return {"jax_version": jax.__version__, "platform": local[0].platform, "device_kind": local[0].device_kind,
+            "devices": len(local), "process_index": jax.process_index(), "process_count": jax.process_count()}
 
 
 def main(argv=None) -> None:
@@ -207,8 +226,9 @@ def main(argv=None) -> None:
         limit = a.memory_mb << 20
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     Context.submission, Context.suite = os.path.abspath(a.submission), os.path.abspath(a.suite)
+    settings = os.environ.pop(DISTRIBUTED_VARIABLE, None)
     try:
-        info = configure_jax(a.backend, a.devices)
+        info = configure_jax(a.backend, a.devices, json.loads(settings) if settings else None)
     except BaseException as exc:  # noqa: BLE001 - reported to the grader, which explains it
         protocol.send(a.reply_fd, {"ready": False, "message": f"{type(exc).__name__}: {_first_line(exc)}"})
         return

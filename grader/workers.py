@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 
 from grader import protocol
+from grader.backends import EMULATED, Backend
 from grader.verdicts import GraderError, StudentFailure
 
 OUTPUT_CAP = 64 << 10
@@ -28,13 +29,21 @@ _MEMORY_MARKERS = (b"RESOURCE_EXHAUSTED", b"bad_alloc", b"MemoryError", b"Cannot
 
 @dataclass(frozen=True)
 class Config:
-    """One backend configuration: which platform and how many devices a worker sees."""
+    """One backend configuration: which platform and how many devices a worker sees.
+
+    ``processes`` set means a group of that many workers joined by ``jax.distributed``, each
+    with ``devices`` local devices (see grader.multiprocess).
+    """
 
     backend: str
     devices: int
+    processes: int | None = None
 
     def __str__(self) -> str:
-        return f"{self.devices} device{'s' if self.devices != 1 else ''}"
+        devices = f"{self.devices} device{'s' if self.devices != 1 else ''}"
+        if self.processes is None:
+            return devices
+        return f"{self.processes} process{'es' if self.processes != 1 else ''} x {devices}"
 
 
 class CapturedOutput:
@@ -89,15 +98,21 @@ class Worker:
     """One worker process for one configuration."""
 
     def __init__(self, config: Config, submission: str, suite: str, engine_path: str,
-                 memory_mb: int, timeout_s: float):
+                 memory_mb: int, timeout_s: float, env: dict[str, str] | None = None):
         self.config, self.submission, self.suite = config, submission, suite
         self.engine_path, self.memory_mb, self.timeout_s = engine_path, memory_mb, timeout_s
+        self.env = env or {}  # this process's own variables: its share of the devices, its place in a group
         self.proc: subprocess.Popen | None = None
         self.output: CapturedOutput | None = None
         self.transcripts: list[str] = []  # captured output of each process this worker has run
         self.info: dict = {}
 
     def start(self) -> None:
+        self.spawn()
+        self.wait_ready(time.monotonic() + STARTUP_TIMEOUT_S)
+
+    def spawn(self) -> None:
+        """Start the process; it reports ready (or why not) on the reply pipe."""
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         os.makedirs(os.path.join(self.submission, ".tmp"), exist_ok=True)
@@ -107,7 +122,8 @@ class Worker:
                "--devices", str(self.config.devices), "--memory-mb", str(self.memory_mb)]
         try:
             self.proc = subprocess.Popen(
-                cmd, cwd=self.submission, env=worker_environment(self.submission, self.config.backend, self.timeout_s),
+                cmd, cwd=self.submission,
+                env={**worker_environment(self.submission, self.config.backend, self.timeout_s), **self.env},
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 pass_fds=(req_r, rep_w), start_new_session=True)
         finally:
@@ -115,11 +131,16 @@ class Worker:
             os.close(rep_w)
         self._req, self._rep = req_w, rep_r
         self.output = CapturedOutput(self.proc.stdout)
+
+    def wait_ready(self, deadline: float) -> None:
+        """Wait for the spawned worker to set up JAX; GraderError (worker killed) if it does not."""
         try:
-            header, _ = protocol.receive(self._rep, time.monotonic() + STARTUP_TIMEOUT_S)
+            header, _ = protocol.receive(self._rep, deadline)
+        except protocol.ChannelClosed:
+            raise GraderError(f"{self.death('start-up')}\nits output:\n{self.output.text()[-2000:]}") from None
         except protocol.ProtocolError as exc:
             self.kill()
-            raise GraderError(f"a worker for {self.config} did not start ({exc}); its output:\n"
+            raise GraderError(f"a worker for {self.config} did not start ({exc})\nits output:\n"
                               f"{self.output.text()[-2000:]}") from None
         if not header.get("ready"):
             self.kill()
@@ -130,6 +151,10 @@ class Worker:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def fileno(self) -> int:
+        """The reply pipe, so callers can ``select`` on several workers at once."""
+        return self._rep
+
     def request(self, op: str, target: str, args: tuple, kwargs: dict, what: str,
                 timeout_s: float | None = None) -> tuple[object, float]:
         """Run one request; returns (value, seconds the worker spent) or raises StudentFailure."""
@@ -137,15 +162,26 @@ class Worker:
             self.start()
         timeout_s = timeout_s or self.timeout_s
         tree, blobs = protocol.encode({"args": tuple(args), "kwargs": dict(kwargs)})
+        self.send(op, target, tree, blobs, what)
+        return self.reply(what, time.monotonic() + timeout_s, timeout_s)
+
+    def send(self, op: str, target: str, tree, blobs: list[bytes], what: str) -> None:
+        """Send one encoded request (see protocol.encode) without waiting for the reply."""
         try:
             protocol.send(self._req, {"op": op, "target": target, "args": tree}, blobs)
-            header, reply_blobs = protocol.receive(self._rep, time.monotonic() + timeout_s)
+        except BrokenPipeError:
+            raise self.death(what) from None
+
+    def reply(self, what: str, deadline: float, timeout_s: float) -> tuple[object, float]:
+        """The reply to the request in flight: (value, seconds the worker spent) or StudentFailure."""
+        try:
+            header, reply_blobs = protocol.receive(self._rep, deadline)
         except protocol.ChannelTimeout:
             self.kill()
             raise StudentFailure("timeout", f"{what} timed out after {timeout_s:g} s "
                                  f"({self.config}); an endless loop, or a collective some devices never reach?") from None
-        except (protocol.ChannelClosed, BrokenPipeError):
-            raise self._death(what) from None
+        except protocol.ChannelClosed:
+            raise self.death(what) from None
         except protocol.ProtocolError as exc:
             self.kill()
             raise StudentFailure("bad_return", f"{what} produced a reply the grader refuses: {exc}") from None
@@ -157,7 +193,7 @@ class Worker:
         except (protocol.ProtocolError, KeyError, IndexError, ValueError) as exc:
             raise StudentFailure("bad_return", f"{what} produced a reply the grader refuses: {exc}") from None
 
-    def _death(self, what: str) -> StudentFailure:
+    def death(self, what: str) -> StudentFailure:
         """Explain why the worker went away during ``what``, then clean up."""
         rusage_kb = 0
         try:
@@ -195,24 +231,61 @@ class Worker:
             except OSError:
                 pass
         self.proc = None
-        self.output.wait(0.5)
-        if self.output.total:
-            self.transcripts.append(self.output.text())
+        if self.output is not None:
+            self.output.wait(0.5)
+            if self.output.total:
+                self.transcripts.append(self.output.text())
+
+    def ask_to_exit(self) -> None:
+        """Ask the worker to leave its request loop (does not wait; see stop)."""
+        if self.proc is not None:
+            try:
+                protocol.send(self._req, {"op": "exit"})
+            except OSError:
+                pass
+
+    def stop(self, grace_s: float = 2.0) -> str:
+        """Give an asked worker ``grace_s`` to exit, then kill it; returns what it printed (once)."""
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+            self.kill()
+        text, self.transcripts = "\n".join(self.transcripts), []
+        return text
 
 
 class WorkerPool:
-    """Workers by configuration, started on first use and replaced after a failure."""
+    """Workers by configuration, started on first use and replaced after a failure.
 
-    def __init__(self, submission: str, suite: str, engine_path: str, memory_mb: int, timeout_s: float):
+    A configuration with ``processes`` gets a grader.multiprocess.WorkerGroup, which answers the
+    same calls. On a backend whose devices cannot be shared (TPU), starting one configuration's
+    worker first stops the others.
+    """
+
+    def __init__(self, submission: str, suite: str, engine_path: str, memory_mb: int, timeout_s: float,
+                 backend: Backend = EMULATED):
         self._args = (submission, suite, engine_path, memory_mb, timeout_s)
+        self.backend = backend
         self._workers: dict[Config, Worker] = {}
         self.student_output: dict[str, str] = {}
         self.worker_seconds = 0.0
 
     def worker(self, config: Config) -> Worker:
         if config not in self._workers:
-            self._workers[config] = Worker(config, *self._args)
-        return self._workers[config]
+            if config.processes:
+                from grader.multiprocess import WorkerGroup  # it builds on this module
+
+                self._workers[config] = WorkerGroup(config, self._args, self.backend)
+            else:
+                self._workers[config] = Worker(config, *self._args, env=self.backend.worker_variables(config.devices))
+        chosen = self._workers[config]
+        if self.backend.exclusive and not chosen.alive:
+            for other in self._workers:
+                if other != config and self._workers[other].alive:
+                    self._retire(other)
+        return chosen
 
     def request(self, config: Config, op: str, target: str, args, kwargs, what: str, timeout_s=None):
         value, elapsed = self.worker(config).request(op, target, args, kwargs, what, timeout_s)
@@ -226,14 +299,17 @@ class WorkerPool:
                 return {k: w.info[k] for k in ("jax_version", "platform", "device_kind")}
         return {}
 
+    def _retire(self, config: Config) -> None:
+        w = self._workers[config]
+        w.ask_to_exit()
+        self._keep_output(config, w.stop())
+
+    def _keep_output(self, config: Config, text: str) -> None:
+        if text.strip():
+            self.student_output[str(config)] = self.student_output.get(str(config), "") + text
+
     def close(self) -> None:
+        for w in self._workers.values():
+            w.ask_to_exit()
         for config, w in self._workers.items():
-            if w.proc is not None:
-                try:
-                    protocol.send(w._req, {"op": "exit"})
-                    w.proc.wait(timeout=2)
-                except (OSError, subprocess.TimeoutExpired):
-                    pass
-                w.kill()
-            if w.transcripts:
-                self.student_output[str(config)] = "\n".join(w.transcripts)
+            self._keep_output(config, w.stop())

@@ -25,9 +25,9 @@ from grader.course import find_course
 
 @pytest.fixture(scope="module")
 def autograder(tmp_path_factory):
-    """(autograder.zip, the hidden test's name, the course's max score) for a course copy at 1, 2 devices."""
+    """(autograder.zip, the hidden test's name, full marks with extra credit) for a course copy at 1, 2 devices."""
     done = release_with_a_hidden_test(tmp_path_factory.mktemp("release"))
-    max_points = find_course(explicit=str(done["course"])).exercise(EXERCISE).max_points
+    max_points = sum(t.points for t in find_course(explicit=str(done["course"])).exercise(EXERCISE).tasks)
     return done["out"] / "autograder.zip", done["hidden"], max_points
 
 

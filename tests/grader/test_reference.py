@@ -11,10 +11,11 @@ def test_solutions_full_marks_at_every_configured_device_count():
     course = load_course(str(ROOT / "course.yaml"))
     report = grade_json(ROOT / "solutions")
     for t in report["tasks"]:
-        configured = set(course.exercise("exercise7").task(t["id"]).devices)
+        rubric = course.exercise("exercise7").task(t["id"])
+        configured = {(None, d) for d in rubric.devices} | {(lay.processes, lay.devices) for lay in rubric.processes}
         failing = [f"{c['test']}[{c['devices']}]: {c['message']}" for c in t["cases"] if c["outcome"] != "passed"]
         assert not failing, f"{t['id']}: {failing}"
-        assert {c["devices"] for c in t["cases"]} == configured, t["id"]
+        assert {(c["processes"], c["devices"]) for c in t["cases"]} == configured, t["id"]
         assert t["score"] == t["max_score"] > 0
     assert report["score"] >= report["max_score"]
 

@@ -101,7 +101,7 @@ def test_a_zipped_folder_of_windows_files_scores_full(tmp_path):
         (folder / path.name).write_bytes(codecs.BOM_UTF8 + path.read_bytes().replace(b"\n", b"\r\n"))
     _files(tmp_path / "upload", "__MACOSX/my_work/exercise7/._dot.py", "my_work/README.txt", "my_work/scratch.py")
     report = grade_json(tmp_path / "upload", "--devices", "1")
-    assert report["score"] == report["max_score"], [t["reason"] for t in report["tasks"]]
+    assert all(t["score"] == t["max_score"] for t in report["tasks"]), [t["reason"] for t in report["tasks"]]
 
 
 def test_a_missing_module_is_named_and_the_rest_is_graded(tmp_path, make_submission):

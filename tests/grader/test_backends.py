@@ -1,0 +1,106 @@
+"""Backend selection, device subsets and "not run here" reasons, on a fake device inventory.
+
+Nothing here needs an accelerator: the inventory JAX would report is injected. One test asks the
+real probe, which on any machine sees at least the CPU.
+"""
+
+import sys
+
+import pytest
+
+from grader import backends
+from grader.backends import EMULATED, Inventory, Platform, resolve
+from grader.verdicts import UsageError
+from tests.grader.conftest import run_grade
+
+CPU_ONLY = Inventory("0.10.2", {"cpu": Platform(1, "cpu")})
+TWO_GPUS = Inventory("0.10.2", {"cuda": Platform(2, "NVIDIA H200"), "cpu": Platform(1, "cpu")})
+FOUR_GPUS = Inventory("0.10.2", {"cuda": Platform(4, "NVIDIA H200"), "cpu": Platform(1, "cpu")})
+TPU_V5E = Inventory("0.10.2", {"tpu": Platform(8, "TPU v5 lite"), "cpu": Platform(1, "cpu")})
+TPU_V3 = Inventory("0.10.2", {"tpu": Platform(8, "TPU v3", per_chip=2), "cpu": Platform(1, "cpu")})
+
+
+def test_cpu_is_emulated_and_needs_no_probe(monkeypatch):
+    monkeypatch.setattr(backends, "probe", lambda: pytest.fail("--backend cpu must not start a probe"))
+    backend = resolve("cpu")
+    assert backend is EMULATED and backend.emulated
+    assert backend.unavailable(64) is None and backend.unavailable(8, processes=4) is None
+    assert backend.worker_variables(8) == {}
+
+
+def test_auto_prefers_an_accelerator_and_falls_back_to_cpu():
+    assert resolve("auto", CPU_ONLY) is EMULATED
+    gpu = resolve("auto", TWO_GPUS)
+    assert (gpu.name, gpu.platform, gpu.kind, gpu.available) == ("gpu", "cuda", "NVIDIA H200", 2)
+    tpu = resolve("auto", TPU_V5E)
+    assert (tpu.name, tpu.kind, tpu.available) == ("tpu", "TPU v5 lite", 8)
+
+
+def test_missing_backend_is_a_usage_error_naming_what_jax_sees():
+    with pytest.raises(UsageError) as err:
+        resolve("gpu", CPU_ONLY)
+    assert "JAX sees no GPU on this machine, only cpu (1 x cpu)" in str(err.value)
+    assert "pmap-course[cuda]" in str(err.value)
+    with pytest.raises(UsageError, match="no TPU .* only cuda \\(2 x NVIDIA H200\\), cpu"):
+        resolve("tpu", TWO_GPUS)
+
+
+def test_counts_beyond_the_machine_are_not_run_here():
+    gpu = resolve("gpu", TWO_GPUS)
+    assert gpu.unavailable(1) is None and gpu.unavailable(2) is None
+    assert gpu.unavailable(8) == "needs 8 devices, this machine has 2"
+    assert gpu.unavailable(2, processes=2) == "needs 4 devices, this machine has 2"
+    assert gpu.unavailable(1, processes=2) is None
+
+
+def test_gpu_workers_get_their_own_subset(monkeypatch):
+    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
+    gpu = resolve("gpu", FOUR_GPUS, environ={})
+    assert gpu.worker_variables(2) == {"JAX_PLATFORMS": "cuda", "CUDA_VISIBLE_DEVICES": "0,1",
+                                       "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    assert gpu.worker_variables(2, process=1)["CUDA_VISIBLE_DEVICES"] == "2,3"
+    assert gpu.worker_variables(1, process=3)["CUDA_VISIBLE_DEVICES"] == "3"
+    assert not gpu.exclusive
+
+
+def test_subsets_stay_inside_the_graders_own_visible_devices():
+    gpu = resolve("gpu", TWO_GPUS, environ={"CUDA_VISIBLE_DEVICES": "5,7"})
+    assert gpu.worker_variables(1, process=1)["CUDA_VISIBLE_DEVICES"] == "7"
+    assert gpu.worker_variables(2)["CUDA_VISIBLE_DEVICES"] == "5,7"
+
+
+def test_tpu_workers_get_whole_chips_one_configuration_at_a_time():
+    tpu = resolve("tpu", TPU_V5E, environ={})
+    assert tpu.exclusive
+    env = tpu.worker_variables(4)
+    assert (env["TPU_VISIBLE_CHIPS"], env["TPU_CHIPS_PER_PROCESS_BOUNDS"], env["TPU_PROCESS_BOUNDS"]) == \
+        ("0,1,2,3", "2,2,1", "1,1,1")
+    assert tpu.worker_variables(8) == {"JAX_PLATFORMS": "tpu"}
+    assert "not 3 devices" in tpu.unavailable(3)
+    assert tpu.unavailable(2, processes=2) == "multi-process layouts run on the cpu and gpu backends"
+    v3 = resolve("tpu", TPU_V3, environ={})
+    assert v3.worker_variables(4)["TPU_VISIBLE_CHIPS"] == "0,1"
+    assert v3.unavailable(1) is not None and v3.unavailable(2) is None
+
+
+def test_memory_limit_applies_to_cpu_workers_only():
+    assert EMULATED.memory_limit_mb(4096) == 4096
+    assert resolve("gpu", TWO_GPUS).memory_limit_mb(4096) == 0
+
+
+def test_probe_learns_the_devices_without_importing_jax_here():
+    backends.probe.cache_clear()
+    inventory = backends.probe()
+    assert inventory.platforms["cpu"].count >= 1
+    assert inventory.jax_version.startswith("0.")
+    assert "jax" not in sys.modules
+    assert backends.probe() is inventory  # asked once per grading process
+
+
+def test_cli_refuses_a_missing_backend_with_exit_2():
+    if "tpu" in backends.probe().platforms:
+        pytest.skip("this machine has a TPU")
+    proc = run_grade("exercise7", "--backend", "tpu", "--task", "dot")
+    assert proc.returncode == 2, proc.stderr
+    assert "error: --backend tpu: JAX sees no TPU on this machine, only cpu" in proc.stderr
+    assert proc.stdout == ""

@@ -1,0 +1,192 @@
+"""The multi-process backend end to end on CPU: processes joined by jax.distributed over gloo.
+
+Each process start costs 2-3 s, so these tests use few layouts and share nothing slow.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader import multiprocess, workers
+from grader.backends import EMULATED, Backend
+from grader.multiprocess import WorkerGroup
+from grader.verdicts import StudentFailure
+from grader.workers import Config
+from tests.grader.conftest import ROOT, grade_json, run_grade, task
+
+DIES_ON_PROCESS_1 = """
+    import os
+
+    import jax
+    from jax.experimental import multihost_utils
+
+
+    def global_mean(local_batch):
+        if jax.process_index() == 1:
+            os._exit(3)
+        return multihost_utils.process_allgather(local_batch).mean(axis=(0, 1))
+"""
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    """Live processes whose command line contains ``text`` (how we find leftover workers)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmdline and state != "Z":
+            found.append(int(pid))
+    return found
+
+
+@pytest.fixture
+def group_in(tmp_path):
+    """group_in(layout_processes, devices) -> a WorkerGroup over a scratch copy of the solutions."""
+    submission = tmp_path / "submission"
+    shutil.copytree(ROOT / "solutions" / "exercise7", submission)
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "engine" / "grader").symlink_to(ROOT / "grader")
+    groups = []
+
+    def make(processes: int, devices: int) -> WorkerGroup:
+        args = (str(submission), str(ROOT / "tests" / "exercise7"), str(tmp_path / "engine"), 4096, 30.0)
+        groups.append(WorkerGroup(Config("cpu", devices, processes), args, EMULATED))
+        return groups[-1]
+
+    yield make
+    for g in groups:
+        g.kill()
+
+
+def test_solutions_pass_at_every_layout():
+    report = grade_json(ROOT / "solutions", "--task", "multihost")
+    multihost = task(report, "multihost")
+    assert (multihost["score"], multihost["status"], multihost["extra_credit"]) == (5, "passed", True)
+    assert {(c["processes"], c["devices"]) for c in multihost["cases"]} == {(2, 2), (4, 1)}
+    assert all(c["outcome"] == "passed" for c in multihost["cases"])
+
+
+def test_a_process_that_dies_mid_call_stops_the_whole_group(make_submission, tmp_path):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    submission = make_submission({"multihost": DIES_ON_PROCESS_1})
+    started = time.monotonic()
+    proc = run_grade("exercise7", "--submission", str(submission), "--format", "json", "--task", "multihost",
+                     "--devices", "2", env={"TMPDIR": str(scratch)})
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    multihost = task(report, "multihost")
+    assert multihost["status"] == "crashed"
+    assert "process 1 of 2: the worker died (exit code 3) during global_mean (2 processes x 2 devices)" \
+        in multihost["reason"]
+    assert {c["message"] for c in multihost["cases"] if c["processes"] == 4} == {"left out by --devices 2"}
+    assert time.monotonic() - started < 3 * 30, "each case must end well inside its 30 s time limit"
+    assert _processes_mentioning(str(scratch)) == []
+
+
+def _start_in_background(group: WorkerGroup):
+    """Start ``group`` in a thread; returns (thread, outcome, pids) as soon as every process is spawned."""
+    outcome = {}
+
+    def start():
+        try:
+            group.start()
+        except StudentFailure as failure:
+            outcome["failure"] = failure
+
+    thread = threading.Thread(target=start)
+    thread.start()
+    while not (len(group.members) == group.config.processes and group.members[-1].proc is not None):
+        time.sleep(0.005)
+    return thread, outcome, [m.proc.pid for m in group.members]
+
+
+def test_a_process_that_dies_before_joining_is_reported_at_once(group_in):
+    started = time.monotonic()
+    thread, outcome, pids = _start_in_background(group_in(2, 2))
+    os.kill(pids[1], signal.SIGKILL)  # long before it could import JAX and join
+    thread.join(60)
+    failure = outcome["failure"]
+    assert failure.kind == "died"
+    assert failure.message.startswith("process 1 of 2 did not join the others: the worker died (signal 9: SIGKILL) "
+                                      "during start-up (2 processes x 2 devices)")
+    assert time.monotonic() - started < multiprocess.JOIN_TIMEOUT_S / 2
+    assert not any(Path(f"/proc/{pid}").exists() for pid in pids), "every process of the group must be gone"
+
+
+def test_a_process_that_hangs_before_joining_ends_the_start_at_the_join_timeout(group_in, monkeypatch):
+    monkeypatch.setattr(multiprocess, "JOIN_TIMEOUT_S", 8.0)
+    started = time.monotonic()
+    thread, outcome, pids = _start_in_background(group_in(2, 1))
+    os.kill(pids[1], signal.SIGSTOP)
+    thread.join(60)
+    assert outcome["failure"].kind == "timeout"
+    assert outcome["failure"].message == "the 2 processes did not all join within 8 s (2 processes x 1 device)"
+    assert 8 <= time.monotonic() - started < 20
+    assert not any(Path(f"/proc/{pid}").exists() for pid in pids)
+
+
+def test_a_taken_port_is_retried_and_gloo_lines_are_not_student_output(group_in, monkeypatch):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        offered, real_free_port = [], multiprocess.free_port
+
+        def taken_port_first() -> int:
+            offered.append(real_free_port() if offered else taken.getsockname()[1])
+            return offered[-1]
+
+        monkeypatch.setattr(multiprocess, "free_port", taken_port_first)
+        group = group_in(2, 1)
+        group.start()
+    assert len(offered) == 2, "process 0 could not bind the taken port, so the group retried on another"
+    assert [m.info["process_index"] for m in group.members] == [0, 1]
+    batches = [np.full((1, 3), 1.0, np.float32), np.full((1, 3), 3.0, np.float32)]
+    values, _ = group.request("probe", "multihost_probes.global_mean", (batches,), {}, "global_mean")
+    assert [v.tolist() for v in values] == [[2.0, 2.0, 2.0]] * 2
+    pids = [m.proc.pid for m in group.members]
+    group.ask_to_exit()
+    printed = "".join(m.stop() for m in group.members)
+    assert "[Gloo] Rank" in printed
+    assert multiprocess.student_text(printed + "mine\n") == "mine\n"
+    assert not any(Path(f"/proc/{pid}").exists() for pid in pids)
+
+
+def test_on_tpu_one_configuration_at_a_time_holds_the_chips(monkeypatch):
+    started, retired = [], []
+
+    class FakeWorker:
+        def __init__(self, config, *args, env=None):
+            self.config, self.env, self.alive = config, env, False
+
+        def request(self, *args):
+            started.append(self.config.devices)
+            self.alive = True
+            return None, 0.0
+
+        def ask_to_exit(self):
+            retired.append(self.config.devices)
+
+        def stop(self):
+            self.alive = False
+            return ""
+
+    monkeypatch.setattr(workers, "Worker", FakeWorker)
+    tpu = Backend(name="tpu", platform="tpu", kind="TPU v5 lite", available=8, ids=tuple("01234567"))
+    pool = workers.WorkerPool("s", "t", "e", 0, 30.0, tpu)
+    for devices in (1, 1, 2, 1):
+        pool.request(Config("tpu", devices), "call", "m.f", (), {}, "f()")
+    assert started == [1, 1, 2, 1] and retired == [1, 2]
+    assert pool.worker(Config("tpu", 4)).env["TPU_VISIBLE_CHIPS"] == "0,1,2,3"
+

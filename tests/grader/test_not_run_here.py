@@ -1,0 +1,98 @@
+"""Cases a machine cannot run: left out of the score, the maximum scaled, and both said so."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+from grader import course
+from grader.plugin import Case
+from grader.report import to_text
+from grader.runner import RunResult
+from grader.scoring import Score, score_task
+from tests.grader.conftest import ROOT
+
+NOT_RUN = "not run here (needs 8 devices, this machine has 2)"
+
+
+def _task(points=20.0, tests=None):
+    return course.Task(id="dot", title="Dot", points=points, hint="psum once", devices=(1, 2, 8), timeout_s=30,
+                files=("test_dot.py",), tests=tests or {})
+
+
+def _case(test, devices, outcome, message=""):
+    return Case(nodeid=f"{test}[{devices}]", test=test, task="dot", devices=devices, outcome=outcome,
+                kind="not_run" if outcome == "skipped" else ("wrong" if outcome == "failed" else ""), message=message)
+
+
+def test_not_run_cases_lower_the_maximum_by_their_weight():
+    cases = [_case("t", 1, "passed"), _case("t", 2, "passed"), _case("t", 8, "skipped", NOT_RUN)]
+    ts = score_task(_task(), cases)
+    assert ts.status == "passed"
+    assert (ts.score, ts.max_score) == (round(20 * 2 / 3, 4), round(20 * 2 / 3, 4))
+    assert [c.message for c in ts.not_run] == [NOT_RUN]
+
+
+def test_a_failure_still_costs_its_share_of_the_scaled_maximum():
+    task = _task(tests={"heavy": course.TestRule(weight=3)})
+    cases = [_case("heavy", 1, "failed", "wrong value"), _case("light", 1, "passed"),
+             _case("heavy", 8, "skipped", NOT_RUN), _case("light", 8, "skipped", NOT_RUN)]
+    ts = score_task(task, cases)
+    assert ts.max_score == 10 and ts.score == 2.5
+    assert ts.status == "partial"
+
+
+def test_a_task_with_nothing_run_here_has_no_maximum():
+    ts = score_task(_task(), [_case("t", 8, "skipped", NOT_RUN)])
+    assert (ts.score, ts.max_score, ts.status) == (0, 0, "not run here")
+    assert ts.reason == NOT_RUN
+    score = Score([ts])
+    assert score.scaled and score.full_max_total == 20 and score.percent == 0
+
+
+def _grade_on_a_machine_with(devices_here: int, *task_args) -> dict:
+    """Grade the solutions in a fresh process that believes the machine has ``devices_here`` real CPU devices."""
+    script = textwrap.dedent(f"""
+        import json
+        from grader import report, runner, scoring
+        from grader.backends import Backend
+        from grader.course import find_course
+        course = find_course({str(ROOT)!r})
+        ex = course.exercise("exercise7")
+        machine = Backend(name="cpu", platform="cpu", kind="cpu", available={devices_here})
+        run = runner.grade(course, ex, {str(ROOT / "solutions")!r}, task_ids=["dot"], devices=(1, 2, 4), seed=7,
+                           backend=machine)
+        score = scoring.score(ex, run.cases, run.tasks)
+        print(json.dumps({{"report": report.to_dict(run, score, course.name), "text": report.to_text(run, score, course.name)}}))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_report_says_what_did_not_run_and_scales_the_maximum():
+    out = _grade_on_a_machine_with(2)
+    report, text = out["report"], out["text"]
+    dot = report["tasks"][0]
+    skipped = [c for c in dot["cases"] if c["outcome"] == "skipped"]
+    assert {c["devices"] for c in skipped} == {4}
+    assert all(c["message"] == "not run here (needs 4 devices, this machine has 2)" for c in skipped)
+    assert all(c["outcome"] == "passed" for c in dot["cases"] if c["devices"] in (1, 2))
+    assert dot["not_run"] == len(skipped) and dot["points"] == 20
+    assert dot["max_score"] == round(20 * 2 / 3, 4) == dot["score"]
+    assert (report["max_score"], report["full_max_score"], report["percent"]) == (dot["max_score"], 20, 100)
+    assert report["devices_here"] == 2
+    assert f"{len(skipped)} not run here (needs 4 devices, this machine has 2)" in text
+    assert "maximum scaled from 20 to 13.3" in text
+    assert "cpu, 2 on this machine" in text and "ran on 1, 2 devices" in text
+
+
+def test_to_text_is_unchanged_when_everything_ran():
+    ts = score_task(_task(), [_case("t", 1, "passed"), _case("t", 8, "passed")])
+    assert not Score([ts]).scaled and ts.max_score == 20
+    exercise = course.Exercise("exercise7", "T", (ts.task,), "tests/exercise7", "exercises/exercise7", "solutions/exercise7")
+    run = RunResult(exercise=exercise, submission="s", seed=1, backend="cpu", cases=ts.cases, tasks=("dot",),
+                    info={"device_kind": "cpu"})
+    text = to_text(run, Score([ts]), "course")
+    assert "maximum scaled" not in text and "not run here" not in text
+    assert "backend cpu (emulated cpu devices, jax ?) · ran on 1, 8 devices" in text
