@@ -15,6 +15,10 @@ import click
 
 SUBCOMMANDS = {
     "list": "grader.cli_list:list_command",
+    "check": "grader.cli_check:check_command",
+    "batch": "grader.cli_batch:batch_command",
+    "merge": "grader.cli_gradebook:merge_command",
+    "export": "grader.cli_gradebook:export_command",
 }
 
 EXIT_BELOW, EXIT_USAGE, EXIT_INTERNAL = 1, 2, 3

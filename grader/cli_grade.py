@@ -23,10 +23,26 @@ def parse_devices(text: str | None) -> tuple[int, ...] | None:
     return counts
 
 
+def _render(fmt, run, result, course_name) -> str:
+    """The report in ``fmt``: text for people, json (our schema), gradescope (results.json), junit."""
+    import json
+
+    from grader import exports, report
+
+    if fmt == "text":
+        return report.to_text(run, result, course_name)
+    if fmt == "json":
+        return report.to_json(run, result, course_name)
+    data = report.to_dict(run, result, course_name)
+    if fmt == "gradescope":
+        return json.dumps(exports.gradescope_results(data), indent=2) + "\n"
+    return exports.junit_xml([(data["exercise"], data, "")], f"{course_name} {data['exercise']}")
+
+
 def _grade(name, submission, tasks, devices, seed, fmt, output, fail_under, course_path, backend):
     import os
 
-    from grader import report, runner, scoring
+    from grader import runner, scoring
     from grader.course import find_course
 
     course = find_course(explicit=course_path)
@@ -37,7 +53,7 @@ def _grade(name, submission, tasks, devices, seed, fmt, output, fail_under, cour
     run = runner.grade(course, exercise, submission, task_ids=tasks or None, devices=parse_devices(devices),
                        seed=seed, backend=backend or course.backend)
     result = scoring.score(exercise, run.cases, run.tasks)
-    text = (report.to_json if fmt == "json" else report.to_text)(run, result, course.name)
+    text = _render(fmt, run, result, course.name)
     if output:
         with open(output, "w", encoding="utf-8") as f:
             f.write(text)
@@ -55,7 +71,7 @@ def exercise_command(name: str) -> click.Command:
     @click.option("--task", "tasks", multiple=True, help="grade only this task (repeatable)")
     @click.option("--devices", help="device counts to test, e.g. 1,2,4,8 (default: course.yaml)")
     @click.option("--seed", type=click.IntRange(0, 2**31 - 1), help="reproduce a run (the seed is always printed)")
-    @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+    @click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope", "junit"]), default="text", show_default=True)
     @click.option("--output", type=click.Path(), help="write the report here instead of stdout")
     @click.option("--fail-under", type=click.FloatRange(0, 100), help="exit 1 if the score is below PCT percent")
     @click.option("--backend", type=click.Choice(["cpu"]), help="where workers run (default: course.yaml)")

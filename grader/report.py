@@ -50,6 +50,7 @@ def to_dict(run: RunResult, score: Score, course_name: str) -> dict:
                 "cases": [
                     {
                         "test": c.test,
+                        "name": c.nodeid.rpartition("::")[2],
                         "devices": c.devices,
                         "outcome": c.outcome,
                         "kind": c.kind,

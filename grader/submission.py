@@ -25,23 +25,32 @@ def locate(path: str, exercise: str) -> str:
     return nested if os.path.isdir(nested) else path
 
 
+def files(source: str):
+    """(relative path, absolute path) of every file that belongs to a submission, in a stable order.
+
+    Hidden folders, ``__pycache__``, ``.pyc`` files and links are not part of a submission: the
+    same list is what gets copied for the workers and what a gradebook hashes.
+    """
+    for root, dirs, names in os.walk(source):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            if not os.path.islink(path) and not name.endswith(".pyc"):
+                yield os.path.relpath(path, source), path
+
+
 def copy_to_scratch(source: str, scratch: str) -> str:
     """Copy the Python files (and any data files) of a submission folder into ``scratch``."""
     dest = os.path.join(scratch, "submission")
     os.makedirs(dest)
     count = size = 0
-    for root, dirs, files in os.walk(source):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
-        for name in files:
-            src = os.path.join(root, name)
-            if os.path.islink(src) or name.endswith(".pyc"):
-                continue
-            count += 1
-            size += os.path.getsize(src)
-            if count > MAX_FILES or size > MAX_BYTES:
-                raise UsageError(f"submission {source} is too large (more than {MAX_FILES} files or "
-                                 f"{MAX_BYTES >> 20} MiB)")
-            target = os.path.join(dest, os.path.relpath(src, source))
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            shutil.copyfile(src, target)
+    for rel, src in files(source):
+        count += 1
+        size += os.path.getsize(src)
+        if count > MAX_FILES or size > MAX_BYTES:
+            raise UsageError(f"submission {source} is too large (more than {MAX_FILES} files or "
+                             f"{MAX_BYTES >> 20} MiB)")
+        target = os.path.join(dest, rel)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(src, target)
     return dest
