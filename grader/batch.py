@@ -152,7 +152,8 @@ class Batch:
             self._record(self._base(planned, status=REFUSED, error=str(exc)))
             return None
         folder = unpack.content_root(folder, self.settings.exercise.name)
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (ENGINE_PARENT, os.environ.get("PYTHONPATH")) if p))
+        path = os.pathsep.join(p for p in (ENGINE_PARENT, os.environ.get("PYTHONPATH")) if p)
+        env = dict(os.environ, PYTHONPATH=path)
         with open(os.path.join(scratch, "log.txt"), "wb") as log:
             proc = subprocess.Popen(self._command(folder, os.path.join(scratch, "report.json")), cwd=scratch,
                                     env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -189,7 +190,8 @@ class Batch:
                 with open(os.path.join(job.scratch, "report.json"), encoding="utf-8") as f:
                     report = json.load(f)
             except (OSError, ValueError) as exc:
-                return self._base(planned, status=FAILED, error=f"the grader wrote no readable report ({exc})", **common)
+                return self._base(planned, status=FAILED, error=f"the grader wrote no readable report ({exc})",
+                                  **common)
             report["submission"] = ", ".join(planned.entry.paths)
             return self._base(planned, status=GRADED, score=report["score"], max_score=report["max_score"],
                               report=report, **common)

@@ -84,7 +84,8 @@ def run_problems(course: Course, exercise: Exercise, sol: scoring.Score, stub: s
         if ts.score > 0:
             passed = sorted({c.test for c in ts.cases if c.outcome == "passed"})
             problems.append(f"the stub scores {ts.score:g} / {ts.max_score:g} on task {ts.task.id}: "
-                            f"{', '.join(passed)} pass without the task being done; a stub must score zero")
+                            f"{', '.join(passed)} {'passes' if len(passed) == 1 else 'pass'} without the task "
+                            "being done; a stub must score zero")
     return problems
 
 

@@ -71,7 +71,8 @@ def exercise_command(name: str) -> click.Command:
     @click.option("--task", "tasks", multiple=True, help="grade only this task (repeatable)")
     @click.option("--devices", help="device counts to test, e.g. 1,2,4,8 (default: course.yaml)")
     @click.option("--seed", type=click.IntRange(0, 2**31 - 1), help="reproduce a run (the seed is always printed)")
-    @click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope", "junit"]), default="text", show_default=True)
+    @click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope", "junit"]), default="text",
+                  show_default=True)
     @click.option("--output", type=click.Path(), help="write the report here instead of stdout")
     @click.option("--fail-under", type=click.FloatRange(0, 100), help="exit 1 if the score is below PCT percent")
     @click.option("--backend", type=click.Choice(["cpu"]), help="where workers run (default: course.yaml)")

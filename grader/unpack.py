@@ -1,16 +1,17 @@
 """Safe unpacking of submitted ``.zip`` and ``.tar.gz`` archives into a scratch folder.
 
-An archive is input from a stranger. Every entry is checked before anything is written: a path that
+An archive is input from a stranger. Every entry is checked before it is written: a path that
 would land outside the folder (absolute, or with ``..``), a link of any kind, a device or pipe, more
 entries than a submission may hold, or more bytes than it may hold (counted while writing, so a
-lying header does not help) refuses the whole archive with one sentence that says why. Nothing in an
-archive is ever followed or executed here.
+lying header does not help) refuses the whole archive with one sentence that says why, and what was
+unpacked so far is removed. Nothing in an archive is ever followed or executed here.
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
+import shutil
 import stat
 import tarfile
 import zipfile
@@ -78,38 +79,36 @@ def _write(stream, dest: str, rel: str, budget: _Budget) -> None:
             out.write(chunk)
 
 
-def _unzip(path: str, dest: str, budget: _Budget) -> None:
-    with zipfile.ZipFile(path) as zf:
-        for info in zf.infolist():
-            budget.entry()
-            rel = _safe_name(info.filename)
-            mode = info.external_attr >> 16
-            if stat.S_ISLNK(mode):
-                raise Refused(f"archive entry {info.filename!r} is a link; links are refused, send the file itself")
-            if rel is None:
-                continue
-            if info.is_dir():
-                os.makedirs(os.path.join(dest, *rel.split("/")), exist_ok=True)
-                continue
-            with zf.open(info) as stream:
-                _write(stream, dest, rel, budget)
+def _zip_entries(zf: zipfile.ZipFile):
+    """(name, kind, open) of each entry; kind is file, dir, link or other."""
+    for info in zf.infolist():
+        kind = "link" if stat.S_ISLNK(info.external_attr >> 16) else "dir" if info.is_dir() else "file"
+        yield info.filename, kind, lambda info=info: zf.open(info)
 
 
-def _untar(path: str, dest: str, budget: _Budget) -> None:
-    with tarfile.open(path, "r:gz") as tf:
-        while (member := tf.next()) is not None:
-            budget.entry()
-            rel = _safe_name(member.name)
-            if member.issym() or member.islnk():
-                raise Refused(f"archive entry {member.name!r} is a link; links are refused, send the file itself")
-            if not (member.isfile() or member.isdir()):
-                raise Refused(f"archive entry {member.name!r} is not a file or folder (a device or pipe)")
-            if rel is None:
-                continue
-            if member.isdir():
-                os.makedirs(os.path.join(dest, *rel.split("/")), exist_ok=True)
-                continue
-            _write(tf.extractfile(member), dest, rel, budget)
+def _tar_entries(tf: tarfile.TarFile):
+    """(name, kind, open) of each member, read one at a time so a flood of members stops early."""
+    while (m := tf.next()) is not None:
+        kind = "link" if m.issym() or m.islnk() else "dir" if m.isdir() else "file" if m.isfile() else "other"
+        yield m.name, kind, lambda m=m: tf.extractfile(m)
+
+
+def _extract(entries, dest: str) -> None:
+    budget = _Budget()
+    for name, kind, open_entry in entries:
+        budget.entry()
+        rel = _safe_name(name)
+        if kind == "link":
+            raise Refused(f"archive entry {name!r} is a link; links are refused, send the file itself")
+        if kind == "other":
+            raise Refused(f"archive entry {name!r} is not a file or folder (a device or pipe)")
+        if rel is None:
+            continue
+        if kind == "dir":
+            os.makedirs(os.path.join(dest, *rel.split("/")), exist_ok=True)
+            continue
+        with open_entry() as stream:
+            _write(stream, dest, rel, budget)
 
 
 def unpack(path: str, dest: str) -> None:
@@ -118,11 +117,19 @@ def unpack(path: str, dest: str) -> None:
     if os.path.getsize(path) > MAX_BYTES:
         raise Refused(f"archive is larger than {MAX_BYTES >> 20} MiB; a submission is a few source files")
     os.makedirs(dest)
-    budget = _Budget()
     try:
-        (_unzip if kind == "zip" else _untar)(path, dest, budget)
+        _unpack_into(path, kind, dest)
+    except Refused:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise
+
+
+def _unpack_into(path: str, kind: str, dest: str) -> None:
+    try:
+        with zipfile.ZipFile(path) if kind == "zip" else tarfile.open(path, "r:gz") as archive:
+            _extract(_zip_entries(archive) if kind == "zip" else _tar_entries(archive), dest)
     except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, ValueError, RuntimeError) as exc:
-        what = "a .zip" if kind == "zip" else "a .tar.gz"
+        what = ".zip" if kind == "zip" else ".tar.gz"
         raise Refused(f"not a readable {what} archive ({type(exc).__name__}: {exc})") from None
     if not any(files for _, _, files in os.walk(dest)):
         raise Refused("archive is empty: it holds no files")
