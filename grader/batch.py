@@ -143,6 +143,7 @@ class Batch:
         path = planned.entry.paths[0]
         try:
             if roster.kind(path) == "folder":
+                unpack.refuse_links(path)
                 folder = path
             else:
                 unpack.unpack(path, os.path.join(scratch, "unpacked"))

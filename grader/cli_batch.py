@@ -64,9 +64,10 @@ def _batch(submissions, exercise_name, jobs, shard_text, gradebook_path, seed, r
         _bind(book, course, exercise, course_hash, seed, devices)
         todo, kept = batch.plan(entries, book, course_hash, regrade)
         where = f" (shard {shard[0]}/{shard[1]})" if shard else ""
+        again = " (--regrade grades them again)" if kept else ""
         click.echo(f"{exercise.name}: {len(entries)} submissions{where}; grading {len(todo)}, {len(kept)} already "
-                   f"graded{' (--regrade grades them again)' if kept else ''} · seed {seed} · {jobs} jobs · "
-                   f"gradebook {gradebook_path}", err=True)
+                   f"graded{again} · seed {seed} · {jobs} job{'s' if jobs > 1 else ''} · gradebook {gradebook_path}",
+                   err=True)
         settings = batch.Settings(course, exercise, seed, devices, course_hash, jobs, timeout_s)
         progress = Progress(len(todo))
         try:

@@ -45,7 +45,7 @@ class Progress:
             filled = BAR_WIDTH * self.done // max(self.total, 1)
             bar = "#" * filled + "." * (BAR_WIDTH - filled)
             end = "\n" if self.done >= self.total else ""
-            self.stream.write(f"\r[{bar}] {counts}  {student[:20]:<20}{end}")
+            self.stream.write(f"\r[{bar}] {counts}  {student[:20]}\033[K{end}")
         else:
             self.stream.write(f"[{counts}] {student}: {outcome}\n")
         self.stream.flush()

@@ -135,6 +135,15 @@ def _unpack_into(path: str, kind: str, dest: str) -> None:
         raise Refused("archive is empty: it holds no files")
 
 
+def refuse_links(folder: str) -> None:
+    """Refuse a submission folder that holds links: they may point anywhere on the grading machine."""
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            if os.path.islink(os.path.join(root, name)):
+                rel = os.path.relpath(os.path.join(root, name), folder)
+                raise Refused(f"{rel} is a link; links are refused, send the file itself")
+
+
 def content_root(folder: str, exercise: str) -> str:
     """Step into a lone top-level folder (``alice/`` inside alice.zip) until the content shows."""
     while True:

@@ -133,7 +133,9 @@ def test_a_killed_batch_resumes_and_grades_each_submission_once(tmp_path):
         folder(tmp_path / "class", student, dot_files("correct"))
     book = tmp_path / "class.sqlite"
     args = ("batch", str(tmp_path / "class"), *FAST, "--jobs", "1", "--gradebook", str(book))
-    batch = subprocess.Popen([*GRADE, *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}  # a killed batch cannot remove its scratch folders
+    batch = subprocess.Popen([*GRADE, *args], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
     while _graded_count(book) < 1 and batch.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -82,6 +82,13 @@ def test_a_hard_link_in_a_tar_is_refused(tmp_path):
     assert "'b.py' is a link" in refusal(path, tmp_path)
 
 
+def test_a_submission_folder_holding_a_link_is_refused(tmp_path):
+    (tmp_path / "alice" / "exercise7").mkdir(parents=True)
+    (tmp_path / "alice" / "exercise7" / "dot.py").symlink_to("/etc/passwd")
+    with pytest.raises(unpack.Refused, match="exercise7/dot.py is a link; links are refused"):
+        unpack.refuse_links(str(tmp_path / "alice"))
+
+
 def test_too_many_files_are_refused(archive, tmp_path):
     path = archive({f"f{i}.py": b"" for i in range(MAX_FILES + 1)})
     assert f"more than {MAX_FILES} entries" in refusal(path, tmp_path)
