@@ -58,6 +58,8 @@ class Planned:
 
 @dataclass
 class Job:
+    """A submission being graded by a child process."""
+
     planned: Planned
     scratch: str
     proc: subprocess.Popen
@@ -153,8 +155,8 @@ class Batch:
             self._record(self._base(planned, status=REFUSED, error=str(exc)))
             return None
         folder = unpack.content_root(folder, self.settings.exercise.name)
-        path = os.pathsep.join(p for p in (ENGINE_PARENT, os.environ.get("PYTHONPATH")) if p)
-        env = dict(os.environ, PYTHONPATH=path)
+        pythonpath = os.pathsep.join(p for p in (ENGINE_PARENT, os.environ.get("PYTHONPATH")) if p)
+        env = dict(os.environ, PYTHONPATH=pythonpath)
         with open(os.path.join(scratch, "log.txt"), "wb") as log:
             proc = subprocess.Popen(self._command(folder, os.path.join(scratch, "report.json")), cwd=scratch,
                                     env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -212,8 +214,8 @@ class Batch:
         try:
             while pending or running:
                 while pending and len(running) < self.settings.jobs:
-                    job = self._start(pending[0][1], scratch_root, pending[0][0])
-                    pending.popleft()
+                    index, planned = pending.popleft()
+                    job = self._start(planned, scratch_root, index)
                     if job is not None:
                         running.append(job)
                 time.sleep(POLL_S)

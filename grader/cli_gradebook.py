@@ -51,7 +51,7 @@ def _export(gradebook, fmt, output):
     from grader.verdicts import UsageError
 
     with Gradebook(gradebook, readonly=True) as book:
-        if not book.meta:
+        if book.meta_value("exercise") is None:
             raise UsageError(f"{gradebook} is an empty gradebook: nothing has been graded into it")
         failed = sum(r.status == FAILED for r in book.results())
         if fmt == "gradescope":

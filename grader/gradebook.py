@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import pathlib
 import sqlite3
 from dataclasses import asdict, dataclass, fields
 
@@ -67,20 +68,25 @@ class Gradebook:
 
     def __init__(self, path: str, readonly: bool = False):
         self.path = path
-        if readonly:
-            if not os.path.isfile(path):
-                raise UsageError(f"gradebook {path} does not exist")
-            self.db = sqlite3.connect(f"file:{os.path.abspath(path)}?mode=ro", uri=True, timeout=30)
-        else:
-            self.db = sqlite3.connect(path, timeout=30)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.executescript(_SCHEMA)
+        if readonly and not os.path.isfile(path):
+            raise UsageError(f"gradebook {path} does not exist")
+        uri = pathlib.Path(path).absolute().as_uri() + ("?mode=ro" if readonly else "")
+        self.db = sqlite3.connect(uri, uri=True, timeout=30)
         try:
+            if not readonly:
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=NORMAL")
+                self.db.executescript(_SCHEMA)
             self.meta = dict(self.db.execute("SELECT key, value FROM meta"))
         except sqlite3.DatabaseError as exc:
             self.db.close()
             raise UsageError(f"{path} is not a gradebook ({exc})") from None
+        version = self.meta_value("schema_version")
+        if version not in (None, SCHEMA_VERSION):
+            self.db.close()
+            raise UsageError(f"{path} is a version {version} gradebook; this grader reads version {SCHEMA_VERSION}")
+        if not readonly and version is None:
+            self.set_meta(schema_version=SCHEMA_VERSION)
 
     def __enter__(self):
         return self
