@@ -46,7 +46,7 @@ def rubric_problems(course: Course, exercise: Exercise) -> list[str]:
         if t.points <= 0:
             problems.append(f"task {t.id} is worth {t.points:g} points; give it points or remove it")
     if exercise.max_points <= 0:
-        problems.append(f"{exercise.name} is worth no points (only extra credit)")
+        problems.append(f"{exercise.name} is worth no points: every task is extra credit or worth 0")
     return problems
 
 

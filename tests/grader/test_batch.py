@@ -155,6 +155,23 @@ def test_a_killed_batch_resumes_and_grades_each_submission_once(tmp_path):
     assert sorted(s for s, _ in rows(book, "history")) == ["ana", "ben", "cy", "dee"]
 
 
+def test_a_grading_that_fails_is_listed_not_exported_as_a_grade_and_retried(tmp_path):
+    folder(tmp_path / "class", "ann", dot_files("correct"))
+    book = str(tmp_path / "class.sqlite")
+    args = ("batch", str(tmp_path / "class"), *FAST, "--gradebook", book)
+    overrun = run_grade(*args, "--submission-timeout", "1")
+    assert overrun.returncode == 3, overrun.stderr
+    assert "grading took longer than 1 s and was stopped" in overrun.stdout
+    csv_row = run_grade("export", book, "--format", "csv").stdout.splitlines()[1]
+    assert csv_row.startswith("ann,,,20,,failed,"), "a failed grading has no total to upload"
+
+    retried = run_grade(*args)
+    assert retried.returncode == 0, retried.stderr
+    assert "grading 1, 0 already graded" in retried.stderr
+    assert [(s, st, sc) for s, st, sc, *_ in rows(tmp_path / "class.sqlite")] == [("ann", "graded", 20.0)]
+    assert len(rows(tmp_path / "class.sqlite", "history")) == 2
+
+
 def _refused_only_class(tmp_path):
     (tmp_path / "class").mkdir()
     (tmp_path / "class" / "zed.rar").write_text("not something we grade")
