@@ -17,6 +17,10 @@ SUBCOMMANDS = {
     "list": "grader.cli_list:list_command",
     "release": "grader.cli_release:release_command",
     "autograde": "grader.cli_autograde:autograde_command",
+    "check": "grader.cli_check:check_command",
+    "batch": "grader.cli_batch:batch_command",
+    "merge": "grader.cli_gradebook:merge_command",
+    "export": "grader.cli_gradebook:export_command",
 }
 
 EXIT_BELOW, EXIT_USAGE, EXIT_INTERNAL = 1, 2, 3

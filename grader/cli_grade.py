@@ -27,11 +27,27 @@ def parse_devices(text: str | None) -> tuple[int, ...] | None:
     return counts
 
 
+def _render(fmt, run, result, course_name, notes) -> str:
+    """The report in ``fmt``: text for people, json (our schema), gradescope (results.json), junit."""
+    import json
+
+    from grader import exports, report
+
+    if fmt == "text":
+        return report.to_text(run, result, course_name, notes)
+    if fmt == "json":
+        return report.to_json(run, result, course_name, notes)
+    data = report.to_dict(run, result, course_name, notes)
+    if fmt == "gradescope":
+        return json.dumps(exports.gradescope_results(data), indent=2) + "\n"
+    return exports.junit_xml([(data["exercise"], data, "")], f"{course_name} {data['exercise']}")
+
+
 def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, course_path, backend, timeout,
            allow_jax_mismatch):
     import os
 
-    from grader import pins, report, runner, scoring
+    from grader import pins, runner, scoring
     from grader.course import find_course
 
     course = find_course(explicit=course_path)
@@ -45,7 +61,7 @@ def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, c
     run = runner.grade(course, exercise, submission, task_ids=tasks or None, devices=parse_devices(devices),
                        seed=seed, backend=backend or course.backend, timeout_s=timeout)
     result = scoring.score(exercise, run.cases, run.tasks)
-    text = (report.to_json if fmt == "json" else report.to_text)(run, result, course.name, notes)
+    text = _render(fmt, run, result, course.name, notes)
     if output:
         with open(output, "w", encoding="utf-8") as f:
             f.write(text)
@@ -64,7 +80,8 @@ def exercise_command(name: str) -> click.Command:
     @click.option("--devices", help="device counts to test, e.g. 1,2,4,8 (default: course.yaml); "
                                     "multi-process layouts run if their devices per process are listed")
     @click.option("--seed", type=click.IntRange(0, 2**31 - 1), help="reproduce a run (the seed is always printed)")
-    @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+    @click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope", "junit"]), default="text",
+                  show_default=True)
     @click.option("--output", type=click.Path(), help="write the report here instead of stdout")
     @click.option("--fail-under", type=click.FloatRange(0, 100), help="exit 1 if the score is below PCT percent")
     @click.option("--backend", type=click.Choice(BACKENDS),

@@ -57,6 +57,7 @@ def to_dict(run: RunResult, score: Score, course_name: str, notes=()) -> dict:
                 "cases": [
                     {
                         "test": c.test,
+                        "name": c.nodeid.rpartition("::")[2],
                         "devices": c.devices,
                         "processes": c.processes,
                         "outcome": c.outcome,

@@ -81,17 +81,21 @@ def python_source(data: bytes) -> bytes:
     return text.replace("\r\n", "\n").replace("\r", "\n").encode("utf-8")
 
 
-def _files(source: str):
-    """Relative paths of the files to copy: Python files first (they must fit), then the rest."""
+def files(source: str) -> list[tuple[str, str]]:
+    """(relative path, absolute path) of every file that belongs to a submission, Python files first.
+
+    Links, caches, hidden and virtualenv folders and OS junk are not part of a submission: the same
+    list is what gets copied for the workers and what a gradebook hashes.
+    """
     found = []
-    for root, dirs, files in os.walk(source):
+    for root, dirs, names in os.walk(source):
         dirs[:] = sorted(d for d in dirs if not _skipped_dir(root, d))
-        for name in sorted(files):
+        for name in sorted(names):
             src = os.path.join(root, name)
             if os.path.islink(src) or name.endswith(".pyc") or name in _JUNK_FILES or name.startswith("._"):
                 continue
-            found.append(os.path.relpath(src, source))
-    return sorted(found, key=lambda rel: not rel.endswith(".py"))
+            found.append((os.path.relpath(src, source), src))
+    return sorted(found, key=lambda item: not item[0].endswith(".py"))
 
 
 def copy_to_scratch(source: str, scratch: str) -> str:
@@ -103,8 +107,8 @@ def copy_to_scratch(source: str, scratch: str) -> str:
     dest = os.path.join(scratch, "submission")
     os.makedirs(dest)
     count = size = 0
-    for rel in _files(source):
-        src, target = os.path.join(source, rel), os.path.join(dest, rel)
+    for rel, src in files(source):
+        target = os.path.join(dest, rel)
         is_python = rel.endswith(".py")
         file_size = os.path.getsize(src)
         if count + 1 > MAX_FILES or size + file_size > MAX_BYTES:

@@ -1,0 +1,84 @@
+"""``grade merge`` (join CI shard gradebooks) and ``grade export`` (gradebook -> CSV, Gradescope,
+JUnit, JSON)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import click
+
+from grader.cli import run_safely
+
+
+def _merge(gradebooks, output):
+    from grader.gradebook import merge
+
+    for note in merge(list(gradebooks), output):
+        click.echo(note, err=True)
+
+
+@click.command("merge")
+@click.argument("gradebooks", nargs=-1, required=True, type=click.Path())
+@click.option("-o", "--output", required=True, type=click.Path(), help="the merged gradebook to write (new file)")
+def merge_command(gradebooks, output):
+    """Join shard gradebooks into one; refuses gradebooks of different courses or seeds."""
+    run_safely(_merge, gradebooks, output)
+
+
+def _write_gradescope(book, folder: str) -> int:
+    """``folder/<student>/results.json`` for every student; returns how many were not graded."""
+    from grader import exports
+    from grader.gradebook import GRADED
+    from grader.verdicts import UsageError
+
+    not_graded = 0
+    for r in book.results():
+        if os.sep in r.student or r.student in (".", ".."):
+            raise UsageError(f"student id {r.student!r} cannot name a folder")
+        data = exports.gradescope_results(r.report) if r.status == GRADED else exports.gradescope_refusal(r)
+        not_graded += r.status != GRADED
+        os.makedirs(os.path.join(folder, r.student), exist_ok=True)
+        with open(os.path.join(folder, r.student, "results.json"), "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2)
+            f.write("\n")
+    return not_graded
+
+
+def _export(gradebook, fmt, output):
+    from grader import exports
+    from grader.gradebook import FAILED, Gradebook
+    from grader.verdicts import UsageError
+
+    with Gradebook(gradebook, readonly=True) as book:
+        if book.meta_value("exercise") is None:
+            raise UsageError(f"{gradebook} is an empty gradebook: nothing has been graded into it")
+        failed = sum(r.status == FAILED for r in book.results())
+        if fmt == "gradescope":
+            if not output:
+                raise UsageError("--format gradescope writes one results.json per student: give a folder with -o")
+            not_graded = _write_gradescope(book, output)
+            click.echo(f"wrote {output}/<student>/results.json for {len(book.results())} students "
+                       f"({not_graded} not graded: score 0)", err=True)
+        else:
+            render = {"csv": exports.gradebook_csv, "json": exports.gradebook_json, "junit": exports.gradebook_junit}
+            text = render[fmt](book)
+            if output:
+                with open(output, "w", encoding="utf-8", newline="") as f:
+                    f.write(text)
+            else:
+                click.echo(text, nl=False)
+    if failed:
+        click.echo(f"warning: the grader failed on {failed} submissions; run grade batch again before uploading",
+                   err=True)
+
+
+@click.command("export")
+@click.argument("gradebook", type=click.Path())
+@click.option("--format", "fmt", type=click.Choice(["csv", "gradescope", "junit", "json"]), default="csv",
+              show_default=True)
+@click.option("-o", "--output", type=click.Path(), help="file to write (a folder for gradescope); default stdout")
+def export_command(gradebook, fmt, output):
+    """Write a gradebook as CSV (a row per student, a column per task), Gradescope results.json
+    files, JUnit XML or JSON."""
+    run_safely(_export, gradebook, fmt, output)

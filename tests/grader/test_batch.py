@@ -1,0 +1,204 @@
+"""``grade batch`` end to end on a small class of exercise 7, resumable, with a gradebook."""
+
+import os
+import shutil
+import signal
+import sqlite3
+import statistics
+import subprocess
+import time
+
+import pytest
+
+from classroom import dot_files, folder, rows, source, tar_archive, zip_archive
+from conftest import GRADE, ROOT, run_grade
+from grader.gradebook import Gradebook
+
+SEED = "4242"
+FAST = ("--exercise", "exercise7", "--devices", "1,2", "--seed", SEED)
+# Task dot is 20 points: test_dot_matches_numpy has 8 cases (4 lengths x 2 device counts, weight 1),
+# test_dot_uses_one_all_reduce 2 cases of weight 2 (course.yaml). "partial" passes only the former.
+PARTIAL = round(20 * 8 / (8 + 2 * 2), 4)
+EXPECTED = {  # student: (status, score, what the task status or the refusal says)
+    "alice": ("graded", 20.0, "passed"),
+    "bob": ("graded", PARTIAL, "partial"),
+    "carol": ("graded", 0.0, "import error"),
+    "dan": ("graded", 0.0, "crashed"),
+    "erin": ("refused", 0.0, "archive entry '../escape.py' points outside the submission folder"),
+    "fay": ("refused", 0.0, "archive is empty"),
+    "gus": ("refused", 0.0, "2 submissions for this student id"),
+    "hal": ("graded", 20.0, "passed"),
+}
+
+
+def make_class(parent):
+    """One of each: correct, partly correct, broken, crashing, escaping, empty, duplicate id, nested."""
+    folder(parent, "alice", dot_files("correct"))
+    folder(parent, "bob", dot_files("partial"))
+    zip_archive(parent / "carol.zip", dot_files("broken"))
+    tar_archive(parent / "dan.tar.gz", dot_files("crashing", prefix="dan/"))
+    zip_archive(parent / "erin.zip", {**dot_files("correct"), "../escape.py": "print('escaped')\n"})
+    zip_archive(parent / "fay.zip", {})
+    folder(parent, "gus", dot_files("correct"))
+    zip_archive(parent / "gus.zip", dot_files("partial"))
+    tar_archive(parent / "hal.tar.gz", dot_files("correct", prefix="hal/"))
+    return parent
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory):
+    root = tmp_path_factory.mktemp("class")
+    make_class(root / "submissions")
+    book = root / "class.sqlite"
+    proc = run_grade("batch", str(root / "submissions"), *FAST, "--jobs", "2", "--gradebook", str(book))
+    return root, book, proc
+
+
+def test_each_student_gets_the_expected_result(graded_class):
+    root, book, proc = graded_class
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with Gradebook(str(book), readonly=True) as gb:
+        results = {r.student: r for r in gb.results()}
+    assert sorted(results) == sorted(EXPECTED)
+    for student, (status, score, says) in EXPECTED.items():
+        r = results[student]
+        assert (r.status, r.score, r.max_score) == (status, score, 20.0), student
+        if status == "graded":
+            assert r.report["tasks"][0]["status"] == says, student
+            assert r.report["seed"] == int(SEED)
+        else:
+            assert says in r.error, student
+    assert not (root / "escape.py").exists() and not (root / "submissions" / "escape.py").exists()
+    assert str(root / "submissions" / "gus") in results["gus"].error
+    assert str(root / "submissions" / "gus.zip") in results["gus"].error
+
+
+def test_summary_and_progress(graded_class):
+    _, book, proc = graded_class
+    graded = [score for status, score, _ in EXPECTED.values() if status == "graded"]
+    assert "exercise7: 8 submissions, 5 graded, 3 refused, 0 failed" in proc.stdout
+    assert f"mean {statistics.mean(graded):.2f}".rstrip("0") in proc.stdout
+    assert f"median {statistics.median(graded):.2f}".rstrip("0") in proc.stdout
+    for student in ("erin", "fay", "gus"):
+        assert f"    {student}  " in proc.stdout
+    assert f"seed {SEED}" in proc.stderr and "2 jobs" in proc.stderr
+    assert "[8/8 · 3 errors" in proc.stderr
+
+
+def test_a_rerun_skips_what_stands_and_regrades_what_changed(graded_class, tmp_path):
+    root, book, _ = graded_class
+    shutil.copytree(root / "submissions", tmp_path / "submissions")
+    shutil.copy(book, tmp_path / "class.sqlite")
+    args = ("batch", str(tmp_path / "submissions"), *FAST, "--gradebook", str(tmp_path / "class.sqlite"))
+    history = rows(tmp_path / "class.sqlite", "history")
+
+    again = run_grade(*args)
+    assert again.returncode == 0, again.stderr
+    assert "grading 0, 8 already graded" in again.stderr
+    assert rows(tmp_path / "class.sqlite", "history") == history
+
+    (tmp_path / "submissions/bob/exercise7/dot.py").write_text(source("correct"))
+    changed = run_grade(*args)
+    assert "grading 1, 7 already graded" in changed.stderr
+    with Gradebook(str(tmp_path / "class.sqlite"), readonly=True) as gb:
+        assert (gb.get("bob").status, gb.get("bob").score) == ("graded", 20.0)
+    assert len(rows(tmp_path / "class.sqlite", "history")) == len(history) + 1
+
+
+def _graders_of(path) -> list[int]:
+    """Processes still running with ``path`` on their command line (the batch's children)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if str(path).encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+def _graded_count(book) -> int:
+    if not book.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{book}?mode=ro", uri=True) as db:
+            return db.execute("SELECT count(*) FROM results").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+
+
+def test_a_killed_batch_resumes_and_grades_each_submission_once(tmp_path):
+    for student in ("ana", "ben", "cy", "dee"):
+        folder(tmp_path / "class", student, dot_files("correct"))
+    book = tmp_path / "class.sqlite"
+    args = ("batch", str(tmp_path / "class"), *FAST, "--jobs", "1", "--gradebook", str(book))
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}  # a killed batch cannot remove its scratch folders
+    batch = subprocess.Popen([*GRADE, *args], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while _graded_count(book) < 1 and batch.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    batch.send_signal(signal.SIGKILL)
+    batch.wait()
+    done_before = _graded_count(book)
+    assert 1 <= done_before < 4, "the batch must be killed halfway"
+    deadline = time.monotonic() + 10
+    while _graders_of(tmp_path / "class") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _graders_of(tmp_path / "class"), "a killed batch leaves no grading running"
+
+    resumed = run_grade(*args)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"grading {4 - done_before}, {done_before} already graded" in resumed.stderr
+    assert [(s, st, sc) for s, st, sc, *_ in rows(book)] == [(s, "graded", 20.0) for s in ("ana", "ben", "cy", "dee")]
+    assert sorted(s for s, _ in rows(book, "history")) == ["ana", "ben", "cy", "dee"]
+
+
+def test_a_grading_that_fails_is_listed_not_exported_as_a_grade_and_retried(tmp_path):
+    folder(tmp_path / "class", "ann", dot_files("correct"))
+    book = str(tmp_path / "class.sqlite")
+    args = ("batch", str(tmp_path / "class"), *FAST, "--gradebook", book)
+    overrun = run_grade(*args, "--submission-timeout", "1")
+    assert overrun.returncode == 3, overrun.stderr
+    assert "grading took longer than 1 s and was stopped" in overrun.stdout
+    csv_row = run_grade("export", book, "--format", "csv").stdout.splitlines()[1]
+    assert csv_row.startswith("ann,,,20,,failed,"), "a failed grading has no total to upload"
+
+    retried = run_grade(*args)
+    assert retried.returncode == 0, retried.stderr
+    assert "grading 1, 0 already graded" in retried.stderr
+    assert [(s, st, sc) for s, st, sc, *_ in rows(tmp_path / "class.sqlite")] == [("ann", "graded", 20.0)]
+    assert len(rows(tmp_path / "class.sqlite", "history")) == 2
+
+
+def _refused_only_class(tmp_path):
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "zed.rar").write_text("not something we grade")
+    return tmp_path / "class"
+
+
+@pytest.mark.parametrize("differs, change", [("seed", {"--seed": "2"}), ("course_hash", {"--devices": "1"})])
+def test_merge_refuses_gradebooks_of_different_gradings(tmp_path, differs, change):
+    klass = _refused_only_class(tmp_path)
+    same = {"--seed": "1", "--devices": "1,2"}
+    for name, options in (("a", same), ("b", {**same, **change})):
+        args = [x for pair in options.items() for x in pair]
+        book = str(tmp_path / f"{name}.sqlite")
+        graded = run_grade("batch", str(klass), "--exercise", "exercise7", *args, "--gradebook", book)
+        assert graded.returncode == 0, graded.stderr
+    proc = run_grade("merge", *(str(tmp_path / f"{n}.sqlite") for n in "ab"), "-o", str(tmp_path / "all.sqlite"))
+    assert proc.returncode == 2
+    assert f"their {differs} differs" in proc.stderr
+    assert not (tmp_path / "all.sqlite").exists()
+
+
+def test_a_gradebook_keeps_its_seed(tmp_path):
+    klass = _refused_only_class(tmp_path)
+    book = str(tmp_path / "g.sqlite")
+    assert run_grade("batch", str(klass), "--exercise", "exercise7", "--seed", "5", "--gradebook", book).returncode == 0
+    resumed = run_grade("batch", str(klass), "--exercise", "exercise7", "--gradebook", book)
+    assert "seed 5" in resumed.stderr
+    other = run_grade("batch", str(klass), "--exercise", "exercise7", "--seed", "6", "--gradebook", book)
+    assert other.returncode == 2
+    assert "was graded with seed 5" in other.stderr

@@ -1,0 +1,40 @@
+"""``grade check``: passes on the real course, fails with a message naming each kind of unsoundness."""
+
+import pytest
+import yaml
+
+from conftest import run_grade
+from toycourse import DEFECTS, make_course
+
+
+def test_check_passes_on_the_real_course():
+    proc = run_grade("check", "exercise7", "--devices", "1,2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "exercise7 is sound" in proc.stdout
+    assert "solutions 20 / 20, stubs 0 / 20" in proc.stdout
+
+
+def test_check_passes_on_a_sound_generated_course(tmp_path):
+    course = make_course(tmp_path / "course")
+    proc = run_grade("check", "--course", str(course))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ex1 is sound" in proc.stdout
+
+
+@pytest.mark.parametrize("defect", sorted(DEFECTS))
+def test_check_names_what_is_unsound(tmp_path, defect):
+    course = make_course(tmp_path / "course", defect)
+    proc = run_grade("check", "ex1", "--course", str(course))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "ex1 is not sound, 1 problem:" in proc.stdout
+    assert DEFECTS[defect] in proc.stdout
+
+
+def test_check_of_an_unloadable_course_is_a_course_error(tmp_path):
+    course = make_course(tmp_path / "course")
+    rubric = yaml.safe_load((course / "course.yaml").read_text())
+    del rubric["exercises"]["ex1"]["tasks"][0]["hint"]
+    (course / "course.yaml").write_text(yaml.safe_dump(rubric))
+    proc = run_grade("check", "--course", str(course))
+    assert proc.returncode == 2
+    assert "a key 'hint'" in proc.stderr
