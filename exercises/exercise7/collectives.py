@@ -22,8 +22,8 @@ standardize_across_devices(x) -> shape (n, m)
     and np.std(x) give them (divide by n * m; add no epsilon).
 
         >>> standardize_across_devices(jnp.array([[0., 2.], [4., 6.]]))                 # 2 devices
-        Array([[-1.3416408, -0.4472136],
-               [ 0.4472136,  1.3416408]], dtype=float32)
+        Array([[-1.3416407, -0.4472136],
+               [ 0.4472136,  1.3416407]], dtype=float32)
 
     Each device sees only its own row, so its jnp.mean and jnp.std describe that row alone: the
     global mean and variance need a pmean over the devices. Careful with the variance: the average

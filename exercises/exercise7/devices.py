@@ -19,7 +19,7 @@ put_on_device(x, index) -> jax.Array
     ValueError with a message that names the index and the device count, for example
     "no device 5: there are 4 devices, indices 0 .. 3".
 
-        >>> y = put_on_device(jnp.arange(3.), 2)
+        >>> y = put_on_device(jnp.arange(3.), 2)         # on the same laptop
         >>> y.devices()
         {CpuDevice(id=2)}
 

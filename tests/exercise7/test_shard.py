@@ -29,7 +29,7 @@ def _expect_blocks(got, expected, interleaved, what):
 
 def test_shard_batch(student, rng, devices):
     for n in _n_devices(devices):
-        for per, rest in [(3, ()), (2, (5,)), (1, (2, 3))]:
+        for per, rest in [(8, ()), (2, (5,)), (1, (2, 3))]:
             x = _batch(rng, n * per, rest)
             what = f"shard_batch(x, {n}) with x of shape {x.shape}"
             got = as_array(student.call("shard.shard_batch", x, n), what)
@@ -50,9 +50,9 @@ def test_shard_batch_rejects_uneven_batch(student, rng, devices):
 
 
 def _pad_cases(devices):
-    """(rows, n_devices): not a multiple, fewer rows than devices, an exact multiple, and n_devices = 3."""
+    """(rows, n_devices, row shape): not a multiple, fewer rows than devices, a multiple, n_devices = 3."""
     n = devices
-    return sorted({(1, n), (2 * n + 1, n), (3 * n, n), (max(n - 1, 1), n), (7, 3)})
+    return sorted({(1, n, (2,)), (2 * n + 1, n, ()), (3 * n, n, (2,)), (max(n - 1, 1), n, ()), (7, 3, (2,))})
 
 
 def _check_mask(mask, rows, n, per, what):
@@ -63,35 +63,40 @@ def _check_mask(mask, rows, n, per, what):
     if not np.array_equal(mask, expected):
         padding = n * per - rows
         if mask.all():
-            raise AssertionError(f"{what}: the mask says every row is real, but the last {_rows_text(padding)} "
-                                 "are padding: mark them False, or a reduction would count the padding rows")
+            last = "the last row is" if padding == 1 else f"the last {padding} rows are"
+            raise AssertionError(f"{what}: the mask says every row is real, but {last} padding: mark them "
+                                 "False, or a reduction would count the padding rows")
         d, r = (int(i) for i in np.argwhere(mask != expected)[0])
         raise AssertionError(f"{what}: the mask is wrong at device {d}, row {r}: got {bool(mask[d, r])}, expected "
                              f"{bool(expected[d, r])} (the real rows are the first {rows} in device order)")
 
 
+def _check_sharded(sharded, x, n, what):
+    """The padded batch: ceil(B / n) rows per device, the real rows first, zero rows after them."""
+    rows, rest = x.shape[0], x.shape[1:]
+    per = -(-rows // n)
+    if sharded.ndim == x.ndim + 1 and sharded.shape[0] == n and sharded.shape[1] != per:
+        why = (f"{_rows_text(rows)} already split evenly, no padding is needed" if rows % n == 0
+               else f"round up: ceil({rows} / {n}) = {per}, or rows are lost")
+        raise AssertionError(f"{what} puts {_rows_text(sharded.shape[1])} on each device, expected {per}: {why}")
+    expect_shape(sharded, (n, per, *rest), what)
+    expected = np.concatenate([x, np.zeros((n * per - rows, *rest), x.dtype)])
+    front = np.concatenate([expected[rows:], x])
+    if not np.array_equal(sharded.reshape(expected.shape), expected) and \
+            np.array_equal(sharded.reshape(front.shape), front):
+        raise AssertionError(f"{what} puts the padding first; pad at the end, so the real rows come first")
+    expect_close(sharded, expected.reshape(sharded.shape), what=f"{what}: the sharded batch (zero padding at the end)",
+                 rtol=0, atol=0)
+    return per
+
+
 def test_pad_and_shard(student, rng, devices):
-    for rows, n in _pad_cases(devices):
-        for rest in [(), (2,)]:
-            x = _batch(rng, rows, rest)
-            what = f"pad_and_shard(x, {n}) with x of shape {x.shape}"
-            sharded, mask = expect_sequence(student.call("shard.pad_and_shard", x, n), 2, what)
-            sharded = as_array(sharded, what)
-            per = -(-rows // n)
-            if sharded.ndim == len(rest) + 2 and sharded.shape[0] == n and sharded.shape[1] != per:
-                got_per = sharded.shape[1]
-                why = (f"{_rows_text(rows)} already split evenly, no padding is needed" if rows % n == 0
-                       else f"round up: ceil({rows} / {n}) = {per}, or rows are lost")
-                raise AssertionError(f"{what} puts {_rows_text(got_per)} on each device, expected {per}: {why}")
-            expected = np.concatenate([x, np.zeros((n * per - rows, *rest), np.float32)])
-            front = np.concatenate([expected[rows:], x])
-            expect_shape(sharded, (n, per, *rest), what)
-            if not np.array_equal(sharded, expected.reshape(sharded.shape)) and \
-                    np.array_equal(sharded, front.reshape(sharded.shape)):
-                raise AssertionError(f"{what} puts the padding first; pad at the end, so the real rows come first")
-            expect_close(sharded, expected.reshape(n, per, *rest), what=f"{what}: the sharded batch (zero padding "
-                         "at the end)", rtol=0, atol=0)
-            _check_mask(mask, rows, n, per, what)
+    for rows, n, rest in _pad_cases(devices):
+        x = _batch(rng, rows, rest)
+        what = f"pad_and_shard(x, {n}) with x of shape {x.shape}"
+        sharded, mask = expect_sequence(student.call("shard.pad_and_shard", x, n), 2, what)
+        per = _check_sharded(as_array(sharded, what), x, n, what)
+        _check_mask(mask, rows, n, per, what)
 
 
 def test_unshard(student, rng, devices):
