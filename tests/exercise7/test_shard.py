@@ -18,12 +18,16 @@ def _rows_text(n):
     return f"{n} row{'s' if n != 1 else ''}"
 
 
-def _expect_blocks(got, expected, interleaved, what):
-    """Exact comparison that names the interleaving mistake (row i to device i % n) when it is the cause."""
-    if got.shape == expected.shape and not np.array_equal(got, expected) and np.array_equal(got, interleaved):
-        raise AssertionError(f"{what} deals the rows out like cards (row i to device i % n); each device should "
-                             "hold a block of consecutive rows, device 0 the first ones: reshape to "
-                             "(n_devices, per, ...) without transposing")
+DEALT = ("deals the rows out like cards (row i to device i % n); each device should hold a block of consecutive "
+         "rows, device 0 the first ones: reshape to (n_devices, per, ...) without transposing")
+INTERLEAVED = ("interleaves the devices' rows (device 0's first row, then device 1's first row, ...); put them back "
+               "in device order, all of device 0's rows first: reshape to (n_devices * per, ...) without transposing")
+
+
+def _expect_blocks(got, expected, transposed, what, mistake):
+    """Exact comparison that names ``mistake`` when the rows came out transposed (the order of a deck dealt out)."""
+    if got.shape == expected.shape and not np.array_equal(got, expected) and np.array_equal(got, transposed):
+        raise AssertionError(f"{what} {mistake}")
     expect_close(got, expected, what=what, rtol=0, atol=0)
 
 
@@ -37,11 +41,11 @@ def test_shard_batch(student, rng, devices):
                 raise AssertionError(f"{what} returned shape {got.shape}, expected {(n, per, *rest)}: use the "
                                      f"n_devices argument ({n}), not the number of devices JAX has ({devices})")
             interleaved = np.moveaxis(x.reshape(per, n, *rest), 0, 1)
-            _expect_blocks(got, x.reshape(n, per, *rest), interleaved, what)
+            _expect_blocks(got, x.reshape(n, per, *rest), interleaved, what, DEALT)
 
 
 def test_shard_batch_rejects_uneven_batch(student, rng, devices):
-    for n in sorted({devices, 3} - {1}):
+    for n in sorted(set(_n_devices(devices)) - {1}):
         rows = 3 * n + 1
         x = _batch(rng, rows)
         expect_raises(lambda: student.call("shard.shard_batch", x, n), "ValueError",
@@ -106,7 +110,7 @@ def test_unshard(student, rng, devices):
             what = f"unshard(x) with x of shape {x.shape}"
             got = as_array(student.call("shard.unshard", x), what)
             interleaved = np.moveaxis(x, 0, 1).reshape(n * per, *rest)
-            _expect_blocks(got, x.reshape(n * per, *rest), interleaved, what)
+            _expect_blocks(got, x.reshape(n * per, *rest), interleaved, what, INTERLEAVED)
 
 
 def test_round_trip(student, rng, devices):

@@ -49,7 +49,7 @@ SUBMISSIONS = {
         """,
         [("test_shard_batch", ("use the n_devices argument (3)",), {1, 2, 4}),
          ("test_pad_and_shard", ("the mask says every row is real", "padding"), {1, 2, 4}),
-         ("test_unshard", ("deals the rows out like cards",), {1, 2, 4})]),
+         ("test_unshard", ("interleaves the devices' rows",), {1, 2, 4})]),
     "assert for ValueError, padding in front, everything flattened": (
         """
         import jax.numpy as jnp
