@@ -28,13 +28,16 @@ Return what jax.pmap returns, a jax.Array whose rows live on n different devices
 copy. The grader checks where the rows live: jax.vmap gives the same numbers on one device only
 (the chapter's "vmap vs pmap").
 
-The chapter's Gotcha 1 on current JAX (0.10.2): the leading axis must equal the device count,
-but pmap no longer says so clearly. With 4 devices, a leading axis of 5 or 6 raises an
-IndivisibleError about sharding tiles, 8 raises "cannot select an axis to squeeze out", and 3
-raises nothing at all: pmap quietly runs on 3 of the 4 devices. So each function checks its
-inputs first: if the leading axis of x (of X, or of Y) is not jax.device_count(), raise
-ValueError with a message that names both numbers, e.g. "x has leading axis 5, but there are 4
-devices: reshape it to (4, ...)".
+pmap still works on current JAX (0.10.2), where it is built from jax.jit and jax.shard_map and its
+own documentation recommends shard_map for new code; this exercise uses pmap as the chapter does,
+and the mesh task teaches shard_map.
+
+The chapter's Gotcha 1 on current JAX: the leading axis must equal the device count, but pmap no
+longer says so clearly. With 4 devices, a leading axis of 5 or 6 raises an IndivisibleError about
+sharding tiles, 8 raises "cannot select an axis to squeeze out", and 3 raises nothing at all: pmap
+quietly runs on 3 of the 4 devices. So each function checks its inputs first: if the leading axis
+of x (of X, or of Y) is not jax.device_count(), raise ValueError with a message that names both
+numbers, e.g. "x has leading axis 5, but there are 4 devices: reshape it to (4, ...)".
 """
 
 import jax
