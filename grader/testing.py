@@ -7,7 +7,11 @@ the student wrote runs here.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
+
+from grader.verdicts import StudentFailure
 
 
 def _shape_text(shape) -> str:
@@ -57,3 +61,33 @@ def expect_sequence(got, length: int, what: str) -> list:
     if len(got) != length:
         raise AssertionError(f"{what} returned {len(got)} values, expected {length}")
     return list(got)
+
+
+def _names(text: str, value) -> bool:
+    """True if ``text`` mentions ``value`` as a whole word (``4`` is in "4 devices", not in "14")."""
+    return re.search(rf"(?<![\w.-]){re.escape(str(value))}(?![\w]|\.\d)", text) is not None
+
+
+def expect_raises(call, exc_type: str, what: str, mentions=(), why: str = "") -> str:
+    """Run ``call()`` (a student call) and require it to raise ``exc_type`` naming each of ``mentions``.
+
+    Returns the student's error message. A student error of another type, a returned value, or a
+    message that leaves out one of ``mentions`` fails the check; ``why`` (a sentence) says what the
+    error should be about. Failures that are not a raised exception (time-out, crash, not started)
+    propagate unchanged, so they are reported as what they are.
+    """
+    why = f" ({why})" if why else ""
+    try:
+        call()
+    except StudentFailure as failure:
+        if failure.kind != "raised":
+            raise
+        if failure.exc_type != exc_type:
+            raise AssertionError(f"{what} raised {failure.exc_type}, expected {exc_type}{why}") from None
+        text = failure.message.partition(f"raised {exc_type}:")[2].strip()
+        missing = [str(m) for m in mentions if not _names(text, m)]
+        if missing:
+            raise AssertionError(f"{what} raised {exc_type} as it should, but its message does not name "
+                                 f"{' and '.join(missing)}{why}: \"{text}\"") from None
+        return text
+    raise AssertionError(f"{what} returned a value, expected it to raise {exc_type}{why}")

@@ -1,0 +1,56 @@
+"""Task basics: your first jax.pmap programs (the chapter's first examples).
+
+jax.pmap(f) runs f once on every device. With n = jax.device_count(), an input of shape (n, ...)
+hands its row d to device d, and the outputs come back stacked along a leading axis of length n,
+one row per device. Write three functions, each a jax.pmap of a small per-device function.
+
+square_plus_one(x) -> shape of x
+    x**2 + 1, elementwise. x has shape (n, ...).
+
+        >>> square_plus_one(jnp.arange(6.).reshape(2, 3))                   # on 2 devices
+        Array([[ 1.,  2.,  5.],
+               [10., 17., 26.]], dtype=float32)
+
+per_device_sum(x) -> shape (n,)
+    Device d sums every number of its own block x[d], and nothing else: no communication between
+    devices. x has shape (n, ...).
+
+        >>> per_device_sum(jnp.arange(10.).reshape(2, 5))                  # on 2 devices
+        Array([10., 35.], dtype=float32)
+
+per_device_matmul(X, Y) -> shape (n, a, c)
+    Device d multiplies its own matrices, X[d] @ Y[d]. X has shape (n, a, b), Y has (n, b, c).
+
+        >>> per_device_matmul(jnp.ones((2, 3, 4)), jnp.ones((2, 4, 5))).shape   # on 2 devices
+        (2, 3, 5)
+
+Return what jax.pmap returns, a jax.Array whose rows live on n different devices, not a NumPy
+copy. The grader checks where the rows live: jax.vmap gives the same numbers on one device only
+(the chapter's "vmap vs pmap").
+
+pmap still works on current JAX (0.10.2), where it is built from jax.jit and jax.shard_map and its
+own documentation recommends shard_map for new code; this exercise uses pmap as the chapter does,
+and the mesh task teaches shard_map.
+
+The chapter's Gotcha 1 on current JAX: the leading axis must equal the device count, but pmap no
+longer says so clearly. With 4 devices, a leading axis of 5 or 6 raises an IndivisibleError about
+sharding tiles, 8 raises "cannot select an axis to squeeze out", and 3 raises nothing at all: pmap
+quietly runs on 3 of the 4 devices. So each function checks its inputs first: if the leading axis
+of x (of X, or of Y) is not jax.device_count(), raise ValueError with a message that names both
+numbers, e.g. "x has leading axis 5, but there are 4 devices: reshape it to (4, ...)".
+"""
+
+import jax
+import jax.numpy as jnp
+
+
+def square_plus_one(x):
+    raise NotImplementedError("square_plus_one: x**2 + 1 on every device")
+
+
+def per_device_sum(x):
+    raise NotImplementedError("per_device_sum: each device sums its own block")
+
+
+def per_device_matmul(X, Y):
+    raise NotImplementedError("per_device_matmul: X[d] @ Y[d] on device d")

@@ -1,0 +1,124 @@
+"""Hidden suite for task collectives: psum / pmean / pmax give every device the same global answer."""
+
+import numpy as np
+import pytest
+
+from grader import hlo
+from grader.testing import as_array, expect_close, expect_sequence, expect_shape
+
+RTOL, ATOL = 1e-4, 1e-4
+PRIMITIVE = {"total": "psum", "mean": "pmean", "maximum": "pmax"}
+LOCAL = {"total": "jnp.sum", "mean": "jnp.mean", "maximum": "jnp.max"}
+
+
+def _per_device_data(rng, n, width):
+    """Rows with different scales and offsets, so a device's own statistics differ from the global ones."""
+    scale = rng.uniform(0.5, 3.0, size=(n, 1))
+    offset = rng.normal(0.0, 3.0, size=(n, 1))
+    return (rng.normal(size=(n, width)) * scale + offset).astype(np.float32)
+
+
+def _close(a, b) -> bool:
+    return a.shape == b.shape and np.allclose(a, b, rtol=RTOL, atol=ATOL)
+
+
+def _expect_global(got, expected, what, alternatives):
+    """``got`` must equal ``expected``; if it equals a known wrong answer instead, say which mistake that is."""
+    if _close(got, expected):
+        return
+    for wrong, mistake in alternatives:
+        if _close(got, wrong):
+            raise AssertionError(f"{what}: {mistake}")
+    expect_close(got, expected, what=what, rtol=RTOL, atol=ATOL)
+
+
+def _stat_mistakes(name, x, ref):
+    """Known wrong answers for one statistic of all_reduce_stats, each with what it means."""
+    n = len(x)
+    prim = PRIMITIVE[name]
+    out = [(value, f"it equals the {other} over the devices: lax.{PRIMITIVE[other]} where lax.{prim} was meant")
+           for other, value in ref.items() if other != name]
+    if name == "mean":
+        out += [(ref["total"] / c, f"it is the sum divided by {c}, but there are {n} devices: do not hard-code "
+                                   "the device count, lax.pmean divides by the right one")
+                for c in (2, 4, 8) if c != n]
+    return out
+
+
+@pytest.mark.parametrize("width", [7, 3])
+def test_all_reduce_stats(student, rng, devices, width):
+    x = _per_device_data(rng, devices, width)
+    x64 = x.astype(np.float64)
+    ones = np.ones((devices, 1))
+    ref = {"total": ones * x64.sum(0), "mean": ones * x64.mean(0), "maximum": ones * x64.max(0)}
+    got = expect_sequence(student.call("collectives.all_reduce_stats", x), 3,
+                          "all_reduce_stats(x) (total, mean, maximum)")
+    for (name, expected), value in zip(ref.items(), got):
+        what = f"the {name} from all_reduce_stats(x) with x of shape {x.shape}"
+        value = as_array(value, what)
+        if value.shape == (devices,):
+            raise AssertionError(f"{what} has shape {value.shape}, expected {x.shape}: one number per device is "
+                                 f"each device's {LOCAL[name]} of its own row; reduce each column across devices "
+                                 f"with lax.{PRIMITIVE[name]}")
+        value = expect_shape(value, x.shape, what)
+        for d in range(1, devices):
+            if not _close(value[d], value[0]) and _close(value[d], x64[d]):
+                raise AssertionError(f"every device should hold the same {name}; device {d} holds its own local "
+                                     f"{name}: did you use {LOCAL[name]} instead of lax.{PRIMITIVE[name]}?")
+        _expect_global(value, expected, what, _stat_mistakes(name, x64, ref))
+
+
+def _standardized(x, mean, variance):
+    return (x - mean) / np.sqrt(variance)
+
+
+def _standardize_mistakes(x):
+    """Known wrong standardisations of x (n, m), each with what it means in the student's terms."""
+    n, m = x.shape
+    mean, local_mean = x.mean(), x.mean(axis=1, keepdims=True)
+    out = [
+        (_standardized(x, local_mean, x.var(axis=1, keepdims=True)),
+         "each device standardised its row with its own local mean and variance (jnp.mean / jnp.std of the "
+         "row); every device needs the global ones: lax.pmean over the devices"),
+        (_standardized(x, mean, x.var(axis=1, keepdims=True)),
+         "the mean is global, but each device divides by its own local standard deviation; the variance "
+         "must be global too: lax.pmean of the squared distances from the global mean"),
+        (_standardized(x, mean, x.var(axis=1).mean()),
+         "the variance is the average of the devices' own variances, each measured around that device's "
+         "own mean; measure squared distances from the global mean instead"),
+        (_standardized(x, mean, x.var() * x.size / (x.size - 1)),
+         f"it divides by N - 1 = {x.size - 1}; use the variance over all N = {x.size} numbers, as np.std does"),
+        (_standardized(x, n * mean, n * ((x - n * mean) ** 2).mean()),
+         "the mean and variance are n times too large: lax.psum where lax.pmean was meant"),
+        (_standardized(x, n * mean, ((x - n * mean) ** 2).mean()),
+         "the mean is n times too large: lax.psum where lax.pmean was meant"),
+    ]
+    for c in (2, 4, 8):
+        if c != n:
+            wrong_mean = x.sum() / (c * m)
+            out.append((_standardized(x, wrong_mean, ((x - wrong_mean) ** 2).sum() / (c * m)),
+                        f"it divides by {c} devices, but there are {n}: do not hard-code the device count, "
+                        "lax.pmean divides by the right one"))
+    return out
+
+
+@pytest.mark.parametrize("width", [9, 2])
+def test_standardize_across_devices(student, rng, devices, width):
+    x = _per_device_data(rng, devices, width)
+    x64 = x.astype(np.float64)
+    got = as_array(student.call("collectives.standardize_across_devices", x), "standardize_across_devices(x)")
+    what = f"standardize_across_devices(x) with x of shape {x.shape}"
+    _expect_global(expect_shape(got, x.shape, what), _standardized(x64, x64.mean(), x64.var()), what,
+                   _standardize_mistakes(x64))
+
+
+@pytest.mark.parametrize("name", ["all_reduce_stats", "standardize_across_devices"])
+def test_communicates_with_all_reduce(student, rng, devices, name):
+    text = student.compiled(f"collectives.{name}", _per_device_data(rng, devices, 5))
+    gathers = hlo.count(text, "all-gather")
+    if gathers:
+        raise AssertionError(f"{name} gathers the whole array onto every device ({gathers} all-gather); each "
+                             "device needs only the reduced values: lax.psum / lax.pmean / lax.pmax")
+    if not hlo.count(text, "all-reduce", by_student=True):
+        raise AssertionError(f"{name} runs no all-reduce of its own: it computes on one device what the devices "
+                             "should compute together; call lax.psum / lax.pmean / lax.pmax inside jax.pmap")

@@ -1,0 +1,63 @@
+"""Realistic wrong submissions for task basics: each loses points on basics only, with a reason that names it."""
+
+import pytest
+
+from catalogue import check_wrong_submission
+
+# Each submission carries one mistake per function; each mistake is (test it fails, words its
+# message must contain, the first of them naming the function, device counts at which it shows up).
+SUBMISSIONS = {
+    "vmap for pmap, psum in a per-device sum, only X checked": (
+        """
+        import jax
+        import jax.numpy as jnp
+        from jax import lax
+
+        def _check(name, a):
+            if a.shape[0] != jax.device_count():
+                raise ValueError(f"{name} has leading axis {a.shape[0]}, not {jax.device_count()}")
+
+        def square_plus_one(x):
+            _check("x", x)
+            return jax.vmap(lambda a: a**2 + 1)(x)
+
+        def per_device_sum(x):
+            _check("x", x)
+            return jax.pmap(lambda a: lax.psum(jnp.sum(a), "i"), axis_name="i")(x)
+
+        def per_device_matmul(X, Y):
+            _check("X", X)
+            return jax.pmap(jnp.matmul)(X, Y)
+        """,
+        [("test_results_live_on_every_device", ("square_plus_one's result lives on 1 device",
+                                                "jax.vmap (one device) instead of jax.pmap"), {2, 4}),
+         ("test_per_device_sum", ("per_device_sum", "every device holds the sum over all devices"), {2, 4}),
+         ("test_rejects_wrong_leading_axis", ("per_device_matmul with X (", "and Y ("), {1, 2, 4})]),
+    "hard-coded 4 devices, no check, a check that names nothing": (
+        """
+        import jax
+        import jax.numpy as jnp
+
+        def square_plus_one(x):
+            if x.shape[0] != 4:
+                raise ValueError(f"x has leading axis {x.shape[0]}, but there are 4 devices")
+            return jax.pmap(lambda a: a**2 + 1)(x)
+
+        def per_device_sum(x):
+            return jax.pmap(jnp.sum)(x)
+
+        def per_device_matmul(X, Y):
+            if X.shape[0] != jax.device_count() or Y.shape[0] != jax.device_count():
+                raise ValueError("the leading axis must equal the number of devices")
+            return jax.pmap(jnp.matmul)(X, Y)
+        """,
+        [("test_square_plus_one", ("square_plus_one() raised ValueError", "there are 4 devices"), {1, 2}),
+         ("test_rejects_wrong_leading_axis", ("per_device_sum with x (", "ValueError"), {1, 2, 4}),
+         ("test_rejects_wrong_leading_axis", ("per_device_matmul with X (", "does not name"), {1, 2, 4})]),
+}
+
+
+@pytest.mark.parametrize("name", SUBMISSIONS)
+def test_wrong_basics_loses_points_on_basics_only(make_submission, name):
+    source, mistakes = SUBMISSIONS[name]
+    check_wrong_submission(make_submission, "basics", "devices", source, mistakes)

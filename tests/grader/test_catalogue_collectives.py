@@ -1,0 +1,83 @@
+"""Realistic wrong submissions for task collectives: each loses points on collectives only, with a reason that names it."""
+
+import textwrap
+
+import pytest
+
+from catalogue import check_wrong_submission
+
+HEADER = """
+import jax
+import jax.numpy as jnp
+from jax import lax
+"""
+
+# Each submission carries one mistake per function; each mistake is (test it fails, words its
+# message must contain, device counts at which it shows up). With one device, local and global
+# statistics agree, so most of these mistakes show only from two devices on.
+SUBMISSIONS = {
+    "local max, local standardisation": (
+        """
+        def all_reduce_stats(x):
+            stats = lambda r: (lax.psum(r, "i"), lax.pmean(r, "i"), jnp.maximum(r, r))
+            return jax.pmap(stats, axis_name="i")(x)
+
+        def standardize_across_devices(x):
+            return jax.pmap(lambda r: (r - jnp.mean(r)) / jnp.std(r))(x)
+        """,
+        [("test_all_reduce_stats", ("device 1 holds its own local maximum", "jnp.max instead of lax.pmax"), {2, 4}),
+         ("test_standardize_across_devices", ("its own local mean and variance", "lax.pmean"), {2, 4})]),
+    "psum for the mean, averaged local variances": (
+        """
+        def all_reduce_stats(x):
+            stats = lambda r: (lax.psum(r, "i"), lax.psum(r, "i"), lax.pmax(r, "i"))
+            return jax.pmap(stats, axis_name="i")(x)
+
+        def _standardize(r):
+            mean = lax.pmean(jnp.mean(r), "i")
+            variance = lax.pmean(jnp.var(r), "i")
+            return (r - mean) / jnp.sqrt(variance)
+
+        def standardize_across_devices(x):
+            return jax.pmap(_standardize, axis_name="i")(x)
+        """,
+        [("test_all_reduce_stats", ("the mean from", "lax.psum where lax.pmean was meant"), {2, 4}),
+         ("test_standardize_across_devices", ("average of the devices' own variances",), {2, 4})]),
+    "hard-coded 4 devices, psum for the global mean": (
+        """
+        def all_reduce_stats(x):
+            stats = lambda r: (lax.psum(r, "i"), lax.psum(r, "i") / 4, lax.pmax(r, "i"))
+            return jax.pmap(stats, axis_name="i")(x)
+
+        def _standardize(r):
+            mean = lax.psum(jnp.mean(r), "i")
+            variance = lax.pmean(jnp.mean((r - mean) ** 2), "i")
+            return (r - mean) / jnp.sqrt(variance)
+
+        def standardize_across_devices(x):
+            return jax.pmap(_standardize, axis_name="i")(x)
+        """,
+        [("test_all_reduce_stats", ("sum divided by 4, but there are", "do not hard-code"), {1, 2}),
+         ("test_standardize_across_devices", ("lax.psum where lax.pmean was meant",), {2, 4})]),
+    "all_gather instead of all-reduces, one device only": (
+        """
+        def _stats(r):
+            everything = lax.all_gather(r, "i")
+            return everything.sum(0), everything.mean(0), everything.max(0)
+
+        def all_reduce_stats(x):
+            return jax.pmap(_stats, axis_name="i")(x)
+
+        def standardize_across_devices(x):
+            return (x - jnp.mean(x)) / jnp.std(x)
+        """,
+        [("test_communicates_with_all_reduce", ("all_reduce_stats gathers the whole array", "all-gather"),
+          {1, 2, 4}),
+         ("test_communicates_with_all_reduce", ("standardize_across_devices runs no all-reduce",), {1, 2, 4})]),
+}
+
+
+@pytest.mark.parametrize("name", SUBMISSIONS)
+def test_wrong_collectives_loses_points_on_collectives_only(make_submission, name):
+    source, mistakes = SUBMISSIONS[name]
+    check_wrong_submission(make_submission, "collectives", "devices", HEADER + textwrap.dedent(source), mistakes)

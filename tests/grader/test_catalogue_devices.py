@@ -1,0 +1,72 @@
+"""Realistic wrong submissions for task devices: each loses points on devices only, with a reason that names it."""
+
+import pytest
+
+from catalogue import check_wrong_submission
+
+# Each submission carries one mistake in count_devices and one in put_on_device; each mistake is
+# (test it fails, words its message must contain, device counts at which it shows up).
+SUBMISSIONS = {
+    "platform ignored, index ignored": (
+        """
+        import jax
+
+        def count_devices(platform=None):
+            return jax.device_count()
+
+        def put_on_device(x, index):
+            n = jax.device_count()
+            if not 0 <= index < n:
+                raise ValueError(f"no device {index}: there are {n} devices")
+            return jax.device_put(x, jax.devices()[0])
+        """,
+        [("test_count_devices", ("count_devices('gpu') returned", "counts every device"), {1, 2, 4}),
+         ("test_put_on_device_places_array", ("returned an array on device 0, expected device",), {2, 4})]),
+    "device_count(platform) unguarded, IndexError": (
+        """
+        import jax
+
+        def count_devices(platform=None):
+            return jax.device_count(platform)
+
+        def put_on_device(x, index):
+            return jax.device_put(x, jax.devices()[index])
+        """,
+        [("test_count_devices", ("count_devices('gpu') raised RuntimeError", "0 devices"), {1, 2, 4}),
+         ("test_put_on_device_rejects_bad_index", ("raised IndexError, expected ValueError",), {1, 2, 4})]),
+    "hard-coded 4 devices, silent error message": (
+        """
+        import jax
+
+        def count_devices(platform=None):
+            return 4 if platform in (None, "cpu") else 0
+
+        def put_on_device(x, index):
+            if not 0 <= index < jax.device_count():
+                raise ValueError("bad device index")
+            return jax.device_put(x, jax.devices()[index])
+        """,
+        [("test_count_devices", ("count_devices() returned 4, expected",), {1, 2}),
+         ("test_put_on_device_rejects_bad_index", ("does not name", "bad device index"), {1, 2, 4})]),
+    "upper-case platform filter, NumPy result": (
+        """
+        import jax
+        import numpy as np
+
+        def count_devices(platform=None):
+            return len([d for d in jax.devices() if platform is None or d.platform == platform.upper()])
+
+        def put_on_device(x, index):
+            if not 0 <= index < jax.device_count():
+                raise ValueError(f"index {index} of {jax.device_count()} devices")
+            return np.asarray(jax.device_put(x, jax.devices()[index]))
+        """,
+        [("test_count_devices", ("count_devices('cpu') returned 0",), {1, 2, 4}),
+         ("test_put_on_device_places_array", ("expected a jax.Array",), {1, 2, 4})]),
+}
+
+
+@pytest.mark.parametrize("name", SUBMISSIONS)
+def test_wrong_devices_loses_points_on_devices_only(make_submission, name):
+    source, mistakes = SUBMISSIONS[name]
+    check_wrong_submission(make_submission, "devices", "basics", source, mistakes)

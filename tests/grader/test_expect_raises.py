@@ -1,0 +1,51 @@
+"""Unit tests of grader.testing.expect_raises: the check behind "raise ValueError naming both numbers"."""
+
+import pytest
+
+from grader.testing import expect_raises
+from grader.verdicts import StudentFailure
+
+
+def raising(exc_type, text, kind="raised"):
+    def call():
+        raise StudentFailure(kind, f"f() raised {exc_type}: {text}", "f.py:3", exc_type)
+    return call
+
+
+def test_returns_the_students_message_when_it_names_every_number():
+    text = "x has leading axis 5, but there are 4 devices."
+    assert expect_raises(raising("ValueError", text), "ValueError", "f(x)", mentions=(5, 4)) == text
+
+
+@pytest.mark.parametrize("text, missing", [
+    ("leading axis 5, but there are 14 devices", "4"),   # inside another number
+    ("leading axis 5 does not fit 4.5 devices", "4"),    # a decimal is another number
+    ("leading axis 5 does not fit x4 devices", "4"),     # part of a word
+    ("the leading axis is wrong", "5 and 4"),
+])
+def test_a_message_without_a_number_fails_and_says_which(text, missing):
+    with pytest.raises(AssertionError, match=f"does not name {missing}"):
+        expect_raises(raising("ValueError", text), "ValueError", "f(x)", mentions=(5, 4))
+
+
+def test_negative_numbers_are_named_as_such():
+    expect_raises(raising("ValueError", "no device -1 among 2"), "ValueError", "f", mentions=(-1, 2))
+    with pytest.raises(AssertionError, match="does not name 1"):
+        expect_raises(raising("ValueError", "no device -1 among 2"), "ValueError", "f", mentions=(-1, 1))
+
+
+def test_another_exception_type_fails_naming_both_types():
+    with pytest.raises(AssertionError, match="f raised IndexError, expected ValueError"):
+        expect_raises(raising("IndexError", "list index out of range"), "ValueError", "f")
+
+
+def test_a_returned_value_fails():
+    with pytest.raises(AssertionError, match="f returned a value, expected it to raise ValueError"):
+        expect_raises(lambda: 3, "ValueError", "f")
+
+
+@pytest.mark.parametrize("kind", ["not_started", "timeout", "died"])
+def test_failures_that_are_not_a_raised_error_pass_through(kind):
+    with pytest.raises(StudentFailure) as info:
+        expect_raises(raising("NotImplementedError", "stub", kind), "ValueError", "f")
+    assert info.value.kind == kind
