@@ -199,14 +199,15 @@ def collectives(text: str) -> list[Collective]:
     return found
 
 
-def _selected(text: str, ops, by_student: bool) -> list[Collective]:
+def select(text: str, ops=COLLECTIVES, by_student: bool = False) -> list[Collective]:
+    """The collectives of the given opcode(s), only those the student wrote if ``by_student``."""
     ops = (ops,) if isinstance(ops, str) else tuple(ops)
     return [c for c in collectives(text) if c.op in ops and (c.by_student or not by_student)]
 
 
 def count(text: str, op, by_student: bool = False) -> int | None:
     """Executions of ``op`` (one opcode or several) per run; None if one is in a loop of unknown length."""
-    chosen = _selected(text, op, by_student)
+    chosen = select(text, op, by_student)
     if any(c.times is None for c in chosen):
         return None
     return sum(c.times for c in chosen)
@@ -214,7 +215,7 @@ def count(text: str, op, by_student: bool = False) -> int | None:
 
 def bytes_moved(text: str, ops=COLLECTIVES, by_student: bool = False) -> int | None:
     """Bytes each device puts into the given collectives over one run; None if a trip count is unknown."""
-    chosen = _selected(text, ops, by_student)
+    chosen = select(text, ops, by_student)
     if any(c.times is None for c in chosen):
         return None
     return sum(c.bytes * c.times for c in chosen)

@@ -20,6 +20,9 @@ def test_dot_uses_one_all_reduce(student, rng, devices):
     gathers = hlo.count(text, "all-gather")
     assert gathers == 0, (f"distributed_dot gathers whole vectors onto every device ({gathers} all-gather); "
                           "each device only needs its own slices and one psum of the partial dot products")
-    reduces = hlo.count(text, "all-reduce", by_student=True)
-    assert reduces == 1, (f"distributed_dot runs {reduces} all-reduce operations of its own, expected exactly 1: "
-                          "take the local dot on each device, then one lax.psum")
+    reduces = hlo.select(text, "all-reduce", by_student=True)
+    assert len(reduces) == 1, (f"distributed_dot runs {len(reduces)} all-reduce operations of its own, expected "
+                               "exactly 1: take the local dot on each device, then one lax.psum")
+    numbers = reduces[0].bytes // 4
+    assert numbers == 1, (f"distributed_dot's psum carries {numbers} numbers per device, expected 1: finish the "
+                          "local dot (jnp.dot of the two slices) before the psum, so only one number travels")

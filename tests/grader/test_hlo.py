@@ -86,3 +86,10 @@ def test_shard_map_psum_reads_as_psum_with_its_mesh_groups():
 @pytest.mark.parametrize("ops", ["all-gather", ("all-gather", "all-to-all")])
 def test_count_takes_one_opcode_or_several(ops):
     assert hlo.count(program("all_gather_sum"), ops) == 1
+
+
+def test_select_keeps_the_students_collectives_of_the_given_kinds():
+    text = program("dot_with_squeeze")
+    assert [c.origin for c in hlo.select(text, "all-reduce")] == ["psum", "squeeze"]
+    assert [c.origin for c in hlo.select(text, by_student=True)] == ["psum"]
+    assert hlo.select(text, ("all-gather", "collective-permute")) == []

@@ -1,0 +1,79 @@
+"""Hidden suite for task ring: ring_shift moves blocks around the ring, ring_allreduce is made of ppermutes.
+
+Both are per-device functions; probes_ring.py wraps them in jax.pmap in the worker and returns the
+values (row i = device i) and the compiled HLO.
+"""
+
+import numpy as np
+import pytest
+
+from grader import hlo
+from grader.testing import expect_close, expect_shape
+
+
+def _whose_block(got_row, x) -> int | None:
+    """Which device's input block a device ended up with, if any."""
+    return next((k for k in range(len(x)) if np.array_equal(got_row, x[k])), None)
+
+
+def check_shift(got, x, shift: int, call: str) -> None:
+    """Device j must hold device (j - shift) mod n's block, bit for bit (ppermute copies, never computes)."""
+    n = len(x)
+    got = expect_shape(got, x.shape, call)
+    for j in range(n):
+        want = (j - shift) % n
+        if np.array_equal(got[j], x[want]):
+            continue
+        k = _whose_block(got[j], x)
+        if k is None and not got[j].any():
+            raise AssertionError(f"{call}: device {j} received nothing (zeros) on {n} devices; ppermute leaves "
+                                 "zeros on a device no pair sends to: build perm from lax.axis_size(axis_name), "
+                                 "not a fixed number of devices")
+        if k == (j + shift) % n:
+            raise AssertionError(f"{call} moves blocks the wrong way: device {j} holds device {k}'s block, "
+                                 f"expected device {want}'s; device i's block must land on device (i + shift) mod n")
+        held = f"device {k}'s block" if k is not None else "a block that no device had"
+        raise AssertionError(f"{call}: on {n} devices device {j} holds {held}, expected device {want}'s "
+                             f"(device i's block lands on device (i + shift) mod n)")
+
+
+def expect_ppermute_only(text: str, name: str) -> int:
+    """How many ppermutes the student's program runs, failing on any other collective of theirs."""
+    for c in hlo.select(text, by_student=True):
+        if c.op != "collective-permute":
+            raise AssertionError(f"{name} runs an {c.op} (from lax.{c.origin}): build it from ring_shift, "
+                                 "that is lax.ppermute, alone")
+    return hlo.count(text, "collective-permute", by_student=True)
+
+
+@pytest.mark.parametrize("shift", [1, -1, 3])
+def test_ring_shift_moves_each_block(student, rng, devices, shift):
+    x = rng.normal(size=(devices, 5)).astype(np.float32)
+    got = student.probe("probes_ring.ring_shift", x, shift=shift)["values"]
+    check_shift(got, x, shift, f"ring_shift(x, axis_name, shift={shift})")
+
+
+def test_ring_shift_default_is_one_ppermute(student, rng, devices):
+    x = rng.normal(size=(devices, 2, 3)).astype(np.float32)
+    out = student.probe("probes_ring.ring_shift", x)
+    check_shift(out["values"], x, 1, "ring_shift(x, axis_name)")
+    permutes = expect_ppermute_only(out["hlo"], "ring_shift")
+    if permutes > 1 or (permutes == 0 and devices > 1):
+        raise AssertionError(f"ring_shift runs {permutes} ppermutes on {devices} devices, expected exactly one: "
+                             "every device sends its block to its neighbour at once")
+
+
+@pytest.mark.parametrize("shape", [(7,), (3, 2)])
+def test_ring_allreduce_equals_psum(student, rng, devices, shape):
+    x = rng.normal(size=(devices, *shape))
+    got = student.probe("probes_ring.ring_allreduce", x.astype(np.float32))["values"]
+    expect_close(got, np.broadcast_to(x.sum(axis=0), x.shape),
+                 what=f"ring_allreduce on {devices} devices (row i is what device i returned)")
+
+
+def test_ring_allreduce_uses_ppermute_only(student, rng, devices):
+    x = rng.normal(size=(devices, 6)).astype(np.float32)
+    out = student.probe("probes_ring.ring_allreduce", x)
+    expect_ppermute_only(out["hlo"], "ring_allreduce")
+    expect_close(out["values"], np.broadcast_to(x.astype(np.float64).sum(axis=0), x.shape),
+                 what=f"ring_allreduce on {devices} devices")
