@@ -34,7 +34,7 @@ def test_make_2d_mesh_names_and_uses_every_device(student, devices):
         call = f"make_2d_mesh({n_rows}, {n_cols}) on {devices} devices"
         mesh = student.probe("probes_mesh.make_2d_mesh", n_rows, n_cols)
         if mesh["type"] != "Mesh":
-            raise AssertionError(f"{call} returned a {mesh['type']}, expected a jax.sharding.Mesh: "
+            raise AssertionError(f"{call} returned {mesh['type']}, expected a jax.sharding.Mesh: "
                                  "jax.make_mesh((n_rows, n_cols), ('data', 'model')) builds one with axis names")
         if mesh["axis_names"] != ["data", "model"]:
             raise AssertionError(f"{call} has axis names {tuple(mesh['axis_names'])}, expected ('data', 'model')")
@@ -49,7 +49,7 @@ def test_shard_matrix_lays_blocks_on_the_mesh(student, rng, devices):
     call = f"shard_matrix(x, mesh) on a {n_rows} x {n_cols} mesh"
     out = student.probe("probes_mesh.shard_matrix", x, n_rows, n_cols)
     if "spec" not in out:
-        raise AssertionError(f"{call} returned a {out['type']} with {out['sharding']}, not a NamedSharding: "
+        raise AssertionError(f"{call} returned {out['type']} with {out['sharding']}, not a NamedSharding: "
                              "jax.device_put(x, NamedSharding(mesh, P('data', 'model'))) places it on the mesh")
     expect_close(out["values"], x, what=call, rtol=0, atol=0)
     spec = list(out["spec"])
@@ -71,8 +71,6 @@ def test_sharded_matmul_is_row_parallel_with_one_psum(student, rng, devices):
     x = rng.normal(size=(3 * n_rows, 4 * n_cols))
     w = rng.normal(size=(4 * n_cols, 5))
     out = student.probe("probes_mesh.sharded_matmul", x.astype(np.float32), w.astype(np.float32), n_rows, n_cols)
-    expect_close(out["values"], x @ w, what=f"sharded_matmul(x, w, mesh) on a {n_rows} x {n_cols} mesh", rtol=1e-4,
-                 atol=1e-4)
     mine = hlo.select(out["hlo"], by_student=True)
     for c in mine:
         if c.op != "all-reduce":
@@ -84,7 +82,9 @@ def test_sharded_matmul_is_row_parallel_with_one_psum(student, rng, devices):
     rows = {tuple(r) for r in out["device_ids"].tolist()}
     groups = set(mine[0].groups or ())
     if groups != rows:
-        over = "'data' (devices in the same mesh column)" if groups == {tuple(c) for c in out["device_ids"].T.tolist()} \
-            else f"the device groups {sorted(groups)}"
+        columns = {tuple(c) for c in out["device_ids"].T.tolist()}
+        over = "'data' (devices in the same mesh column)" if groups == columns else f"the device groups {sorted(groups)}"
         raise AssertionError(f"sharded_matmul's psum adds up over {over} on a {n_rows} x {n_cols} mesh: the partial "
                              "products of one mesh row are the ones to add, lax.psum(..., 'model')")
+    expect_close(out["values"], x @ w, what=f"sharded_matmul(x, w, mesh) on a {n_rows} x {n_cols} mesh", rtol=1e-4,
+                 atol=1e-4)

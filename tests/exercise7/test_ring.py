@@ -20,21 +20,24 @@ def check_shift(got, x, shift: int, call: str) -> None:
     """Device j must hold device (j - shift) mod n's block, bit for bit (ppermute copies, never computes)."""
     n = len(x)
     got = expect_shape(got, x.shape, call)
-    for j in range(n):
-        want = (j - shift) % n
-        if np.array_equal(got[j], x[want]):
-            continue
-        k = _whose_block(got[j], x)
-        if k is None and not got[j].any():
-            raise AssertionError(f"{call}: device {j} received nothing (zeros) on {n} devices; ppermute leaves "
-                                 "zeros on a device no pair sends to: build perm from lax.axis_size(axis_name), "
-                                 "not a fixed number of devices")
-        if k == (j + shift) % n:
-            raise AssertionError(f"{call} moves blocks the wrong way: device {j} holds device {k}'s block, "
-                                 f"expected device {want}'s; device i's block must land on device (i + shift) mod n")
-        held = f"device {k}'s block" if k is not None else "a block that no device had"
-        raise AssertionError(f"{call}: on {n} devices device {j} holds {held}, expected device {want}'s "
-                             f"(device i's block lands on device (i + shift) mod n)")
+    holders = [_whose_block(got[j], x) for j in range(n)]
+    if holders == [(j - shift) % n for j in range(n)]:
+        return
+    empty = [j for j in range(n) if holders[j] is None and not got[j].any()]
+    for m in range(1, n):
+        if empty == list(range(m, n)) and holders[:m] == [(j - shift) % m for j in range(m)]:
+            raise AssertionError(f"{call}: your ring wraps around after {m} devices, but there are {n}: devices "
+                                 f"{m} to {n - 1} received nothing (zeros). Build perm from lax.axis_size(axis_name)")
+    if empty:
+        raise AssertionError(f"{call}: device {empty[0]} received nothing (zeros) on {n} devices; ppermute leaves "
+                             "zeros on a device no pair sends to: every device must send and receive one block")
+    j = next(j for j in range(n) if holders[j] != (j - shift) % n)
+    if holders[j] == (j + shift) % n:
+        raise AssertionError(f"{call} moves blocks the wrong way: device {j} holds device {holders[j]}'s block, "
+                             f"expected device {(j - shift) % n}'s; device i's block must land on device (i + shift) mod n")
+    held = f"device {holders[j]}'s block" if holders[j] is not None else "a block that no device had"
+    raise AssertionError(f"{call}: on {n} devices device {j} holds {held}, expected device {(j - shift) % n}'s "
+                         "(device i's block lands on device (i + shift) mod n)")
 
 
 def expect_ppermute_only(text: str, name: str) -> int:
@@ -67,6 +70,9 @@ def test_ring_shift_default_is_one_ppermute(student, rng, devices):
 def test_ring_allreduce_equals_psum(student, rng, devices, shape):
     x = rng.normal(size=(devices, *shape))
     got = student.probe("probes_ring.ring_allreduce", x.astype(np.float32))["values"]
+    if devices > 1 and np.allclose(got, x.sum(axis=0) + x, rtol=1e-4, atol=1e-5):
+        raise AssertionError(f"ring_allreduce on {devices} devices adds every device's own block twice: after n - 1 "
+                             "shifts each block has visited every device once; an n-th shift brings it home again")
     expect_close(got, np.broadcast_to(x.sum(axis=0), x.shape),
                  what=f"ring_allreduce on {devices} devices (row i is what device i returned)")
 

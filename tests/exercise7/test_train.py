@@ -13,24 +13,41 @@ from grader.verdicts import StudentFailure
 
 D, B = 3, 5  # features, samples per device: B != D, so the chapter's params @ x fails loudly
 
-# Known errors of the chapter's example, and what to tell the student instead of JAX's words.
-CHAPTER_ERRORS = {
-    "rank at least 1": "train_step maps lr over the devices like params and batch, but lr is one number for "
-                       "all devices: build it with jax.pmap(..., in_axes=(0, 0, None)) or static_broadcasted_argnums=2",
-    "contracting dimensions": "the predictions are x @ params ((b, d) @ (d,) -> (b,)), not the chapter's "
-                              "params @ x, which contracts parameters with samples",
-}
+CONTRACTION = ("the predictions are x @ params ((b, d) @ (d,) -> (b,)), not the chapter's params @ x, which "
+               "contracts parameters with samples")
 
 
 def ask(student, target, *args):
-    """Call the student, turning the chapter's known errors into the fix."""
+    """Call the student, turning the known errors (the chapter's contraction, a fixed device count) into the fix."""
     try:
         return student.call(target, *args)
     except StudentFailure as exc:
-        for marker, advice in CHAPTER_ERRORS.items():
-            if marker in exc.message:
-                raise AssertionError(f"{exc.message.split(':')[0]}: {advice}") from None
+        if "contracting dimensions" in exc.message or "core dimension" in exc.message:
+            raise AssertionError(f"{exc.message.split(':')[0]}: {CONTRACTION}") from None
+        if "squeeze out" in exc.message or "evenly divide" in exc.message:
+            raise AssertionError(f"{exc.message.split(':')[0]}: the leading axis of what you give the pmapped step "
+                                 "must be the device count: use jax.device_count(), never a fixed number") from None
         raise
+
+
+def maps_lr(student, params, batch, lr) -> bool:
+    """True if train_step runs when given one lr per device: it maps lr like params and batch."""
+    try:
+        ask(student, "train.train_step", params, batch, np.full(len(params), lr, np.float32))
+    except (StudentFailure, AssertionError):
+        return False
+    return True
+
+
+def ask_step(student, params, batch, lr):
+    """Call train_step; a failure with a scalar lr that a per-device lr avoids is the chapter's mapped lr."""
+    try:
+        return ask(student, "train.train_step", params, batch, lr)
+    except StudentFailure:
+        if not maps_lr(student, params, batch, lr):
+            raise
+    raise AssertionError("train_step maps lr over the devices like params and batch, but lr is one number for all "
+                         "devices: build it with jax.pmap(..., in_axes=(0, 0, None)) or static_broadcasted_argnums=2")
 
 
 def problem(rng, samples):
@@ -53,7 +70,7 @@ def f32(*arrays):
 def run_step(student, rng, n, lr):
     params, X, y = problem(rng, n * B)
     replicated, Xs, ys = f32(np.broadcast_to(params, (n, D)), X.reshape(n, B, D), y.reshape(n, B))
-    new, loss = expect_sequence(ask(student, "train.train_step", replicated, (Xs, ys), lr), 2,
+    new, loss = expect_sequence(ask_step(student, replicated, (Xs, ys), lr), 2,
                                 "train_step(params, batch, lr)")
     return (expect_shape(new, (n, D), "train_step's new params"), expect_shape(loss, (n,), "train_step's loss"),
             sgd(params, X, y, lr))
