@@ -12,7 +12,8 @@ unit test on real HLO in tests/grader/test_hlo.py):
 * a collective inside a ``while`` body (``fori_loop``, ``scan``) appears once but runs once per
   iteration: it is multiplied by the loop's ``known_trip_count``, nested loops multiply, and an
   unknown trip count is reported as ``times=None``, never guessed;
-* fusions, calls and conditional branches are followed into the computations they call;
+* fusions and calls are followed into the computations they call, and every branch of a
+  conditional as if it ran: an upper bound, since which branch runs is known only at run time;
 * ``pmean`` is a psum followed by a multiply by 1/n: it compiles to an all-reduce whose origin
   is ``psum``; inside ``shard_map`` psum is recorded as ``psum_invariant``, read as ``psum``;
 * bytes come from the *operand* shapes (what each device puts in), not the result: an all-gather's

@@ -43,8 +43,8 @@ def ask_step(student, params, batch, lr):
     """Call train_step; a failure with a scalar lr that a per-device lr avoids is the chapter's mapped lr."""
     try:
         return ask(student, "train.train_step", params, batch, lr)
-    except StudentFailure:
-        if not maps_lr(student, params, batch, lr):
+    except StudentFailure as exc:
+        if exc.kind != "raised" or not maps_lr(student, params, batch, lr):
             raise
     raise AssertionError("train_step maps lr over the devices like params and batch, but lr is one number for all "
                          "devices: build it with jax.pmap(..., in_axes=(0, 0, None)) or static_broadcasted_argnums=2")
@@ -123,7 +123,10 @@ def test_train_step_sends_only_gradient_and_loss(student, rng, devices):
         raise AssertionError(f"train_step runs an {gathered[0].op} (from lax.{gathered[0].origin}): the data stays "
                              "where it is; each device sends only its gradient and its loss, with lax.pmean")
     sent, limit = hlo.bytes_moved(text, "all-reduce", by_student=True), (D + 1) * 4
-    if sent is None or sent > limit:
+    if sent is None:
+        raise AssertionError("train_step all-reduces inside a loop of unknown length; one step needs one pmean of "
+                             "the gradient and one of the loss")
+    if sent > limit:
         raise AssertionError(f"train_step all-reduces {sent} bytes per device per step; a gradient of {D} float32 "
                              f"and a loss are {limit}: pmean only those")
 

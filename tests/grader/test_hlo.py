@@ -70,6 +70,13 @@ def test_unknown_trip_count_is_not_guessed():
     assert hlo.count(text, "all-reduce") == 0  # other ops are still counted exactly
 
 
+def test_a_collective_in_a_branch_counts_as_if_the_branch_ran():
+    text = program("cond_branch")
+    (permute,) = hlo.collectives(text)
+    assert (permute.op, permute.times, permute.bytes) == ("collective-permute", 1, 3 * 4)
+    assert "conditional(" in text and permute.computation != hlo.parse_computations(text)[1]  # not ENTRY
+
+
 def test_bytes_come_from_operands_not_results():
     (gather,) = hlo.collectives(program("all_gather_sum"))
     assert hlo.shape_bytes(gather.shape)[1] == 4 * 10 * 4  # every device receives 4 blocks...

@@ -67,6 +67,13 @@ def while_unknown(x):
     return pmapped(per_device)(x)
 
 
+def cond_branch(x):
+    """A ppermute in one branch of a lax.cond on a value: counted as if that branch runs."""
+    def per_device(a):
+        return lax.cond(a.sum() > 0, _shift, lambda b: b * 2.0, a)
+    return pmapped(per_device)(x)
+
+
 def all_gather_sum(x):
     """Gathering whole blocks: each device sends its block, receives n of them."""
     return pmapped(lambda a: lax.all_gather(a, "i").sum(0))(x)
@@ -89,6 +96,7 @@ PROGRAMS = {
     "ring_fori": (ring_fori, (np.ones((DEVICES, 6), np.float32),)),
     "nested_loops": (nested_loops, (np.ones((DEVICES, 7), np.float32),)),
     "while_unknown": (while_unknown, (np.ones((DEVICES, 2), np.float32),)),
+    "cond_branch": (cond_branch, (np.ones((DEVICES, 3), np.float32),)),
     "all_gather_sum": (all_gather_sum, (np.ones((DEVICES, 10), np.float32),)),
     "mesh_matmul": (mesh_matmul, (np.ones((6, 8), np.float32), np.ones((8, 3), np.float32))),
 }
