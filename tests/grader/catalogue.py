@@ -27,3 +27,9 @@ def expect_caught(submission, wrong: str, intact: str, devices: str, reason: str
     assert reason in lost["reason"], f"{wrong}'s reason does not say {reason!r}: {lost['reason']}"
     assert kept["score"] == kept["max_score"], f"{intact} lost points: {kept['reason']}"
     return lost
+
+
+def expect_full_marks(submission, task_id: str, devices: str) -> None:
+    """A correct submission written another way than the reference keeps every point."""
+    graded = task(grade_json(submission, "--task", task_id, "--devices", devices), task_id)
+    assert graded["score"] == graded["max_score"], graded["reason"]

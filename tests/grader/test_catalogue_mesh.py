@@ -2,7 +2,7 @@
 
 import pytest
 
-from catalogue import expect_caught, mutate
+from catalogue import expect_caught, expect_full_marks, mutate
 
 MESH = 'return jax.make_mesh((n_rows, n_cols), ("data", "model"))'
 SHARDING = 'NamedSharding(mesh, P("data", "model"))'
@@ -30,3 +30,18 @@ WRONG = {
 def test_wrong_mesh_is_caught(make_submission, mistake):
     source, reason = WRONG[mistake]
     expect_caught(make_submission({"mesh": source}), "mesh", "dot", "4", reason)
+
+
+RIGHT = {
+    "make_2d_mesh with Auto axes": mutate(
+        "mesh", (MESH, 'return jax.make_mesh((n_rows, n_cols), ("data", "model"), '
+                       "axis_types=(jax.sharding.AxisType.Auto,) * 2)")),
+    "w placed with jax.reshard instead of jax.device_put": mutate(
+        "mesh", ('w = jax.device_put(w, NamedSharding(mesh, P("model", None)))',
+                 'w = jax.reshard(w, NamedSharding(mesh, P("model", None)))')),
+}
+
+
+@pytest.mark.parametrize("way", RIGHT)
+def test_other_right_mesh_keeps_full_marks(make_submission, way):
+    expect_full_marks(make_submission({"mesh": RIGHT[way]}), "mesh", "1,4")

@@ -6,7 +6,7 @@ ring_shift, which every ring uses, are checked against dot instead.
 
 import pytest
 
-from catalogue import expect_caught, mutate
+from catalogue import expect_caught, expect_full_marks, mutate
 
 SHIFT = "perm=[(i, (i + shift) % n) for i in range(n)]"
 LOOP = "return lax.fori_loop(0, n - 1, step, (x, x))[0]"
@@ -34,3 +34,16 @@ WRONG = {
 def test_wrong_ring_is_caught(make_submission, mistake):
     source, intact, devices, reason = WRONG[mistake]
     expect_caught(make_submission({"ring": source}), "ring", intact, devices, reason)
+
+
+RIGHT = {
+    "a Python loop, axis size from psum(1)": mutate(
+        "ring", ("n = lax.axis_size(axis_name)\n\n    def step", "n = lax.psum(1, axis_name)\n\n    def step"),
+        (LOOP, "total = passing = x\n    for _ in range(n - 1):\n        passing = ring_shift(passing, axis_name)\n"
+               "        total = total + passing\n    return total")),
+}
+
+
+@pytest.mark.parametrize("way", RIGHT)
+def test_other_right_ring_keeps_full_marks(make_submission, way):
+    expect_full_marks(make_submission({"ring": RIGHT[way]}), "ring", "1,4")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from catalogue import expect_caught, mutate
+from catalogue import expect_caught, expect_full_marks, mutate
 
 GRADS = "grads = lax.pmean(grads, AXIS)"
 
@@ -28,3 +28,15 @@ WRONG = {
 def test_wrong_train_is_caught(make_submission, mistake):
     source, devices, reason = WRONG[mistake]
     expect_caught(make_submission({"train": source}), "train", "mesh", devices, reason)
+
+
+RIGHT = {
+    "lr as a static argument": mutate("train", ("in_axes=(0, 0, None)", "static_broadcasted_argnums=2")),
+    "gradients summed, then divided by the axis size": mutate(
+        "train", (GRADS, "grads = lax.psum(grads, AXIS) / lax.axis_size(AXIS)")),
+}
+
+
+@pytest.mark.parametrize("way", RIGHT)
+def test_other_right_train_keeps_full_marks(make_submission, way):
+    expect_full_marks(make_submission({"train": RIGHT[way]}), "train", "1,4")
