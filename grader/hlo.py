@@ -1,17 +1,28 @@
 """Reading compiled HLO text: which collectives a program runs, how often, and how many bytes.
 
 Structural checks ("one all-reduce, no all-gather") are graded from the optimised HLO that
-``jax.jit(f).lower(...).compile().as_text()`` prints in the worker. Reading it right means:
+``jax.jit(f).lower(...).compile().as_text()`` prints in the worker. That text is not the program
+the student wrote, so reading it right means knowing what XLA did to it (each rule below has a
+unit test on real HLO in tests/grader/test_hlo.py):
 
-* a collective inside a ``while`` body runs once per iteration: multiply by the loop's
-  ``known_trip_count`` (unknown trip counts are reported as such, never guessed);
-* fusions, calls and conditional branches are followed into the computations they call;
-* XLA may merge independent psums into one tuple all-reduce: that is one collective with several
-  operands (``operands``), and its bytes are the sum of the operands' bytes;
-* async pairs (``all-reduce-start`` / ``-done``) count once, as the base op;
+* XLA may merge independent psums into one tuple all-reduce and drop a duplicate psum of the
+  same value: one instruction then carries several arrays (``operands``), and its bytes are the
+  sum of theirs. Count instructions to ask "how many rounds of communication", bytes to ask
+  "how much";
+* a collective inside a ``while`` body (``fori_loop``, ``scan``) appears once but runs once per
+  iteration: it is multiplied by the loop's ``known_trip_count``, nested loops multiply, and an
+  unknown trip count is reported as ``times=None``, never guessed;
+* fusions and calls are followed into the computations they call, and every branch of a
+  conditional as if it ran: an upper bound, since which branch runs is known only at run time;
+* ``pmean`` is a psum followed by a multiply by 1/n: it compiles to an all-reduce whose origin
+  is ``psum``; inside ``shard_map`` psum is recorded as ``psum_invariant``, read as ``psum``;
+* bytes come from the *operand* shapes (what each device puts in), not the result: an all-gather's
+  result is n times larger than what a device sends;
 * SPMD partitioning may add collectives of its own (e.g. reading element 0 of a sharded result);
   ``origin`` says which primitive a collective came from (metadata ``op_name``), so a check can
-  count only the collectives the student wrote (``psum``, ``all_gather``, ``ppermute``...).
+  count only the collectives the student wrote (``by_student``);
+* ``groups`` are the replica groups (which devices reduce together): a psum over one axis of a
+  2-D mesh has one group per row or column of the mesh.
 """
 
 from __future__ import annotations
@@ -22,8 +33,10 @@ from dataclasses import dataclass
 
 COLLECTIVES = ("all-reduce", "all-gather", "collective-permute", "all-to-all", "reduce-scatter",
                "collective-broadcast")
-STUDENT_PRIMITIVES = ("psum", "pmean", "pmax", "pmin", "all_gather", "ppermute", "all_to_all",
-                      "psum_scatter", "reduce_scatter", "pbroadcast")
+STUDENT_PRIMITIVES = ("psum", "pmax", "pmin", "all_gather", "ppermute", "all_to_all", "psum_scatter",
+                      "reduce_scatter", "pbroadcast")
+# Names JAX records for a primitive in some contexts, read as the primitive the student called.
+_ORIGIN_ALIASES = {"psum_invariant": "psum", "all_gather_invariant": "all_gather"}
 _DTYPE_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4,
                 "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16, "s4": 1, "u4": 1,
                 "f8e4m3fn": 1, "f8e5m2": 1}
@@ -34,15 +47,16 @@ _ARRAY_RE = re.compile(r"\b([a-z]+\d*(?:e\d+m\d+(?:fn)?)?)\[([\d,\s]*)\]")
 
 @dataclass(frozen=True)
 class Collective:
-    """One collective instruction, as many times as the program runs it."""
+    """One collective instruction, with how many times one run of the program executes it."""
 
     op: str            # base opcode, e.g. "all-reduce"
     shape: str         # result type text, e.g. "f32[4,10]{1,0}" or a tuple
-    operands: int      # number of arrays it moves (tuple all-reduce: several)
-    bytes: int         # bytes of the result per execution (sum over a tuple)
+    operands: int      # number of arrays it moves (a merged tuple all-reduce: several)
+    bytes: int         # bytes each device puts in per execution: the sum of its operands' sizes
     times: int | None  # executions per program run; None if inside a loop of unknown trip count
     origin: str        # the JAX primitive in op_name metadata ("psum", "squeeze", ...), or ""
     computation: str
+    groups: tuple[tuple[int, ...], ...] | None = None  # replica groups / source-target pairs
 
     @property
     def by_student(self) -> bool:
@@ -51,7 +65,7 @@ class Collective:
 
 
 def shape_bytes(shape: str) -> tuple[int, int]:
-    """(number of arrays, total bytes) of an HLO result type such as ``(f32[4]{0}, s32[])``."""
+    """(number of arrays, total bytes) of an HLO type such as ``(f32[4]{0}, s32[])``."""
     arrays = _ARRAY_RE.findall(shape)
     total = 0
     for dtype, dims in arrays:
@@ -94,6 +108,42 @@ def parse_computations(text: str) -> tuple[dict[str, list[_Instr]], str | None]:
     return comps, entry
 
 
+def _operand_list(rest: str) -> list[str]:
+    """The operand texts of an instruction: ``rest`` starts just after its opening parenthesis."""
+    depth, items, current = 1, [], ""
+    for ch in rest:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                break
+        if ch == "," and depth == 1:
+            items.append(current)
+            current = ""
+        else:
+            current += ch
+    items.append(current)
+    return [i.strip() for i in items if i.strip()]
+
+
+def _operand_bytes(rest: str, shapes: dict[str, str]) -> tuple[int, int]:
+    """(arrays, bytes) of the operands, whose types are those of the instructions that made them."""
+    arrays = total = 0
+    for name in _operand_list(rest):
+        n, b = shape_bytes(shapes.get(name.lstrip("%"), ""))
+        arrays, total = arrays + n, total + b
+    return arrays, total
+
+
+def _groups(rest: str) -> tuple[tuple[int, ...], ...] | None:
+    """Replica groups (or a permute's source-target pairs) written out as ``{{0,1},{2,3}}``."""
+    m = re.search(r"\b(?:replica_groups|source_target_pairs)=\{((?:\{[\d,\s]*\},?\s*)*)\}", rest)
+    if not m:
+        return None
+    return tuple(tuple(int(d) for d in g.split(",") if d.strip()) for g in re.findall(r"\{([\d,\s]*)\}", m.group(1)))
+
+
 def _called(rest: str) -> list[tuple[str, str]]:
     """(attribute, computation) pairs an instruction calls."""
     out = []
@@ -109,13 +159,6 @@ def _called(rest: str) -> list[tuple[str, str]]:
 
 
 def _trip_count(rest: str) -> int | None:
-    m = re.search(r"backend_config=(\{.*?\})(?:,\s*\w+=|\s*$)", rest)
-    if m:
-        try:
-            n = json.loads(m.group(1)).get("known_trip_count", {}).get("n")
-            return int(n) if n is not None else None
-        except (ValueError, AttributeError):
-            pass
     m = re.search(r'"known_trip_count":\{"n":"(\d+)"\}', rest)
     return int(m.group(1)) if m else None
 
@@ -124,8 +167,8 @@ def _origin(rest: str) -> str:
     m = re.search(r'op_name="([^"]*)"', rest)
     if not m:
         return ""
-    last = m.group(1).rstrip("/").rsplit("/", 1)[-1]
-    return re.sub(r"\[.*$", "", last)
+    last = re.sub(r"\[.*$", "", m.group(1).rstrip("/").rsplit("/", 1)[-1])
+    return _ORIGIN_ALIASES.get(last, last)
 
 
 def collectives(text: str) -> list[Collective]:
@@ -136,13 +179,13 @@ def collectives(text: str) -> list[Collective]:
     def walk(name: str, times: int | None, stack: tuple[str, ...]):
         if name not in comps or name in stack:
             return
+        shapes = {ins.name: ins.shape for ins in comps[name]}
         for ins in comps[name]:
             base = ins.opcode[:-6] if ins.opcode.endswith("-start") else ins.opcode
             if base in COLLECTIVES and not ins.opcode.endswith("-done"):
-                operands, nbytes = shape_bytes(ins.shape)
-                if ins.opcode.endswith("-start") and ins.shape.startswith("("):
-                    operands, nbytes = max(1, operands // 2), nbytes // 2  # (inputs, outputs) pair
-                found.append(Collective(base, ins.shape, operands, nbytes, times, _origin(ins.rest), name))
+                operands, nbytes = _operand_bytes(ins.rest, shapes)
+                found.append(Collective(base, ins.shape, operands, nbytes, times, _origin(ins.rest), name,
+                                        _groups(ins.rest)))
             for attr, callee in _called(ins.rest):
                 if base in COLLECTIVES or attr == "condition":
                     continue  # a collective's to_apply is its reducer; a loop condition holds none
@@ -157,23 +200,23 @@ def collectives(text: str) -> list[Collective]:
     return found
 
 
-def count(text: str, op: str, by_student: bool = False) -> int | None:
-    """Executions of ``op`` per run (None if some run inside a loop of unknown trip count)."""
-    total = 0
-    for c in collectives(text):
-        if c.op == op and (c.by_student or not by_student):
-            if c.times is None:
-                return None
-            total += c.times
-    return total
+def select(text: str, ops=COLLECTIVES, by_student: bool = False) -> list[Collective]:
+    """The collectives of the given opcode(s), only those the student wrote if ``by_student``."""
+    ops = (ops,) if isinstance(ops, str) else tuple(ops)
+    return [c for c in collectives(text) if c.op in ops and (c.by_student or not by_student)]
 
 
-def bytes_moved(text: str, ops=COLLECTIVES) -> int | None:
-    """Sum of result bytes of the given collectives over one run (None if a trip count is unknown)."""
-    total = 0
-    for c in collectives(text):
-        if c.op in ops:
-            if c.times is None:
-                return None
-            total += c.bytes * c.times
-    return total
+def count(text: str, op, by_student: bool = False) -> int | None:
+    """Executions of ``op`` (one opcode or several) per run; None if one is in a loop of unknown length."""
+    chosen = select(text, op, by_student)
+    if any(c.times is None for c in chosen):
+        return None
+    return sum(c.times for c in chosen)
+
+
+def bytes_moved(text: str, ops=COLLECTIVES, by_student: bool = False) -> int | None:
+    """Bytes each device puts into the given collectives over one run; None if a trip count is unknown."""
+    chosen = select(text, ops, by_student)
+    if any(c.times is None for c in chosen):
+        return None
+    return sum(c.bytes * c.times for c in chosen)

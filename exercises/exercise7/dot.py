@@ -15,8 +15,10 @@ How:
   3. Take the result of one device: out[0].
 
 The chapter says "across 4 devices": write it for *any* device count. The grader runs it on 1, 2,
-4 and 8 devices, and reads the compiled program: exactly one all-reduce (your psum) and no
-all-gather. Use jax.numpy (not NumPy) for the padding so the function can be compiled by jax.jit.
+4 and 8 devices, and reads the compiled program: exactly one all-reduce (your psum) carrying one
+number per device (so take the local dot *before* the psum), and no all-gather (no device needs
+the whole vectors). Use jax.numpy (not NumPy) for the padding so the function can be compiled by
+jax.jit.
 """
 
 import jax

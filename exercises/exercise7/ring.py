@@ -1,0 +1,53 @@
+"""Tasks ring and ring_optimal: moving data around a ring of devices with lax.ppermute.
+
+These are *per-device* functions: they run inside ``jax.pmap(..., axis_name=...)`` and see one
+device's block. The grader wraps them itself, with an axis name of its choosing:
+
+    f = jax.pmap(lambda block: ring_shift(block, "ring", shift=1), axis_name="ring")
+    f(x)    # x has shape (n_devices, ...): row i lives on device i
+
+So use the ``axis_name`` you are given (not 'batch' or 'i'), and ask the axis how big it is with
+``lax.axis_size(axis_name)`` (your position on it is ``lax.axis_index(axis_name)``); never assume 4
+devices. The grader runs on 1, 2, 4 and 8.
+
+1. ``ring_shift(x, axis_name, shift=1)``: device i's block lands on device (i + shift) mod n, for
+   any integer shift, negative ones too. Seen from outside pmap, on 4 devices:
+
+       >>> f(jnp.array([[0.], [1.], [2.], [3.]]))            # shift=1
+       [[3.], [0.], [1.], [2.]]                                # what np.roll(x, 1, axis=0) gives
+
+   Use one ``lax.ppermute(x, axis_name, perm)``, where perm lists (source, destination) pairs.
+   The chapter's example writes ``perm=[(i, (i+1) % 4) for i in range(4)]``: that is wrong on any
+   other number of devices (on 2 it is an error, on 8 half the devices receive zeros).
+
+2. ``ring_allreduce(x, axis_name)``: every device returns the sum of all devices' blocks (same
+   shape as x), what ``lax.psum(x, axis_name)`` returns, built from ``ring_shift`` alone: pass
+   the blocks around the ring n - 1 times and add up what arrives. No psum, pmean or all_gather:
+   the grader reads the compiled program and finds them. A ``lax.fori_loop(0, n - 1, ...)``
+   keeps the program small.
+
+3. Extra credit, ``ring_allreduce_optimal(x, axis_name)``: the same sum, as real all-reduce
+   implementations do it. Task 2 sends the whole block n - 1 times. Instead, cut the flattened
+   block into n chunks (pad it to a multiple of n, and cut the padding off at the end), then:
+   reduce-scatter: n - 1 steps in which every device passes one chunk to its neighbour, who
+   adds it to its own copy of that chunk; afterwards device i holds the complete sum of one chunk.
+   all-gather: n - 1 more steps passing the completed chunks around until every device has all
+   of them. Each device then sends 2(n - 1) chunks of size/n, about 2x the block whatever n is,
+   instead of (n - 1)x. The grader checks the bytes your ppermutes send (read from the compiled
+   program, loops included) are at most 2(n - 1) * ceil(size / n) elements.
+"""
+
+import jax.numpy as jnp
+from jax import lax
+
+
+def ring_shift(x, axis_name, shift=1):
+    raise NotImplementedError("ring_shift: one lax.ppermute whose perm is built from lax.axis_size(axis_name)")
+
+
+def ring_allreduce(x, axis_name):
+    raise NotImplementedError("ring_allreduce: n - 1 ring_shifts, adding up what arrives")
+
+
+def ring_allreduce_optimal(x, axis_name):
+    raise NotImplementedError("ring_allreduce_optimal (extra credit): reduce-scatter, then all-gather")

@@ -1,0 +1,90 @@
+"""Hidden suite for task mesh: a ('data', 'model') Mesh, a P('data', 'model') sharding, a row-parallel matmul.
+
+Meshes and shardings are described by probes_mesh.py in the worker. Mesh shapes follow the device
+count, so every count from 1 up gets a mesh that uses all of its devices.
+"""
+
+import numpy as np
+
+from grader import hlo
+from grader.testing import expect_close, expect_shape
+
+
+def factor_pairs(n: int) -> list[tuple[int, int]]:
+    return [(r, n // r) for r in range(1, n + 1) if n % r == 0]
+
+
+def tall(n: int) -> tuple[int, int]:
+    """More rows than columns where the count allows: 1x1, 2x1, 2x2, 4x2."""
+    return max((p for p in factor_pairs(n) if p[0] >= p[1]), key=lambda p: p[1])
+
+
+def wide(n: int) -> tuple[int, int]:
+    """At least two columns from 2 devices on, so the psum over 'model' really adds: 1x1, 1x2, 2x2, 2x4."""
+    return tall(n)[::-1]
+
+
+def spec_text(spec) -> str:
+    entries = [repr(tuple(e)) if isinstance(e, list) else repr(e) for e in spec]
+    return f"P({', '.join(entries)})"
+
+
+def test_make_2d_mesh_names_and_uses_every_device(student, devices):
+    for n_rows, n_cols in factor_pairs(devices):
+        call = f"make_2d_mesh({n_rows}, {n_cols}) on {devices} devices"
+        mesh = student.probe("probes_mesh.make_2d_mesh", n_rows, n_cols)
+        if mesh["type"] != "Mesh":
+            raise AssertionError(f"{call} returned {mesh['type']}, expected a jax.sharding.Mesh: "
+                                 "jax.make_mesh((n_rows, n_cols), ('data', 'model')) builds one with axis names")
+        if mesh["axis_names"] != ["data", "model"]:
+            raise AssertionError(f"{call} has axis names {tuple(mesh['axis_names'])}, expected ('data', 'model')")
+        ids = expect_shape(mesh["device_ids"], (n_rows, n_cols), f"the device grid of {call}")
+        if sorted(ids.ravel()) != list(range(devices)):
+            raise AssertionError(f"{call} holds devices {sorted(ids.ravel().tolist())}: a mesh uses every device once")
+
+
+def test_shard_matrix_lays_blocks_on_the_mesh(student, rng, devices):
+    n_rows, n_cols = tall(devices)
+    x = rng.normal(size=(3 * n_rows, 5 * n_cols)).astype(np.float32)
+    call = f"shard_matrix(x, mesh) on a {n_rows} x {n_cols} mesh"
+    out = student.probe("probes_mesh.shard_matrix", x, n_rows, n_cols)
+    if "spec" not in out:
+        raise AssertionError(f"{call} returned {out['type']} with {out['sharding']}, not a NamedSharding: "
+                             "jax.device_put(x, NamedSharding(mesh, P('data', 'model'))) places it on the mesh")
+    expect_close(out["values"], x, what=call, rtol=0, atol=0)
+    spec = list(out["spec"])
+    while spec and spec[-1] is None:
+        spec.pop()
+    if spec != ["data", "model"]:
+        raise AssertionError(f"{call} is sharded with {spec_text(out['spec'])}, expected P('data', 'model'): "
+                             "rows split over 'data', columns over 'model'")
+    rows, cols = x.shape[0] // n_rows, x.shape[1] // n_cols
+    for (i, j), device in np.ndenumerate(out["device_ids"]):
+        block = out["blocks"].get(str(device))
+        if block != [[i * rows, (i + 1) * rows], [j * cols, (j + 1) * cols]]:
+            raise AssertionError(f"{call}: device {device} at mesh position ({i}, {j}) holds x[{block}], expected "
+                                 f"block ({i}, {j}); shard over the mesh you are given")
+
+
+def test_sharded_matmul_is_row_parallel_with_one_psum(student, rng, devices):
+    n_rows, n_cols = wide(devices)
+    x = rng.normal(size=(3 * n_rows, 4 * n_cols))
+    w = rng.normal(size=(4 * n_cols, 5))
+    out = student.probe("probes_mesh.sharded_matmul", x.astype(np.float32), w.astype(np.float32), n_rows, n_cols)
+    mine = hlo.select(out["hlo"], by_student=True)
+    for c in mine:
+        if c.op != "all-reduce":
+            raise AssertionError(f"sharded_matmul runs an {c.op} (from lax.{c.origin}): no device needs whole "
+                                 "matrices; multiply the blocks you hold and psum the partial products over 'model'")
+    if len(mine) != 1:
+        raise AssertionError(f"sharded_matmul runs {len(mine)} psums of its own, expected exactly one: write the "
+                             "block product with jax.shard_map and add the partial products with lax.psum(..., 'model')")
+    rows = {tuple(r) for r in out["device_ids"].tolist()}
+    groups = set(mine[0].groups or ())
+    if groups != rows:
+        columns = {tuple(c) for c in out["device_ids"].T.tolist()}
+        over = "'data' (devices in the same mesh column)" if groups == columns else f"the device groups {sorted(groups)}"
+        raise AssertionError(f"sharded_matmul's psum adds up over {over} on a {n_rows} x {n_cols} mesh: the partial "
+                             "products of one mesh row are the ones to add, lax.psum(..., 'model')")
+    expect_close(out["values"], x @ w, what=f"sharded_matmul(x, w, mesh) on a {n_rows} x {n_cols} mesh", rtol=1e-4,
+                 atol=1e-4)

@@ -1,0 +1,43 @@
+"""Hidden suite for the extra-credit task ring_optimal: the reduce-scatter + all-gather ring.
+
+The sum must equal psum, and the bytes each device sends through ppermute, read from the compiled
+program with loop trip counts, must stay within 2(n - 1) chunks of ceil(size / n) elements.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from grader import hlo
+from grader.testing import expect_close
+
+
+def run_optimal(student, x):
+    out = student.probe("probes_ring.ring_allreduce_optimal", x.astype(np.float32))
+    expect_close(out["values"], np.broadcast_to(x.sum(axis=0), x.shape),
+                 what=f"ring_allreduce_optimal on {len(x)} devices (row i is what device i returned)")
+    return out["hlo"]
+
+
+@pytest.mark.parametrize("shape", [(13,), (4, 8)])
+def test_optimal_equals_psum(student, rng, devices, shape):
+    run_optimal(student, rng.normal(size=(devices, *shape)))
+
+
+def test_optimal_sends_2_n_minus_1_chunks(student, rng, devices):
+    size = 1001
+    text = run_optimal(student, rng.normal(size=(devices, size)))
+    for c in hlo.select(text, by_student=True):
+        if c.op != "collective-permute":
+            raise AssertionError(f"ring_allreduce_optimal runs an {c.op} (from lax.{c.origin}): "
+                                 "pass the chunks with ring_shift (lax.ppermute) alone")
+    sent = hlo.bytes_moved(text, "collective-permute", by_student=True)
+    if sent is None:
+        raise AssertionError("ring_allreduce_optimal runs a ppermute in a loop whose length is not known when it "
+                             "compiles (lax.while_loop?): use lax.fori_loop(0, n - 1, ...) so the steps can be counted")
+    limit = 2 * (devices - 1) * math.ceil(size / devices) * 4
+    if sent > limit:
+        raise AssertionError(f"on {devices} devices each device sends {sent} bytes to all-reduce a block of "
+                             f"{size * 4} bytes; the reduce-scatter + all-gather ring sends 2(n - 1) chunks of "
+                             f"ceil(size / n) elements, {limit} bytes. Passing whole blocks costs (n - 1) blocks")

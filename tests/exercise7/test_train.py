@@ -1,0 +1,149 @@
+"""Hidden suite for task train: data-parallel SGD equals full-batch SGD, replicas stay identical.
+
+References are float64 full-batch gradient descent on one "device" (NumPy). The step is also read
+from the compiled program: each device may send only its gradient and its loss.
+"""
+
+import numpy as np
+import pytest
+
+from grader import hlo
+from grader.testing import expect_close, expect_sequence, expect_shape
+from grader.verdicts import StudentFailure
+
+D, B = 3, 5  # features, samples per device: B != D, so the chapter's params @ x fails loudly
+
+CONTRACTION = ("the predictions are x @ params ((b, d) @ (d,) -> (b,)), not the chapter's params @ x, which "
+               "contracts parameters with samples")
+
+
+def ask(student, target, *args):
+    """Call the student, turning the known errors (the chapter's contraction, a fixed device count) into the fix."""
+    try:
+        return student.call(target, *args)
+    except StudentFailure as exc:
+        if "contracting dimensions" in exc.message or "core dimension" in exc.message:
+            raise AssertionError(f"{exc.message.split(':')[0]}: {CONTRACTION}") from None
+        if "squeeze out" in exc.message or "evenly divide" in exc.message:
+            raise AssertionError(f"{exc.message.split(':')[0]}: the leading axis of what you give the pmapped step "
+                                 "must be the device count: use jax.device_count(), never a fixed number") from None
+        raise
+
+
+def maps_lr(student, params, batch, lr) -> bool:
+    """True if train_step runs when given one lr per device: it maps lr like params and batch."""
+    try:
+        ask(student, "train.train_step", params, batch, np.full(len(params), lr, np.float32))
+    except (StudentFailure, AssertionError):
+        return False
+    return True
+
+
+def ask_step(student, params, batch, lr):
+    """Call train_step; a failure with a scalar lr that a per-device lr avoids is the chapter's mapped lr."""
+    try:
+        return ask(student, "train.train_step", params, batch, lr)
+    except StudentFailure as exc:
+        if exc.kind != "raised" or not maps_lr(student, params, batch, lr):
+            raise
+    raise AssertionError("train_step maps lr over the devices like params and batch, but lr is one number for all "
+                         "devices: build it with jax.pmap(..., in_axes=(0, 0, None)) or static_broadcasted_argnums=2")
+
+
+def problem(rng, samples):
+    X = rng.normal(size=(samples, D))
+    y = X @ rng.normal(size=D) + 0.1 * rng.normal(size=samples)
+    return rng.normal(size=D), X, y
+
+
+def sgd(params, X, y, lr):
+    """One full-batch step in float64: (new params, loss at the old params, gradient)."""
+    residual = X @ params - y
+    grad = 2 * X.T @ residual / len(y)
+    return params - lr * grad, np.mean(residual ** 2), grad
+
+
+def f32(*arrays):
+    return tuple(np.asarray(a, np.float32) for a in arrays)
+
+
+def run_step(student, rng, n, lr):
+    params, X, y = problem(rng, n * B)
+    replicated, Xs, ys = f32(np.broadcast_to(params, (n, D)), X.reshape(n, B, D), y.reshape(n, B))
+    new, loss = expect_sequence(ask_step(student, replicated, (Xs, ys), lr), 2,
+                                "train_step(params, batch, lr)")
+    return (expect_shape(new, (n, D), "train_step's new params"), expect_shape(loss, (n,), "train_step's loss"),
+            sgd(params, X, y, lr))
+
+
+def test_loss_fn_matches_numpy(student, rng, devices):
+    params, X, y = problem(rng, B)
+    got = ask(student, "train.loss_fn", *f32(params), f32(X, y))
+    expect_close(got, np.mean((X @ params - y) ** 2), what="loss_fn(params, (x, y))", rtol=1e-4)
+
+
+def test_replicate_copies_params(student, rng, devices):
+    params = rng.normal(size=D)
+    expect_close(ask(student, "train.replicate", *f32(params), devices), np.broadcast_to(params, (devices, D)),
+                 what=f"replicate(params, {devices})")
+
+
+@pytest.mark.parametrize("lr", [0.1, 0.02])
+def test_train_step_equals_full_batch_sgd(student, rng, devices, lr):
+    new, _, (expected, _, grad) = run_step(student, rng, devices, lr)
+    apart = [j for j in range(devices) if not np.allclose(new[j], new[0], rtol=1e-5, atol=1e-6)]
+    if apart:
+        raise AssertionError(f"after one train_step device {apart[0]} holds other params than device 0 on {devices} "
+                             "devices: average the gradients with lax.pmean(grads, axis_name) before the update, "
+                             "so every replica takes the same step")
+    if devices > 1 and np.allclose(new[0], expected - (devices - 1) * lr * grad, rtol=1e-4, atol=1e-5):
+        raise AssertionError(f"train_step's update is {devices} times the full-batch step on {devices} devices: "
+                             "lax.psum adds the gradients up; lax.pmean averages them")
+    expect_close(new[0], expected, what=f"params after one train_step on {devices} devices (lr={lr})",
+                 rtol=1e-4, atol=1e-5)
+
+
+def test_train_step_returns_the_global_loss(student, rng, devices):
+    _, loss, (_, expected, _) = run_step(student, rng, devices, 0.05)
+    if devices > 1 and not np.allclose(loss, loss[0], rtol=1e-5):
+        raise AssertionError(f"train_step's loss differs between devices ({loss[0]:.4g} on device 0, "
+                             f"{loss[1]:.4g} on device 1): each reports its own shard; lax.pmean the loss too")
+    if devices > 1 and np.isclose(loss[0], devices * expected, rtol=1e-4):
+        raise AssertionError(f"train_step's loss is {devices} times the mean loss on {devices} devices: "
+                             "lax.psum adds the losses up; lax.pmean averages them")
+    expect_close(loss, np.full(devices, expected), what=f"train_step's loss on {devices} devices", rtol=1e-4)
+
+
+def test_train_step_sends_only_gradient_and_loss(student, rng, devices):
+    params, X, y = problem(rng, devices * B)
+    batch = f32(X.reshape(devices, B, D), y.reshape(devices, B))
+    text = student.probe("probes_train.train_step", *f32(np.broadcast_to(params, (devices, D))), batch, 0.05)
+    gathered = hlo.select(text, ("all-gather", "all-to-all", "collective-permute"), by_student=True)
+    if gathered:
+        raise AssertionError(f"train_step runs an {gathered[0].op} (from lax.{gathered[0].origin}): the data stays "
+                             "where it is; each device sends only its gradient and its loss, with lax.pmean")
+    sent, limit = hlo.bytes_moved(text, "all-reduce", by_student=True), (D + 1) * 4
+    if sent is None:
+        raise AssertionError("train_step all-reduces inside a loop of unknown length; one step needs one pmean of "
+                             "the gradient and one of the loss")
+    if sent > limit:
+        raise AssertionError(f"train_step all-reduces {sent} bytes per device per step; a gradient of {D} float32 "
+                             f"and a loss are {limit}: pmean only those")
+
+
+def test_fit_loss_falls_and_matches_full_batch_sgd(student, rng, devices):
+    steps, lr = 12, 0.1
+    params, X, y = problem(rng, 51)  # 51 samples: not a multiple of 2, 4 or 8
+    used = len(X) // devices * devices
+    expected, losses = params, []
+    for _ in range(steps):
+        expected, loss, _ = sgd(expected, X[:used], y[:used], lr)
+        losses.append(loss)
+    got = expect_sequence(ask(student, "train.fit", *f32(params, X, y), steps, lr), 2, "fit(params, X, y, steps, lr)")
+    got_losses = expect_shape(np.asarray(got[1], dtype=float), (steps,), "fit's losses")
+    if not got_losses[-1] < got_losses[0]:
+        raise AssertionError(f"the loss did not fall over fit on {devices} devices ({got_losses[0]:.4g} -> "
+                             f"{got_losses[-1]:.4g} in {steps} steps)")
+    what = f"fit on {devices} devices with {len(X)} samples (it uses the first {used})"
+    expect_close(got_losses, losses, what=f"losses of {what}", rtol=1e-3, atol=1e-5)
+    expect_close(got[0], expected, what=f"params after {what}", rtol=1e-3, atol=1e-5)

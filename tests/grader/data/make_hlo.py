@@ -1,0 +1,117 @@
+"""Write the real HLO that tests/grader/test_hlo.py reads: one program per rule of grader/hlo.py.
+
+Run it again after a JAX upgrade (``python tests/grader/data/make_hlo.py``) and rerun the tests:
+each file is what ``jax.jit(f).lower(...).compile().as_text()`` prints for a small program on
+4 emulated CPU devices, the same call the grader's workers make.
+"""
+
+import os
+import sys
+
+import jax
+import numpy as np
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import PartitionSpec as P
+
+DEVICES = 4
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hlo")
+
+
+def pmapped(per_device, name="i"):
+    return jax.pmap(per_device, axis_name=name)
+
+
+def dot_with_squeeze(x, y):
+    """The dot task's shape: one psum of a scalar, then [0] adds a partitioner all-reduce."""
+    return pmapped(lambda a, b: lax.psum(jnp.dot(a, b), "i"))(x.reshape(DEVICES, -1), y.reshape(DEVICES, -1))[0]
+
+
+def merged_psums(x):
+    """Three independent psums, one a duplicate of another, and a pmean: XLA merges them."""
+    return pmapped(lambda a: (lax.psum(a, "i"), lax.psum(2 * a, "i"), lax.psum(a, "i"),
+                              lax.pmean(a.sum(), "i")))(x)
+
+
+def pmean_only(x):
+    return pmapped(lambda a: lax.pmean(a, "i"))(x)
+
+
+def _shift(b):
+    return lax.ppermute(b, "i", [(j, (j + 1) % DEVICES) for j in range(DEVICES)])
+
+
+def ring_fori(x):
+    """A ring all-reduce: one ppermute inside a fori_loop of n - 1 steps."""
+    def per_device(a):
+        def step(_, carry):
+            acc, buf = carry
+            buf = _shift(buf)
+            return acc + buf, buf
+        return lax.fori_loop(0, DEVICES - 1, step, (a, a))[0]
+    return pmapped(per_device)(x)
+
+
+def nested_loops(x):
+    """A ppermute inside a fori_loop of 3 inside a fori_loop of 2: it runs 6 times."""
+    def per_device(a):
+        inner = lambda _, b: _shift(b) * 0.5  # noqa: E731
+        return lax.fori_loop(0, 2, lambda _, b: lax.fori_loop(0, 3, inner, b), a)
+    return pmapped(per_device)(x)
+
+
+def while_unknown(x):
+    """A ppermute inside a while_loop that stops on a value: its trip count is not known."""
+    def per_device(a):
+        return lax.while_loop(lambda b: b.sum() < 100.0, lambda b: _shift(b) * 2.0 + 1.0, a)
+    return pmapped(per_device)(x)
+
+
+def cond_branch(x):
+    """A ppermute in one branch of a lax.cond on a value: counted as if that branch runs."""
+    def per_device(a):
+        return lax.cond(a.sum() > 0, _shift, lambda b: b * 2.0, a)
+    return pmapped(per_device)(x)
+
+
+def all_gather_sum(x):
+    """Gathering whole blocks: each device sends its block, receives n of them."""
+    return pmapped(lambda a: lax.all_gather(a, "i").sum(0))(x)
+
+
+def mesh_matmul(x, w):
+    """A row-parallel matmul on a 2 x 2 mesh: one psum over 'model' (recorded as psum_invariant)."""
+    mesh = jax.make_mesh((2, 2), ("data", "model"))
+    x = jax.device_put(x, jax.NamedSharding(mesh, P("data", "model")))
+    w = jax.device_put(w, jax.NamedSharding(mesh, P("model", None)))
+    f = jax.shard_map(lambda a, b: lax.psum(a @ b, "model"), mesh=mesh,
+                      in_specs=(P("data", "model"), P("model", None)), out_specs=P("data", None))
+    return f(x, w)
+
+
+PROGRAMS = {
+    "dot_with_squeeze": (dot_with_squeeze, (np.ones(16, np.float32), np.ones(16, np.float32))),
+    "merged_psums": (merged_psums, (np.ones((DEVICES, 3), np.float32),)),
+    "pmean_only": (pmean_only, (np.ones((DEVICES, 5), np.float32),)),
+    "ring_fori": (ring_fori, (np.ones((DEVICES, 6), np.float32),)),
+    "nested_loops": (nested_loops, (np.ones((DEVICES, 7), np.float32),)),
+    "while_unknown": (while_unknown, (np.ones((DEVICES, 2), np.float32),)),
+    "cond_branch": (cond_branch, (np.ones((DEVICES, 3), np.float32),)),
+    "all_gather_sum": (all_gather_sum, (np.ones((DEVICES, 10), np.float32),)),
+    "mesh_matmul": (mesh_matmul, (np.ones((6, 8), np.float32), np.ones((8, 3), np.float32))),
+}
+
+
+def main(names):
+    jax.config.update("jax_num_cpu_devices", DEVICES)
+    os.makedirs(OUT, exist_ok=True)
+    for name in names or PROGRAMS:
+        fn, args = PROGRAMS[name]
+        text = jax.jit(fn).lower(*args).compile().as_text()
+        with open(os.path.join(OUT, f"{name}.txt"), "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"wrote {name}.txt ({len(text)} characters)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

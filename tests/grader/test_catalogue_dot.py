@@ -1,0 +1,26 @@
+"""Wrong submissions for task dot: each loses points on dot, says why, and leaves ring at full points."""
+
+import pytest
+
+from catalogue import expect_caught, mutate
+
+WRONG = {
+    "hard-coded 4 devices": (
+        mutate("dot", ("n = jax.device_count()", "n = 4")), "2,4",
+        "the leading axis you give jax.pmap must be the device count (2 here)"),
+    "no padding, assumes divisibility": (
+        mutate("dot", ("pad = (-v.shape[0]) % n", "pad = 0")), "2", "pad x and y with zeros"),
+    "gathers whole vectors": (
+        mutate("dot", ("lambda a, b: lax.psum(jnp.dot(a, b), axis_name=\"i\")",
+                       "lambda a, b: jnp.vdot(lax.all_gather(a, \"i\"), lax.all_gather(b, \"i\"))")),
+        "2", "gathers whole vectors"),
+    "psum of the products, summed after": (
+        mutate("dot", ("lax.psum(jnp.dot(a, b), axis_name=\"i\")", "jnp.sum(lax.psum(a * b, axis_name=\"i\"))")),
+        "2", "psum carries"),
+}
+
+
+@pytest.mark.parametrize("mistake", WRONG)
+def test_wrong_dot_is_caught(make_submission, mistake):
+    source, devices, reason = WRONG[mistake]
+    expect_caught(make_submission({"dot": source}), "dot", "ring", devices, reason)

@@ -1,0 +1,102 @@
+"""The rules for reading compiled HLO, each checked on real HLO text.
+
+The programs are in tests/grader/data/make_hlo.py (4 emulated CPU devices, the grader's own
+compile call); their HLO is committed under tests/grader/data/hlo/.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from grader import hlo
+
+DATA = Path(__file__).parent / "data" / "hlo"
+
+
+def program(name: str) -> str:
+    return (DATA / f"{name}.txt").read_text()
+
+
+def test_shape_bytes_reads_arrays_and_tuples():
+    assert hlo.shape_bytes("f32[4,10]{1,0}") == (1, 160)
+    assert hlo.shape_bytes("(f32[3]{0}, bf16[2,2]{1,0}, s32[])") == (3, 12 + 8 + 4)
+
+
+def test_partitioner_collectives_are_not_the_students():
+    text = program("dot_with_squeeze")
+    origins = sorted(c.origin for c in hlo.collectives(text))
+    assert origins == ["psum", "squeeze"]  # [0] on a sharded result adds an all-reduce of its own
+    assert hlo.count(text, "all-reduce") == 2
+    assert hlo.count(text, "all-reduce", by_student=True) == 1
+    assert hlo.bytes_moved(text, "all-reduce", by_student=True) == 4  # one f32 scalar
+
+
+def test_merged_psums_are_one_instruction_with_several_operands():
+    text = program("merged_psums")
+    (merged,) = hlo.collectives(text)
+    # psum(a), psum(2a), psum(a) again and pmean(sum(a)): the duplicate is dropped, the rest merged.
+    assert (merged.op, merged.operands, merged.times) == ("all-reduce", 3, 1)
+    assert merged.bytes == 3 * 4 + 3 * 4 + 4
+    assert hlo.count(text, "all-reduce", by_student=True) == 1
+
+
+def test_pmean_is_a_psum_and_a_multiply():
+    text = program("pmean_only")
+    (reduce,) = hlo.collectives(text)
+    assert reduce.origin == "psum" and reduce.by_student
+    assert "constant(0.25)" in text  # the divide by 4 devices, after the all-reduce
+
+
+def test_loop_trip_count_multiplies_a_collective():
+    text = program("ring_fori")
+    (permute,) = hlo.collectives(text)
+    assert (permute.op, permute.times, permute.bytes) == ("collective-permute", 3, 6 * 4)
+    assert permute.groups == ((0, 1), (1, 2), (2, 3), (3, 0))
+    assert hlo.count(text, "collective-permute", by_student=True) == 3
+    assert hlo.bytes_moved(text, "collective-permute") == 3 * 6 * 4
+
+
+def test_nested_loops_multiply():
+    text = program("nested_loops")
+    assert [c.times for c in hlo.collectives(text)] == [2 * 3]
+    assert hlo.bytes_moved(text) == 6 * 7 * 4
+
+
+def test_unknown_trip_count_is_not_guessed():
+    text = program("while_unknown")
+    assert [c.times for c in hlo.collectives(text)] == [None]
+    assert hlo.count(text, "collective-permute") is None
+    assert hlo.bytes_moved(text) is None
+    assert hlo.count(text, "all-reduce") == 0  # other ops are still counted exactly
+
+
+def test_a_collective_in_a_branch_counts_as_if_the_branch_ran():
+    text = program("cond_branch")
+    (permute,) = hlo.collectives(text)
+    assert (permute.op, permute.times, permute.bytes) == ("collective-permute", 1, 3 * 4)
+    assert "conditional(" in text and permute.computation != hlo.parse_computations(text)[1]  # not ENTRY
+
+
+def test_bytes_come_from_operands_not_results():
+    (gather,) = hlo.collectives(program("all_gather_sum"))
+    assert hlo.shape_bytes(gather.shape)[1] == 4 * 10 * 4  # every device receives 4 blocks...
+    assert gather.bytes == 10 * 4                           # ...and sends its own one
+
+
+def test_shard_map_psum_reads_as_psum_with_its_mesh_groups():
+    text = program("mesh_matmul")
+    (reduce,) = hlo.collectives(text)
+    assert reduce.origin == "psum" and "psum_invariant" in text
+    assert reduce.groups == ((0, 1), (2, 3))  # the rows of a 2 x 2 ('data', 'model') mesh
+
+
+@pytest.mark.parametrize("ops", ["all-gather", ("all-gather", "all-to-all")])
+def test_count_takes_one_opcode_or_several(ops):
+    assert hlo.count(program("all_gather_sum"), ops) == 1
+
+
+def test_select_keeps_the_students_collectives_of_the_given_kinds():
+    text = program("dot_with_squeeze")
+    assert [c.origin for c in hlo.select(text, "all-reduce")] == ["psum", "squeeze"]
+    assert [c.origin for c in hlo.select(text, by_student=True)] == ["psum"]
+    assert hlo.select(text, ("all-gather", "collective-permute")) == []
