@@ -131,8 +131,10 @@ def scan(top: str, rules: Forbidden) -> list[str]:
         text = _read(path)
         if _normalise(text) in solution_texts:
             problems.append(f"{rel} is a copy of the solution {solution_texts[_normalise(text)]}")
-        problems += [f"{rel} contains a line of the solution {src}: {_short(line)!r}"
-                     for line, src in rules.solution_lines.items() if line in text]
+            continue  # every line of it would be reported again
+        lines = [f"{rel} contains a line of the solution {src}: {_short(line)!r}"
+                 for line, src in rules.solution_lines.items() if line in text]
+        problems += lines[:3] + ([f"{rel} contains {len(lines) - 3} more lines of solutions"] if len(lines) > 3 else [])
         if names:
             problems += [f"{rel} names the hidden test {m}" for m in sorted(set(names.findall(text)))]
         problems += [f"{rel} contains text only the hidden test {test} has: {_short(s)!r}"

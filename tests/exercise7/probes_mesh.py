@@ -13,8 +13,11 @@ from jax.sharding import Mesh, NamedSharding
 from grader.worker import student_function
 
 
+AXES = ("data", "model")
+
+
 def _mesh(n_rows: int, n_cols: int) -> Mesh:
-    return jax.make_mesh((n_rows, n_cols), ("data", "model"))
+    return jax.make_mesh((n_rows, n_cols), AXES)
 
 
 def _device_ids(mesh: Mesh) -> np.ndarray:

@@ -27,14 +27,15 @@ def hidden_release(tmp_path_factory):
 
 
 def _solution_code_lines(course: Path) -> dict[str, str]:
-    """Lines of solution code (not imports, defs, blank or short) that the matching stub does not have."""
+    """Lines of solution code (not imports, defs, blank or short) that neither a stub nor the engine has."""
+    engine = "\n".join(p.read_text() for p in (ROOT / "grader").rglob("*.py"))
+    stub_text = "\n".join(p.read_text() for p in (course / "exercises" / EXERCISE).glob("*.py"))
     lines = {}
     for sol in (course / "solutions" / EXERCISE).glob("*.py"):
-        stub = course / "exercises" / EXERCISE / sol.name
-        stub_text = stub.read_text() if stub.exists() else ""
         for line in sol.read_text().splitlines():
             line = line.strip()
-            if len(line) >= 20 and not line.startswith(("import", "from", "def", "#")) and line not in stub_text:
+            if (len(line) >= 20 and not line.startswith(("import", "from", "def", "#"))
+                    and line not in stub_text and line not in engine):
                 lines[line] = sol.name
     return lines
 
