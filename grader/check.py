@@ -86,6 +86,9 @@ def run_problems(course: Course, exercise: Exercise, sol: scoring.Score, stub: s
             problems.append(f"the stub scores {ts.score:g} / {ts.max_score:g} on task {ts.task.id}: "
                             f"{', '.join(passed)} {'passes' if len(passed) == 1 else 'pass'} without the task "
                             "being done; a stub must score zero")
+        elif ts.cases and ts.status != "not started":
+            problems.append(f"the stub of task {ts.task.id} is {ts.status}, not 'not started' ({ts.reason}); "
+                            "a stub must import cleanly and raise NotImplementedError")
     return problems
 
 

@@ -15,7 +15,10 @@ from grader.cli import EXIT_BELOW, run_safely
 
 
 def _points(score) -> str:
-    return f"{score.total:g} / {score.max_total:g}" if score else "not graded"
+    if not score:
+        return "not graded"
+    extra = sum(ts.score for ts in score.tasks if ts.task.extra_credit)
+    return f"{score.total - extra:g} / {score.max_total:g}" + (f" + {extra:g} extra credit" if extra else "")
 
 
 def _check(exercise_name, devices_text, seed, course_path):

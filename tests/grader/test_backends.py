@@ -11,7 +11,7 @@ import pytest
 from grader import backends
 from grader.backends import EMULATED, Inventory, Platform, resolve
 from grader.verdicts import UsageError
-from tests.grader.conftest import run_grade
+from conftest import run_grade
 
 CPU_ONLY = Inventory("0.10.2", {"cpu": Platform(1, "cpu")})
 TWO_GPUS = Inventory("0.10.2", {"cuda": Platform(2, "NVIDIA H200"), "cpu": Platform(1, "cpu")})

@@ -31,7 +31,7 @@ def test_layouts_are_read_sorted_and_replace_device_counts(tmp_path):
 
 
 def test_the_real_course_grades_multihost_at_2x2_and_4x1():
-    from tests.grader.conftest import ROOT
+    from conftest import ROOT
 
     task = load_course(str(ROOT / "course.yaml")).exercise("exercise7").task("multihost")
     assert task.extra_credit and task.points == 5

@@ -20,7 +20,7 @@ from grader.backends import EMULATED, Backend
 from grader.multiprocess import WorkerGroup
 from grader.verdicts import StudentFailure
 from grader.workers import Config
-from tests.grader.conftest import ROOT, grade_json, run_grade, task
+from conftest import ROOT, grade_json, run_grade, task
 
 DIES_ON_PROCESS_1 = """
     import os

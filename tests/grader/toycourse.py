@@ -63,6 +63,7 @@ DEFECTS = {
     "unmapped_test_file": "tests/ex1/test_orphan.py belongs to no task",
     "task_without_tests": "task mul has no tests: tests/ex1/test_mul.py does not exist",
     "rule_for_missing_test": "no such test exists",
+    "stub_broken": "the stub of task add is import error, not 'not started'",
 }
 
 
@@ -84,6 +85,8 @@ def make_course(root: Path, defect: str | None = None) -> Path:
         suite["test_orphan.py"] = "def test_orphan():\n    pass\n"
     elif defect == "task_without_tests":
         tasks.append({"id": "mul", "title": "Multiply", "points": 5, "hint": "Return x * y."})
+    elif defect == "stub_broken":
+        stubs["add.py"] = "def add(x, y)\n    raise NotImplementedError\n"
     elif defect == "rule_for_missing_test":
         tasks[0] = dict(tasks[0], tests={"test_add_typo": {"weight": 2}})
     course = {"course": "toy-course", "defaults": {"devices": [1], "timeout_s": 60},
