@@ -43,8 +43,8 @@ def _bind(book, course, exercise, course_hash: str, seed: int, devices) -> None:
                   max_score=exercise.max_points, grader_version=__version__, devices=list(devices or ()))
 
 
-def _batch(submissions, exercise_name, jobs, shard_text, gradebook_path, seed, regrade, devices_text, course_path,
-           timeout_s):
+def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, seed, regrade, devices_text,
+           course_path, timeout_s):
     from grader import batch, fingerprint, roster
     from grader.cli_grade import parse_devices
     from grader.course import find_course
@@ -53,7 +53,7 @@ def _batch(submissions, exercise_name, jobs, shard_text, gradebook_path, seed, r
     from grader.summary import summarize
 
     course = find_course(explicit=course_path)
-    exercise = course.exercise(exercise_name)
+    exercise = course.exercise(exercise_name).only(tasks)
     devices = parse_devices(devices_text)
     shard = roster.parse_shard(shard_text)
     entries = [e for e in roster.discover(list(submissions), exercise.name) if roster.in_shard(e.student, shard)]
@@ -85,6 +85,7 @@ def _batch(submissions, exercise_name, jobs, shard_text, gradebook_path, seed, r
 @click.command("batch")
 @click.argument("submissions", nargs=-1, required=True, type=click.Path())
 @click.option("--exercise", "exercise_name", required=True, help="the exercise to grade, as named in course.yaml")
+@click.option("--task", "tasks", multiple=True, help="grade only this task (repeatable; default: every task)")
 @click.option("--jobs", type=click.IntRange(1), default=default_jobs, show_default="the usable cores",
               help="submissions graded at once")
 @click.option("--shard", "shard_text", metavar="K/N", help="grade only shard K of N (the same split on every machine)")
@@ -102,5 +103,4 @@ def batch_command(**kw):
     same command again after an interruption to grade the rest. Exit code 3 if the grader could not
     grade some submission (they are listed; a rerun retries them).
     """
-    run_safely(_batch, kw["submissions"], kw["exercise_name"], kw["jobs"], kw["shard_text"], kw["gradebook_path"],
-               kw["seed"], kw["regrade"], kw["devices_text"], kw["course_path"], kw["timeout_s"])
+    run_safely(_batch, **kw)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import yaml
 
@@ -74,6 +74,10 @@ class Exercise:
             if t.id == task_id:
                 return t
         raise UsageError(f"no task '{task_id}' in {self.name}; known: {', '.join(t.id for t in self.tasks)}")
+
+    def only(self, task_ids) -> Exercise:
+        """This exercise cut down to ``task_ids`` (all of it when empty): grading a subset of tasks."""
+        return replace(self, tasks=tuple(self.task(t) for t in task_ids)) if task_ids else self
 
     def task_for_file(self, filename: str) -> Task | None:
         for t in self.tasks:

@@ -40,8 +40,9 @@ def combined_hash(hashes) -> str:
 
 
 def course_hash(course: Course, exercise: Exercise, devices: tuple[int, ...] | None) -> str:
-    """sha256 of the rubric, the exercise's hidden suite, the grader version and the device counts."""
-    h = hashlib.sha256(f"grader {__version__}\ndevices {devices or 'course'}\n".encode())
+    """sha256 of the rubric, the exercise's hidden suite, the grader version, the tasks and device counts."""
+    tasks = ",".join(t.id for t in exercise.tasks)
+    h = hashlib.sha256(f"grader {__version__}\ndevices {devices or 'course'}\ntasks {tasks}\n".encode())
     with open(course.path, "rb") as f:
         h.update(f.read())
     _update_tree(h, os.path.join(course.root, exercise.suite))
