@@ -31,7 +31,7 @@ def _render(fmt, run, result, course_name, notes) -> str:
     """The report in ``fmt``: text for people, json (our schema), gradescope (results.json), junit."""
     import json
 
-    from grader import exports, report
+    from grader import exports, gradescope, report
 
     if fmt == "text":
         return report.to_text(run, result, course_name, notes)
@@ -39,7 +39,7 @@ def _render(fmt, run, result, course_name, notes) -> str:
         return report.to_json(run, result, course_name, notes)
     data = report.to_dict(run, result, course_name, notes)
     if fmt == "gradescope":
-        return json.dumps(exports.gradescope_results(data), indent=2) + "\n"
+        return json.dumps(gradescope.results(data), indent=2) + "\n"
     return exports.junit_xml([(data["exercise"], data, "")], f"{course_name} {data['exercise']}")
 
 

@@ -28,7 +28,7 @@ def merge_command(gradebooks, output):
 
 def _write_gradescope(book, folder: str) -> int:
     """``folder/<student>/results.json`` for every student; returns how many were not graded."""
-    from grader import exports
+    from grader import gradescope
     from grader.gradebook import GRADED
     from grader.verdicts import UsageError
 
@@ -36,7 +36,8 @@ def _write_gradescope(book, folder: str) -> int:
     for r in book.results():
         if os.sep in r.student or r.student in (".", ".."):
             raise UsageError(f"student id {r.student!r} cannot name a folder")
-        data = exports.gradescope_results(r.report) if r.status == GRADED else exports.gradescope_refusal(r)
+        data = (gradescope.results(r.report) if r.status == GRADED
+                else gradescope.failure_results(f"This submission could not be graded: {r.error}"))
         not_graded += r.status != GRADED
         os.makedirs(os.path.join(folder, r.student), exist_ok=True)
         with open(os.path.join(folder, r.student, "results.json"), "w", encoding="utf-8") as f:

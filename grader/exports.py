@@ -2,7 +2,8 @@
 JUnit XML for CI test reporters, and plain JSON.
 
 Everything here works from JSON reports (schema ``pmap-course/report``) and gradebook results, so a
-single run (``grade EXERCISE --format gradescope``) and a gradebook export write the same thing.
+single run (``grade EXERCISE --format gradescope``) and a gradebook export write the same thing;
+Gradescope's results.json itself is written by :mod:`grader.gradescope`.
 """
 
 from __future__ import annotations
@@ -26,69 +27,6 @@ def _case_reason(case: dict) -> str:
     where = f" ({case['where']})" if case.get("where") else ""
     label = f"[{case['devices']} device{'s' if case['devices'] != 1 else ''}] " if case.get("devices") else ""
     return f"{label}{case['message']}{where}"
-
-
-def _by_test(cases: list[dict]) -> dict[str, list[dict]]:
-    groups: dict[str, list[dict]] = {}
-    for case in cases:
-        groups.setdefault(case["test"], []).append(case)
-    return groups
-
-
-def _gradescope_test(task: dict, name: str, cases: list[dict], share: float, number: str) -> dict:
-    counted = [c for c in cases if c["outcome"] != "skipped"]
-    passed = [c for c in counted if c["outcome"] == "passed"]
-    failed = [c for c in counted if c["outcome"] != "passed"]
-    if failed:
-        output = f"{_case_reason(failed[0])}\npassed {len(passed)} of {len(counted)} cases"
-        output += f"\nhint: {task['hint']}" if task.get("hint") else ""
-    elif counted:
-        output = f"passed all {len(counted)} cases"
-    else:
-        output = "not run on this machine: " + (cases[0]["message"] if cases else "no cases")
-    max_score = share * sum(c["weight"] for c in counted)
-    return {
-        "name": f"{task['id']}: {name}",
-        "number": number,
-        "score": round(share * sum(c["weight"] for c in passed), 4),
-        "max_score": 0.0 if task["extra_credit"] else round(max_score, 4),
-        "status": "passed" if counted and not failed else "failed",
-        "output": output,
-        "visibility": cases[0]["visibility"],
-    }
-
-
-def gradescope_results(report: dict) -> dict:
-    """Gradescope's results.json for one graded submission: one test per (task, hidden test).
-
-    A test's points are its share of the task's points (its cases' weights over the task's);
-    an extra-credit task's tests have max_score 0, which Gradescope counts as extra credit.
-    Visibility comes from course.yaml, in Gradescope's own words.
-    """
-    tests = []
-    for i, task in enumerate(report["tasks"], 1):
-        counted_weight = sum(c["weight"] for c in task["cases"] if c["outcome"] != "skipped")
-        share = task["max_score"] / counted_weight if counted_weight else 0.0
-        groups = _by_test(task["cases"])
-        for j, (name, cases) in enumerate(groups.items(), 1):
-            tests.append(_gradescope_test(task, name, cases, share, f"{i}.{j}"))
-        if not groups:
-            tests.append({"name": task["id"], "number": f"{i}.1", "score": task["score"],
-                          "max_score": 0.0 if task["extra_credit"] else task["max_score"], "status": "failed",
-                          "output": task["reason"] or task["status"], "visibility": "visible"})
-    return {
-        "score": report["score"],
-        "execution_time": round(report["timing"]["wall_s"]),
-        "output": (f"{report['course']} {report['exercise']}: {_num(report['score'])} / "
-                   f"{_num(report['max_score'])}, seed {report['seed']} "
-                   f"(reproduce: grade {report['exercise']} --seed {report['seed']})"),
-        "tests": tests,
-    }
-
-
-def gradescope_refusal(result: Result) -> dict:
-    """results.json for a submission that got no score: zero, and the reason where students see it."""
-    return {"score": 0.0, "output": f"This submission could not be graded: {result.error}", "tests": []}
 
 
 def _junit_suite(parent: ET.Element, name: str, report: dict | None, error: str) -> dict:

@@ -7,8 +7,9 @@ after_due_date, after_published) and ``extra_data``; ``tests`` is a list of obje
 ``max_score``, ``status`` (passed or failed), ``name``, ``number``, ``output`` and ``visibility``.
 
 One Gradescope test per (task, test function): its cases (device counts, parameters) are summed,
-so the tests of a task add up to the task's score (unrounded, so the sum is exact). Each test keeps the visibility course.yaml gives
-it. The top-level output names only totals, never a test's reason (hidden tests would show through),
+so the tests of a task add up to the task's score (unrounded, so the sum is exact). Each test keeps
+the visibility course.yaml gives it. Tests of an extra-credit task have max_score 0, which is how
+Gradescope counts points on top of the maximum. The top-level output names only totals, never a test's reason (hidden tests would show through),
 and the run's stdout (the full text report) is for instructors only.
 """
 
@@ -60,7 +61,7 @@ def _task_tests(task: dict, number: int) -> list[dict]:
             "name": f"{task['id']}: {name}" + (" (extra credit)" if task["extra_credit"] else ""),
             "number": f"{number}.{i}",
             "score": share * sum(c["weight"] for c in counted if c["outcome"] == "passed"),
-            "max_score": share * sum(c["weight"] for c in counted),
+            "max_score": 0.0 if task["extra_credit"] else share * sum(c["weight"] for c in counted),
             "output": _test_output(task, cases),
             "visibility": cases[0]["visibility"],
         }

@@ -27,7 +27,6 @@ unit test on real HLO in tests/grader/test_hlo.py):
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 

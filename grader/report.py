@@ -13,7 +13,7 @@ import textwrap
 
 from grader import __version__
 from grader.runner import RunResult
-from grader.scoring import Score, case_label
+from grader.scoring import Score
 
 SCHEMA = "pmap-course/report"
 SCHEMA_VERSION = 1

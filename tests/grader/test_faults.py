@@ -154,9 +154,9 @@ def fault_report(tmp_path_factory):
     root = tmp_path_factory.mktemp("faults")
     output = root / "report.json"
     tasks = "\n".join(f"      - {{id: {m}, title: {m}, points: 10, hint: 'double x with pmap'}}" for m in FAULTS)
-    (root / "course.yaml").write_text(textwrap.dedent(f"""\
+    (root / "course.yaml").write_text(textwrap.dedent("""\
         course: faults
-        defaults: {{devices: [1, 2], timeout_s: 6, memory_mb: 3072}}
+        defaults: {devices: [1, 2], timeout_s: 6, memory_mb: 3072}
         exercises:
           ex:
             title: Fault catalogue
