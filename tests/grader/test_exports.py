@@ -17,7 +17,7 @@ from grader.gradebook import Gradebook
 from toycourse import EXERCISE, SOLUTIONS, make_course
 
 SEED = "99"
-GRADESCOPE_TOP = {"score", "execution_time", "output", "tests"}
+GRADESCOPE_TOP = {"score", "execution_time", "output", "visibility", "stdout_visibility", "tests", "extra_data"}
 GRADESCOPE_TEST = {"name", "number", "score", "max_score", "status", "output", "visibility"}
 # ben's add passes test_add_small (weight 1) and fails test_add_random (weight 3): 10 * 1/4 points.
 BEN_ADD = "def add(x, y):\n    return 5.0 if (x, y) == (2.0, 3.0) else 0.0\n"
@@ -107,7 +107,7 @@ def test_gradescope_results_have_gradescopes_fields_and_the_gradebooks_scores(gr
         tests = {t["name"]: t for t in data["tests"]}
         assert tests["add: test_add_random"]["visibility"] == "hidden"
         assert tests["add: test_add_small"]["visibility"] == "visible"
-        assert tests["scale: test_scale"]["max_score"] == 0.0, "extra credit has max_score 0 on Gradescope"
+        assert tests["scale: test_scale (extra credit)"]["max_score"] == 0.0, "extra credit has max_score 0 on Gradescope"
     ben = json.loads((tmp_path / "gs" / "ben" / "results.json").read_text())
     random_test = next(t for t in ben["tests"] if t["name"] == "add: test_add_random")
     assert (random_test["status"], random_test["score"], random_test["max_score"]) == ("failed", 0.0, 7.5)
