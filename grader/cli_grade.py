@@ -47,7 +47,7 @@ def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, c
            allow_jax_mismatch):
     import os
 
-    from grader import pins, runner, scoring
+    from grader import pins, runner
     from grader.course import find_course
 
     course = find_course(explicit=course_path)
@@ -60,6 +60,8 @@ def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, c
     submission = submission or os.path.join(course.root, exercise.stubs)
     run = runner.grade(course, exercise, submission, task_ids=tasks or None, devices=parse_devices(devices),
                        seed=seed, backend=backend or course.backend, timeout_s=timeout)
+    from grader import scoring
+
     result = scoring.score(exercise, run.cases, run.tasks)
     text = _render(fmt, run, result, course.name, notes)
     if output:

@@ -10,20 +10,22 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import resource
 import secrets
 import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
-
-import pytest
+from typing import TYPE_CHECKING
 
 from grader import submission as submission_mod
 from grader.backends import Backend, resolve
 from grader.course import Course, Exercise
-from grader.plugin import Case, GraderPlugin
 from grader.verdicts import GraderError, UsageError
-from grader.workers import WorkerPool
+from grader.workers import Config, WorkerPool
+
+if TYPE_CHECKING:
+    from grader.plugin import Case
 
 ENGINE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -39,6 +41,9 @@ class RunResult:
     info: dict = field(default_factory=dict)
     wall_s: float = 0.0
     worker_s: float = 0.0
+    start_s: float = 0.0
+    grader_rss_mb: float = 0.0
+    worker_rss_mb: float = 0.0
     student_output: dict[str, str] = field(default_factory=dict)
     unmapped_files: tuple[str, ...] = ()
     devices_here: int | None = None  # real devices of the backend; None: emulated
@@ -54,6 +59,10 @@ def _engine_link(scratch: str) -> str:
     os.makedirs(path)
     os.symlink(ENGINE_DIR, os.path.join(path, "grader"))
     return path
+
+
+def _device_counts(exercise, tasks, devices) -> set[int]:
+    return set(devices) if devices else {n for t in exercise.tasks if t.id in tasks for n in t.devices}
 
 
 def _pytest_args(suite: str, files: list[str]) -> list[str]:
@@ -82,11 +91,16 @@ def grade(course: Course, exercise: Exercise, submission: str, task_ids=None, de
         code = submission_mod.copy_to_scratch(source, scratch)
         timeout = timeout_s or max(t.timeout_s for t in exercise.tasks)
         pool = WorkerPool(code, suite, _engine_link(scratch), backend.memory_limit_mb(course.memory_mb), timeout,
-                          backend)
-        plugin = GraderPlugin(exercise, pool, backend, seed, set(tasks), tuple(devices) if devices else None,
-                              timeout_s)
+                          backend, use_zygote=os.environ.get("GRADE_ZYGOTE", "1") != "0")
         log = io.StringIO()
         try:
+            pool.prestart(Config(backend.name, n) for n in _device_counts(exercise, tasks, devices))
+            import pytest  # only now, while the zygote imports JAX: the two overlap
+
+            from grader.plugin import GraderPlugin
+
+            plugin = GraderPlugin(exercise, pool, backend, seed, set(tasks), tuple(devices) if devices else None,
+                                  timeout_s)
             with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
                 if files:
                     pytest.main(_pytest_args(suite, files), plugins=[plugin])
@@ -100,6 +114,8 @@ def grade(course: Course, exercise: Exercise, submission: str, task_ids=None, de
                          cases=plugin.cases, tasks=tasks, info={"platform": backend.platform,
                                                                 "device_kind": backend.kind, **pool.info()},
                          wall_s=time.perf_counter() - started, worker_s=pool.worker_seconds,
+                         start_s=pool.start_seconds, grader_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                         worker_rss_mb=pool.peak_worker_rss_kb / 1024,
                          student_output=pool.student_output, unmapped_files=tuple(sorted(plugin.unmapped_files)),
                          devices_here=backend.available)
     finally:

@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
 
 from grader import protocol
 from grader.backends import EMULATED, Backend
+from grader.launch import Launcher
+from grader.processes import WorkerProcess
 from grader.verdicts import GraderError, StudentFailure
 
 OUTPUT_CAP = 64 << 10
 STARTUP_TIMEOUT_S = 120.0
+DEATH_GRACE_S = 5.0  # how long a worker whose pipe closed may take to finish dying
 _MEMORY_MARKERS = (b"RESOURCE_EXHAUSTED", b"bad_alloc", b"MemoryError", b"Cannot allocate memory",
                    b"out of memory", b"Out of memory")
 
@@ -88,6 +89,7 @@ def worker_environment(scratch: str, backend: str, timeout_s: float) -> dict[str
         "XLA_FLAGS": f"--xla_cpu_collective_call_warn_stuck_timeout_seconds={stuck} "
                      f"--xla_cpu_collective_call_terminate_timeout_seconds={terminate}",
         "TF_CPP_MIN_LOG_LEVEL": "2",
+        "OPENBLAS_NUM_THREADS": "1",  # else NumPy's import starts a BLAS thread and the zygote may not fork
     }
     if backend == "cpu":
         env["JAX_PLATFORMS"] = "cpu"
@@ -102,35 +104,31 @@ class Worker:
         self.config, self.submission, self.suite = config, submission, suite
         self.engine_path, self.memory_mb, self.timeout_s = engine_path, memory_mb, timeout_s
         self.env = env or {}  # this process's own variables: its share of the devices, its place in a group
-        self.proc: subprocess.Popen | None = None
+        self.launcher = Launcher(engine_path, use_zygote=False, startup_timeout_s=STARTUP_TIMEOUT_S)  # see WorkerPool
+        self.proc: WorkerProcess | None = None
+        self.start_s = 0.0  # seconds spent waiting for worker processes to be ready
+        self.peak_rss_kb = 0
         self.output: CapturedOutput | None = None
         self.transcripts: list[str] = []  # captured output of each process this worker has run
         self.info: dict = {}
 
     def start(self) -> None:
+        began = time.perf_counter()
         self.spawn()
         self.wait_ready(time.monotonic() + STARTUP_TIMEOUT_S)
+        self.start_s += time.perf_counter() - began
+
+    def environment(self) -> dict[str, str]:
+        return {**worker_environment(self.submission, self.config.backend, self.timeout_s), **self.env}
 
     def spawn(self) -> None:
         """Start the process; it reports ready (or why not) on the reply pipe."""
-        req_r, req_w = os.pipe()
-        rep_r, rep_w = os.pipe()
         os.makedirs(os.path.join(self.submission, ".tmp"), exist_ok=True)
-        boot = f"import sys; sys.path.insert(0, {self.engine_path!r}); from grader.worker import main; main()"
-        cmd = [sys.executable, "-I", "-c", boot, "--request-fd", str(req_r), "--reply-fd", str(rep_w),
-               "--submission", self.submission, "--suite", self.suite, "--backend", self.config.backend,
-               "--devices", str(self.config.devices), "--memory-mb", str(self.memory_mb)]
-        try:
-            self.proc = subprocess.Popen(
-                cmd, cwd=self.submission,
-                env={**worker_environment(self.submission, self.config.backend, self.timeout_s), **self.env},
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                pass_fds=(req_r, rep_w), start_new_session=True)
-        finally:
-            os.close(req_r)
-            os.close(rep_w)
-        self._req, self._rep = req_w, rep_r
-        self.output = CapturedOutput(self.proc.stdout)
+        args = ["--submission", self.submission, "--suite", self.suite, "--backend", self.config.backend,
+                "--devices", str(self.config.devices), "--memory-mb", str(self.memory_mb)]
+        started = self.launcher.start(args, self.environment(), self.submission)
+        self.proc, self._req, self._rep = started.process, started.request_w, started.reply_r
+        self.output = CapturedOutput(started.output)
 
     def wait_ready(self, deadline: float) -> None:
         """Wait for the spawned worker to set up JAX; GraderError (worker killed) if it does not."""
@@ -159,6 +157,7 @@ class Worker:
                 timeout_s: float | None = None) -> tuple[object, float]:
         """Run one request; returns (value, seconds the worker spent) or raises StudentFailure."""
         if not self.alive:
+            self.kill()
             self.start()
         timeout_s = timeout_s or self.timeout_s
         tree, blobs = protocol.encode({"args": tuple(args), "kwargs": dict(kwargs)})
@@ -195,16 +194,11 @@ class Worker:
 
     def death(self, what: str) -> StudentFailure:
         """Explain why the worker went away during ``what``, then clean up."""
-        rusage_kb = 0
-        try:
-            _, status, usage = os.wait4(self.proc.pid, 0)
-            rusage_kb = usage.ru_maxrss
-            self.proc.returncode = os.waitstatus_to_exitcode(status)
-        except ChildProcessError:
-            self.proc.wait()
-        code = self.proc.returncode
+        proc = self.proc
+        proc.wait(timeout=DEATH_GRACE_S)  # if it closed its reply pipe but lives on, kill() ends it
         self.output.wait()
         self.kill()
+        code, rusage_kb = proc.exit.code, proc.exit.maxrss_kb
         near_limit = self.memory_mb and rusage_kb >= 0.9 * (self.memory_mb << 10)
         if near_limit or any(m in self.output.tail for m in _MEMORY_MARKERS):
             return StudentFailure("memory", f"{what} exceeded the {self.memory_mb} MB memory limit "
@@ -220,11 +214,8 @@ class Worker:
         """Kill the process group (no-op if already gone) and keep what it printed."""
         if self.proc is None:
             return
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait()
+        self.proc.kill()
+        self.peak_rss_kb = max(self.peak_rss_kb, self.proc.exit.maxrss_kb)
         for fd in (self._req, self._rep):
             try:
                 os.close(fd)
@@ -247,10 +238,7 @@ class Worker:
     def stop(self, grace_s: float = 2.0) -> str:
         """Give an asked worker ``grace_s`` to exit, then kill it; returns what it printed (once)."""
         if self.proc is not None:
-            try:
-                self.proc.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                pass
+            self.proc.wait(timeout=grace_s)
             self.kill()
         text, self.transcripts = "\n".join(self.transcripts), []
         return text
@@ -265,9 +253,10 @@ class WorkerPool:
     """
 
     def __init__(self, submission: str, suite: str, engine_path: str, memory_mb: int, timeout_s: float,
-                 backend: Backend = EMULATED):
+                 backend: Backend = EMULATED, use_zygote: bool = True):
         self._args = (submission, suite, engine_path, memory_mb, timeout_s)
         self.backend = backend
+        self._launcher = Launcher(engine_path, use_zygote, STARTUP_TIMEOUT_S)
         self._workers: dict[Config, Worker] = {}
         self.student_output: dict[str, str] = {}
         self.worker_seconds = 0.0
@@ -280,12 +269,27 @@ class WorkerPool:
                 self._workers[config] = WorkerGroup(config, self._args, self.backend)
             else:
                 self._workers[config] = Worker(config, *self._args, env=self.backend.worker_variables(config.devices))
+                self._workers[config].launcher = self._launcher  # fork it from this run's zygote
         chosen = self._workers[config]
         if self.backend.exclusive and not chosen.alive:
             for other in self._workers:
                 if other != config and self._workers[other].alive:
                     self._retire(other)
         return chosen
+
+    def prestart(self, configs) -> None:
+        """Start (in the background) what workers for ``configs`` will be forked from."""
+        for config in configs:
+            if not config.processes:
+                self._launcher.prepare(self.worker(config).environment(), self._args[0])
+
+    @property
+    def start_seconds(self) -> float:
+        return sum(getattr(w, "start_s", 0.0) for w in self._workers.values())
+
+    @property
+    def peak_worker_rss_kb(self) -> int:
+        return max((getattr(w, "peak_rss_kb", 0) for w in self._workers.values()), default=0)
 
     def request(self, config: Config, op: str, target: str, args, kwargs, what: str, timeout_s=None):
         value, elapsed = self.worker(config).request(op, target, args, kwargs, what, timeout_s)
@@ -313,3 +317,4 @@ class WorkerPool:
             w.ask_to_exit()
         for config, w in self._workers.items():
             self._keep_output(config, w.stop())
+        self._launcher.close()

@@ -1,0 +1,200 @@
+"""How close grading comes to its floor, measured in one run on this machine.
+
+The floor of a grading run is the time the workers themselves spent compiling and running student
+calls (``timing.worker_s`` of the JSON report); everything above it is overhead: process start,
+imports, worker start-up, pytest, IPC. This script grades the reference solutions and prints one
+table: wall time and floor of ``grade EXERCISE`` and of ``grade EXERCISE --task TASK`` (each with
+and without the zygote), a batch of copies with one and two jobs, peak memory, and the start-up time
+of ``grade --help`` and ``grade list``. It writes every raw figure as JSON, so a figure can be
+compared across commits. Run it from anywhere: ``python bench/bench.py [--output PATH]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GRADE = [sys.executable, "-m", "grader"]
+TARGETS = {  # name: (target, True if the measured value must be at most the target)
+    "exercise_ratio": (1.5, True),
+    "batch_jobs1_ratio": (1.3, True),
+    "batch_speedup": (1.7, False),
+    "help_s": (0.3, True),
+}
+
+
+def timed(args: list[str], env: dict[str, str] | None = None) -> tuple[float, subprocess.CompletedProcess]:
+    began = time.perf_counter()
+    proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    return time.perf_counter() - began, proc
+
+
+def grade_once(submission: Path, extra: list[str], seed: int, env: dict[str, str] | None = None) -> dict:
+    """One ``grade`` process: its wall time (start to exit) and its report's timing."""
+    args = [*GRADE, "exercise7", "--submission", str(submission), "--format", "json", "--seed", str(seed), *extra]
+    wall, proc = timed(args, env)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
+    report = json.loads(proc.stdout)
+    return {"wall_s": wall, "score": report["score"], "max_score": report["max_score"], **{
+        f"report_{k}": v for k, v in report["timing"].items()}}
+
+
+def breakdown(run: dict) -> dict:
+    """Where the wall time of one grade process went."""
+    return {"floor (student calls in workers)": run["report_worker_s"],
+            "worker start-up (zygote or fresh)": run["report_start_s"],
+            "grader during the run (pytest, IPC, checks)": run["report_wall_s"] - run["report_worker_s"] - run["report_start_s"],
+            "process start, imports, report, exit": run["wall_s"] - run["report_wall_s"]}
+
+
+def single(label: str, extra: list[str], repeat: int, seed: int) -> dict:
+    """``repeat`` runs with the zygote and as many without, interleaved so load drifts hit both alike."""
+    runs = {"zygote": [], "fresh": []}
+    for _ in range(repeat):
+        runs["zygote"].append(grade_once(ROOT / "solutions", extra, seed))
+        runs["fresh"].append(grade_once(ROOT / "solutions", extra, seed, {"GRADE_ZYGOTE": "0"}))
+    out = {"label": label, "command": " ".join(["grade", "exercise7", "--submission", "solutions", *extra]),
+           "runs": runs}
+    for mode, rs in runs.items():
+        median = sorted(rs, key=lambda r: r["wall_s"] / r["report_worker_s"])[len(rs) // 2]
+        out[mode] = {"wall_s": median["wall_s"], "floor_s": median["report_worker_s"],
+                     "ratio": median["wall_s"] / median["report_worker_s"], "breakdown": breakdown(median)}
+    return out
+
+
+def grade_batch(folders: list[Path], jobs: int, seed: int, extra: list[str], book: Path) -> list[dict]:
+    """``grade batch`` over ``folders`` with ``jobs``: one record per submission, from its gradebook."""
+    from grader.gradebook import Gradebook
+
+    args = [*GRADE, "batch", *map(str, folders), "--exercise", "exercise7", "--jobs", str(jobs), "--seed", str(seed),
+            "--gradebook", str(book), *extra]
+    _, proc = timed(args)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+    with Gradebook(str(book), readonly=True) as gb:
+        return [{"score": r.score, "max_score": r.max_score, **{f"report_{k}": v for k, v in r.report["timing"].items()}}
+                for r in gb.results()]
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process's finished children (grade processes, their zygotes and workers)."""
+    t = os.times()
+    return t.children_user + t.children_system
+
+
+def batch(copies: int, seed: int, extra: list[str]) -> dict:
+    with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
+        folders = []
+        for i in range(copies):
+            folder = Path(tmp) / f"student{i:02d}"
+            shutil.copytree(ROOT / "solutions" / "exercise7", folder / "exercise7",
+                            ignore=shutil.ignore_patterns("__pycache__"))
+            folders.append(folder)
+        out = {"copies": copies, "command": " ".join(["grade", "batch", "COPIES", "--exercise", "exercise7", *extra])}
+        for jobs in (1, 2):
+            began, cpu = time.perf_counter(), cpu_seconds()
+            runs = grade_batch(folders, jobs, seed, extra, Path(tmp) / f"jobs{jobs}.sqlite")
+            wall, cpu = time.perf_counter() - began, cpu_seconds() - cpu
+            floor = sum(r["report_worker_s"] for r in runs)
+            out[f"jobs{jobs}"] = {"wall_s": wall, "floor_s": floor, "ratio": wall / floor, "cpu_s": cpu,
+                                  "cores_busy": cpu / wall,
+                                  "per_submission_s": wall / copies, "per_minute": 60 * copies / wall,
+                                  "grader_rss_mb": max(r["report_grader_rss_mb"] for r in runs),
+                                  "worker_rss_mb": max(r["report_worker_rss_mb"] for r in runs), "runs": runs}
+        out["speedup"] = out["jobs2"]["per_minute"] / out["jobs1"]["per_minute"]
+        return out
+
+
+def startup(repeat: int) -> dict:
+    """Best of ``repeat``: the least the machine's load added."""
+    return {name: min(timed([*GRADE, *args])[0] for _ in range(repeat))
+            for name, args in (("help_s", ["--help"]), ("list_s", ["list"]))}
+
+
+def git_commit() -> str:
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                           capture_output=True, text=True).stdout.strip()
+    return head + ("+dirty" if dirty else "")
+
+
+def verdict(name: str, value: float) -> str:
+    target, at_most = TARGETS[name]
+    ok = value <= target if at_most else value >= target
+    return f"{'<=' if at_most else '>='} {target:g}  {'met' if ok else 'MISSED'}"
+
+
+def table(result: dict) -> str:
+    rows = [("figure", "value", "target")]
+    for s in result["single"]:
+        z, f = s["zygote"], s["fresh"]
+        rows += [(f"{s['command']}: wall", f"{z['wall_s']:.2f} s", ""),
+                 ("  floor (worker_s)", f"{z['floor_s']:.2f} s", ""),
+                 ("  wall / floor", f"{z['ratio']:.2f}",
+                  verdict("exercise_ratio", z["ratio"]) if "--task" not in s["command"] else ""),
+                 ("  without zygote: wall / floor", f"{f['ratio']:.2f}  ({f['wall_s']:.2f} s / {f['floor_s']:.2f} s)", "")]
+        rows += [(f"    {k}", f"{v:.2f} s", "") for k, v in z["breakdown"].items()]
+    b = result["batch"]
+    for jobs in (1, 2):
+        j = b[f"jobs{jobs}"]
+        rows += [(f"batch of {b['copies']}, {jobs} job{'s' if jobs > 1 else ''}: wall", f"{j['wall_s']:.1f} s", ""),
+                 ("  per submission / floor per submission",
+                  f"{j['ratio']:.2f}  ({j['per_submission_s']:.2f} s / {j['floor_s'] / b['copies']:.2f} s)",
+                  verdict("batch_jobs1_ratio", j["ratio"]) if jobs == 1 else ""),
+                 ("  submissions per minute", f"{j['per_minute']:.1f}", ""),
+                 ("  CPU per submission; cores kept busy",
+                  f"{j['cpu_s'] / b['copies']:.2f} s; {j['cores_busy']:.2f} of {result['machine']['cpus']}", "")]
+    ceiling = min(2, result["machine"]["cpus"]) / b["jobs1"]["cores_busy"]
+    rows += [("batch speed-up, 2 jobs vs 1", f"{b['speedup']:.2f}", verdict("batch_speedup", b["speedup"])),
+             ("  the most 2 jobs can give here: cores / cores 1 job keeps busy", f"{ceiling:.2f}", ""),
+             ("peak RSS: grader / one worker",
+              f"{b['jobs1']['grader_rss_mb']:.0f} MB / {b['jobs1']['worker_rss_mb']:.0f} MB", ""),
+             ("grade --help", f"{result['startup']['help_s']:.3f} s", verdict("help_s", result["startup"]["help_s"])),
+             ("grade list", f"{result['startup']['list_s']:.3f} s", "")]
+    width = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = [f"{a:<{width[0]}}  {b:<{width[1]}}  {c}".rstrip() for a, b, c in rows]
+    lines.insert(1, "-" * len(lines[0]))
+    m = result["machine"]
+    lines.append(f"\ncommit {result['commit']} · {m['cpus']} cores · load average {m['load_before'][0]:.1f} before, "
+                 f"{m['load_after'][0]:.1f} after · ratios are from the same runs, absolute times depend on load")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--output", default=str(ROOT / "bench" / "results" / "latest.json"), help="where to write JSON")
+    p.add_argument("--copies", type=int, default=20, help="submissions in the batch")
+    p.add_argument("--repeat", type=int, default=3, help="runs of each single grading (the median is reported)")
+    p.add_argument("--task", default="dot", help="the task of the --task figure")
+    p.add_argument("--batch-task", help="grade only this task in the batch (default: the whole exercise)")
+    p.add_argument("--seed", type=int, default=1234)
+    a = p.parse_args(argv)
+    load_before = os.getloadavg()
+    result = {
+        "commit": git_commit(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "single": [single("exercise7", [], a.repeat, a.seed),
+                   single(f"exercise7 --task {a.task}", ["--task", a.task], a.repeat, a.seed)],
+        "batch": batch(a.copies, a.seed, ["--task", a.batch_task] if a.batch_task else []),
+        "startup": startup(5),
+    }
+    result["machine"] = {"cpus": os.cpu_count(), "load_before": load_before, "load_after": os.getloadavg()}
+    out = Path(a.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(table(result))
+    print(f"raw figures: {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,236 @@
+"""Workers forked from the zygote are as isolated as fresh ones, and both leave nothing behind.
+
+Each isolation test runs twice: with workers forked from a zygote (the default) and with fresh
+worker processes. A "spy" submission reports what its worker process can see from inside.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from conftest import ROOT
+from grader import workers
+from grader.verdicts import StudentFailure
+from grader.workers import Config, WorkerPool, worker_environment
+
+MEMORY_MB = 2048
+SET_BY_JAX = {"TPU_SKIP_MDS_QUERY"}  # JAX's own import sets it when it finds no TPU
+TIMEOUT_S = 20.0
+
+SPY = '''
+import os, resource, subprocess, time
+
+import numpy as np
+
+
+def facts():
+    fds = {}
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            fds[name] = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            pass  # the descriptor listdir used, closed by now
+    return {"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0), "sid": os.getsid(0),
+            "fds": {k: v for k, v in fds.items() if not v.startswith("/proc/")},
+            "env": dict(os.environ), "cwd": os.getcwd(),
+            "rlimit_as": list(resource.getrlimit(resource.RLIMIT_AS))}
+
+
+def hog(mb):
+    return int(np.ones(mb << 20, np.uint8).sum())
+
+
+def compile_something():
+    import jax
+    return float(jax.jit(lambda x: x * 2 + 1)(1.0))
+
+
+def _leave_child():
+    child = subprocess.Popen(["sleep", "300"])
+    with open("pids.tmp", "w") as f:
+        f.write(f"{os.getpid()} {child.pid} {os.getppid()}")
+    os.rename("pids.tmp", "pids.txt")  # whole or absent, even if the worker is killed right now
+
+
+def hang():
+    _leave_child()
+    while True:
+        time.sleep(0.01)
+
+
+def exit_early():
+    _leave_child()
+    os._exit(3)
+'''
+
+
+@pytest.fixture
+def spy_dirs(tmp_path):
+    """(submission, suite, engine) folders: the spy module, an empty suite, the grader package alone."""
+    submission, suite, engine = tmp_path / "submission", tmp_path / "suite", tmp_path / "engine"
+    for d in (submission, suite, engine):
+        d.mkdir()
+    (submission / "spy.py").write_text(textwrap.dedent(SPY))
+    (engine / "grader").symlink_to(ROOT / "grader")
+    return submission, suite, engine
+
+
+@pytest.fixture(params=[True, False], ids=["zygote", "fresh"])
+def forked(request) -> bool:
+    return request.param
+
+
+@pytest.fixture
+def pool(forked, spy_dirs):
+    submission, suite, engine = spy_dirs
+    pool = WorkerPool(str(submission), str(suite), str(engine), MEMORY_MB, TIMEOUT_S, use_zygote=forked)
+    yield pool
+    pool.close()
+
+
+def call(pool: WorkerPool, target: str, *args, timeout_s: float | None = None):
+    return pool.request(Config("cpu", 1), "call", target, args, {}, target, timeout_s)
+
+
+def gone(pid: int) -> bool:
+    """True once ``pid`` no longer runs (a zombie waiting for init to collect it counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def wait_gone(*pids: int, within_s: float = 5.0) -> list[int]:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline and not all(gone(p) for p in pids):
+        time.sleep(0.05)
+    return [p for p in pids if not gone(p)]
+
+
+def test_worker_is_forked_from_the_zygote_or_started_fresh(pool, forked):
+    facts = call(pool, "spy.facts")
+    assert (facts["ppid"] != os.getpid()) == forked
+
+
+def test_worker_has_its_own_session_and_process_group(pool):
+    facts = call(pool, "spy.facts")
+    assert facts["pgid"] == facts["pid"] == facts["sid"]
+    assert facts["pgid"] not in (os.getpgid(0), facts["ppid"])
+
+
+def test_worker_has_the_memory_limit(pool):
+    assert call(pool, "spy.facts")["rlimit_as"] == [MEMORY_MB << 20] * 2
+    with pytest.raises(StudentFailure) as failure:
+        call(pool, "spy.hog", MEMORY_MB + 256)
+    assert failure.value.kind == "memory"
+
+
+def test_worker_sees_only_the_sanitised_environment_and_its_scratch_folder(pool, spy_dirs, monkeypatch):
+    monkeypatch.setenv("GRADER_SECRET_CANARY", "must not leak")
+    facts = call(pool, "spy.facts")
+    submission = str(spy_dirs[0])
+    env = {k: v for k, v in facts["env"].items() if k not in SET_BY_JAX}
+    assert env == worker_environment(submission, "cpu", TIMEOUT_S)
+    assert facts["cwd"] == submission
+
+
+def test_worker_cannot_see_the_graders_file_descriptors(pool, tmp_path):
+    secret = tmp_path / "grader-only.txt"
+    fd = os.open(secret, os.O_CREAT | os.O_RDWR)
+    os.set_inheritable(fd, True)  # even a descriptor the grader marked inheritable stays out
+    try:
+        fds = call(pool, "spy.facts")["fds"]
+    finally:
+        os.close(fd)
+    assert fds["0"] == os.devnull
+    assert fds["1"] == fds["2"] and fds["1"].startswith("pipe:")
+    others = {k: v for k, v in fds.items() if k not in ("0", "1", "2")}
+    assert len(others) == 2 and all(v.startswith("pipe:") for v in others.values()), fds
+
+
+def test_xla_flags_of_the_sanitised_environment_reach_the_worker(pool, tmp_path, monkeypatch):
+    dump = tmp_path / "xla-dump"
+
+    def with_dump(*args):
+        env = worker_environment(*args)
+        return dict(env, XLA_FLAGS=env["XLA_FLAGS"] + f" --xla_dump_to={dump}")
+
+    monkeypatch.setattr(workers, "worker_environment", with_dump)
+    assert call(pool, "spy.compile_something") == 3.0
+    assert dump.is_dir() and any(dump.iterdir())
+
+
+def test_timeout_kills_the_worker_and_everything_it_started(pool, spy_dirs):
+    with pytest.raises(StudentFailure) as failure:
+        call(pool, "spy.hang", timeout_s=3)
+    assert failure.value.kind == "timeout"
+    worker_pid, child_pid, _ = map(int, (spy_dirs[0] / "pids.txt").read_text().split())
+    assert wait_gone(worker_pid, child_pid) == []
+    assert call(pool, "spy.facts")["pid"] != worker_pid  # the next call gets a new worker
+
+
+def test_a_worker_that_exits_takes_what_it_started_with_it(pool, spy_dirs):
+    with pytest.raises(StudentFailure) as failure:
+        call(pool, "spy.exit_early")
+    assert failure.value.kind == "died" and "exit code 3" in failure.value.message
+    worker_pid, child_pid, _ = map(int, (spy_dirs[0] / "pids.txt").read_text().split())
+    assert wait_gone(worker_pid, child_pid) == []
+
+
+def test_closing_the_pool_ends_workers_and_zygote(spy_dirs):
+    submission, suite, engine = spy_dirs
+    pool = WorkerPool(str(submission), str(suite), str(engine), MEMORY_MB, TIMEOUT_S)
+    worker_pid, zygote_pid = (lambda f: (f["pid"], f["ppid"]))(call(pool, "spy.facts"))
+    pool.close()
+    assert wait_gone(worker_pid, zygote_pid, within_s=1) == []
+    assert pool.peak_worker_rss_kb > 0 and pool.worker_seconds > 0
+
+
+def test_a_grader_that_dies_takes_zygote_and_busy_workers_with_it(spy_dirs):
+    """The zygote reads end-of-file on its channel when the grader is gone, and ends its workers."""
+    submission, suite, engine = spy_dirs
+    pids = submission / "pids.txt"
+    code = textwrap.dedent(f"""
+        import os, threading, time
+        from grader.workers import Config, WorkerPool
+        pool = WorkerPool({str(submission)!r}, {str(suite)!r}, {str(engine)!r}, {MEMORY_MB}, {TIMEOUT_S})
+        threading.Thread(target=pool.request, args=(Config("cpu", 1), "call", "spy.hang", (), {{}}, "hang"),
+                         daemon=True).start()
+        while not os.path.exists({str(pids)!r}):
+            time.sleep(0.05)
+        os._exit(0)
+    """)
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, timeout=120, check=True)
+    worker_pid, child_pid, zygote_pid = map(int, pids.read_text().split())
+    assert wait_gone(worker_pid, child_pid, zygote_pid) == []
+
+
+def test_a_zygote_that_is_not_fork_safe_is_not_used(spy_dirs, monkeypatch):
+    """With two BLAS threads NumPy's import starts a thread in the zygote: workers start fresh instead."""
+    monkeypatch.setattr(workers, "worker_environment",
+                        lambda *a: dict(worker_environment(*a), OPENBLAS_NUM_THREADS="2"))
+    submission, suite, engine = spy_dirs
+    pool = WorkerPool(str(submission), str(suite), str(engine), MEMORY_MB, TIMEOUT_S)
+    try:
+        assert call(pool, "spy.facts")["ppid"] == os.getpid()
+        assert "threads" in pool._launcher.fallback_reason
+    finally:
+        pool.close()
+
+
+@pytest.mark.parametrize("setup, hazard", [
+    ("import threading, time; threading.Thread(target=time.sleep, args=(5,), daemon=True).start()", "threads"),
+    ("import jax; jax.devices()", "backend"),
+])
+def test_fork_hazards_are_detected(setup, hazard):
+    code = f"{setup}\nfrom grader.zygote import fork_hazards\nprint(fork_hazards())"
+    env = dict(os.environ, JAX_PLATFORMS="cpu", OPENBLAS_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert hazard in out.stdout, out.stderr
