@@ -1,7 +1,7 @@
 """Finding the student's modules and copying them to a scratch folder for the workers.
 
 Submissions arrive messy: the task modules directly, an ``<exercise>/`` folder, a zipped folder
-around either (``my_work/exercise7/dot.py``), macOS ``__MACOSX`` debris, a virtualenv, files saved
+around either (``my_work/<exercise>/<module>.py``), macOS ``__MACOSX`` debris, a virtualenv, files saved
 on Windows (CRLF line ends, a byte-order mark, UTF-16). :func:`locate` picks the folder that holds
 most of the expected modules; :func:`copy_to_scratch` copies it, skipping debris and rewriting
 Python files as plain UTF-8 with LF line ends, so what gets graded is the code the student wrote.
