@@ -45,6 +45,7 @@ class Settings:
     course_hash: str
     jobs: int
     timeout_s: float
+    backend: str
 
 
 @dataclass
@@ -133,7 +134,7 @@ class Batch:
         s = self.settings
         cmd = [sys.executable, "-m", "grader", s.exercise.name, "--submission", folder, "--format", "json",
                "--seed", str(s.seed), "--output", output, "--course", s.course.path]
-        cmd += [arg for t in s.exercise.tasks for arg in ("--task", t.id)]
+        cmd += [arg for t in s.exercise.tasks for arg in ("--task", t.id)] + ["--backend", s.backend]
         return cmd + (["--devices", ",".join(map(str, s.devices))] if s.devices else [])
 
     def _start(self, planned: Planned, scratch_root: str, index: int) -> Job | None:

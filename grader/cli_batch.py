@@ -8,6 +8,7 @@ import sys
 import click
 
 from grader.cli import EXIT_INTERNAL, run_safely
+from grader.course import BACKENDS
 
 
 def default_jobs() -> int:
@@ -44,8 +45,9 @@ def _bind(book, course, exercise, course_hash: str, seed: int, devices) -> None:
 
 
 def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, seed, regrade, devices_text,
-           course_path, timeout_s):
+           course_path, timeout_s, backend):
     from grader import batch, fingerprint, roster
+    from grader.backends import resolve
     from grader.cli_grade import parse_devices
     from grader.course import find_course
     from grader.gradebook import FAILED, Gradebook
@@ -58,7 +60,8 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
     shard = roster.parse_shard(shard_text)
     entries = [e for e in roster.discover(list(submissions), exercise.name) if roster.in_shard(e.student, shard)]
     gradebook_path = gradebook_path or f"{exercise.name}.sqlite"
-    course_hash = fingerprint.course_hash(course, exercise, devices)
+    backend = resolve(backend or course.backend).name  # a backend this machine lacks stops here, not per student
+    course_hash = fingerprint.course_hash(course, exercise, devices, backend)
     with Gradebook(gradebook_path) as book:
         seed = _choose_seed(book, seed, regrade)
         _bind(book, course, exercise, course_hash, seed, devices)
@@ -68,7 +71,7 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
         click.echo(f"{exercise.name}: {len(entries)} submissions{where}; grading {len(todo)}, {len(kept)} already "
                    f"graded{again} · seed {seed} · {jobs} job{'s' if jobs > 1 else ''} · gradebook {gradebook_path}",
                    err=True)
-        settings = batch.Settings(course, exercise, seed, devices, course_hash, jobs, timeout_s)
+        settings = batch.Settings(course, exercise, seed, devices, course_hash, jobs, timeout_s, backend)
         progress = Progress(len(todo))
         try:
             batch.Batch(settings, book, progress).run(todo)
@@ -93,6 +96,7 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), help="inputs for the whole class (default: the gradebook's)")
 @click.option("--regrade", is_flag=True, help="grade again even where the gradebook's result still stands")
 @click.option("--devices", "devices_text", help="device counts to test, e.g. 1,2,4,8 (default: course.yaml)")
+@click.option("--backend", type=click.Choice(BACKENDS), help="where workers run (default: course.yaml); see grade EXERCISE --help")
 @click.option("--course", "course_path", type=click.Path(), help="course.yaml or the folder holding it")
 @click.option("--submission-timeout", "timeout_s", type=click.FloatRange(1), default=1200.0, show_default=True,
               help="seconds one submission may take before its grading is stopped")

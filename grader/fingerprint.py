@@ -39,10 +39,11 @@ def combined_hash(hashes) -> str:
     return hashlib.sha256("\n".join(sorted(hashes)).encode()).hexdigest()
 
 
-def course_hash(course: Course, exercise: Exercise, devices: tuple[int, ...] | None) -> str:
-    """sha256 of the rubric, the exercise's hidden suite, the grader version, the tasks and device counts."""
+def course_hash(course: Course, exercise: Exercise, devices: tuple[int, ...] | None, backend: str = "cpu") -> str:
+    """sha256 of the rubric, the exercise's hidden suite, the grader version, the tasks, device counts and backend."""
     tasks = ",".join(t.id for t in exercise.tasks)
-    h = hashlib.sha256(f"grader {__version__}\ndevices {devices or 'course'}\ntasks {tasks}\n".encode())
+    h = hashlib.sha256(f"grader {__version__}\ndevices {devices or 'course'}\ntasks {tasks}\nbackend {backend}\n"
+                       .encode())
     with open(course.path, "rb") as f:
         h.update(f.read())
     _update_tree(h, os.path.join(course.root, exercise.suite))

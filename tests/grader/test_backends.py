@@ -104,3 +104,14 @@ def test_cli_refuses_a_missing_backend_with_exit_2():
     assert proc.returncode == 2, proc.stderr
     assert "error: --backend tpu: JAX sees no TPU on this machine, only cpu" in proc.stderr
     assert proc.stdout == ""
+
+
+def test_batch_refuses_a_missing_backend_before_grading_anyone(tmp_path):
+    if "tpu" in backends.probe().platforms:
+        pytest.skip("this machine has a TPU")
+    (tmp_path / "class" / "ann").mkdir(parents=True)
+    proc = run_grade("batch", str(tmp_path / "class"), "--exercise", "exercise7", "--backend", "tpu",
+                     "--gradebook", str(tmp_path / "g.sqlite"))
+    assert proc.returncode == 2, proc.stderr
+    assert "error: --backend tpu: JAX sees no TPU on this machine" in proc.stderr
+    assert not (tmp_path / "g.sqlite").exists()
