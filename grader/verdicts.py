@@ -19,6 +19,7 @@ STATUS = {
     "bad_return": "wrong type",
     "not_traceable": "not traceable",
     "timeout": "timed out",
+    "deadlock": "deadlock",
     "died": "crashed",
     "memory": "memory limit",
     "wrong": "wrong answer",

@@ -10,6 +10,7 @@ flood neither blocks the worker nor fills the grader's memory.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 import time
@@ -24,6 +25,9 @@ from grader.verdicts import GraderError, StudentFailure
 OUTPUT_CAP = 64 << 10
 STARTUP_TIMEOUT_S = 120.0
 DEATH_GRACE_S = 5.0  # how long a worker whose pipe closed may take to finish dying
+# XLA's CPU runtime aborts a collective that not every device joins (see worker_environment's flags).
+_STUCK_COLLECTIVE = re.compile(r"Termination timeout for `([a-z -]+?) RendezvousKey.*?Expected (\d+) threads to "
+                               r"join the rendezvous, but only (\d+) of them arrived", re.S)
 _MEMORY_MARKERS = (b"RESOURCE_EXHAUSTED", b"bad_alloc", b"MemoryError", b"Cannot allocate memory",
                    b"out of memory", b"Out of memory")
 
@@ -200,6 +204,12 @@ class Worker:
         self.kill()
         code, rusage_kb = proc.exit.code, proc.exit.maxrss_kb
         near_limit = self.memory_mb and rusage_kb >= 0.9 * (self.memory_mb << 10)
+        stuck = _STUCK_COLLECTIVE.search(self.output.tail.decode("utf-8", "replace"))
+        if stuck:
+            op, expected, arrived = stuck.groups()
+            return StudentFailure("deadlock", f"{what} never finished a collective: only {arrived} of {expected} "
+                                  f"devices reached its {op} ({self.config}). Every device must run the same "
+                                  "collectives: a psum inside lax.cond or an if on the device index deadlocks")
         if near_limit or any(m in self.output.tail for m in _MEMORY_MARKERS):
             return StudentFailure("memory", f"{what} exceeded the {self.memory_mb} MB memory limit "
                                   f"({self.config}) and the worker died")

@@ -79,6 +79,15 @@ import sys
 def double(x):
     sys.exit(0)
 """,
+    "deadlock": """
+import jax
+from jax import lax
+
+def double(x):
+    def f(v):
+        return lax.cond(lax.axis_index("i") == 0, lambda u: lax.psum(u, "i"), lambda u: u, v) * 0 + v * 2
+    return jax.pmap(f, axis_name="i")(x)
+""",
     "membomb": """
 import numpy as np
 
@@ -209,6 +218,15 @@ def test_where_points_at_the_student_file_and_line(fault_report):
     assert tasks["syntax"]["cases"][0]["where"] == "syntax.py:2"
     assert tasks["stub"]["cases"][0]["where"] == "stub.py:3"
     assert tasks["importerr"]["cases"][0]["where"] == "importerr.py:2"
+
+
+def test_a_collective_only_some_devices_reach_is_named_a_deadlock(fault_report):
+    tasks, _ = fault_report
+    by_devices = {c["devices"]: c for c in tasks["deadlock"]["cases"]}
+    assert by_devices[1]["outcome"] == "passed"  # alone, device 0 has no one to wait for
+    assert by_devices[2]["kind"] == "deadlock", by_devices[2]["message"]
+    assert "only 1 of 2 devices reached its all reduce" in by_devices[2]["message"]
+    assert "psum inside lax.cond" in by_devices[2]["message"]
 
 
 def test_faults_cost_nothing_elsewhere(fault_report):
