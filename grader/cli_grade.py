@@ -55,8 +55,6 @@ def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, c
     notes = pins.check_jax(course, allow_jax_mismatch)
     if course.release and course.release.public_only:
         notes.append(PUBLIC_ONLY_NOTE)
-    for t in tasks:
-        exercise.task(t)
     submission = submission or os.path.join(course.root, exercise.stubs)
     run = runner.grade(course, exercise, submission, task_ids=tasks or None, devices=parse_devices(devices),
                        seed=seed, backend=backend or course.backend, timeout_s=timeout)

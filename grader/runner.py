@@ -61,8 +61,8 @@ def _engine_link(scratch: str) -> str:
     return path
 
 
-def _device_counts(exercise, tasks, devices) -> set[int]:
-    return set(devices) if devices else {n for t in exercise.tasks if t.id in tasks for n in t.devices}
+def _device_counts(selected: Exercise, devices) -> set[int]:
+    return set(devices) if devices else {n for t in selected.tasks for n in t.devices}
 
 
 def _pytest_args(suite: str, files: list[str]) -> list[str]:
@@ -76,15 +76,14 @@ def grade(course: Course, exercise: Exercise, submission: str, task_ids=None, de
     started = time.perf_counter()
     backend = resolve(backend) if isinstance(backend, str) else backend
     seed = new_seed() if seed is None else seed
-    tasks = tuple(task_ids) if task_ids else tuple(t.id for t in exercise.tasks)
-    for t in tasks:
-        exercise.task(t)
+    selected = exercise.only(task_ids)  # an unknown task id is a UsageError naming the known ones
+    tasks = tuple(t.id for t in selected.tasks)
     modules = submission_mod.expected_modules(os.path.join(course.root, exercise.stubs))
     source = submission_mod.locate(submission, exercise.name, modules)
     suite = os.path.join(course.root, exercise.suite)
     if not os.path.isdir(suite):
         raise UsageError(f"the suite folder {suite} for {exercise.name} does not exist")
-    files = sorted({os.path.join(suite, f) for t in exercise.tasks if t.id in tasks for f in t.files
+    files = sorted({os.path.join(suite, f) for t in selected.tasks for f in t.files
                     if os.path.isfile(os.path.join(suite, f))})
     scratch = tempfile.mkdtemp(prefix="grade-")
     try:
@@ -94,7 +93,7 @@ def grade(course: Course, exercise: Exercise, submission: str, task_ids=None, de
                           backend, use_zygote=os.environ.get("GRADE_ZYGOTE", "1") != "0")
         log = io.StringIO()
         try:
-            pool.prestart(Config(backend.name, n) for n in _device_counts(exercise, tasks, devices))
+            pool.prestart(Config(backend.name, n) for n in _device_counts(selected, devices))
             import pytest  # only now, while the zygote imports JAX: the two overlap
 
             from grader.plugin import GraderPlugin
