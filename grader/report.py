@@ -125,5 +125,6 @@ def to_text(run: RunResult, score: Score, course_name: str, notes=()) -> str:
     if run.student_output:
         size = sum(len(v) for v in run.student_output.values())
         lines.append(f"your code printed {size} characters (see --format json for the text)")
-    lines.append(f"reproduce: grade {run.exercise.name} --seed {run.seed}")
+    subset = "" if set(run.tasks) == {t.id for t in run.exercise.tasks} else "".join(f" --task {t}" for t in run.tasks)
+    lines.append(f"reproduce: grade {run.exercise.name} --seed {run.seed}{subset}")
     return "\n".join(lines) + "\n"
