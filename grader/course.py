@@ -41,6 +41,7 @@ class Task:
     timeout_s: float
     files: tuple[str, ...]
     extra_credit: bool = False
+    local_timeout_s: float | None = None  # the limit of a student's own run (see Exercise.local); None: timeout_s
     visibility: str = "visible"
     tests: dict[str, TestRule] = field(default_factory=dict)
     processes: tuple[Layout, ...] = ()  # multi-process layouts; then ``devices`` is empty
@@ -75,6 +76,14 @@ class Exercise:
             return self
         chosen = tuple(self.task(t) for t in dict.fromkeys(task_ids))
         return replace(self, tasks=chosen, complete=self.complete and {t.id for t in chosen} == self.task_ids)
+
+    def local(self) -> Exercise:
+        """This exercise with the per-call limits of a student's own run (``local_timeout_s``).
+
+        A student grading their own exercises/ folder is waiting at the terminal: an endless loop
+        should cost seconds, not the autograder's limit, which leaves room for a loaded grading machine.
+        """
+        return replace(self, tasks=tuple(replace(t, timeout_s=t.local_timeout_s or t.timeout_s) for t in self.tasks))
 
     @property
     def task_ids(self) -> set[str]:
@@ -212,9 +221,20 @@ class _Checker:
         return value
 
 
+def _local_limit(ck: _Checker, node: _Node, where: str, timeout_s: float, inherited: float | None) -> float | None:
+    """``local_timeout_s`` of ``node`` (else the one inherited), at most ``timeout_s``: a local run may only be
+    stricter than the autograder, never let a hang run longer than it would there."""
+    value = ck.get(node, "local_timeout_s", where, "positive", None)
+    if value is not None and value > timeout_s:
+        raise ck.fail(f"{where}.local_timeout_s", node.lines["local_timeout_s"],
+                      f"a number > 0 and at most timeout_s ({timeout_s:g})", value)
+    limit = value if value is not None else inherited
+    return None if limit is None else float(min(limit, timeout_s))
+
+
 def _load_task(ck: _Checker, node, where: str, line: int, defaults: dict) -> Task:
     node = ck.mapping(node, where, line, ("id", "title", "points", "hint", "devices", "processes", "timeout_s",
-                                          "files", "extra_credit", "visibility", "tests"),
+                                          "local_timeout_s", "files", "extra_credit", "visibility", "tests"),
                       ("id", "title", "points", "hint"))
     if "devices" in node and "processes" in node:
         raise ck.fail(f"{where}.processes", node.lines["processes"], "either devices or processes in one task, not both")
@@ -230,6 +250,7 @@ def _load_task(ck: _Checker, node, where: str, line: int, defaults: dict) -> Tas
             rule = ck.mapping(rule if rule is not None else _Node(), rw, tests_node.lines[name], ("weight", "visibility"))
             tests[name] = TestRule(float(ck.get(rule, "weight", rw, "number", 1.0)),
                                    ck.get(rule, "visibility", rw, "visibility", visibility))
+    timeout_s = float(ck.get(node, "timeout_s", where, "positive", defaults["timeout_s"]))
     return Task(
         id=task_id,
         title=ck.get(node, "title", where, "text"),
@@ -237,7 +258,8 @@ def _load_task(ck: _Checker, node, where: str, line: int, defaults: dict) -> Tas
         hint=ck.get(node, "hint", where, "text"),
         devices=() if "processes" in node else ck.get(node, "devices", where, "devices", defaults["devices"]),
         processes=ck.get(node, "processes", where, "layouts", ()),
-        timeout_s=float(ck.get(node, "timeout_s", where, "positive", defaults["timeout_s"])),
+        timeout_s=timeout_s,
+        local_timeout_s=_local_limit(ck, node, where, timeout_s, defaults["local_timeout_s"]),
         files=ck.get(node, "files", where, "files", (f"test_{task_id}.py",)),
         extra_credit=ck.get(node, "extra_credit", where, "bool", False),
         visibility=visibility,
@@ -247,10 +269,11 @@ def _load_task(ck: _Checker, node, where: str, line: int, defaults: dict) -> Tas
 
 def _load_exercise(ck: _Checker, name: str, node, line: int, defaults: dict) -> Exercise:
     where = f"exercises.{name}"
-    node = ck.mapping(node, where, line, ("title", "tasks", "devices", "timeout_s", "suite", "stubs", "solutions"),
-                      ("title", "tasks"))
-    defaults = dict(defaults, devices=ck.get(node, "devices", where, "devices", defaults["devices"]),
-                    timeout_s=ck.get(node, "timeout_s", where, "positive", defaults["timeout_s"]))
+    node = ck.mapping(node, where, line, ("title", "tasks", "devices", "timeout_s", "local_timeout_s", "suite", "stubs",
+                                          "solutions"), ("title", "tasks"))
+    timeout_s = ck.get(node, "timeout_s", where, "positive", defaults["timeout_s"])
+    defaults = dict(defaults, devices=ck.get(node, "devices", where, "devices", defaults["devices"]), timeout_s=timeout_s,
+                    local_timeout_s=_local_limit(ck, node, where, timeout_s, defaults["local_timeout_s"]))
     tasks_node = node["tasks"]
     if not isinstance(tasks_node, list) or not tasks_node:
         raise ck.fail(f"{where}.tasks", node.lines["tasks"], "a non-empty list of tasks", tasks_node)
@@ -304,10 +327,12 @@ def load_course(path: str) -> Course:
     root = ck.mapping(data if data is not None else _Node(), "(top level)", 1,
                       ("course", "defaults", "exercises", "release"), ("course", "exercises"))
     dnode = ck.mapping(root.get("defaults", _Node()), "defaults", root.lines.get("defaults", 1),
-                       ("devices", "timeout_s", "memory_mb", "visibility", "backend"))
+                       ("devices", "timeout_s", "local_timeout_s", "memory_mb", "visibility", "backend"))
+    timeout_s = ck.get(dnode, "timeout_s", "defaults", "positive", 60)
     defaults = {
         "devices": ck.get(dnode, "devices", "defaults", "devices", (1, 2, 4, 8)),
-        "timeout_s": ck.get(dnode, "timeout_s", "defaults", "positive", 60),
+        "timeout_s": timeout_s,
+        "local_timeout_s": _local_limit(ck, dnode, "defaults", timeout_s, None),
         "visibility": ck.get(dnode, "visibility", "defaults", "visibility", "visible"),
     }
     memory_mb = ck.get(dnode, "memory_mb", "defaults", "positive", 4096)

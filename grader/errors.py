@@ -58,6 +58,19 @@ class StudentFailure(Exception):
                    header.get("where"), header.get("exc_type"))
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped a grading run after its workers were killed and its scratch removed.
+
+    ``partial`` holds what was graded before the stop (a RunResult, or a Report once scored) for a
+    caller that wants to show it marked as interrupted; any other caller lets it end the program
+    like Ctrl-C (exit 130).
+    """
+
+    def __init__(self, partial):
+        super().__init__("interrupted")
+        self.partial = partial
+
+
 class GraderError(Exception):
     """The grader itself cannot go on (not the student's fault): exit code 3."""
 

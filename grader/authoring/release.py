@@ -94,6 +94,8 @@ def _course_yaml(course: Course, exercise: Exercise, release: Release) -> str:
             entry["devices"] = list(t.devices)
         if t.extra_credit:
             entry["extra_credit"] = True
+        if t.local_timeout_s:
+            entry["local_timeout_s"] = t.local_timeout_s
         rules = {name: {"weight": r.weight, "visibility": r.visibility} for name, r in t.tests.items()
                  if not release.public_only or r.visibility == "visible"}
         if rules:

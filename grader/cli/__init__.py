@@ -3,7 +3,8 @@
 ``grade EXERCISE`` grades an exercise named in course.yaml; the other subcommands are listed in
 SUBCOMMANDS as "module:attribute" and imported only when used. Every command body runs inside
 :func:`grader.errors.run_safely`, once, here: exit codes are 0 graded, 1 below --fail-under,
-2 usage or course error, 3 the grader itself failed, 130 interrupted.
+2 usage or course error, 3 the grader itself failed, 130 interrupted (Ctrl-C or SIGTERM: see
+:mod:`grader.cli.interrupts`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ class GradeGroup(click.Group):
         return exercise_command(name)
 
     def invoke(self, ctx):
+        from grader.cli.interrupts import stop_on_signals
+
+        stop_on_signals()
         return run_safely(super().invoke, ctx, passthrough=_CLICK_OWN)
 
 

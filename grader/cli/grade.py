@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
+from dataclasses import replace
 
 import click
 
@@ -11,26 +13,66 @@ from grader.course import BACKENDS
 from grader.errors import EXIT_BELOW
 
 
-def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, course_path, backend, timeout,
-           allow_jax_mismatch):
-    from grader.cli.options import parse_devices
-    from grader.course import find_course
-    from grader.grading.pipeline import grade_submission
+def _reproduce_options(submission, backend, timeout, course_path) -> tuple[str, ...]:
+    """The options given that change the result (beyond seed, tasks and devices, which the run knows)."""
+    given = (("--submission", submission), ("--backend", backend), ("--timeout", timeout and f"{timeout:g}"),
+             ("--course", course_path))
+    return tuple(f"{flag} {shlex.quote(str(value))}" for flag, value in given if value)
 
-    course = find_course(explicit=course_path)
-    exercise = course.exercise(name).only(tasks)
-    report = grade_submission(course, exercise, submission or os.path.join(course.root, exercise.stubs),
-                              devices=parse_devices(devices), seed=seed, backend=backend, timeout_s=timeout,
-                              allow_jax_mismatch=allow_jax_mismatch)
-    text = report.render(fmt)
-    score = report.score
+
+def _local_limit_note(report, exercise) -> list[str]:
+    """One sentence when a call timed out under the local limit and the autograder would allow longer."""
+    timed_out = next((c.task for c in report.run.cases if c.kind == "timeout"), None)
+    if timed_out is None:
+        return []
+    local, full = report.run.exercise.task(timed_out).timeout_s, exercise.task(timed_out).timeout_s
+    if local >= full:
+        return []
+    return [f"calls are limited to {local:g} s when you grade your own exercises, so that a hang shows quickly; "
+            f"the autograder allows {full:g} s. A correct solution takes well under a second: look for a loop "
+            f"that never ends, or rerun with --timeout {full:g}"]
+
+
+def _write(text: str, output: str | None) -> None:
     if output:
         with open(output, "w", encoding="utf-8") as f:
             f.write(text)
-        click.echo(f"{name}: {score.total:g} / {score.max_total:g} ({score.percent:.0f}%), seed {report.run.seed}; "
-                   f"report written to {output}", err=True)
     else:
         click.echo(text, nl=False)
+
+
+def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, course_path, backend, timeout,
+           allow_jax_mismatch):
+    from grader.cli.options import find_exercise, parse_devices, parse_tasks
+    from grader.course import find_course
+    from grader.errors import Interrupted
+    from grader.grading.pipeline import grade_submission
+    from grader.grading.progress import RunProgress
+
+    course = find_course(explicit=course_path)
+    exercise = find_exercise(course, name, lambda owner, task: f"grade {owner} --task {task}").only(parse_tasks(tasks))
+    graded = exercise if submission else exercise.local()  # a student's own run: the local time limits
+    progress = RunProgress(sys.stderr, f"grade {name}")
+    try:
+        report = grade_submission(course, graded, submission or os.path.join(course.root, exercise.stubs),
+                                  devices=parse_devices(devices), seed=seed, backend=backend, timeout_s=timeout,
+                                  allow_jax_mismatch=allow_jax_mismatch, progress=progress)
+    except Interrupted as stop:
+        progress.clear()
+        if fmt in ("text", "json"):  # the others would be read as a grade: write nothing
+            _write(replace(stop.partial, options=_reproduce_options(submission, backend, timeout, course_path))
+                   .render(fmt), output)
+        raise
+    finally:
+        progress.clear()
+    report = replace(report, options=_reproduce_options(submission, backend, timeout, course_path),
+                     notes=report.notes + ([] if timeout else _local_limit_note(report, exercise)))
+    text = report.render(fmt)
+    score = report.score
+    _write(text, output)
+    if output:
+        click.echo(f"{name}: {score.total:g} / {score.max_total:g} ({score.percent:.0f}%), seed {report.run.seed}; "
+                   f"report written to {output}", err=True)
     if fail_under is not None and score.percent < fail_under:
         sys.exit(EXIT_BELOW)
 
@@ -38,7 +80,7 @@ def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, c
 def exercise_command(name: str) -> click.Command:
     @click.command(name)
     @click.option("--submission", type=click.Path(), help="folder to grade: holds EXERCISE/ or the task modules")
-    @click.option("--task", "tasks", multiple=True, help="grade only this task (repeatable)")
+    @click.option("--task", "tasks", multiple=True, help="grade only these tasks: --task dot,ring (or repeated)")
     @click.option("--devices", help="device counts to test, e.g. 1,2,4,8 (default: course.yaml); "
                                     "multi-process layouts run if their devices per process are listed")
     @click.option("--seed", type=click.IntRange(0, 2**31 - 1), help="reproduce a run (the seed is always printed)")

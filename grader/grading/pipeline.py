@@ -11,7 +11,9 @@ import os
 
 from grader import submission
 from grader.course import Course, Exercise
+from grader.errors import Interrupted
 from grader.grading import runner, scoring, versions
+from grader.grading.progress import RunProgress
 from grader.grading.report import Report
 from grader.workers.backends import Backend
 
@@ -21,14 +23,22 @@ PUBLIC_ONLY_NOTE = ("public tests only: the full suite, with any hidden tests, r
 
 def grade_submission(course: Course, exercise: Exercise, path: str, *, devices=None, seed: int | None = None,
                      backend: str | Backend | None = None, timeout_s: float | None = None,
-                     allow_jax_mismatch: bool = False) -> Report:
-    """Grade the submission at ``path`` against ``exercise`` (cut to the graded tasks with Exercise.only)."""
+                     allow_jax_mismatch: bool = False, progress: RunProgress | None = None) -> Report:
+    """Grade the submission at ``path`` against ``exercise`` (cut to the graded tasks with Exercise.only).
+
+    Interrupted (Ctrl-C, SIGTERM) leaves with the partial Report, marked interrupted, as its ``partial``.
+    """
     notes = versions.check_jax(course, allow_jax_mismatch)
     if course.release and course.release.public_only:
         notes.append(PUBLIC_ONLY_NOTE)
     found = submission.find(path, exercise.name, os.path.join(course.root, exercise.stubs))
     if found.note:
         notes.insert(0, found.note)
-    run = runner.grade(course, exercise, found, devices=devices, seed=seed, backend=backend or course.backend,
-                       timeout_s=timeout_s)
+    try:
+        run = runner.grade(course, exercise, found, devices=devices, seed=seed, backend=backend or course.backend,
+                           timeout_s=timeout_s, progress=progress)
+    except Interrupted as stop:
+        stop.partial = Report(stop.partial, scoring.score(exercise, stop.partial.cases, stop.partial.unfinished),
+                              course.name, notes)
+        raise
     return Report(run, scoring.score(exercise, run.cases), course.name, notes)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import zlib
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +18,8 @@ import pytest
 
 from grader.course import Exercise
 from grader.errors import GraderError, StudentFailure
+from grader.grading.budget import TimeBudget
+from grader.grading.progress import RunProgress
 from grader.grading.student import Student
 from grader.layout import Layout, label
 from grader.workers.pool import WorkerPool
@@ -36,6 +39,7 @@ class Case:
     where: str | None = None
     duration_s: float = 0.0
     processes: int | None = None  # set for a multi-process layout; devices is then per process
+    cut_short: bool = False  # not run: an earlier case of its task timed out at the same layout (see budget)
 
     @property
     def label(self) -> str:
@@ -65,9 +69,14 @@ class GraderPlugin:
     """``exercise`` holds the graded tasks only; ``devices`` and ``timeout_s`` override course.yaml."""
 
     def __init__(self, exercise: Exercise, pool: WorkerPool, seed: int, devices: tuple[int, ...] | None,
-                 timeout_s: float | None = None):
+                 timeout_s: float | None = None, progress: RunProgress | None = None):
         self.exercise, self.pool, self.backend, self.seed = exercise, pool, pool.backend, seed
         self.devices_override, self.timeout_override = devices, timeout_s
+        self.progress = progress or RunProgress(None)
+        self.budget = TimeBudget()
+        self._cut_short: set[str] = set()
+        self.planned: Counter[str] | None = None  # cases per task id, once collected
+        self.interrupted = False
         self.cases: list[Case] = []
         self.unmapped_files: set[str] = set()
         self.collection_errors: list[str] = []
@@ -113,6 +122,16 @@ class GraderPlugin:
         if self.backend.exclusive:  # one configuration at a time holds the devices: group its cases
             keep.sort(key=lambda it: (_params(it).get("processes") or 0, _params(it).get("devices") or 0))
         items[:] = keep
+        self.planned = Counter(self._task(item.path).id for item in keep)
+        self.progress.planned(self.planned)
+
+    def pytest_keyboard_interrupt(self, excinfo):
+        self.interrupted = True
+
+    def unfinished(self) -> tuple[str, ...]:
+        """Ids of the tasks not every case of which ran (all of them if the suite was not collected)."""
+        done = Counter(c.task for c in self.cases)
+        return tuple(t.id for t in self.exercise.tasks if self.planned is None or done[t.id] < self.planned[t.id])
 
     def pytest_collectreport(self, report):
         if report.failed:
@@ -129,7 +148,12 @@ class GraderPlugin:
         if reason:
             pytest.skip(f"not run here ({reason})")
         task = self._task(request.node.path)
-        return Student(self.pool, Layout(devices, processes), self.timeout_override or task.timeout_s)
+        layout = Layout(devices, processes)
+        spent = self.budget.spent(task.id, layout)
+        if spent:
+            self._cut_short.add(request.node.nodeid)
+            raise spent
+        return Student(self.pool, layout, self.timeout_override or task.timeout_s)
 
     @pytest.fixture
     def rng(self, request):
@@ -150,6 +174,11 @@ class GraderPlugin:
                 item.session.shouldstop = "the grader cannot go on"
             elif report.failed and call.excinfo is not None:
                 case.kind, case.message, case.where = explain(call.excinfo.value)
+                case.cut_short = item.nodeid in self._cut_short
+                if case.devices:
+                    self.budget.charge(case.task, Layout(case.devices, case.processes), case.kind, case.message,
+                                       case.where)
             elif report.skipped:
                 case.kind, case.message = "not_run", _one_line(getattr(call.excinfo, "value", "") or "skipped")
             self.cases.append(case)
+            self.progress.case_done(case.task)

@@ -20,6 +20,8 @@ from grader.layout import summary
 
 SCHEMA = "pmap-course/report"
 SCHEMA_VERSION = 1
+INTERRUPTED = ("INTERRUPTED: this run was stopped before it finished; tasks not reached score nothing, "
+               "so this is not your grade")
 
 
 def _fmt(x: float) -> str:
@@ -35,12 +37,13 @@ class Report:
     score: Score
     course: str
     notes: list[str] = field(default_factory=list)
+    options: tuple[str, ...] = ()  # options the command was given that change the result, for the reproduce line
 
     def to_dict(self) -> dict:
         return to_dict(self.run, self.score, self.course, self.notes)
 
     def to_text(self) -> str:
-        return to_text(self.run, self.score, self.course, self.notes)
+        return to_text(self.run, self.score, self.course, self.notes, self.options)
 
     def render(self, fmt: str) -> str:
         """The report as ``fmt``: text for people, json (our schema), gradescope (results.json), junit."""
@@ -74,6 +77,7 @@ def to_dict(run: RunResult, score: Score, course_name: str, notes=()) -> dict:
         "max_score": round(score.max_total, 4),
         "full_max_score": score.full_max_total,
         "percent": round(score.percent, 2),
+        "interrupted": run.interrupted,
         "tasks": [
             {
                 "id": ts.task.id,
@@ -82,6 +86,7 @@ def to_dict(run: RunResult, score: Score, course_name: str, notes=()) -> dict:
                 "max_score": ts.max_score,
                 "points": ts.task.points,
                 "not_run": len(ts.not_run),
+                "cut_short": ts.cut_short,
                 "extra_credit": ts.task.extra_credit,
                 "status": ts.status,
                 "reason": ts.reason,
@@ -99,6 +104,7 @@ def to_dict(run: RunResult, score: Score, course_name: str, notes=()) -> dict:
                         "weight": ts.task.rule(c.test).weight,
                         "visibility": ts.task.rule(c.test).visibility,
                         "duration_s": round(c.duration_s, 4),
+                        "cut_short": c.cut_short,
                     }
                     for c in ts.cases
                 ],
@@ -123,15 +129,20 @@ def _ran_on(run: RunResult) -> str:
     return summary((c.devices, c.processes) for c in run.cases if c.outcome != "skipped") or "no devices"
 
 
-def to_text(run: RunResult, score: Score, course_name: str, notes=()) -> str:
+def to_text(run: RunResult, score: Score, course_name: str, notes=(), options=()) -> str:
     width = max([len(ts.task.id) for ts in score.tasks] + [5])
     lines = [f"{course_name} · {run.exercise.name}: {run.exercise.title}", ""]
+    if run.interrupted:
+        lines[1:1] = [INTERRUPTED]
     for ts in score.tasks:
         pts = f"{_fmt(ts.score):>5} / {_fmt(ts.max_score):<3}"
         extra = " (extra credit)" if ts.task.extra_credit else ""
         cases = f"{ts.passed}/{ts.counted} cases" if ts.cases else ""
         if ts.not_run and ts.counted:
             cases += f", {len(ts.not_run)} {ts.not_run[0].message}"
+        if ts.cut_short:
+            hang = next(c.kind for c in ts.cases if c.cut_short).replace("timeout", "time-out")
+            cases += f", {ts.cut_short} cut short after a {hang}"
         lines.append(f"  {ts.task.id:<{width}}  {pts}  {ts.status:<13} {cases}{extra}")
         indent = " " * (width + 4)
         if ts.reason:
@@ -149,7 +160,10 @@ def to_text(run: RunResult, score: Score, course_name: str, notes=()) -> str:
     if run.student_output:
         size = sum(len(v) for v in run.student_output.values())
         lines.append(f"your code printed {size} characters (see --format json for the text)")
-    subset = "" if run.exercise.complete else "".join(f" --task {t.id}" for t in run.exercise.tasks)
+    subset = "" if run.exercise.complete else f" --task {','.join(t.id for t in run.exercise.tasks)}"
     devices = f" --devices {','.join(map(str, run.devices))}" if run.devices else ""
-    lines.append(f"reproduce: grade {run.exercise.name} --seed {run.seed}{subset}{devices}")
+    given = "".join(f" {option}" for option in options)
+    lines.append(f"reproduce: grade {run.exercise.name} --seed {run.seed}{subset}{devices}{given}")
+    if run.interrupted:
+        lines.append(INTERRUPTED)
     return "\n".join(lines) + "\n"

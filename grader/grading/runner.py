@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING
 
 from grader import submission as submissions
 from grader.course import Course, Exercise
-from grader.errors import GraderError, UsageError
+from grader.errors import GraderError, Interrupted, UsageError
 from grader.layout import Layout
+from grader.grading.progress import RunProgress
 from grader.submission import Submission
 from grader.workers.backends import Backend, resolve
 from grader.workers.pool import WorkerPool
@@ -50,6 +51,8 @@ class RunResult:
     student_output: dict[str, str] = field(default_factory=dict)
     unmapped_files: tuple[str, ...] = ()
     devices_here: int | None = None  # real devices of the backend; None: emulated
+    interrupted: bool = False  # Ctrl-C or SIGTERM stopped the run; ``unfinished`` tasks did not run every case
+    unfinished: tuple[str, ...] = ()
 
 
 def new_seed() -> int:
@@ -75,12 +78,15 @@ def _pytest_args(suite: str, files: list[str]) -> list[str]:
 
 
 def grade(course: Course, exercise: Exercise, submission: Submission, devices=None, seed: int | None = None,
-          backend: str | Backend = "cpu", timeout_s: float | None = None) -> RunResult:
+          backend: str | Backend = "cpu", timeout_s: float | None = None,
+          progress: RunProgress | None = None) -> RunResult:
     """Grade ``submission`` against the hidden suite of ``exercise``'s tasks (``backend``: a name or a
-    resolved Backend)."""
+    resolved Backend). Ctrl-C or SIGTERM (KeyboardInterrupt) kills the workers at once and raises
+    :class:`Interrupted` with what was graded so far."""
     started = time.perf_counter()
     backend = resolve(backend) if isinstance(backend, str) else backend
     seed = new_seed() if seed is None else seed
+    progress = progress or RunProgress(None)
     suite = os.path.join(course.root, exercise.suite)
     if not os.path.isdir(suite):
         raise UsageError(f"the suite folder {suite} for {exercise.name} does not exist")
@@ -94,29 +100,40 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
         pool = WorkerPool(run, _engine_link(scratch), use_zygote=os.environ.get("GRADE_ZYGOTE", "1") != "0")
         log = io.StringIO()
         try:
+            progress.starting()
             pool.prestart(_single_layouts(exercise, devices))
             import pytest  # only now, while the zygote imports JAX: the two overlap
 
             from grader.grading.plugin import GraderPlugin
 
-            plugin = GraderPlugin(exercise, pool, seed, tuple(devices) if devices else None, timeout_s)
+            plugin = GraderPlugin(exercise, pool, seed, tuple(devices) if devices else None, timeout_s, progress)
             with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
                 if files:
                     pytest.main(_pytest_args(suite, files), plugins=[plugin])
-        finally:
+        except BaseException:
+            pool.kill()
+            raise
+        if plugin.interrupted:
+            pool.kill()
+        else:
             pool.close()
-        if plugin.grader_errors:
+        result = RunResult(exercise=exercise, submission=submission, seed=seed, backend=backend.name,
+                           cases=plugin.cases, devices=tuple(devices) if devices else None,
+                           info={"platform": backend.platform, "device_kind": backend.kind, **pool.info()},
+                           wall_s=time.perf_counter() - started, worker_s=pool.worker_seconds,
+                           start_s=pool.start_seconds,
+                           grader_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                           worker_rss_mb=pool.peak_worker_rss_kb / 1024,
+                           student_output=pool.student_output, unmapped_files=tuple(sorted(plugin.unmapped_files)),
+                           devices_here=backend.available)
+        if plugin.interrupted:
+            result.interrupted, result.unfinished = True, plugin.unfinished()
+        elif plugin.grader_errors:
             raise GraderError(plugin.grader_errors[0])
-        if plugin.collection_errors:
+        elif plugin.collection_errors:
             raise GraderError("the hidden suite could not be collected:\n" + "\n".join(plugin.collection_errors))
-        return RunResult(exercise=exercise, submission=submission, seed=seed, backend=backend.name,
-                         cases=plugin.cases, devices=tuple(devices) if devices else None,
-                         info={"platform": backend.platform, "device_kind": backend.kind, **pool.info()},
-                         wall_s=time.perf_counter() - started, worker_s=pool.worker_seconds,
-                         start_s=pool.start_seconds,
-                         grader_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                         worker_rss_mb=pool.peak_worker_rss_kb / 1024,
-                         student_output=pool.student_output, unmapped_files=tuple(sorted(plugin.unmapped_files)),
-                         devices_here=backend.available)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    if result.interrupted:
+        raise Interrupted(result)
+    return result

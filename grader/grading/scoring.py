@@ -36,6 +36,11 @@ class TaskScore:
     def not_run(self) -> list[Case]:
         return [c for c in self.cases if c.outcome == "skipped"]
 
+    @property
+    def cut_short(self) -> int:
+        """Cases failed without running: an earlier one timed out at the same layout (grading/budget.py)."""
+        return sum(c.cut_short for c in self.cases)
+
 
 @dataclass
 class Score:
@@ -95,6 +100,14 @@ def score_task(task: Task, cases: list[Case]) -> TaskScore:
                      status=status, reason=reason, cases=cases)
 
 
-def score(exercise: Exercise, cases: list[Case]) -> Score:
-    """The score of ``exercise``'s tasks (the graded ones: see Exercise.only)."""
-    return Score([score_task(t, [c for c in cases if c.task == t.id]) for t in exercise.tasks])
+def unfinished_task(task: Task, cases: list[Case]) -> TaskScore:
+    """A task an interrupted run did not finish: no points, whatever its first cases did."""
+    return TaskScore(task=task, score=0.0, max_score=task.points, status="interrupted" if cases else "not reached",
+                     cases=cases)
+
+
+def score(exercise: Exercise, cases: list[Case], unfinished: tuple[str, ...] = ()) -> Score:
+    """The score of ``exercise``'s tasks (the graded ones: see Exercise.only); ``unfinished`` tasks of an
+    interrupted run score nothing and say so."""
+    return Score([(unfinished_task if t.id in unfinished else score_task)(t, [c for c in cases if c.task == t.id])
+                  for t in exercise.tasks])

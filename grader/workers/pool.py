@@ -73,8 +73,17 @@ class WorkerPool:
             self.student_output[str(layout)] = self.student_output.get(str(layout), "") + text
 
     def close(self) -> None:
-        for w in self._workers.values():
-            w.ask_to_exit()
+        """Ask every worker to exit, give each a moment, then end whatever is left (and the zygotes)."""
+        try:
+            for w in self._workers.values():
+                w.ask_to_exit()
+            for layout, w in self._workers.items():
+                self._keep_output(layout, w.stop())
+        finally:
+            self.kill()
+
+    def kill(self) -> None:
+        """End every worker and zygote now, without waiting for a student call in flight (Ctrl-C)."""
         for layout, w in self._workers.items():
-            self._keep_output(layout, w.stop())
+            self._keep_output(layout, w.stop(grace_s=0))
         self._launcher.close()
