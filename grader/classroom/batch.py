@@ -3,10 +3,13 @@
 Every submission is graded by ``python -m grader EXERCISE --submission DIR --format json`` in a
 separate process (which in turn keeps the student's code in its workers), so a submission that
 breaks anything breaks only its own grading. Up to ``jobs`` children run at once; each result is
-committed to the gradebook the moment its child ends, and only this process writes there. A rerun
+committed to the gradebook the moment its child ends, and only this process writes there (a second
+batch on the same gradebook is refused: :mod:`grader.classroom.lock`). A rerun
 skips every submission whose result still stands (same submission hash, same course hash), so a
 batch killed at any point is finished by running the same command again. All children use the
 batch's seed: the whole class is graded on the same inputs, and any result can be reproduced.
+Copies of the students' code live only in the batch's scratch (:mod:`grader.classroom.scratch`),
+which a killed batch's successor removes.
 """
 
 from __future__ import annotations
@@ -18,18 +21,19 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections import deque
 from dataclasses import dataclass
 
 from grader.classroom import fingerprint, roster, unpack
+from grader.classroom.scratch import BatchScratch
 from grader.course import Course, Exercise
 from grader.errors import EXIT_USAGE
 from grader.classroom.gradebook import FAILED, GRADED, REFUSED, Gradebook, Result
 from grader.classroom.progress import Progress
 
 POLL_S = 0.05
+STOP_GRACE_S = 10.0  # how long an interrupted batch waits for its gradings to kill their workers and clean up
 ENGINE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _PR_SET_PDEATHSIG = 1
 
@@ -134,7 +138,7 @@ class Batch:
         s = self.settings
         cmd = [sys.executable, "-m", "grader", s.exercise.name, "--submission", folder, "--format", "json",
                "--seed", str(s.seed), "--output", output, "--course", s.course.path]
-        cmd += [arg for t in s.exercise.tasks for arg in ("--task", t.id)] + ["--backend", s.backend]
+        cmd += ["--task", ",".join(t.id for t in s.exercise.tasks), "--backend", s.backend]
         return cmd + (["--devices", ",".join(map(str, s.devices))] if s.devices else [])
 
     def _start(self, planned: Planned, scratch_root: str, index: int) -> Job | None:
@@ -158,19 +162,28 @@ class Batch:
             return None
         folder = unpack.content_root(folder, self.settings.exercise.name)
         pythonpath = os.pathsep.join(p for p in (ENGINE_PARENT, os.environ.get("PYTHONPATH")) if p)
-        env = dict(os.environ, PYTHONPATH=pythonpath)
+        os.makedirs(os.path.join(scratch, "tmp"))  # the grading's own scratch goes here: inside the batch's
+        env = dict(os.environ, PYTHONPATH=pythonpath, TMPDIR=os.path.join(scratch, "tmp"))
         with open(os.path.join(scratch, "log.txt"), "wb") as log:
             proc = subprocess.Popen(self._command(folder, os.path.join(scratch, "report.json")), cwd=scratch,
                                     env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True, preexec_fn=_die_with_parent)
         return Job(planned, scratch, proc, time.monotonic())
 
-    def _finished(self, job: Job) -> bool:
-        """Reap the child if it ended (keeping its peak memory); kill it if it overran."""
+    @staticmethod
+    def _reaped(job: Job) -> bool:
+        """Reap the child if it ended, keeping its exit code and peak memory."""
+        if job.proc.returncode is not None:
+            return True
         pid, status, usage = os.wait4(job.proc.pid, os.WNOHANG)
         if pid:
             job.proc.returncode = os.waitstatus_to_exitcode(status)
             job.max_rss_kb = usage.ru_maxrss
+        return bool(pid)
+
+    def _finished(self, job: Job) -> bool:
+        """Reap the child if it ended; kill it if it overran."""
+        if self._reaped(job):
             return True
         if time.monotonic() - job.started > self.settings.timeout_s:
             job.timed_out = True
@@ -180,11 +193,27 @@ class Batch:
 
     @staticmethod
     def _kill(job: Job) -> None:
+        if job.proc.returncode is not None:
+            return
         try:
             os.killpg(job.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         job.proc.wait()
+
+    def _stop(self, jobs: list[Job]) -> None:
+        """End gradings still running: SIGTERM lets each kill its workers and remove its scratch (as
+        Ctrl-C would); whichever has not exited within STOP_GRACE_S is killed."""
+        for job in jobs:
+            try:
+                os.kill(job.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + STOP_GRACE_S
+        for job in jobs:
+            while not self._reaped(job) and time.monotonic() < deadline:
+                time.sleep(POLL_S)
+            self._kill(job)
 
     def _result(self, job: Job) -> Result:
         planned, code = job.planned, job.proc.returncode
@@ -209,15 +238,15 @@ class Batch:
         return self._base(planned, status=FAILED, error=f"the grader failed ({how}): {reason}", **common)
 
     def run(self, todo: list[Planned]) -> None:
-        """Grade ``todo``; on any exit (Ctrl-C included) running children are killed, results kept."""
+        """Grade ``todo``; on any exit (Ctrl-C included) running children are stopped, results kept."""
         pending = deque(enumerate(todo))
         running: list[Job] = []
-        scratch_root = tempfile.mkdtemp(prefix="grade-batch-")
+        scratch = BatchScratch()
         try:
             while pending or running:
                 while pending and len(running) < self.settings.jobs:
                     index, planned = pending.popleft()
-                    job = self._start(planned, scratch_root, index)
+                    job = self._start(planned, scratch.path, index)
                     if job is not None:
                         running.append(job)
                 time.sleep(POLL_S)
@@ -226,6 +255,5 @@ class Batch:
                     self._record(self._result(job))
                     shutil.rmtree(job.scratch, ignore_errors=True)
         finally:
-            for job in running:
-                self._kill(job)
-            shutil.rmtree(scratch_root, ignore_errors=True)
+            self._stop(running)
+            scratch.remove()

@@ -46,31 +46,35 @@ def _bind(book, course, exercise, course_hash: str, seed: int, devices) -> None:
 
 def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, seed, regrade, devices_text,
            course_path, timeout_s, backend):
-    from grader.classroom import batch, fingerprint, roster
+    from grader.classroom import batch, fingerprint, roster, scratch
     from grader.classroom.gradebook import FAILED, Gradebook
+    from grader.classroom.lock import gradebook_in_use
     from grader.classroom.progress import Progress
     from grader.classroom.summary import summarize
-    from grader.cli.options import parse_devices
+    from grader.cli.options import find_exercise, parse_devices, parse_tasks
     from grader.course import find_course
+    from grader.layout import plural
     from grader.workers.backends import resolve
 
     course = find_course(explicit=course_path)
-    exercise = course.exercise(exercise_name).only(tasks)
+    exercise = find_exercise(course, exercise_name, lambda owner, task: f"grade batch ... --exercise {owner} --task {task}")
+    exercise = exercise.only(parse_tasks(tasks))
     devices = parse_devices(devices_text)
     shard = roster.parse_shard(shard_text)
     entries = [e for e in roster.discover(list(submissions), exercise.name) if roster.in_shard(e.student, shard)]
     gradebook_path = gradebook_path or f"{exercise.name}.sqlite"
     backend = resolve(backend or course.backend).name  # a backend this machine lacks stops here, not per student
     course_hash = fingerprint.course_hash(course, exercise, devices, backend)
-    with Gradebook(gradebook_path) as book:
+    with gradebook_in_use(gradebook_path), Gradebook(gradebook_path) as book:
+        if stale := scratch.remove_stale():
+            click.echo(f"removed the scratch of {plural(stale, 'batch', 'batches')} that did not end cleanly", err=True)
         seed = _choose_seed(book, seed, regrade)
         _bind(book, course, exercise, course_hash, seed, devices)
         todo, kept = batch.plan(entries, book, course_hash, regrade)
         where = f" (shard {shard[0]}/{shard[1]})" if shard else ""
         again = " (--regrade grades them again)" if kept else ""
-        click.echo(f"{exercise.name}: {len(entries)} submissions{where}; grading {len(todo)}, {len(kept)} already "
-                   f"graded{again} · seed {seed} · {jobs} job{'s' if jobs > 1 else ''} · gradebook {gradebook_path}",
-                   err=True)
+        click.echo(f"{exercise.name}: {plural(len(entries), 'submission')}{where}; grading {len(todo)}, {len(kept)} "
+                   f"already graded{again} · seed {seed} · {plural(jobs, 'job')} · gradebook {gradebook_path}", err=True)
         settings = batch.Settings(course, exercise, seed, devices, course_hash, jobs, timeout_s, backend)
         progress = Progress(len(todo))
         try:
@@ -88,7 +92,7 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
 @click.command("batch")
 @click.argument("submissions", nargs=-1, required=True, type=click.Path())
 @click.option("--exercise", "exercise_name", required=True, help="the exercise to grade, as named in course.yaml")
-@click.option("--task", "tasks", multiple=True, help="grade only this task (repeatable; default: every task)")
+@click.option("--task", "tasks", multiple=True, help="grade only these tasks: --task dot,ring (default: every task)")
 @click.option("--jobs", type=click.IntRange(1), default=default_jobs, show_default="the usable cores",
               help="submissions graded at once")
 @click.option("--shard", "shard_text", metavar="K/N", help="grade only shard K of N (the same split on every machine)")

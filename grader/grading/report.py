@@ -90,7 +90,7 @@ def to_dict(run: RunResult, score: Score, course_name: str, notes=()) -> dict:
                 "extra_credit": ts.task.extra_credit,
                 "status": ts.status,
                 "reason": ts.reason,
-                "hint": ts.task.hint if ts.score < ts.max_score else "",
+                "hint": ts.task.hint if ts.score < ts.max_score and not ts.unfinished else "",
                 "cases": [
                     {
                         "test": c.test,
@@ -147,7 +147,7 @@ def to_text(run: RunResult, score: Score, course_name: str, notes=(), options=()
         indent = " " * (width + 4)
         if ts.reason:
             lines += textwrap.wrap(ts.reason, 100, initial_indent=indent, subsequent_indent=indent + "  ")
-        if ts.score < ts.max_score and ts.task.hint:
+        if ts.score < ts.max_score and ts.task.hint and not ts.unfinished:
             lines += textwrap.wrap("hint: " + ts.task.hint, 100, initial_indent=indent, subsequent_indent=indent + "  ")
     lines += ["", f"  {'total':<{width}}  {_fmt(score.total):>5} / {_fmt(score.max_total):<3}  ({score.percent:.0f}%)"]
     if score.scaled:

@@ -14,6 +14,8 @@ from grader.course import Exercise, Task
 from grader.errors import STATUS
 from grader.grading.plugin import Case
 
+UNFINISHED = ("not reached", "interrupted")  # statuses of the tasks an interrupted run did not finish
+
 
 @dataclass
 class TaskScore:
@@ -35,6 +37,10 @@ class TaskScore:
     @property
     def not_run(self) -> list[Case]:
         return [c for c in self.cases if c.outcome == "skipped"]
+
+    @property
+    def unfinished(self) -> bool:
+        return self.status in UNFINISHED
 
     @property
     def cut_short(self) -> int:
@@ -102,7 +108,7 @@ def score_task(task: Task, cases: list[Case]) -> TaskScore:
 
 def unfinished_task(task: Task, cases: list[Case]) -> TaskScore:
     """A task an interrupted run did not finish: no points, whatever its first cases did."""
-    return TaskScore(task=task, score=0.0, max_score=task.points, status="interrupted" if cases else "not reached",
+    return TaskScore(task=task, score=0.0, max_score=task.points, status=UNFINISHED[1] if cases else UNFINISHED[0],
                      cases=cases)
 
 
