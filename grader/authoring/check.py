@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from grader.grading import runner, scoring
 from grader.grading.pipeline import grade_submission
 from grader.course import Course, Exercise
+from grader.layout import plural
 
 
 @dataclass
@@ -76,8 +77,8 @@ def run_problems(course: Course, exercise: Exercise, sol: scoring.Score, stub: s
                             f"in {', '.join(ts.task.files)}")
         skipped = [c for c in ts.cases if c.outcome == "skipped"]
         if skipped:
-            problems.append(f"task {ts.task.id}: {len(skipped)} cases could not run here, so the task is unchecked "
-                            f"at device counts {sorted({c.devices for c in skipped})}: {skipped[0].message}")
+            problems.append(f"task {ts.task.id}: {plural(len(skipped), 'case')} could not run here, so the task is "
+                            f"unchecked at device counts {sorted({c.devices for c in skipped})}: {skipped[0].message}")
         elif ts.score < ts.max_score:
             problems.append(f"the reference solution scores {ts.score:g} / {ts.max_score:g} on task {ts.task.id} "
                             f"({_first_failure(ts)})")

@@ -22,6 +22,7 @@ import sqlite3
 from dataclasses import asdict, dataclass, fields
 
 from grader.errors import UsageError
+from grader.layout import plural
 
 SCHEMA_VERSION = 1
 GRADED, REFUSED, FAILED = "graded", "refused", "failed"
@@ -183,8 +184,9 @@ def merge(paths: list[str], out: str) -> list[str]:
     finally:
         for book in books:
             book.close()
-    notes = [f"merged {len(paths)} gradebooks: {len(latest)} students into {out}"]
+    notes = [f"merged {plural(len(paths), 'gradebook')}: {plural(len(latest), 'student')} into {out}"]
     if repeated:
-        notes.append(f"{len(repeated)} students were in more than one gradebook; kept the most recent result: "
+        were = "was" if len(repeated) == 1 else "were"
+        notes.append(f"{plural(len(repeated), 'student')} {were} in more than one gradebook; kept the most recent result: "
                      + ", ".join(sorted(repeated)))
     return notes

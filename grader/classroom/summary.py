@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 
 from grader.classroom.gradebook import FAILED, GRADED, REFUSED, Result
+from grader.layout import plural
 
 
 def _num(x: float) -> str:
@@ -14,7 +15,7 @@ def _num(x: float) -> str:
 def summarize(results: list[Result], tasks: list[dict], title: str) -> str:
     """Text for stdout: counts, mean and median score, per-task mean, then refused and failed ones."""
     graded = [r for r in results if r.status == GRADED]
-    lines = [f"{title}: {len(results)} submissions, {len(graded)} graded, "
+    lines = [f"{title}: {plural(len(results), 'submission')}, {len(graded)} graded, "
              f"{sum(r.status == REFUSED for r in results)} refused, {sum(r.status == FAILED for r in results)} failed"]
     if graded:
         max_score = graded[0].max_score

@@ -57,7 +57,8 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
     from grader.workers.backends import resolve
 
     course = find_course(explicit=course_path)
-    exercise = find_exercise(course, exercise_name, lambda owner, task: f"grade batch ... --exercise {owner} --task {task}")
+    exercise = find_exercise(course, exercise_name,
+                             lambda owner, task: f"grade batch ... --exercise {owner} --task {task}")
     exercise = exercise.only(parse_tasks(tasks))
     devices = parse_devices(devices_text)
     shard = roster.parse_shard(shard_text)
@@ -74,7 +75,8 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
         where = f" (shard {shard[0]}/{shard[1]})" if shard else ""
         again = " (--regrade grades them again)" if kept else ""
         click.echo(f"{exercise.name}: {plural(len(entries), 'submission')}{where}; grading {len(todo)}, {len(kept)} "
-                   f"already graded{again} · seed {seed} · {plural(jobs, 'job')} · gradebook {gradebook_path}", err=True)
+                   f"already graded{again} · seed {seed} · {plural(jobs, 'job')} · gradebook {gradebook_path}",
+                   err=True)
         settings = batch.Settings(course, exercise, seed, devices, course_hash, jobs, timeout_s, backend)
         progress = Progress(len(todo))
         try:

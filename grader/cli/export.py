@@ -27,6 +27,7 @@ def _export(gradebook, fmt, output):
     from grader.classroom import exports
     from grader.classroom.gradebook import FAILED, Gradebook
     from grader.errors import UsageError
+    from grader.layout import plural
 
     with Gradebook(gradebook, readonly=True) as book:
         if book.meta_value("exercise") is None:
@@ -36,7 +37,7 @@ def _export(gradebook, fmt, output):
             if not output:
                 raise UsageError("--format gradescope writes one results.json per student: give a folder with -o")
             not_graded = _write_gradescope(book, output)
-            click.echo(f"wrote {output}/<student>/results.json for {len(book.results())} students "
+            click.echo(f"wrote {output}/<student>/results.json for {plural(len(book.results()), 'student')} "
                        f"({not_graded} not graded: score 0)", err=True)
         else:
             render = {"csv": exports.gradebook_csv, "json": exports.gradebook_json, "junit": exports.gradebook_junit}
@@ -47,7 +48,8 @@ def _export(gradebook, fmt, output):
             else:
                 click.echo(text, nl=False)
     if failed:
-        click.echo(f"warning: the grader failed on {failed} submissions; run grade batch again before uploading",
+        click.echo(f"warning: the grader failed on {plural(failed, 'submission')}; run grade batch again before "
+                   "uploading",
                    err=True)
 
 

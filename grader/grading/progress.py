@@ -11,6 +11,8 @@ from __future__ import annotations
 import time
 from collections import Counter
 
+from grader.layout import plural
+
 
 class RunProgress:
     """``stream``: where to draw (None, or a stream that is not a terminal: draw nothing)."""
@@ -34,7 +36,7 @@ class RunProgress:
         self._done[task_id] += 1
         tasks_done = sum(self._done[t] >= n for t, n in self._planned.items())
         self._draw(f"{task_id} {self._done[task_id]}/{self._planned[task_id]} cases · "
-                   f"{tasks_done} of {len(self._planned)} tasks done")
+                   f"{tasks_done} of {plural(len(self._planned), 'task')} done")
 
     def clear(self) -> None:
         """Erase the line (before the report, an error or "interrupted" is printed)."""

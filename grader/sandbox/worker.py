@@ -17,6 +17,7 @@ import time
 
 from grader import protocol
 from grader.errors import StudentFailure
+from grader.layout import plural
 from grader.protocol import REPLY_FD, REQUEST_FD, WorkerSettings
 from grader.sandbox.student_code import check_signature, classify, first_line, student_frame, student_function, \
     use_submission
@@ -109,7 +110,7 @@ def configure_jax(settings: WorkerSettings) -> dict:
                                    shutdown_timeout_seconds=group["timeout_s"])
     local = jax.local_devices()
     if len(local) != settings.devices:
-        raise RuntimeError(f"asked for {settings.devices} devices, JAX sees {len(local)}: {local}")
+        raise RuntimeError(f"asked for {plural(settings.devices, 'device')}, JAX sees {len(local)}: {local}")
     return {"jax_version": jax.__version__, "platform": local[0].platform, "device_kind": local[0].device_kind,
             "devices": len(local), "process_index": jax.process_index(), "process_count": jax.process_count()}
 

@@ -12,6 +12,7 @@ import re
 import numpy as np
 
 from grader.errors import StudentFailure
+from grader.layout import plural
 
 
 def _shape_text(shape) -> str:
@@ -49,7 +50,7 @@ def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-
             raise AssertionError(f"{what} returned {arr64.item():.6g}, expected {expected.item():.6g}")
         bad = np.argwhere(~close)
         idx = tuple(int(i) for i in bad[0])
-        raise AssertionError(f"{what} is wrong at {len(bad)} of {arr.size} entries; first at index "
+        raise AssertionError(f"{what} is wrong at {len(bad)} of {plural(arr.size, 'entry', 'entries')}; first at index "
                              f"{idx}: got {arr64[idx]:.6g}, expected {expected[idx]:.6g}")
     return arr
 

@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass, field
 
 from grader.errors import GraderError, UsageError
+from grader.layout import plural
 
 PROBE_TIMEOUT_S = 120.0
 GPU_PLATFORMS = ("cuda", "rocm")
@@ -78,14 +79,14 @@ class Backend:
             return None
         total = devices * (processes or 1)
         if total > self.available:
-            return f"needs {total} devices, this machine has {self.available}"
+            return f"needs {plural(total, 'device')}, this machine has {self.available}"
         if self.platform == "tpu":
             if processes:
                 return "multi-process layouts run on the cpu and gpu backends"
             chips, rest = divmod(devices, self.per_chip)
             if devices != self.available and (rest or chips not in TPU_CHIP_BOUNDS):
-                return (f"a TPU worker gets 1, 2 or 4 whole chips ({self.per_chip} device(s) each) or the whole "
-                        f"machine, not {devices} devices")
+                return (f"a TPU worker gets 1, 2 or 4 whole chips ({plural(self.per_chip, 'device')} each) or the whole "
+                        f"machine, not {plural(devices, 'device')}")
         return None
 
     def worker_variables(self, devices: int, process: int = 0) -> dict[str, str]:
