@@ -29,6 +29,7 @@ from grader.classroom import fingerprint, roster, unpack
 from grader.classroom.scratch import BatchScratch
 from grader.course import Course, Exercise
 from grader.errors import EXIT_USAGE
+from grader.layout import plural
 from grader.classroom.gradebook import FAILED, GRADED, REFUSED, Gradebook, Result
 from grader.classroom.progress import Progress
 
@@ -76,7 +77,7 @@ class Job:
 def _plan_one(entry: roster.Entry) -> Planned:
     if len(entry.paths) > 1:
         digest = fingerprint.combined_hash(fingerprint.submission_hash(p) for p in entry.paths)
-        return Planned(entry, digest, f"{len(entry.paths)} submissions for this student id "
+        return Planned(entry, digest, f"{plural(len(entry.paths), 'submission')} for this student id "
                                       f"({', '.join(entry.paths)}); keep one and run the batch again")
     path = entry.paths[0]
     refusal = "" if roster.kind(path) else f"{os.path.basename(path)} is not a folder, a .zip or a .tar.gz archive"

@@ -16,6 +16,7 @@ import stat
 import tarfile
 import zipfile
 
+from grader.layout import plural
 from grader.submission import MAX_BYTES, MAX_FILES
 
 ARCHIVE_SUFFIXES = {".zip": "zip", ".tar.gz": "tar", ".tgz": "tar"}
@@ -61,7 +62,7 @@ class _Budget:
     def entry(self) -> None:
         self.entries += 1
         if self.entries > MAX_FILES:
-            raise Refused(f"archive holds more than {MAX_FILES} entries; a submission is a few source files")
+            raise Refused(f"archive holds more than {plural(MAX_FILES, 'entry', 'entries')}; a submission is a few source files")
 
     def add(self, n: int) -> None:
         self.bytes += n

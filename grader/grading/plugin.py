@@ -126,7 +126,8 @@ class GraderPlugin:
         self.progress.planned(self.planned)
 
     def pytest_keyboard_interrupt(self, excinfo):
-        self.interrupted = True
+        """Ctrl-C or SIGTERM; pytest also calls this when it stops itself (session.shouldstop), which is not one."""
+        self.interrupted = not isinstance(excinfo.value, pytest.Session.Interrupted)
 
     def unfinished(self) -> tuple[str, ...]:
         """Ids of the tasks not every case of which ran (all of them if the suite was not collected)."""

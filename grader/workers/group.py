@@ -33,7 +33,7 @@ import time
 
 from grader import protocol
 from grader.errors import GraderError, StudentFailure
-from grader.layout import Layout
+from grader.layout import Layout, plural
 from grader.workers.launch import Launcher
 from grader.workers.worker import STARTUP_TIMEOUT_S, RunSettings, Worker
 
@@ -113,7 +113,8 @@ class WorkerGroup:
             ready = select.select(pending, [], [], max(0.0, deadline - time.monotonic()))[0]
             if not ready:
                 self.kill()  # joining is a barrier: everyone waits for the slowest, so no one is to blame
-                raise StudentFailure("timeout", f"the {self.layout.processes} processes did not all join within "
+                processes = plural(self.layout.processes, "process", "processes")
+                raise StudentFailure("timeout", f"the {processes} did not all join within "
                                      f"{JOIN_TIMEOUT_S:g} s ({self.layout})")
             for m in ready:
                 i = self.members.index(m)

@@ -33,12 +33,20 @@ def _close(*fds: int) -> None:
         os.close(fd)
 
 
+def _die_with_grader() -> str:
+    """Boot code (Linux) that makes the worker take SIGKILL when this grader dies, however it dies: a
+    grader killed by SIGKILL cannot ask it to exit, and a worker in an endless loop never reads its pipe."""
+    if not sys.platform.startswith("linux"):
+        return ""
+    return f"import ctypes, os; ctypes.CDLL(None).prctl(1, 9); os.getppid() == {os.getpid()} or os._exit(1); "
+
+
 def spawn_fresh(engine_path: str, env: dict[str, str], cwd: str) -> Started:
     """``python -I`` running ``grader.sandbox.worker.main`` in its own session."""
     req_r, req_w = os.pipe()
     rep_r, rep_w = os.pipe()
-    boot = (f"import sys; sys.path.insert(0, {engine_path!r}); from grader.sandbox.worker import main; "
-            f"main({req_r}, {rep_w})")
+    boot = (f"{_die_with_grader()}import sys; sys.path.insert(0, {engine_path!r}); "
+            f"from grader.sandbox.worker import main; main({req_r}, {rep_w})")
     try:
         popen = subprocess.Popen([sys.executable, "-I", "-c", boot], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, pass_fds=(req_r, rep_w), start_new_session=True)

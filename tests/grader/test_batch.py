@@ -14,6 +14,7 @@ import pytest
 
 from classroom import dot_files, folder, rows, source, tar_archive, zip_archive
 from conftest import GRADE, ROOT, run_grade
+from hangcourse import processes_under, wait_for
 from grader.course import load_course
 from grader.classroom.gradebook import Gradebook
 
@@ -151,9 +152,13 @@ def test_a_killed_batch_resumes_and_grades_each_submission_once(tmp_path):
     while _graders_of(tmp_path / "class") and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _graders_of(tmp_path / "class"), "a killed batch leaves no grading running"
+    wait_for(lambda: not processes_under(tmp_path / "tmp"), timeout=10, what="the killed batch's workers to end")
+    assert list((tmp_path / "tmp").glob("grade-batch-*")), "a killed batch cannot remove its scratch"
 
-    resumed = run_grade(*args)
+    resumed = subprocess.run([*GRADE, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
+    assert "removed the scratch of 1 batch that did not end cleanly" in resumed.stderr
+    assert not list((tmp_path / "tmp").iterdir()), "the next batch removes it (its lock died with the killed batch)"
     assert f"grading {4 - done_before}, {done_before} already graded" in resumed.stderr
     assert [(s, st, sc) for s, st, sc, *_ in rows(book)] == [(s, "graded", DOT) for s in ("ana", "ben", "cy", "dee")]
     assert sorted(s for s, _ in rows(book, "history")) == ["ana", "ben", "cy", "dee"]

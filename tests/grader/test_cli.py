@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 from conftest import ROOT, grade_json, run_grade, task
+from toycourse import make_course
 
 
 def test_list_shows_exercises_tasks_and_points():
@@ -95,3 +97,34 @@ def test_worker_that_cannot_start_is_a_grader_error_not_a_student_verdict(tmp_pa
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "grader error: a worker for 1 device" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_task_takes_a_comma_list_and_the_reproduce_line_repeats_the_options_given(tmp_path):
+    root = make_course(tmp_path / "course")
+    proc = run_grade("ex1", "--course", str(root), "--task", "add,scale", "--seed", "5", "--backend", "cpu",
+                     "--timeout", "7")
+    assert proc.returncode == 0, proc.stderr
+    assert "add " in proc.stdout and "scale " in proc.stdout
+    assert f"reproduce: grade ex1 --seed 5 --backend cpu --timeout 7 --course {root}\n" in proc.stdout
+    one = run_grade("ex1", "--course", str(root), "--task", "add", "--devices", "1", "--seed", "5",
+                    "--submission", str(root / "solutions"))
+    assert f"reproduce: grade ex1 --seed 5 --task add --devices 1 --submission {root / 'solutions'} --course {root}\n" \
+        in one.stdout
+
+
+def test_a_task_given_as_an_exercise_gets_the_command_that_grades_it():
+    proc = run_grade("dot")
+    assert proc.returncode == 2
+    assert "did you mean `grade exercise7 --task dot`?" in proc.stderr
+    batch = run_grade("batch", "nowhere", "--exercise", "ring")
+    assert batch.returncode == 2
+    assert "did you mean `grade batch ... --exercise exercise7 --task ring`?" in batch.stderr
+
+
+def test_no_message_counts_with_a_plural_by_hand():
+    """Counts in messages go through layout.plural, so "1 devices" cannot be written (issue 13)."""
+    by_hand = re.compile(r"(?<![/{])\{(?!kind\})[^{}]*\} (devices|cases|tasks|submissions|students|gradebooks|jobs|processes|"
+                         r"entries|problems|errors)\b")
+    found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}" for path in sorted((ROOT / "grader").rglob("*.py"))
+             for n, line in enumerate(path.read_text().splitlines(), 1) if by_hand.search(line)]
+    assert not found, "\n".join(found)

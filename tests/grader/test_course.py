@@ -62,6 +62,12 @@ def test_good_course_loads_with_defaults_and_overrides(tmp_path):
      "course.yaml:11: exercises.ex1.tasks[0].pionts: expected one of the keys id, title, points"),
     ("id: beta", "id: alpha", "course.yaml:13: exercises.ex1.tasks[1].id: expected a task id not used before"),
     ("timeout_s: 5", "timeout_s: -1", "defaults.timeout_s: expected a number > 0, got -1"),
+    ("timeout_s: 5,", "timeout_s: 5, local_timeout_s: 0,",
+     "course.yaml:2: defaults.local_timeout_s: expected a number > 0, got 0"),
+    ("timeout_s: 5,", "timeout_s: 5, local_timeout_s: 9,",
+     "course.yaml:2: defaults.local_timeout_s: expected a number > 0 and at most timeout_s (5), got 9"),
+    ("        devices: [4, 1]\n", "        devices: [4, 1]\n        local_timeout_s: 6\n",
+     "course.yaml:18: exercises.ex1.tasks[1].local_timeout_s: expected a number > 0 and at most timeout_s (5), got 6"),
 ])
 def test_each_mistake_is_named(tmp_path, old, new, expected):
     assert old in GOOD
@@ -90,3 +96,16 @@ def test_course_is_found_walking_up(tmp_path):
     assert find_course(str(deep)).name == "demo"
     with pytest.raises(UsageError, match="no course.yaml found"):
         find_course("/")
+
+
+def test_local_limits_are_inherited_capped_and_apply_only_to_a_local_run(tmp_path):
+    text = GOOD.replace("timeout_s: 5,", "timeout_s: 5, local_timeout_s: 2,").replace(
+        "        devices: [4, 1]\n", "        devices: [4, 1]\n        timeout_s: 1.5\n")
+    ex = load_course(write(tmp_path, text)).exercise("ex1")
+    alpha, beta = ex.tasks
+    assert (alpha.timeout_s, alpha.local_timeout_s) == (5, 2)
+    assert (beta.timeout_s, beta.local_timeout_s) == (1.5, 1.5), "never longer than the task's own limit"
+    assert [t.timeout_s for t in ex.local().tasks] == [2, 1.5]
+    assert [t.timeout_s for t in ex.tasks] == [5, 1.5], "the autograder keeps timeout_s"
+    plain = load_course(write(tmp_path, GOOD)).exercise("ex1")
+    assert plain.local().tasks == plain.tasks, "without local_timeout_s a local run has the same limits"

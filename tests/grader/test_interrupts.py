@@ -97,3 +97,17 @@ def test_an_interrupted_batch_keeps_its_results_refuses_a_second_batch_and_resum
     with sqlite3.connect(book) as db:
         assert sorted(db.execute("SELECT student, score FROM results")) == [("ann", 20.0), ("bob", 20.0), ("cy", 20.0)]
         assert sorted(s for (s,) in db.execute("SELECT student FROM history")) == ["ann", "bob", "cy"]
+
+
+@pytest.mark.parametrize("zygote", ["1", "0"])
+def test_a_grader_killed_outright_leaves_no_worker_behind(tmp_path, zygote):
+    """SIGKILL cannot be caught: the zygote ends its workers when its grader goes, a fresh worker dies with it."""
+    root = make_course(tmp_path / "course", timeout_s=60)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen([*GRADE, "ex1", "--course", str(root)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env={**os.environ, "TMPDIR": str(tmp), "GRADE_ZYGOTE": zygote})
+    wait_for(under_way(tmp), what="task fine graded")
+    proc.kill()
+    proc.wait()
+    wait_for(lambda: not processes_under(tmp), timeout=10, what="the killed grader's workers to end")
