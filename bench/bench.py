@@ -5,8 +5,10 @@ calls (``timing.worker_s`` of the JSON report); everything above it is overhead:
 imports, worker start-up, pytest, IPC. This script grades the reference solutions and prints one
 table: wall time and floor of ``grade EXERCISE`` and of ``grade EXERCISE --task TASK`` (each with
 and without the zygote), a batch of copies with one and two jobs, peak memory, and the start-up time
-of ``grade --help`` and ``grade list``. It writes every raw figure as JSON, so a figure can be
-compared across commits. Run it from anywhere: ``python bench/bench.py [--output PATH]``.
+of ``grade --help`` and ``grade list``, and what an endless loop in ``dot`` costs next to its
+budget (one time limit per layout plus the other tasks' normal grading). It writes every raw figure
+as JSON, so a figure can be compared across commits. Run it from anywhere:
+``python bench/bench.py [--output PATH]``; ``--endless-loop`` measures only the last figure (a minute).
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ def grade_once(submission: Path, extra: list[str], seed: int, env: dict[str, str
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
     report = json.loads(proc.stdout)
-    return {"wall_s": wall, "score": report["score"], "max_score": report["max_score"], **{
+    dot_cases = sum(len(t["cases"]) for t in report["tasks"] if t["id"] == "dot")
+    return {"wall_s": wall, "score": report["score"], "max_score": report["max_score"], "dot_cases": dot_cases, **{
         f"report_{k}": v for k, v in report["timing"].items()}}
 
 
@@ -89,6 +92,48 @@ def cpu_seconds() -> float:
     """CPU time of this process's finished children (grade processes, their zygotes and workers)."""
     t = os.times()
     return t.children_user + t.children_system
+
+
+ENDLESS_DOT = """
+def distributed_dot(x, y):
+    i = 0
+    while i < len(x):  # the mistake of issue 13: i never steps
+        pass
+    return 0.0
+"""
+
+
+def endless_loop(devices: str, timeout_s: float, seed: int) -> dict:
+    """The solutions with an endless loop in dot, against its budget: one limit per layout of dot plus
+    the wall time of grading the other tasks alone (measured here, same devices and limit)."""
+    from grader.course import load_course
+
+    exercise = load_course(str(ROOT / "course.yaml")).exercise("exercise7")
+    wanted = {int(d) for d in devices.split(",")}
+    layouts = len(wanted & set(exercise.task("dot").devices))
+    others = ",".join(t.id for t in exercise.tasks if t.id != "dot")
+    extra = ["--devices", devices, "--timeout", f"{timeout_s:g}"]
+    with tempfile.TemporaryDirectory(prefix="bench-loop-") as tmp:
+        submission = Path(tmp) / "loop"
+        shutil.copytree(ROOT / "solutions" / "exercise7", submission / "exercise7",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        (submission / "exercise7" / "dot.py").write_text(ENDLESS_DOT)
+        normal = grade_once(ROOT / "solutions", [*extra, "--task", others], seed)
+        looped = grade_once(submission, extra, seed)
+    budget = layouts * timeout_s + normal["wall_s"]
+    return {"devices": devices, "timeout_s": timeout_s, "layouts": layouts, "wall_s": looped["wall_s"],
+            "others_wall_s": normal["wall_s"], "budget_s": budget, "dot_cases": looped["dot_cases"],
+            "without_budget_s": looped["dot_cases"] * timeout_s + normal["wall_s"],
+            "command": " ".join(["grade", "exercise7", "--submission", "LOOP", *extra])}
+
+
+def loop_rows(loop: dict) -> list[tuple[str, str, str]]:
+    ok = loop["wall_s"] <= loop["budget_s"]
+    return [(f"endless loop in dot ({loop['command']}): wall", f"{loop['wall_s']:.1f} s",
+             f"<= {loop['budget_s']:.1f} s  {'met' if ok else 'MISSED'}"),
+            (f"  budget: {loop['layouts']} layouts x {loop['timeout_s']:g} s limit + other tasks",
+             f"{loop['layouts'] * loop['timeout_s']:g} s + {loop['others_wall_s']:.1f} s", ""),
+            (f"  one limit per case instead ({loop['dot_cases']} cases of dot)", f"{loop['without_budget_s']:.1f} s", "")]
 
 
 def batch(copies: int, seed: int, extra: list[str]) -> dict:
@@ -160,6 +205,11 @@ def table(result: dict) -> str:
               f"{b['jobs1']['grader_rss_mb']:.0f} MB / {b['jobs1']['worker_rss_mb']:.0f} MB", ""),
              ("grade --help", f"{result['startup']['help_s']:.3f} s", verdict("help_s", result["startup"]["help_s"])),
              ("grade list", f"{result['startup']['list_s']:.3f} s", "")]
+    rows += loop_rows(result["endless_loop"])
+    return _aligned(rows, result)
+
+
+def _aligned(rows: list[tuple[str, str, str]], result: dict) -> str:
     width = [max(len(r[i]) for r in rows) for i in range(3)]
     lines = [f"{a:<{width[0]}}  {b:<{width[1]}}  {c}".rstrip() for a, b, c in rows]
     lines.insert(1, "-" * len(lines[0]))
@@ -177,8 +227,17 @@ def main(argv=None) -> None:
     p.add_argument("--task", default="dot", help="the task of the --task figure")
     p.add_argument("--batch-task", help="grade only this task in the batch (default: the whole exercise)")
     p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--endless-loop", action="store_true", help="measure only the endless-loop figure")
+    p.add_argument("--loop-devices", default="1,2", help="device counts of the endless-loop figure")
+    p.add_argument("--loop-timeout", type=float, default=5.0, help="per-call time limit of the endless-loop figure")
     a = p.parse_args(argv)
     load_before = os.getloadavg()
+    if a.endless_loop:
+        loop = endless_loop(a.loop_devices, a.loop_timeout, a.seed)
+        result = {"commit": git_commit(), "endless_loop": loop,
+                  "machine": {"cpus": os.cpu_count(), "load_before": load_before, "load_after": os.getloadavg()}}
+        print(_aligned([("figure", "value", "target"), *loop_rows(loop)], result))
+        return
     result = {
         "commit": git_commit(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -186,6 +245,7 @@ def main(argv=None) -> None:
                    single(f"exercise7 --task {a.task}", ["--task", a.task], a.repeat, a.seed)],
         "batch": batch(a.copies, a.seed, ["--task", a.batch_task] if a.batch_task else []),
         "startup": startup(5),
+        "endless_loop": endless_loop(a.loop_devices, a.loop_timeout, a.seed),
     }
     result["machine"] = {"cpus": os.cpu_count(), "load_before": load_before, "load_after": os.getloadavg()}
     out = Path(a.output)
