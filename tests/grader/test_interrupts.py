@@ -43,16 +43,28 @@ def test_an_interrupted_grade_leaves_nothing_and_marks_its_report(tmp_path, sig)
     assert report["score"] == 5, "only the finished task scores"
 
 
-def test_an_interrupted_text_report_does_not_look_finished(tmp_path):
+def _interrupted(tmp_path, *options) -> tuple[str, str]:
     root = make_course(tmp_path / "course", timeout_s=60)
     (tmp_path / "tmp").mkdir()
-    proc = _start(["ex1", "--course", str(root)], tmp_path / "tmp")
+    proc = _start(["ex1", "--course", str(root), *options], tmp_path / "tmp")
     wait_for(under_way(tmp_path / "tmp"), what="task fine graded")
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130
+    assert proc.returncode == 130, err
+    return out, err
+
+
+def test_an_interrupted_text_report_does_not_look_finished(tmp_path):
+    out, _ = _interrupted(tmp_path)
     assert out.startswith("hang-course") and out.rstrip().endswith("so this is not your grade")
     assert "not reached" in out and "no tests" not in out
+
+
+def test_an_interrupted_run_writes_no_gradescope_results(tmp_path):
+    """results.json has no way to say "interrupted": Gradescope would take the partial score as the grade."""
+    out, err = _interrupted(tmp_path, "--format", "gradescope", "--output", str(tmp_path / "results.json"))
+    assert not (tmp_path / "results.json").exists() and out == ""
+    assert err.strip() == "interrupted"
 
 
 def _saved(book) -> int:
