@@ -71,6 +71,17 @@ def dot_files(kind: str, prefix: str = "") -> dict[str, str]:
     return {f"{prefix}exercise7/dot.py": source(kind)}
 
 
+def graded_count(book: Path) -> int:
+    """Results a running batch has committed to ``book`` so far (0 before it exists)."""
+    if not book.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{book}?mode=ro", uri=True) as db:
+            return db.execute("SELECT count(*) FROM results").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+
+
 def rows(gradebook: Path, table: str = "results") -> list[tuple]:
     """Rows of a gradebook table read with plain sqlite3 (student first), to check the engine's reading."""
     columns = {"results": "student, status, score, submission_hash, course_hash",

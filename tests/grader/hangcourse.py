@@ -11,11 +11,8 @@ import os
 import time
 from pathlib import Path
 
-import yaml
+from toycourse import EXERCISE, write_course
 
-from toycourse import write_files
-
-EXERCISE = "ex1"
 REACHED = "fine-was-graded"  # fine's solution leaves this file in its worker's scratch: the run is under way
 TASKS = [
     {"id": "fine", "title": "Add", "points": 5, "hint": "Return x + y.", "files": ["test_a_fine.py"]},
@@ -70,12 +67,7 @@ def make_course(root: Path, timeout_s: float, local_timeout_s: float | None = No
         defaults["local_timeout_s"] = local_timeout_s
     course = {"course": "hang-course", "defaults": defaults,
               "exercises": {EXERCISE: {"title": "Hangs", "tasks": TASKS}}}
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "course.yaml").write_text(yaml.safe_dump(course, sort_keys=False))
-    write_files(root / "tests" / EXERCISE, SUITE)
-    write_files(root / "solutions" / EXERCISE, SOLUTIONS)
-    write_files(root / "exercises" / EXERCISE, ENDLESS)
-    return root
+    return write_course(root, course, SUITE, SOLUTIONS, ENDLESS)
 
 
 def processes_under(folder: Path) -> list[str]:

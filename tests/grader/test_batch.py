@@ -5,14 +5,13 @@ import io
 import os
 import shutil
 import signal
-import sqlite3
 import statistics
 import subprocess
 import time
 
 import pytest
 
-from classroom import dot_files, folder, rows, source, tar_archive, zip_archive
+from classroom import dot_files, folder, graded_count, rows, source, tar_archive, zip_archive
 from conftest import GRADE, ROOT, run_grade
 from hangcourse import processes_under, wait_for
 from grader.course import load_course
@@ -123,16 +122,6 @@ def _graders_of(path) -> list[int]:
     return found
 
 
-def _graded_count(book) -> int:
-    if not book.exists():
-        return 0
-    try:
-        with sqlite3.connect(f"file:{book}?mode=ro", uri=True) as db:
-            return db.execute("SELECT count(*) FROM results").fetchone()[0]
-    except sqlite3.OperationalError:
-        return 0
-
-
 def test_a_killed_batch_resumes_and_grades_each_submission_once(tmp_path):
     for student in ("ana", "ben", "cy", "dee"):
         folder(tmp_path / "class", student, dot_files("correct"))
@@ -142,11 +131,11 @@ def test_a_killed_batch_resumes_and_grades_each_submission_once(tmp_path):
     env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}  # a killed batch cannot remove its scratch folders
     batch = subprocess.Popen([*GRADE, *args], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
-    while _graded_count(book) < 1 and batch.poll() is None and time.monotonic() < deadline:
+    while graded_count(book) < 1 and batch.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
     batch.send_signal(signal.SIGKILL)
     batch.wait()
-    done_before = _graded_count(book)
+    done_before = graded_count(book)
     assert 1 <= done_before < 4, "the batch must be killed halfway"
     deadline = time.monotonic() + 10
     while _graders_of(tmp_path / "class") and time.monotonic() < deadline:

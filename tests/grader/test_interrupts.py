@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 
+from classroom import graded_count
 from conftest import GRADE, ROOT, run_grade
 from hangcourse import ENDLESS, SOLUTIONS, make_course, processes_under, under_way, wait_for
 from toycourse import write_files
@@ -67,14 +68,6 @@ def test_an_interrupted_run_writes_no_gradescope_results(tmp_path):
     assert err.strip() == "interrupted"
 
 
-def _saved(book) -> int:
-    try:
-        with sqlite3.connect(f"file:{book}?mode=ro", uri=True) as db:
-            return db.execute("SELECT count(*) FROM results").fetchone()[0]
-    except sqlite3.OperationalError:
-        return 0
-
-
 def test_an_interrupted_batch_keeps_its_results_refuses_a_second_batch_and_resumes(tmp_path):
     root = make_course(tmp_path / "course", timeout_s=60)
     klass = tmp_path / "class"
@@ -86,7 +79,7 @@ def test_an_interrupted_batch_keeps_its_results_refuses_a_second_batch_and_resum
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     batch = _start(args, tmp)
-    wait_for(lambda: _saved(book) >= 1, what="ann's result")
+    wait_for(lambda: graded_count(book) >= 1, what="ann's result")
     # ann's scratch (job 0, holding her worker's marker) goes right after her result; then the marker is bob's
     wait_for(lambda: not any(p.name == "0" for p in tmp.glob("grade-batch-*/*")), what="ann's scratch removed")
     wait_for(under_way(tmp), what="bob's grading under way")

@@ -91,6 +91,11 @@ def make_course(root: Path, defect: str | None = None) -> Path:
         tasks[0] = dict(tasks[0], tests={"test_add_typo": {"weight": 2}})
     course = {"course": "toy-course", "defaults": {"devices": [1], "timeout_s": 60},
               "exercises": {EXERCISE: {"title": "A toy exercise", "tasks": tasks}}}
+    return write_course(root, course, suite, solutions, stubs)
+
+
+def write_course(root: Path, course: dict, suite: dict, solutions: dict, stubs: dict) -> Path:
+    """course.yaml and the three folders of exercise EXERCISE under ``root``; returns ``root``."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "course.yaml").write_text(yaml.safe_dump(course, sort_keys=False))
     write_files(root / "tests" / EXERCISE, suite)
