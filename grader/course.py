@@ -7,6 +7,7 @@ instructor fixing a typo the night before a deadline.
 
 from __future__ import annotations
 
+import difflib
 import os
 from dataclasses import dataclass, field, replace
 
@@ -64,7 +65,9 @@ class Exercise:
         for t in self.tasks:
             if t.id == task_id:
                 return t
-        raise UsageError(f"no task '{task_id}' in {self.name}; known: {', '.join(t.id for t in self.tasks)}")
+        close = difflib.get_close_matches(task_id, [t.id for t in self.tasks], n=1)
+        guess = f" (did you mean {close[0]}?)" if close else ""
+        raise UsageError(f"no task '{task_id}' in {self.name}{guess}; known: {', '.join(t.id for t in self.tasks)}")
 
     def only(self, task_ids) -> Exercise:
         """This exercise cut down to ``task_ids`` (all of it when empty): grading a subset of tasks.

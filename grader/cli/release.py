@@ -12,16 +12,17 @@ def _names(by_task: dict[str, list[str]]) -> str:
 def _release(name, out, course_path):
     from grader.course import find_course
     from grader.authoring.release import AUTOGRADER, STUDENT, release
+    from grader.layout import plural
 
     course = find_course(explicit=course_path)
     done = release(course, course.exercise(name), out)
     count = sum(map(len, done.public_tests.values()))
     hidden = sum(map(len, done.hidden_tests.values()))
     click.echo(f"{name} released to {out}")
-    click.echo(f"  {STUDENT}/ and {STUDENT}.zip: stubs, grader, README and {count} public test(s) "
+    click.echo(f"  {STUDENT}/ and {STUDENT}.zip: stubs, grader, README and {plural(count, 'public test')} "
                f"({_names(done.public_tests)})")
-    click.echo(f"    left out, run at submission: {hidden} test(s) ({_names(done.hidden_tests)})")
-    click.echo(f"  {AUTOGRADER}.zip: Gradescope autograder (setup.sh, run_autograder), all {count + hidden} test(s)")
+    click.echo(f"    left out, run at submission: {plural(hidden, 'test')} ({_names(done.hidden_tests)})")
+    click.echo(f"  {AUTOGRADER}.zip: Gradescope autograder (setup.sh, run_autograder), all {plural(count + hidden, 'test')}")
     click.echo(f"  pinned: jax {done.pins['jax']}, jaxlib {done.pins['jaxlib']}, grader {done.grader_version}, "
                f"{len(done.pins)} packages in requirements.txt (Python {done.requires_python})")
     click.echo(f"  scanned {done.files_scanned} files: no solution code, no hidden test in the student bundle")

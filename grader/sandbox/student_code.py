@@ -13,6 +13,7 @@ import sys
 import traceback
 
 from grader.errors import StudentFailure
+from grader.layout import plural
 
 _submission = ""  # the scratch copy of the submission this worker grades (see use_submission)
 
@@ -102,4 +103,4 @@ def check_signature(fn, target: str, args, kwargs) -> None:
     except TypeError as exc:
         name = target.rpartition(".")[2]
         raise StudentFailure("wrong_signature", f"{name}{sig} cannot be called with "
-                             f"{len(args)} positional argument(s){' and ' + ', '.join(kwargs) if kwargs else ''}: {exc}")
+                             f"{plural(len(args), 'positional argument')}{' and ' + ', '.join(kwargs) if kwargs else ''}: {exc}")

@@ -125,6 +125,7 @@ def test_no_message_counts_with_a_plural_by_hand():
     """Counts in messages go through layout.plural, so "1 devices" cannot be written (issue 13)."""
     by_hand = re.compile(r"(?<![/{])\{(?!kind\})[^{}]*\} (devices|cases|tasks|submissions|students|gradebooks|jobs|processes|"
                          r"entries|problems|errors)\b")
+    hedged = re.compile(r"\{[^{}]*\} [\w ]*\w\(s\)")  # "{n} test(s)": say it right instead
     found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}" for path in sorted((ROOT / "grader").rglob("*.py"))
-             for n, line in enumerate(path.read_text().splitlines(), 1) if by_hand.search(line)]
+             for n, line in enumerate(path.read_text().splitlines(), 1) if by_hand.search(line) or hedged.search(line)]
     assert not found, "\n".join(found)

@@ -87,6 +87,8 @@ def test_unknown_exercise_and_task_list_the_known_ones(tmp_path):
         course.exercise("exercise9")
     with pytest.raises(UsageError, match=r"no task 'gamma' in ex1; known: alpha, beta"):
         course.exercise("ex1").task("gamma")
+    with pytest.raises(UsageError, match=r"no task 'alpah' in ex1 \(did you mean alpha\?\); known: alpha, beta"):
+        course.exercise("ex1").task("alpah")
 
 
 def test_course_is_found_walking_up(tmp_path):

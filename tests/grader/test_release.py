@@ -71,7 +71,7 @@ def test_a_hidden_test_is_left_out_of_the_student_bundle_only(hidden_release):
     assert suite_tests(public_suite) == hidden_release["public"]
     assert any(hidden in text for p, text in autograder.items() if p.startswith("tests/"))
     assert hidden in autograder["course.yaml"]
-    assert f"left out, run at submission: 1 test(s) ({hidden_release['task']}: {hidden})" in hidden_release["stdout"]
+    assert f"left out, run at submission: 1 test ({hidden_release['task']}: {hidden})" in hidden_release["stdout"]
 
 
 def test_the_zip_holds_the_student_folder(hidden_release):
