@@ -4,6 +4,9 @@ import pytest
 
 from catalogue import expect_caught, mutate
 
+PMAPPED = ('local = jax.pmap(lambda a, b: lax.psum(jnp.dot(a, b), axis_name="i"), axis_name="i")\n'
+           "    return local(_split(x, n), _split(y, n))[0]")
+
 WRONG = {
     "hard-coded 4 devices": (
         mutate("dot", ("n = jax.device_count()", "n = 4")), "2,4",
@@ -17,6 +20,12 @@ WRONG = {
     "psum of the products, summed after": (
         mutate("dot", ("lax.psum(jnp.dot(a, b), axis_name=\"i\")", "jnp.sum(lax.psum(a * b, axis_name=\"i\"))")),
         "2", "psum carries"),
+    "a Python loop of device_puts, no pmap": (
+        mutate("dot", (PMAPPED, "home = jax.devices()[0]\n"
+                                "    parts = [jnp.dot(jax.device_put(a, d), jax.device_put(b, d))\n"
+                                "             for a, b, d in zip(_split(x, n), _split(y, n), jax.devices())]\n"
+                                "    return sum(jax.device_put(p, home) for p in parts)")),
+        "2", "distributed_dot runs no all-reduce of its own"),
 }
 
 

@@ -14,7 +14,7 @@ LOOP = "return lax.fori_loop(0, n - 1, step, (x, x))[0]"
 WRONG = {
     "the chapter's hard-coded 4 devices": (
         mutate("ring", (SHIFT, "perm=[(i, (i + shift) % 4) for i in range(4)]")), "dot", "4,8",
-        "[8 devices] ring_shift(x, axis_name, shift=1): your ring wraps around after 4 devices, but there are 8"),
+        "[8 devices] ring_shift(x, axis_name, shift=3): your ring wraps around after 4 devices, but there are 8"),
     "ring direction reversed": (
         mutate("ring", (SHIFT, "perm=[(i, (i - shift) % n) for i in range(n)]")), "dot", "4",
         "moves blocks the wrong way"),

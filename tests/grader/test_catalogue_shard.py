@@ -70,6 +70,76 @@ SUBMISSIONS = {
         [("test_shard_batch_rejects_uneven_batch", ("raised AssertionError, expected ValueError",), {1, 2, 4}),
          ("test_pad_and_shard", ("puts the padding first",), {1, 2, 4}),
          ("test_unshard", ("unshard(x) with x of shape", "returned shape (", ", expected shape ("), {1, 2, 4})]),
+    "mask and unshard judge rows by their values": (
+        """
+        import jax.numpy as jnp
+
+        def _nonzero(rows):
+            return jnp.any(rows.reshape(rows.shape[0], -1) != 0, axis=1)
+
+        def shard_batch(x, n_devices):
+            if x.shape[0] % n_devices:
+                raise ValueError(f"{x.shape[0]} rows do not split over {n_devices} devices")
+            return jnp.reshape(x, (n_devices, -1, *x.shape[1:]))
+
+        def pad_and_shard(x, n_devices):
+            pad = -x.shape[0] % n_devices
+            padded = jnp.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1))
+            return shard_batch(padded, n_devices), shard_batch(_nonzero(padded), n_devices)
+
+        def unshard(x):
+            flat = x.reshape(-1, *x.shape[2:])
+            return flat[_nonzero(flat)]
+        """,
+        [("test_pad_and_shard_edges", ("is padding, but it is a real row", "all zeros", "by position"), {1, 2, 4}),
+         ("test_unshard_keeps_every_row", ("drops the rows", "a real row can be all zeros"), {1, 2, 4}),
+         ("test_round_trip", ("unshard(sharded) has", "unshard keeps every row"), {2, 4})]),
+    "int batches turned float": (
+        """
+        import jax.numpy as jnp
+
+        def shard_batch(x, n_devices):
+            if x.shape[0] % n_devices:
+                raise ValueError(f"{x.shape[0]} rows do not split over {n_devices} devices")
+            return jnp.asarray(x, jnp.float32).reshape(n_devices, -1, *x.shape[1:])
+
+        def pad_and_shard(x, n_devices):
+            x = jnp.asarray(x)
+            pad = -x.shape[0] % n_devices
+            padded = jnp.concatenate([x, jnp.zeros((pad, *x.shape[1:]))])
+            mask = jnp.arange(padded.shape[0]) < x.shape[0]
+            return padded.reshape(n_devices, -1, *x.shape[1:]), mask.reshape(n_devices, -1)
+
+        def unshard(x):
+            return jnp.reshape(x, (-1, *x.shape[2:]))
+        """,
+        [("test_shard_batch", ("returned dtype float32 for a batch of dtype int32", "keep x's dtype"), {1, 2, 4}),
+         ("test_pad_and_shard", ("returned dtype float32 for a batch of dtype int32", "pad with zeros of x.dtype"),
+          {1, 2, 4}),
+         ("test_pad_and_shard_edges", ("returned dtype float32 for a batch of dtype uint8",), {1, 2, 4})]),
+    "unshard strips the trailing zero rows": (
+        """
+        import jax.numpy as jnp
+
+        def shard_batch(x, n_devices):
+            if x.shape[0] % n_devices:
+                raise ValueError(f"{x.shape[0]} rows do not split over {n_devices} devices")
+            return jnp.reshape(x, (n_devices, -1, *x.shape[1:]))
+
+        def pad_and_shard(x, n_devices):
+            pad = -x.shape[0] % n_devices
+            padded = jnp.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1))
+            mask = jnp.arange(padded.shape[0]) < x.shape[0]
+            return shard_batch(padded, n_devices), shard_batch(mask, n_devices)
+
+        def unshard(x):
+            flat = x.reshape(-1, *x.shape[2:])
+            filled = jnp.any(flat.reshape(flat.shape[0], -1) != 0, axis=1)
+            return flat[: int(jnp.max(jnp.where(filled, jnp.arange(flat.shape[0]), -1))) + 1]
+        """,
+        [("test_unshard_keeps_every_row", ("unshard(x) with x of shape", "expected n_devices * per",
+                                           "padding included"), {1, 2, 4}),
+         ("test_round_trip_with_rows_of_zeros", ("unshard(sharded) has",), {1, 2, 4})]),
 }
 
 
