@@ -79,4 +79,5 @@ def test_put_on_device_rejects_bad_index(student, rng, devices):
 
 
 def test_put_on_device_rejects_other_bad_indices(student, rng, devices):
+    """Far too large, and negative: jax.devices()[-1] is valid Python, but -1 is no device index here."""
     _expect_bad_index(student, rng, devices, [devices + 3, -1])

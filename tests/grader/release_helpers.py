@@ -21,7 +21,8 @@ def suite_tests(path: Path) -> list[str]:
 
 def copy_course(dest: Path, devices=(1, 2), hidden: dict[str, list[str]] | None = None) -> Path:
     """The course (course.yaml and each exercise's stubs, solutions and suite) copied to ``dest``,
-    every task at ``devices`` and the tests in ``hidden`` ({task: [test, ...]}) made hidden."""
+    every task at ``devices``, the tests in ``hidden`` ({task: [test, ...]}) hidden and every other test
+    visible, whatever course.yaml says."""
     data = yaml.safe_load((ROOT / "course.yaml").read_text())
     data.setdefault("defaults", {})["devices"] = list(devices)
     for name, exercise in data["exercises"].items():
@@ -31,6 +32,8 @@ def copy_course(dest: Path, devices=(1, 2), hidden: dict[str, list[str]] | None 
             shutil.copytree(ROOT / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__"))
         for task in exercise["tasks"]:
             task.pop("devices", None)
+            for rule in (task.get("tests") or {}).values():
+                rule.pop("visibility", None)
             for test in (hidden or {}).get(task["id"], []):
                 task.setdefault("tests", {}).setdefault(test, {})["visibility"] = "hidden"
     (dest / "course.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
