@@ -51,6 +51,9 @@ def _check_placed(student, x, index, devices):
         raise AssertionError(f"{what} returned an array on device {on}, expected device {got['wanted']} "
                              f"(jax.devices()[{index}] of {devices})")
     expect_close(got["value"], x, what=what, rtol=0, atol=0)
+    if got["value"].dtype != x.dtype:
+        raise AssertionError(f"{what} returned dtype {got['value'].dtype}: a copy keeps x's dtype ({x.dtype}); "
+                             "jax.device_put(x, device) moves x without converting it")
 
 
 @pytest.mark.devices(1, 2, 4)
