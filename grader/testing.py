@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 
+from grader.suite.value_patterns import recognise
 from grader.verdicts import StudentFailure
 
 
@@ -34,8 +35,12 @@ def expect_shape(got, shape, what: str) -> np.ndarray:
     return arr
 
 
-def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-5) -> np.ndarray:
-    """Shape must match exactly; values within float32-friendly tolerances of a float64 reference."""
+def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-5, **patterns) -> np.ndarray:
+    """Shape must match exactly; values within float32-friendly tolerances of a float64 reference.
+
+    ``patterns`` (devices, parts, rows, device_axis) tell :func:`grader.suite.value_patterns.recognise`
+    what the values mean, so a wrong value whose pattern names a mistake fails with that sentence.
+    """
     expected = np.asarray(expected)
     arr = expect_shape(got, expected.shape, what)
     if arr.dtype.kind not in "biufc":
@@ -44,6 +49,10 @@ def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-
     if np.isnan(arr64).any() and not np.isnan(expected).any():
         raise AssertionError(f"{what} returned NaN values")
     close = np.isclose(arr64, expected, rtol=rtol, atol=atol)
+    if not close.all() and patterns and arr.dtype.kind != "c":
+        said = recognise(arr64, expected, rtol=rtol, atol=atol, **patterns)
+        if said:
+            raise AssertionError(f"{what} {said}")
     if not close.all():
         if arr.ndim == 0:
             raise AssertionError(f"{what} returned {arr64.item():.6g}, expected {expected.item():.6g}")

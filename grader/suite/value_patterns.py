@@ -48,8 +48,8 @@ def _factor_sentence(c: float, devices: int | None, rows: tuple[int, int] | None
         real, padded = rows
         return (f"is {real}/{padded} of the answer: the {padded - real} padding rows were counted as real rows "
                 f"(zeros in a mean over {padded}); leave them out, with the mask, and divide by {real}")
-    if near(1.0) or near(0.0):
-        return None
+    if abs(c - 1) <= 1e-2 or near(0.0):
+        return None  # within 1% of the answer: an epsilon, not a factor
     return f"is {c:.4g} times the answer everywhere: a constant factor is wrong (a count, a learning rate, a scale)"
 
 
@@ -63,6 +63,19 @@ def _one_part(got, expected, parts, rtol, atol) -> str | None:
         if _close(got, expected + part, rtol, atol):
             return (f"counts device {d}'s contribution twice (it adds its own part once more, or a ring goes one "
                     "step too far)")
+    return None
+
+
+def _one_part_per_device(got, expected, parts, rtol, atol) -> str | None:
+    """Each device (row of the result) short of, or over by, one device's part, not the same one everywhere."""
+    for sign, sentence in ((-1, "leaves out one device's contribution (device 0 misses device {k}'s): the sum "
+                                "stops one short; a ring needs n - 1 steps to bring every other device's part"),
+                           (1, "counts one device's contribution twice (device 0 adds device {k}'s once more): a "
+                               "ring of n steps brings every device's own part back to it")):
+        found = [next((k for k, part in enumerate(parts) if np.abs(part[j]).max(initial=0) > atol
+                       and _close(got[j], expected[j] + sign * part[j], rtol, atol)), None) for j in range(len(got))]
+        if None not in found:
+            return "on every device " + sentence.format(k=found[0])
     return None
 
 
@@ -106,12 +119,14 @@ def recognise(got, expected, *, devices: int | None = None, parts=None, rows: tu
     got, expected = np.asarray(got, np.float64), np.asarray(expected, np.float64)
     if got.shape != expected.shape or not np.isfinite(got).all() or _close(got, expected, rtol, atol):
         return None
+    parts = None if parts is None else np.asarray(parts, np.float64)
     if parts is not None:
-        said = _one_part(got, expected, np.asarray(parts, np.float64), rtol, atol)
+        said = _one_part(got, expected, parts, rtol, atol)
         if said:
             return said
     if device_axis and got.ndim and len(got) > 1:
-        said = _shifted(got, expected, rtol, atol) or _disagree(got, expected, rtol, atol)
+        said = ((parts is not None and _one_part_per_device(got, expected, parts, rtol, atol))
+                or _shifted(got, expected, rtol, atol) or _disagree(got, expected, rtol, atol))
         if said:
             return said
     c = _factor(got, expected, rtol, atol)

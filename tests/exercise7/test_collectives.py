@@ -33,7 +33,7 @@ def _expect_global(got, expected, what, alternatives):
     for wrong, mistake in alternatives:
         if _close(got, wrong):
             raise AssertionError(f"{what}: {mistake}")
-    expect_close(got, expected, what=what, rtol=RTOL, atol=ATOL)
+    expect_close(got, expected, what=what, rtol=RTOL, atol=ATOL, devices=len(got), device_axis=True)
 
 
 def _stat_mistakes(name, x, ref):

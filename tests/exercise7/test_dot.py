@@ -32,7 +32,14 @@ def _check_dot(student, rng, devices, length):
             raise
         raise AssertionError(f"distributed_dot fails for len {length} on {devices} devices: {fix} "
                              f"({exc.message})") from None
-    expect_close(got, np.dot(x, y), what=f"distributed_dot(x, y) with len {length}", rtol=1e-4, atol=1e-4)
+    pad = -length % devices
+    for value, padding in ((1.0, "ones"), (x[-1] * y[-1], "copies of the last element")):
+        if pad and np.isclose(got, np.dot(x, y) + pad * value, rtol=1e-4, atol=1e-4):
+            raise AssertionError(f"distributed_dot(x, y) with len {length} on {devices} devices: the padding adds to "
+                                 f"the dot product ({pad} {padding}); pad with zeros, which add nothing")
+    parts = np.pad(x * y, (0, pad)).reshape(devices, -1).sum(axis=1)  # each device's partial dot
+    expect_close(got, np.dot(x, y), what=f"distributed_dot(x, y) with len {length}", rtol=1e-4, atol=1e-4,
+                 devices=devices, parts=parts)
 
 
 @pytest.mark.devices(1, 2, 4)

@@ -86,7 +86,9 @@ def _check_ring_allreduce(student, rng, devices, shape):
     if devices > 1 and np.allclose(got, x.sum(axis=0) + x, rtol=1e-4, atol=1e-5):
         raise AssertionError(f"ring_allreduce on {devices} devices adds every device's own block twice: after n - 1 "
                              "shifts each block has visited every device once; an n-th shift brings it home again")
-    expect_close(got, np.broadcast_to(x.sum(axis=0), x.shape), what=what)
+    parts = np.broadcast_to(x[:, None], (devices, *x.shape))  # device k's block, as seen on every device
+    expect_close(got, np.broadcast_to(x.sum(axis=0), x.shape), what=what, devices=devices, parts=parts,
+                 device_axis=True)
 
 
 @pytest.mark.devices(1, 2, 4)

@@ -26,6 +26,12 @@ WRONG = {
                                 "             for a, b, d in zip(_split(x, n), _split(y, n), jax.devices())]\n"
                                 "    return sum(jax.device_put(p, home) for p in parts)")),
         "2", "distributed_dot runs no all-reduce of its own"),
+    "pmean where psum was meant": (
+        mutate("dot", ('lax.psum(jnp.dot(a, b), axis_name="i")', 'lax.pmean(jnp.dot(a, b), axis_name="i")')),
+        "2", "is 1/2 of the answer on 2 devices"),
+    "padded with ones": (
+        mutate("dot", ("jnp.pad(v, (0, pad))", "jnp.pad(v, (0, pad), constant_values=1)")),
+        "2", "the padding adds to the dot product (1 ones)"),
 }
 
 

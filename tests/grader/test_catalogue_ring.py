@@ -24,6 +24,9 @@ WRONG = {
     "all-reduce by gathering every block": (
         mutate("ring", (LOOP, "return lax.all_gather(x, axis_name).sum(axis=0)")), "ring_optimal", "4",
         "runs an all-gather (from lax.all_gather)"),
+    "one step too few": (
+        mutate("ring", (LOOP, "return lax.fori_loop(0, n - 2, step, (x, x))[0]")), "ring_optimal", "4",
+        "on every device leaves out one device's contribution (device 0 misses device 1's)"),
     "one step too many": (
         mutate("ring", (LOOP, "return lax.fori_loop(0, n, step, (x, x))[0]")), "ring_optimal", "4",
         "adds every device's own block twice"),

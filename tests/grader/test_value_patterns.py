@@ -19,6 +19,7 @@ REPLICATED = np.broadcast_to(TOTAL, (4, 5))  # every device holds the total
     (TOTAL + PARTS[0], {"parts": PARTS}, ("counts device 0's contribution twice",)),
     (TOTAL * 7 / 8, {"rows": (7, 8)}, ("is 7/8 of the answer", "the 1 padding rows", "divide by 7")),
     (TOTAL + 3e-4, {}, ("close to the answer but off by up to 0.0003", "epsilon")),
+    (TOTAL * 0.999, {"devices": 4}, ("close to the answer", "epsilon")),  # sqrt(var + eps): a factor near 1
 ])
 def test_a_recognisable_wrong_value_is_named(got, kwargs, words):
     said = recognise(got, TOTAL, **kwargs)
@@ -64,3 +65,12 @@ def test_a_right_value_has_no_pattern():
 def test_on_one_device_twice_the_answer_is_no_psum_mistake():
     said = recognise(2 * TOTAL, TOTAL, devices=1)
     assert "2 times the answer everywhere" in said
+
+
+def test_each_device_missing_another_devices_part_is_named():
+    per_device = np.broadcast_to(PARTS[:, None], (4, 4, 5))  # part k as seen on every device
+    short = REPLICATED - np.roll(PARTS, -1, axis=0)          # device j misses device j + 1's block
+    said = recognise(short, REPLICATED, devices=4, parts=per_device, device_axis=True)
+    assert "on every device leaves out one device's contribution (device 0 misses device 1's)" in said
+    said = recognise(REPLICATED + PARTS, REPLICATED, devices=4, parts=per_device, device_axis=True)
+    assert "counts one device's contribution twice (device 0 adds device 0's once more)" in said
