@@ -10,8 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from grader.testing import expect_close, expect_raises, expect_shape
-from grader.verdicts import StudentFailure
+from grader.suite import StudentFailure, expect_close, expect_raises, expect_shape
 
 FUNCTIONS = ("square_plus_one", "per_device_sum", "per_device_matmul")
 PMAP = re.compile(r"\b(?:xla_pmap|shard_map)\[")  # how a jaxpr spells a pmap (JAX 0.10: a jit of shard_map)

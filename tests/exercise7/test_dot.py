@@ -7,9 +7,7 @@ The visible test runs two lengths at 1, 2 and 4 devices; the hidden ones (course
 import numpy as np
 import pytest
 
-from grader import hlo
-from grader.testing import expect_close
-from grader.verdicts import StudentFailure
+from grader.suite import StudentFailure, expect_close, hlo
 
 
 def advice(message: str, length: int, devices: int) -> str | None:

@@ -9,8 +9,7 @@ the compiled matmul for one psum among the devices of a mesh row.
 import numpy as np
 import pytest
 
-from grader import hlo
-from grader.testing import expect_close, expect_shape
+from grader.suite import expect_close, expect_shape, hlo
 
 
 def factor_pairs(n: int) -> list[tuple[int, int]]:

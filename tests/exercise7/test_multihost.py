@@ -7,7 +7,7 @@ layout, 4 processes x 1 device included.
 import numpy as np
 import pytest
 
-from grader.testing import expect_close, expect_raises
+from grader.suite import expect_close, expect_raises
 
 FEATURES = 5
 

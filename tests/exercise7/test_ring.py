@@ -9,8 +9,7 @@ and every count, and read the compiled programs.
 import numpy as np
 import pytest
 
-from grader import hlo
-from grader.testing import expect_close, expect_shape
+from grader.suite import expect_close, expect_shape, hlo
 
 
 def _whose_block(got_row, x) -> int | None:

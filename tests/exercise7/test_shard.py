@@ -8,7 +8,7 @@ all zeros, and uint8 / bool batches whose dtype the padding must keep.
 import numpy as np
 import pytest
 
-from grader.testing import as_array, expect_close, expect_raises, expect_sequence, expect_shape
+from grader.suite import as_array, expect_close, expect_raises, expect_sequence, expect_shape
 
 
 def _n_devices(devices):

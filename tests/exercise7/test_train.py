@@ -9,9 +9,7 @@ try another learning rate and data size at every count, and read the compiled st
 import numpy as np
 import pytest
 
-from grader import hlo
-from grader.testing import expect_close, expect_sequence, expect_shape
-from grader.verdicts import StudentFailure
+from grader.suite import StudentFailure, expect_close, expect_sequence, expect_shape, hlo
 
 D, B = 3, 5  # features, samples per device: B != D, so the chapter's params @ x fails loudly
 
