@@ -19,6 +19,7 @@ from grader.course import Exercise
 from grader.errors import GraderError, StudentFailure
 from grader.grading.student import Student
 from grader.layout import Layout, label
+from grader.suite import jax_errors
 from grader.workers.pool import WorkerPool
 
 
@@ -34,6 +35,7 @@ class Case:
     kind: str = ""
     message: str = ""
     where: str | None = None
+    error: str = ""  # the exception's own full text (JAX's, Python's) when the failure was one; for instructors
     duration_s: float = 0.0
     processes: int | None = None  # set for a multi-process layout; devices is then per process
 
@@ -52,10 +54,11 @@ def _params(item) -> dict:
     return item.callspec.params if hasattr(item, "callspec") else {}
 
 
-def explain(exc: BaseException) -> tuple[str, str, str | None]:
-    """(kind, one-line message, where) for an exception that ended a test."""
+def explain(exc: BaseException, devices: int | None = None, rules=jax_errors.RULES) -> tuple[str, str, str | None]:
+    """(kind, one-line message, where) for an exception that ended a test; a JAX error the ``rules``
+    know is told as the mistake behind it (:mod:`grader.suite.jax_errors`)."""
     if isinstance(exc, StudentFailure):
-        return exc.kind, exc.message, exc.where
+        return exc.kind, jax_errors.explain(exc, devices, rules) or exc.message, exc.where
     if isinstance(exc, AssertionError):
         return "wrong", _one_line(exc) or "a check failed", None
     return "wrong", f"the result could not be checked ({type(exc).__name__}: {_one_line(exc, 200)})", None
@@ -149,7 +152,10 @@ class GraderPlugin:
                 self.grader_errors.append(str(call.excinfo.value))
                 item.session.shouldstop = "the grader cannot go on"
             elif report.failed and call.excinfo is not None:
-                case.kind, case.message, case.where = explain(call.excinfo.value)
+                exc = call.excinfo.value
+                rules = (*getattr(item.module, "JAX_ERRORS", ()), *jax_errors.RULES)  # the suite's own first
+                case.kind, case.message, case.where = explain(exc, case.devices, rules)
+                case.error = (getattr(exc, "detail", None) or "") if isinstance(exc, StudentFailure) else ""
             elif report.skipped:
                 case.kind, case.message = "not_run", _one_line(getattr(call.excinfo, "value", "") or "skipped")
             self.cases.append(case)

@@ -80,10 +80,11 @@ def _names(text: str, value) -> bool:
 def expect_raises(call, exc_type: str, what: str, mentions=(), why: str = "") -> str:
     """Run ``call()`` (a student call) and require it to raise ``exc_type`` naming each of ``mentions``.
 
-    Returns the student's error message. A student error of another type, a returned value, or a
-    message that leaves out one of ``mentions`` fails the check; ``why`` (a sentence) says what the
-    error should be about. Failures that are not a raised exception (time-out, crash, not started)
-    propagate unchanged, so they are reported as what they are.
+    Returns the student's error message. An error raised inside JAX or another library (not by the
+    student's own code: ``StudentFailure.raised_in``), a student error of another type, a returned
+    value, or a message that leaves out one of ``mentions`` fails the check; ``why`` (a sentence) says
+    what the error should be about. Failures that are not a raised exception (time-out, crash, not
+    started) propagate unchanged, so they are reported as what they are.
     """
     why = f" ({why})" if why else ""
     try:
@@ -91,6 +92,10 @@ def expect_raises(call, exc_type: str, what: str, mentions=(), why: str = "") ->
     except StudentFailure as failure:
         if failure.kind != "raised":
             raise
+        if failure.raised_in in ("jax", "library"):
+            inside = "JAX" if failure.raised_in == "jax" else "a library your code called"
+            raise AssertionError(f"{what} raised {failure.exc_type} inside {inside}, not from a check of your own: "
+                                 f"check the input yourself first and raise {exc_type}{why}") from None
         if failure.exc_type != exc_type:
             raise AssertionError(f"{what} raised {failure.exc_type}, expected {exc_type}{why}") from None
         text = failure.message.partition(f"raised {exc_type}:")[2].strip()

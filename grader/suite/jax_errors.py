@@ -6,8 +6,9 @@ mistake in their own terms: "perm is written for 4 devices, but this ring has 2"
 NumPy function: use jnp.sqrt". Each :class:`Rule` recognises one JAX message and says that.
 
 The grader applies :data:`RULES` to every student error a test does not catch (grader.grading),
-and keeps JAX's own text for instructors in the report. A suite that knows more about its task
-passes its own rules first: ``mistake(text, exc_type, situation, rules=(*MY_RULES, *RULES))``.
+and keeps JAX's own text for instructors in the report (the case's ``error``). A suite that knows
+more about its task adds rules of its own, tried first, as a module-level ``JAX_ERRORS`` tuple in its
+test file; a test that catches a failure itself can call :func:`explain` with them.
 Rules read the full error text, the case's device count and the line of the student's code that
 raised (when the worker could tell), never student objects: this runs in the grader process.
 """
@@ -17,6 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Callable
+
+from grader.errors import StudentFailure
 
 
 @dataclass(frozen=True)
@@ -200,3 +203,14 @@ def mistake(text: str, exc_type: str | None = None, situation: Situation = Situa
             if said:
                 return said
     return None
+
+
+def explain(failure: StudentFailure, devices: int | None = None, rules: tuple[Rule, ...] = RULES) -> str | None:
+    """``failure``'s message with JAX's text replaced by the mistake behind it, or None if no rule knows it."""
+    text = failure.detail or failure.message
+    said = mistake(text, failure.exc_type, Situation(devices, failure.line or ""), rules)
+    if said is None:
+        return None
+    start = failure.message.find(" ".join(text.split())[:40])  # where JAX's text begins in the one-line message
+    head = failure.message[:start] if start > 0 else failure.message.partition(": ")[0]
+    return f"{head.rstrip(': ')}: {said}"

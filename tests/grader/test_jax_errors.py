@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.suite.jax_errors import RULES, Rule, Situation, mistake
+from grader.errors import StudentFailure
+from grader.suite.jax_errors import RULES, Rule, Situation, explain, mistake
 
 SAMPLES = json.loads((Path(__file__).parent / "data" / "jax_errors.json").read_text())
 ERRORS = SAMPLES["errors"]
@@ -81,3 +82,27 @@ def test_a_suites_own_rule_comes_first_and_may_require_a_type():
     text = "perm written for 4 devices; ppermute sources and destinations must be unique, got ((0, 1), (1, 0))."
     assert mistake(text, "ValueError", Situation(2), rules=(own, *RULES)) == "a suite's sentence"
     assert mistake(text, "TypeError", Situation(2), rules=(own, *RULES)).startswith("lax.ppermute's perm")
+
+
+def _failure(sample: str, message_head: str) -> StudentFailure:
+    s = ERRORS[sample]
+    one_line = " ".join(s["text"].split())[:300]
+    return StudentFailure("raised", f"{message_head} raised {s['exc_type']}: {one_line}", "ring.py:9", s["exc_type"],
+                          "jax", s["text"], s["line"])
+
+
+def test_explain_keeps_what_was_called_and_replaces_jaxs_text():
+    said = explain(_failure("ring_written_for_4_on_2_devices", "ring_shift"), devices=2)
+    assert said.startswith("ring_shift raised ValueError: lax.ppermute's perm ((0, 1), (1, 2), (2, 3), (3, 0)) is "
+                           "written for 4 devices, but this ring has 2")
+
+
+def test_explain_reads_the_full_text_past_the_one_line_message():
+    failure = _failure("psum_over_the_wrong_mesh_axis", "process 0 of 2: sharded_matmul")
+    assert "mesh axis 'model'" not in failure.message  # cut off in the one-line message
+    assert explain(failure, devices=4).startswith("process 0 of 2: sharded_matmul raised ValueError: shard_map's "
+                                                  "out_specs P('data', None)")
+
+
+def test_explain_leaves_an_unknown_error_alone():
+    assert explain(StudentFailure("raised", "f() raised KeyError: 'x'", exc_type="KeyError", detail="'x'")) is None
