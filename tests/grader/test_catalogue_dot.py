@@ -10,9 +10,10 @@ PMAPPED = ('local = jax.pmap(lambda a, b: lax.psum(jnp.dot(a, b), axis_name="i")
 WRONG = {
     "hard-coded 4 devices": (
         mutate("dot", ("n = jax.device_count()", "n = 4")), "2,4",
-        "the leading axis you give jax.pmap must be the device count (2 here)"),
+        "jax.pmap got an input with leading axis 4, 2 rows per device, but it maps over 2 devices"),
     "no padding, assumes divisibility": (
-        mutate("dot", ("pad = (-v.shape[0]) % n", "pad = 0")), "2", "pad x and y with zeros"),
+        mutate("dot", ("pad = (-v.shape[0]) % n", "pad = 0")), "2",
+        "do not split into 2 equal parts (reshape to (2, -1)): pad with zeros"),
     "gathers whole vectors": (
         mutate("dot", ("lambda a, b: lax.psum(jnp.dot(a, b), axis_name=\"i\")",
                        "lambda a, b: jnp.vdot(lax.all_gather(a, \"i\"), lax.all_gather(b, \"i\"))")),
