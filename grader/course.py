@@ -106,6 +106,7 @@ class Release:
     jaxlib: str
     grader: str
     python: str = ""
+    hidden_cases: dict[str, int] = field(default_factory=dict)  # task id -> cases not in a student bundle
 
     @property
     def public_only(self) -> bool:
@@ -277,15 +278,20 @@ def _load_exercise(ck: _Checker, name: str, node, line: int, defaults: dict) -> 
 
 
 def _load_release(ck: _Checker, node, line: int) -> Release:
-    node = ck.mapping(node, "release", line, ("kind", "jax", "jaxlib", "grader", "python"),
+    node = ck.mapping(node, "release", line, ("kind", "jax", "jaxlib", "grader", "python", "hidden_cases"),
                       ("kind", "jax", "jaxlib", "grader"))
     kind = ck.get(node, "kind", "release", "text")
     if kind not in RELEASE_KINDS:
         raise ck.fail("release.kind", node.lines["kind"], f"one of {', '.join(RELEASE_KINDS)}", kind)
+    hidden = node.get("hidden_cases", {})
+    if not isinstance(hidden, dict) or not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+                                               and v >= 0 for k, v in hidden.items()):
+        raise ck.fail("release.hidden_cases", node.lines.get("hidden_cases", line),
+                      "a mapping of task ids to case counts such as {dot: 12}", hidden)
     return Release(kind=kind, jax=ck.get(node, "jax", "release", "text"),
                    jaxlib=ck.get(node, "jaxlib", "release", "text"),
                    grader=ck.get(node, "grader", "release", "text"),
-                   python=ck.get(node, "python", "release", "text", ""))
+                   python=ck.get(node, "python", "release", "text", ""), hidden_cases=dict(hidden))
 
 
 def load_course(path: str) -> Course:

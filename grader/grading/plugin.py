@@ -64,17 +64,13 @@ def explain(exc: BaseException, devices: int | None = None, rules=jax_errors.RUL
     return "wrong", f"the result could not be checked ({type(exc).__name__}: {_one_line(exc, 200)})", None
 
 
-class GraderPlugin:
-    """``exercise`` holds the graded tasks only; ``devices`` and ``timeout_s`` override course.yaml."""
+class CasePlan:
+    """Which cases a suite has: every test that takes ``devices`` once per device count (or layout) of
+    its task, ``devices`` overriding course.yaml's. Grading runs them (GraderPlugin); a release counts
+    the hidden ones without running anything."""
 
-    def __init__(self, exercise: Exercise, pool: WorkerPool, seed: int, devices: tuple[int, ...] | None,
-                 timeout_s: float | None = None):
-        self.exercise, self.pool, self.backend, self.seed = exercise, pool, pool.backend, seed
-        self.devices_override, self.timeout_override = devices, timeout_s
-        self.cases: list[Case] = []
-        self.unmapped_files: set[str] = set()
-        self.collection_errors: list[str] = []
-        self.grader_errors: list[str] = []
+    def __init__(self, exercise: Exercise, devices: tuple[int, ...] | None = None):
+        self.exercise, self.devices_override = exercise, devices
 
     def _task(self, path) -> object:
         return self.exercise.task_for_file(os.path.basename(str(path)))
@@ -105,6 +101,24 @@ class GraderPlugin:
             pytest.param(lay.processes, lay.devices, id=lay.spec, marks=left_out if wanted and lay.devices not in wanted else ())
             for lay in layouts])
 
+    @pytest.fixture
+    def processes(self):
+        """None: one worker; a multi-process layout parametrizes it (see _parametrize_layouts)."""
+        return None
+
+
+class GraderPlugin(CasePlan):
+    """``exercise`` holds the graded tasks only; ``devices`` and ``timeout_s`` override course.yaml."""
+
+    def __init__(self, exercise: Exercise, pool: WorkerPool, seed: int, devices: tuple[int, ...] | None,
+                 timeout_s: float | None = None):
+        super().__init__(exercise, devices)
+        self.pool, self.backend, self.seed, self.timeout_override = pool, pool.backend, seed, timeout_s
+        self.cases: list[Case] = []
+        self.unmapped_files: set[str] = set()
+        self.collection_errors: list[str] = []
+        self.grader_errors: list[str] = []
+
     def pytest_collection_modifyitems(self, session, config, items):
         keep = []
         for item in items:
@@ -120,11 +134,6 @@ class GraderPlugin:
     def pytest_collectreport(self, report):
         if report.failed:
             self.collection_errors.append(f"{report.nodeid}: {_one_line(report.longreprtext, 600)}")
-
-    @pytest.fixture
-    def processes(self):
-        """None: one worker; a multi-process layout parametrizes it (see _parametrize_layouts)."""
-        return None
 
     @pytest.fixture
     def student(self, request, devices, processes):

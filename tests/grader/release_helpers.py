@@ -70,4 +70,4 @@ def release_with_a_hidden_test(top: Path) -> dict:
     proc = release(course, top / "out")
     assert proc.returncode == 0, proc.stderr
     return {"course": course, "out": top / "out", "hidden": tests[-1], "public": tests[:-1], "task": task_id,
-            "stdout": proc.stdout}
+            "stdout": proc.stdout, "stderr": proc.stderr}
