@@ -18,8 +18,13 @@ def _check_mean(student, rng, devices, rows_per_device):
     expected = np.concatenate(batches).astype(np.float64).mean(axis=0)
     results = student.probe("multihost_probes.global_mean", batches)
     for i, got in enumerate(results):
-        expect_close(got, expected, what=f"global_mean on process {i} of {student.processes} "
-                                         f"({rows_per_device * devices} rows each)", rtol=1e-4, atol=1e-5)
+        what = f"global_mean on process {i} of {student.processes} ({rows_per_device * devices} rows each)"
+        own = batches[i].astype(np.float64).mean(axis=0)
+        if np.allclose(got, own, rtol=1e-4, atol=1e-5) and not np.allclose(own, expected, rtol=1e-4, atol=1e-5):
+            raise AssertionError(f"{what} is the mean of that process's own rows only: every process must return "
+                                 "the mean over the rows of all processes; build one global array with "
+                                 "jax.make_array_from_process_local_data and take its mean")
+        expect_close(got, expected, what=what, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.devices(2)

@@ -12,6 +12,9 @@ WRONG = {
     "no check of the row counts": (
         mutate("multihost", ("    if len(set(counts)) != 1:\n", "    if False:\n")),
         "returned a value, expected it to raise ValueError"),
+    "each process's own mean": (
+        mutate("multihost", ("    return mean(rows)\n", "    return local_batch.mean(axis=0)\n")),
+        "is the mean of that process's own rows only"),
 }
 
 
