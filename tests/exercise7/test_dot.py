@@ -7,22 +7,24 @@ The visible test runs two lengths at 1, 2 and 4 devices; the hidden ones (course
 import numpy as np
 import pytest
 
-from grader.suite import expect_close, hlo
+from grader.suite import expect_close, expect_shape, hlo
 
 
 def _check_dot(student, rng, devices, length):
     """JAX's errors (a reshape that does not divide, a leading axis that is not the device count) are
     told as the mistake by the grader itself (grader.suite.jax_errors)."""
     x, y = rng.normal(size=length), rng.normal(size=length)
-    got = student.call("dot.distributed_dot", x.astype(np.float32), y.astype(np.float32))
+    what = f"distributed_dot(x, y) with len {length}"
+    got = expect_shape(student.call("dot.distributed_dot", x.astype(np.float32), y.astype(np.float32)), (), what)
     pad = -length % devices
+    right = np.isclose(got, np.dot(x, y), rtol=1e-4, atol=1e-4)
     for value, padding in ((1.0, "ones"), (x[-1] * y[-1], "copies of the last element")):
-        if pad and np.isclose(got, np.dot(x, y) + pad * value, rtol=1e-4, atol=1e-4):
-            raise AssertionError(f"distributed_dot(x, y) with len {length} on {devices} devices: the padding adds to "
-                                 f"the dot product ({pad} {padding}); pad with zeros, which add nothing")
+        if pad and not right and np.isclose(got, np.dot(x, y) + pad * value, rtol=1e-4, atol=1e-4):
+            raise AssertionError(f"{what} on {devices} devices returned {float(got):.6g}, expected "
+                                 f"{np.dot(x, y):.6g}: off by what padding with {pad} {padding} adds to the dot "
+                                 "product; pad with zeros, which add nothing")
     parts = np.pad(x * y, (0, pad)).reshape(devices, -1).sum(axis=1)  # each device's partial dot
-    expect_close(got, np.dot(x, y), what=f"distributed_dot(x, y) with len {length}", rtol=1e-4, atol=1e-4,
-                 devices=devices, parts=parts)
+    expect_close(got, np.dot(x, y), what=what, rtol=1e-4, atol=1e-4, devices=devices, parts=parts)
 
 
 @pytest.mark.devices(1, 2, 4)

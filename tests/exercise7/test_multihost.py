@@ -7,7 +7,7 @@ layout, 4 processes x 1 device included.
 import numpy as np
 import pytest
 
-from grader.suite import expect_close, expect_raises
+from grader.suite import expect_close, expect_raises, expect_shape
 
 FEATURES = 5
 
@@ -19,6 +19,7 @@ def _check_mean(student, rng, devices, rows_per_device):
     results = student.probe("multihost_probes.global_mean", batches)
     for i, got in enumerate(results):
         what = f"global_mean on process {i} of {student.processes} ({rows_per_device * devices} rows each)"
+        got = expect_shape(got, expected.shape, what)
         own = batches[i].astype(np.float64).mean(axis=0)
         if np.allclose(got, own, rtol=1e-4, atol=1e-5) and not np.allclose(own, expected, rtol=1e-4, atol=1e-5):
             raise AssertionError(f"{what} is the mean of that process's own rows only: every process must return "

@@ -32,7 +32,7 @@ WRONG = {
         "2", "is 1/2 of the answer on 2 devices"),
     "padded with ones": (
         mutate("dot", ("jnp.pad(v, (0, pad))", "jnp.pad(v, (0, pad), constant_values=1)")),
-        "2", "the padding adds to the dot product (1 ones)"),
+        "2", "off by what padding with 1 ones adds to the dot product"),
 }
 
 
