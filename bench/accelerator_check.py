@@ -11,7 +11,8 @@ also goes to JSON (``--output``).
 
 ``--backend cpu --no-install`` runs the same steps on any machine with the current interpreter
 (the rows that need a GPU say why they are skipped); tests/grader/test_accelerator_check.py runs it
-that way so that it cannot rot. The exit code is 1 if any row's verdict is not ok.
+that way so that it cannot rot. The exit code is 1 if any row is a PROBLEM or was left out by the time
+limit (INCOMPLETE).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ MIN_STEP_S = 10.0  # a step is not started with less time than this left
 SAMPLE_INTERVAL_S = 0.25
 PRESSURE_MIB = 256  # what each process of the one-GPU pressure check allocates
 PROBLEM = "PROBLEM"
+INCOMPLETE = "INCOMPLETE"  # the verdict of a step the time limit left out
 
 # What JAX itself says, asked independently of the grader's own device probe.
 JAX_VIEW = """
@@ -79,10 +81,10 @@ class Budget:
     def left(self) -> float:
         return self.deadline - time.monotonic()
 
-    def spent(self) -> str | None:
-        """Why a step is skipped, or None if there is time for it."""
+    def spent(self) -> tuple[str, str] | None:
+        """The result and verdict of a step skipped for want of time, or None if there is time for it."""
         if self.left() < MIN_STEP_S:
-            return f"skipped: the time limit ({self.seconds:.0f} s) was reached"
+            return f"skipped: the time limit ({self.seconds:.0f} s) was reached", INCOMPLETE
         return None
 
 
@@ -90,7 +92,8 @@ def mib(n_bytes: float | None) -> str:
     return "?" if n_bytes is None else f"{n_bytes / 2**20:.0f} MiB"
 
 
-def first_line(text: str) -> str:
+def last_line(text: str) -> str:
+    """The last non-empty line: where grade puts its error and Python the exception of a traceback."""
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else ""
 
@@ -184,7 +187,7 @@ def install(venv: Path, extra: str, pip_args: list[str]) -> dict:
             return {**record, "error": f"{' '.join(step)} ran past {INSTALL_TIMEOUT_S:.0f} s"}
         record["seconds"] += seconds
         if proc.returncode != 0:
-            return {**record, "error": f"{' '.join(step)} exited {proc.returncode}: {first_line(proc.stderr)}"}
+            return {**record, "error": f"{' '.join(step)} exited {proc.returncode}: {last_line(proc.stderr)}"}
     return record
 
 
@@ -195,7 +198,7 @@ def ask_python(python: str, code: str, *args: str, env: dict | None = None, time
     except subprocess.TimeoutExpired:
         raise GradeFailed(f"{python} -c ... ran past {timeout_s:.0f} s") from None
     if proc.returncode != 0:
-        raise GradeFailed(f"exit {proc.returncode}: {first_line(proc.stderr)}")
+        raise GradeFailed(f"exit {proc.returncode}: {last_line(proc.stderr)}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -208,7 +211,7 @@ def case_problems(report: dict) -> list[str]:
             need = c["devices"] * (c["processes"] or 1)
             fits = here is None or need <= here
             if fits and c["outcome"] != "passed":
-                problems.append(f"{c['name']}: {c['outcome']} ({first_line(c['message'])})")
+                problems.append(f"{c['name']}: {c['outcome']} ({last_line(c['message'])})")
             elif not fits and (c["kind"] != "not_run" or f"needs {need} devices" not in c["message"]):
                 problems.append(f"{c['name']}: needs {need} devices of {here} but was {c['outcome']}")
     return problems
@@ -252,7 +255,7 @@ def layout_rows(report: dict) -> list[tuple[str, str, str]]:
         if fits:
             text, ok = f"{', '.join(outcomes)} ({len(cases)} cases)", outcomes == ["passed"]
         else:
-            text, ok = f"not run here ({first_line(cases[0]['message'])})", all(c["kind"] == "not_run" for c in cases)
+            text, ok = f"not run here ({last_line(cases[0]['message'])})", all(c["kind"] == "not_run" for c in cases)
         unit = ("device" if here is None else "GPU") + ("s" if devices > 1 else "")
         rows.append((f"multihost: {processes} processes x {devices} {unit} each", text, "ok" if ok else PROBLEM))
     return rows
@@ -283,6 +286,14 @@ def memory_rows(summary: dict, worker_rss_mb: float) -> list[tuple[str, str, str
     return rows
 
 
+def reported(proc: subprocess.Popen) -> dict | None:
+    """The JSON line a pressure process prints once it holds its memory; None if it exits first."""
+    for line in proc.stdout:
+        if line.startswith("{"):
+            return json.loads(line)
+    return None
+
+
 def pressure(python: str, backend: str, count: int, budget: Budget) -> dict:
     """``count`` processes with the workers' one-device settings, each holding memory, all at once."""
     settings = ask_python(python, WORKER_SETTINGS, backend)
@@ -294,11 +305,11 @@ def pressure(python: str, backend: str, count: int, budget: Budget) -> dict:
     killer = threading.Timer(max(budget.left(), 1.0), lambda: [p.kill() for p in procs])
     killer.start()
     try:
-        reports = [json.loads(p.stdout.readline() or "null") for p in procs]
+        reports = [reported(p) for p in procs]
         together = sample() if backend == "gpu" else None
         for p in procs:
             p.stdin.close()
-        errors = [first_line(p.stderr.read()) for p, r in zip(procs, reports) if r is None]
+        errors = [last_line(p.stderr.read()) for p, r in zip(procs, reports) if r is None]
         for p in procs:
             p.wait()
     finally:
@@ -308,7 +319,7 @@ def pressure(python: str, backend: str, count: int, budget: Budget) -> dict:
 
 def pressure_text(result: dict) -> tuple[str, str]:
     """The result and verdict of the pressure check, led by the memory settings the workers get."""
-    shown = " ".join(f"{k}={v}" for k, v in result["settings"].items() if "VISIBLE" not in k and k != "JAX_PLATFORMS")
+    shown = " ".join(f"{k}={v}" for k, v in result["settings"].items() if k.startswith("XLA_"))
     ran = [r for r in result["reports"] if r]
     if len(ran) < len(result["reports"]):
         return f"{len(ran)} of {len(result['reports'])} ran: {result['errors'][0]}", PROBLEM
@@ -340,7 +351,7 @@ class Check:
         """One grade run, recorded under ``name``; its report, or None after adding a row saying why not."""
         skipped = self.budget.spent()
         if skipped:
-            self.add((label, skipped, ""))
+            self.add((label, *skipped))
             return None
         try:
             with sampler or MemorySampler(False):
@@ -348,7 +359,7 @@ class Check:
                                             timeout_s=self.budget.left())
         except GradeFailed as exc:
             self.raw["runs"][name] = {"extra": extra, "error": str(exc)}
-            self.add((label, f"failed: {first_line(str(exc))}", PROBLEM))
+            self.add((label, f"failed: {last_line(str(exc))}", PROBLEM))
             return None
         self.raw["runs"][name] = {"extra": extra, "figures": floor_figures(wall, report), "report": report}
         return report
@@ -357,8 +368,8 @@ class Check:
         return self.raw["runs"].get(name, {}).get("figures")
 
 
-def see(check: Check) -> str | None:
-    """Rows: what the driver and JAX see, what --backend auto chose. Returns JAX's default backend."""
+def see(check: Check) -> None:
+    """Rows: what the driver and JAX see, and what --backend auto chose."""
     known = gpus()
     check.raw["nvidia_smi"] = known
     if known:
@@ -367,12 +378,16 @@ def see(check: Check) -> str | None:
                    f"{known[0]['total_mib']:.0f} MiB each", ""))
     else:
         check.add(("driver (nvidia-smi) sees", "skipped: no nvidia-smi on this machine, or it found no GPU", ""))
+    skipped = check.budget.spent()
+    if skipped:
+        check.add(("JAX sees", *skipped))
+        return
     try:
         view = ask_python(check.python, JAX_VIEW, env={"XLA_PYTHON_CLIENT_PREALLOCATE": "false"},
                           timeout_s=min(120, check.budget.left()))
     except GradeFailed as exc:
         check.add(("JAX sees", f"failed: {exc}", PROBLEM))
-        return None
+        return
     check.raw["jax"] = view
     packages = ", ".join(f"{k} {v}" for k, v in view["packages"].items() if v)
     check.add(("JAX sees", f"{view['count']} x {view['device_kind']} ({view['platform']}, default backend "
@@ -381,11 +396,10 @@ def see(check: Check) -> str | None:
     report = check.run("auto", "--backend auto chose", "solutions",
                        ["--task=devices", "--devices", fewest, "--backend", "auto"])
     if report:
-        expected = {"gpu": "gpu", "tpu": "tpu"}.get(view["default_backend"], "cpu")
+        expected = view["default_backend"] if view["default_backend"] in ("gpu", "tpu") else "cpu"
         here = "any count (emulated)" if report["devices_here"] is None else f"{report['devices_here']} here"
         check.add(("--backend auto chose", f"{report['backend']} ({report['platform']}, {report['device_kind']}, "
                    f"devices: {here})", "ok" if report["backend"] == expected else f"{PROBLEM}: expected {expected}"))
-    return view["default_backend"]
 
 
 def grade_on_backend(check: Check, backend: str) -> None:
@@ -394,12 +408,12 @@ def grade_on_backend(check: Check, backend: str) -> None:
     extra = [*check.tasks, *check.devices, "--backend", backend]
     sampler = MemorySampler(on_gpu and bool(check.raw["nvidia_smi"]))
     label = f"grade --submission solutions --backend {backend}"
-    solutions = check.run("solutions", label, "solutions", extra, sampler)
+    solutions = check.run(f"solutions_{backend}", label, "solutions", extra, sampler)
     if solutions:
         check.add(*score_rows(label, solutions, expect_full=True))
         check.add(*(layout_rows(solutions) or [("multihost layouts", "skipped: task multihost was not graded", "")]))
     label = f"grade --submission exercises (the stubs) --backend {backend}"
-    stubs = check.run("stubs", label, "exercises", extra)
+    stubs = check.run(f"stubs_{backend}", label, "exercises", extra)
     if stubs:
         check.add(*score_rows(label, stubs, expect_full=False))
     if sampler.enabled:
@@ -419,34 +433,33 @@ def timings(check: Check, backend: str) -> None:
 
     The exercise on the backend is the solutions run above; on the cpu backend nothing is run twice.
     """
-    task = [f"--task={check.a.timing_task}"]
-    backends = [backend] if backend == "cpu" else [backend, "cpu"]
-    for b in backends:
-        check.run(f"task_{b}", f"--task {check.a.timing_task} --backend {b}", "solutions",
-                  [*task, *check.devices, "--backend", b])
-        if b != backend:
-            check.run(f"solutions_{b}", f"solutions --backend {b}", "solutions",
-                      [*check.tasks, *check.devices, "--backend", b])
-    exercise = " ".join(["exercise7", *(f"--task {t}" for t in check.a.task)])
-    for label, run in ((exercise, "solutions"), (f"exercise7 --task {check.a.timing_task}", "task")):
-        parts = [ratio_text(b, check.figures(run if (run, b) == ("solutions", backend) else f"{run}_{b}"))
-                 for b in backends]
-        note = "the backend is cpu: nothing to compare" if backend == "cpu" else ""
-        check.add((f"wall / floor, {label}", " · ".join(p for p in parts if p) or "skipped: its runs failed", note))
-    solutions_cpu = check.raw["runs"].get("solutions_cpu", {}).get("report")
-    if solutions_cpu:
-        bad = case_problems(solutions_cpu)
-        check.add(("  the solutions on emulated CPU devices",
-                   f"{solutions_cpu['score']:g} / {solutions_cpu['max_score']:g}" + (f"; {bad[0]}" if bad else ""),
-                   PROBLEM if bad else "ok"))
+    task = check.a.timing_task
+    compared = [backend] if backend == "cpu" else [backend, "cpu"]
+    for b in compared:
+        check.run(f"task_{b}", f"grade --task {task} --backend {b}", "solutions",
+                  [f"--task={task}", *check.devices, "--backend", b])
+    if backend != "cpu":
+        label = "grade --submission solutions --backend cpu"
+        report = check.run("solutions_cpu", label, "solutions", [*check.tasks, *check.devices, "--backend", "cpu"])
+        if report:
+            bad = case_problems(report)
+            check.add((label, f"{report['score']:g} / {report['max_score']:g}" + (f"; {bad[0]}" if bad else ""),
+                       PROBLEM if bad else "ok"))
+    note = "the backend is cpu: nothing to compare" if backend == "cpu" else ""
+    for label, run in ((f"the exercise ({', '.join(check.a.task) or 'every task'})", "solutions"),
+                       (f"one task (--task {task})", "task")):
+        parts = [ratio_text(b, check.figures(f"{run}_{b}")) for b in compared]
+        check.add((f"wall / floor, {label}",
+                   " · ".join(p for p in parts if p) or "no figures: its runs failed or were skipped (rows above)", note))
 
 
 def check_pressure(check: Check, backend: str) -> None:
     """Row: many processes with the workers' one-device settings holding memory on one device at once."""
-    label = f"{check.a.workers} processes with the workers' settings on one device"
+    n = check.a.workers
+    label = f"{n} process{'es' if n != 1 else ''} with the workers' settings on one device"
     skipped = check.budget.spent()
     if skipped:
-        check.add((label, skipped, ""))
+        check.add((label, *skipped))
         return
     try:
         check.raw["pressure"] = pressure(check.python, backend, check.a.workers, check.budget)
@@ -500,7 +513,7 @@ def main(argv=None) -> int:
     print(f"\ngrade runs: python -m grader exercise7 --seed {a.seed} {' '.join(check.devices)} and each row's options; "
           f"solutions and stubs: {graded} · commit {check.raw['commit']} · {os.cpu_count()} cores · the checks took "
           f"{check.raw['machine']['seconds']:.0f} s of {a.time_limit:.0f} · raw figures: {out}")
-    return 1 if any(r[2].startswith(PROBLEM) for r in check.rows) else 0
+    return 1 if any(r[2].startswith((PROBLEM, INCOMPLETE)) for r in check.rows) else 0
 
 
 if __name__ == "__main__":
