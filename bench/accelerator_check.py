@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,7 @@ SAMPLE_INTERVAL_S = 0.25
 PRESSURE_MIB = 256  # what each process of the one-GPU pressure check allocates
 PROBLEM = "PROBLEM"
 INCOMPLETE = "INCOMPLETE"  # the verdict of a step the time limit left out
+DEBUG = {"GRADE_DEBUG": "1"}  # an internal failure of grade leaves its traceback (kept in the JSON)
 
 # What JAX itself says, asked independently of the grader's own device probe.
 JAX_VIEW = """
@@ -191,15 +191,16 @@ def install(venv: Path, extra: str, pip_args: list[str]) -> dict:
     return record
 
 
-def ask_python(python: str, code: str, *args: str, env: dict | None = None, timeout_s: float = 120) -> dict:
-    """Run ``code`` with ``python`` in the repository root; the JSON it prints last."""
+def ask_python(python: str, code: str, *args: str, env: dict | None = None,
+               timeout_s: float = 120) -> tuple[dict, str]:
+    """Run ``code`` with ``python`` in the repository root; the JSON it prints last, and its stderr."""
     try:
         _, proc = timed([python, "-c", code, *args], env, timeout_s)
     except subprocess.TimeoutExpired:
         raise GradeFailed(f"{python} -c ... ran past {timeout_s:.0f} s") from None
     if proc.returncode != 0:
         raise GradeFailed(f"exit {proc.returncode}: {last_line(proc.stderr)}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
 
 
 def case_problems(report: dict) -> list[str]:
@@ -296,7 +297,7 @@ def reported(proc: subprocess.Popen) -> dict | None:
 
 def pressure(python: str, backend: str, count: int, budget: Budget) -> dict:
     """``count`` processes with the workers' one-device settings, each holding memory, all at once."""
-    settings = ask_python(python, WORKER_SETTINGS, backend)
+    settings, _ = ask_python(python, WORKER_SETTINGS, backend)
     env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": os.environ.get("HOME", "/tmp"), "LANG": "C.UTF-8",
            "TF_CPP_MIN_LOG_LEVEL": "2", "JAX_PLATFORMS": "cpu", **settings}
     code = PRESSURE.format(n=PRESSURE_MIB << 18)
@@ -355,7 +356,7 @@ class Check:
             return None
         try:
             with sampler or MemorySampler(False):
-                wall, report = grade_report(ROOT / submission, extra, self.a.seed, grade=self.grade,
+                wall, report = grade_report(ROOT / submission, extra, self.a.seed, DEBUG, grade=self.grade,
                                             timeout_s=self.budget.left())
         except GradeFailed as exc:
             self.raw["runs"][name] = {"extra": extra, "error": str(exc)}
@@ -383,15 +384,19 @@ def see(check: Check) -> None:
         check.add(("JAX sees", *skipped))
         return
     try:
-        view = ask_python(check.python, JAX_VIEW, env={"XLA_PYTHON_CLIENT_PREALLOCATE": "false"},
-                          timeout_s=min(120, check.budget.left()))
+        view, warnings = ask_python(check.python, JAX_VIEW, env={"XLA_PYTHON_CLIENT_PREALLOCATE": "false"},
+                                    timeout_s=min(120, check.budget.left()))
     except GradeFailed as exc:
         check.add(("JAX sees", f"failed: {exc}", PROBLEM))
         return
-    check.raw["jax"] = view
+    check.raw["jax"] = {**view, "stderr": warnings}
     packages = ", ".join(f"{k} {v}" for k, v in view["packages"].items() if v)
-    check.add(("JAX sees", f"{view['count']} x {view['device_kind']} ({view['platform']}, default backend "
-               f"{view['default_backend']}); {packages}", ""))
+    text = (f"{view['count']} x {view['device_kind']} ({view['platform']}, default backend "
+            f"{view['default_backend']}); {packages}")
+    if known and view["default_backend"] != "gpu":  # the driver has GPUs that JAX cannot use
+        check.add(("JAX sees", f"{text}; {last_line(warnings) or 'no GPU'}", PROBLEM))
+    else:
+        check.add(("JAX sees", text, ""))
     fewest = (check.a.devices or "1").split(",")[0]
     report = check.run("auto", "--backend auto chose", "solutions",
                        ["--task=devices", "--devices", fewest, "--backend", "auto"])

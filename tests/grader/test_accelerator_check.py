@@ -143,3 +143,34 @@ def test_nvidia_smi_samples_give_the_peak_per_process_and_the_busiest_gpu():
 
 def test_unreadable_nvidia_smi_figures_are_no_figure():
     assert ac.number("[N/A]") is None and ac.number("[Not Supported]") is None and ac.number("512") == 512.0
+
+
+FAKE_SMI = """#!/bin/sh
+# nvidia-smi as it answers on a one-H200 machine with one worker holding memory
+case "$1" in
+  --query-gpu=index,uuid,name,memory.total) echo "0, GPU-5f3c, NVIDIA H200, 143771" ;;
+  --query-gpu=uuid,memory.used) echo "GPU-5f3c, 1024" ;;
+  --query-compute-apps=pid,gpu_uuid,used_memory) echo "4242, GPU-5f3c, 612"; echo "4243, GPU-5f3c, [N/A]" ;;
+  *) echo "unknown query $1" >&2; exit 2 ;;
+esac
+"""
+
+
+def test_the_nvidia_smi_queries_and_the_sampler_read_what_nvidia_smi_prints(tmp_path, monkeypatch):
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(FAKE_SMI)
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{ac.os.environ['PATH']}")
+    known = ac.gpus()
+    assert known == [{"index": 0, "uuid": "GPU-5f3c", "name": "NVIDIA H200", "total_mib": 143771.0}]
+    with ac.MemorySampler(True) as sampler:
+        ac.time.sleep(3 * ac.SAMPLE_INTERVAL_S)
+    assert len(sampler.samples) >= 2
+    summary = ac.summarise(sampler.samples, known)
+    assert summary["per_process_peak_mib"] == {"4242": 612.0}
+    assert summary["per_gpu"][0] == {"most_processes": 2, "peak_used_mib": 1024.0, "total_mib": 143771.0}
+
+
+def test_without_nvidia_smi_there_is_no_gpu_and_no_sample(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert ac.gpus() == [] and ac.sample() == {"gpus": {}, "apps": []}
