@@ -184,10 +184,12 @@ def install(venv: Path, extra: str, pip_args: list[str]) -> dict:
         try:
             seconds, proc = timed(step, timeout_s=INSTALL_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            return {**record, "error": f"{' '.join(step)} ran past {INSTALL_TIMEOUT_S:.0f} s"}
+            return {**record, "error": f"{step[2]} ran past {INSTALL_TIMEOUT_S:.0f} s"}
         record["seconds"] += seconds
         if proc.returncode != 0:
-            return {**record, "error": f"{' '.join(step)} exited {proc.returncode}: {last_line(proc.stderr)}"}
+            reason = next((line.strip() for line in proc.stderr.splitlines() if line.strip().startswith("ERROR")),
+                          last_line(proc.stderr))  # pip's own ERROR line says more than its closing note
+            return {**record, "stderr": proc.stderr, "error": f"{step[2]} exited {proc.returncode}: {reason}"}
     return record
 
 
@@ -218,6 +220,10 @@ def case_problems(report: dict) -> list[str]:
     return problems
 
 
+def cases_run(tasks: list[dict]) -> int:
+    return sum(1 for t in tasks for c in t["cases"] if c["kind"] != "not_run")
+
+
 def not_run_counts(cases: list[dict]) -> str:
     counts = sorted({c["devices"] * (c["processes"] or 1) for c in cases if c["kind"] == "not_run"})
     return ", ".join(map(str, counts))
@@ -230,9 +236,8 @@ def score_rows(label: str, report: dict, expect_full: bool) -> list[tuple[str, s
     bad = case_problems(report) if expect_full else []
     rows = [(label, f"{report['score']:g} / {report['max_score']:g}{scaled}", "")]
     for t in report["tasks"]:
-        run = sum(1 for c in t["cases"] if c["kind"] != "not_run")
         text = f"{t['score']:g} / {t['max_score']:g}" + (f" of {t['points']:g}" if t["max_score"] != t["points"] else "")
-        text += f"; {run} cases run" + (f", {t['not_run']} not run here at {not_run_counts(t['cases'])} devices{here}"
+        text += f"; {cases_run([t])} cases run" + (f", {t['not_run']} not run here at {not_run_counts(t['cases'])} devices{here}"
                                          if t["not_run"] else "")
         ok = t["score"] == t["max_score"] if expect_full else t["score"] == 0
         rows.append((f"  {t['id']}", text, "ok" if ok else PROBLEM))
@@ -262,12 +267,16 @@ def layout_rows(report: dict) -> list[tuple[str, str, str]]:
     return rows
 
 
-def ratio_text(name: str, figures: dict | None) -> str:
-    """``gpu 1.32 (17.1 s / 13.0 s)``: wall / floor of one run, or "" if the run did not happen."""
-    if not figures:
+def ratio_text(name: str, run: dict | None) -> str:
+    """``gpu 1.32 (17.1 s / 13.0 s, 60 cases)``: wall / floor of one run, or "" if the run did not happen.
+
+    The case count says how much each backend ran: cases not run here leave a real backend's floor lower.
+    """
+    if not run or "figures" not in run:
         return ""
-    wall, floor = figures["wall_s"], figures["report_worker_s"]
-    return f"{name} {wall / floor:.2f} ({wall:.1f} s / {floor:.1f} s)" if floor else f"{name} {wall:.1f} s / floor 0"
+    wall, floor, cases = run["figures"]["wall_s"], run["figures"]["report_worker_s"], cases_run(run["report"]["tasks"])
+    ratio = f"{wall / floor:.2f}" if floor else "floor 0"
+    return f"{name} {ratio} ({wall:.1f} s / {floor:.1f} s, {cases} cases)"
 
 
 def memory_rows(summary: dict, worker_rss_mb: float) -> list[tuple[str, str, str]]:
@@ -365,8 +374,6 @@ class Check:
         self.raw["runs"][name] = {"extra": extra, "figures": floor_figures(wall, report), "report": report}
         return report
 
-    def figures(self, name: str) -> dict | None:
-        return self.raw["runs"].get(name, {}).get("figures")
 
 
 def see(check: Check) -> None:
@@ -453,7 +460,7 @@ def timings(check: Check, backend: str) -> None:
     note = "the backend is cpu: nothing to compare" if backend == "cpu" else ""
     for label, run in ((f"the exercise ({', '.join(check.a.task) or 'every task'})", "solutions"),
                        (f"one task (--task {task})", "task")):
-        parts = [ratio_text(b, check.figures(f"{run}_{b}")) for b in compared]
+        parts = [ratio_text(b, check.raw["runs"].get(f"{run}_{b}")) for b in compared]
         check.add((f"wall / floor, {label}",
                    " · ".join(p for p in parts if p) or "no figures: its runs failed or were skipped (rows above)", note))
 
@@ -480,7 +487,7 @@ def main(argv=None) -> int:
     p.add_argument("--no-install", action="store_true", help="use the current interpreter instead of a fresh venv")
     p.add_argument("--venv", help="where to create the fresh venv (default: a new temporary folder, kept)")
     p.add_argument("--extra", choices=("cuda", "cuda13"), default="cuda", help="the extra to install")
-    p.add_argument("--pip-args", default="", help="more pip install arguments, e.g. '--no-index --find-links DIR'")
+    p.add_argument("--pip-args", default="", help="more pip install arguments, e.g. --pip-args='--no-index --find-links DIR'")
     p.add_argument("--task", action="append", default=[], help="grade only this task (repeatable; default: all)")
     p.add_argument("--devices", help="device counts passed to every grade run, e.g. 1,2 (default: course.yaml)")
     p.add_argument("--timing-task", default="dot", help="the task of the one-task wall / floor figure")

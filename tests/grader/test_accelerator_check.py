@@ -77,6 +77,17 @@ def test_a_time_limit_leaves_steps_out_and_says_so(tmp_path):
     assert raw["runs"] == {}
 
 
+def test_a_failed_install_is_a_problem_with_pips_reason_and_nothing_is_graded(tmp_path):
+    out = tmp_path / "accelerator.json"
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--venv", str(tmp_path / "venv"), "--pip-args=--no-such-option",
+                           "--output", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1
+    raw = json.loads(out.read_text())
+    assert raw["rows"] == [["pip install -e '.[cuda]' into a fresh venv",
+                            "failed: pip exited 2: no such option: --no-such-option", ac.PROBLEM]]
+    assert (tmp_path / "venv" / "bin" / "python").exists() and raw["runs"] == {}
+
+
 def _case(name, devices, outcome, processes=None, message=""):
     return {"name": name, "devices": devices, "processes": processes, "outcome": outcome,
             "kind": "not_run" if outcome == "skipped" else ("" if outcome == "passed" else "wrong"),
