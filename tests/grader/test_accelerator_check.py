@@ -15,6 +15,7 @@ import sys
 import pytest
 
 from conftest import ROOT
+from test_not_run_here import _grade_on_a_machine_with
 
 sys.path.insert(0, str(ROOT / "bench"))
 import accelerator_check as ac  # noqa: E402 - bench/ is not a package
@@ -105,8 +106,16 @@ def _report(cases, here=1, score=None):
 
 
 ONE_GPU = [_case("t[1dev]", 1, "passed"),
-           _case("t[2dev]", 2, "skipped", message="needs 2 devices, this machine has 1"),
-           _case("t[2x1]", 1, "skipped", processes=2, message="needs 2 devices, this machine has 1")]
+           _case("t[2dev]", 2, "skipped", message="not run here (needs 2 devices, this machine has 1)"),
+           _case("t[2x1]", 1, "skipped", processes=2, message="not run here (needs 2 devices, this machine has 1)")]
+
+
+def test_a_real_report_from_a_machine_with_two_devices_is_ok():
+    report = _grade_on_a_machine_with(2)["report"]
+    assert ac.case_problems(report) == []
+    head, dot = ac.score_rows("solutions", report, expect_full=True)
+    assert head[1].endswith(f", maximum scaled from {report['full_max_score']:g}")
+    assert dot[1].endswith("not run here at 4 devices (this machine has 2)") and dot[2] == "ok"
 
 
 def test_a_one_gpu_run_that_leaves_out_what_does_not_fit_is_ok():
@@ -123,7 +132,7 @@ def test_a_one_gpu_run_that_leaves_out_what_does_not_fit_is_ok():
 @pytest.mark.parametrize("wrong, why", [
     (_case("t[2dev]", 2, "passed"), "needs 2 devices of 1 but was passed"),  # ran on GPUs it does not have
     (_case("t[1dev]", 1, "failed", message="wrong value\nexpected 3"), "failed (expected 3)"),
-    (_case("t[2dev]", 2, "skipped", message="needs 8 devices, this machine has 1"), "needs 2 devices of 1"),
+    (_case("t[2dev]", 2, "skipped", message="not run here (needs 8 devices, this machine has 1)"), "needs 2 devices of 1"),
 ])
 def test_a_reference_case_that_did_not_do_what_the_machine_allows_is_a_problem(wrong, why):
     report = _report([ONE_GPU[0], wrong], score=0.0)
