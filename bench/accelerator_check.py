@@ -32,7 +32,7 @@ from measure import ROOT, GradeFailed, align, floor_figures, git_commit, grade_r
 
 INSTALL_TIMEOUT_S = 1200.0
 MIN_STEP_S = 10.0  # a step is not started with less time than this left
-SAMPLE_INTERVAL_S = 0.25
+SAMPLE_INTERVAL_S = 0.5  # GPU memory a worker holds only grows (it keeps what it allocated), so this misses no peak
 PRESSURE_MIB = 256  # what each process of the one-GPU pressure check allocates
 PROBLEM = "PROBLEM"
 INCOMPLETE = "INCOMPLETE"  # the verdict of a step the time limit left out
@@ -101,7 +101,10 @@ def last_line(text: str) -> str:
 # ---- nvidia-smi -----------------------------------------------------------------------------------
 
 def smi(query: str, fields: str) -> list[list[str]]:
-    """One nvidia-smi CSV query; rows of stripped fields (empty if nvidia-smi is absent or fails)."""
+    """One nvidia-smi CSV query; rows of stripped fields (none if nvidia-smi is absent or fails).
+
+    A line without one value per field (a message such as "No running processes found") is no row.
+    """
     try:
         proc = subprocess.run(["nvidia-smi", f"--query-{query}={fields}", "--format=csv,noheader,nounits"],
                               capture_output=True, text=True, timeout=20)
@@ -109,7 +112,8 @@ def smi(query: str, fields: str) -> list[list[str]]:
         return []
     if proc.returncode != 0:
         return []
-    return [[f.strip() for f in line.split(",")] for line in proc.stdout.splitlines() if line.strip()]
+    rows = [[f.strip() for f in line.split(",")] for line in proc.stdout.splitlines()]
+    return [row for row in rows if len(row) == fields.count(",") + 1]
 
 
 def number(text: str) -> float | None:

@@ -170,7 +170,8 @@ FAKE_SMI = """#!/bin/sh
 case "$1" in
   --query-gpu=index,uuid,name,memory.total) echo "0, GPU-5f3c, NVIDIA H200, 143771" ;;
   --query-gpu=uuid,memory.used) echo "GPU-5f3c, 1024" ;;
-  --query-compute-apps=pid,gpu_uuid,used_memory) echo "4242, GPU-5f3c, 612"; echo "4243, GPU-5f3c, [N/A]" ;;
+  --query-compute-apps=pid,gpu_uuid,used_memory) echo "4242, GPU-5f3c, 612"; echo "4243, GPU-5f3c, [N/A]"
+                                                  echo "No running processes found" ;;
   *) echo "unknown query $1" >&2; exit 2 ;;
 esac
 """
