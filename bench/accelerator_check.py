@@ -26,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from pathlib import Path
 
 from measure import ROOT, GradeFailed, align, floor_figures, git_commit, grade_report, timed
@@ -514,10 +515,14 @@ def main(argv=None) -> int:
     check.add(install_row)
     check.raw.update(setup=setup, arguments=vars(a), started=started, commit=git_commit())
     if "error" not in setup:
-        see(check)
-        grade_on_backend(check, a.backend)
-        check_pressure(check, a.backend)
-        timings(check, a.backend)
+        try:
+            see(check)
+            grade_on_backend(check, a.backend)
+            check_pressure(check, a.backend)
+            timings(check, a.backend)
+        except Exception as exc:  # noqa: BLE001 - the table so far and the JSON must still come out
+            check.raw["crash"] = traceback.format_exc()
+            check.add(("the check itself", f"crashed: {type(exc).__name__}: {exc} (traceback in the JSON)", PROBLEM))
     check.raw["rows"] = check.rows[1:]
     check.raw["machine"] = {"cpus": os.cpu_count(), "load_after": os.getloadavg(),
                             "seconds": a.time_limit - check.budget.left()}
@@ -526,7 +531,8 @@ def main(argv=None) -> int:
     out.write_text(json.dumps(check.raw, indent=2) + "\n")
     print(align(check.rows))
     graded = ", ".join(a.task) or "every task"
-    print(f"\ngrade runs: python -m grader exercise7 --seed {a.seed} {' '.join(check.devices)} and each row's options; "
+    command = " ".join(["python -m grader exercise7 --seed", str(a.seed), *check.devices])
+    print(f"\ngrade runs: {command} and each row's options; "
           f"solutions and stubs: {graded} · commit {check.raw['commit']} · {os.cpu_count()} cores · the checks took "
           f"{check.raw['machine']['seconds']:.0f} s of {a.time_limit:.0f} · raw figures: {out}")
     return 1 if any(r[2].startswith((PROBLEM, INCOMPLETE)) for r in check.rows) else 0

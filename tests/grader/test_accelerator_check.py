@@ -89,6 +89,18 @@ def test_a_failed_install_is_a_problem_with_pips_reason_and_nothing_is_graded(tm
     assert (tmp_path / "venv" / "bin" / "python").exists() and raw["runs"] == {}
 
 
+def test_a_crash_of_the_check_itself_still_prints_the_table_and_writes_the_json(tmp_path, monkeypatch, capsys):
+    def crash(check):
+        raise KeyError("platform")
+
+    monkeypatch.setattr(ac, "see", crash)
+    out = tmp_path / "accelerator.json"
+    assert ac.main(["--backend", "cpu", "--no-install", "--output", str(out)]) == 1
+    raw = json.loads(out.read_text())
+    assert raw["rows"][-1] == ["the check itself", "crashed: KeyError: 'platform' (traceback in the JSON)", ac.PROBLEM]
+    assert "in crash" in raw["crash"] and "the check itself" in capsys.readouterr().out
+
+
 def _case(name, devices, outcome, processes=None, message=""):
     return {"name": name, "devices": devices, "processes": processes, "outcome": outcome,
             "kind": "not_run" if outcome == "skipped" else ("" if outcome == "passed" else "wrong"),
