@@ -29,7 +29,7 @@ import time
 import traceback
 from pathlib import Path
 
-from measure import ROOT, GradeFailed, align, floor_figures, git_commit, grade_report, timed
+from measure import ROOT, GradeFailed, GradeTimedOut, align, floor_figures, git_commit, grade_report, timed
 
 INSTALL_TIMEOUT_S = 1200.0
 MIN_STEP_S = 10.0  # a step is not started with less time than this left
@@ -317,7 +317,14 @@ def pressure(python: str, backend: str, count: int, budget: Budget) -> dict:
     code = PRESSURE.format(n=PRESSURE_MIB << 18)
     procs = [subprocess.Popen([python, "-c", code], cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(count)]
-    killer = threading.Timer(max(budget.left(), 1.0), lambda: [p.kill() for p in procs])
+    out_of_time = threading.Event()
+
+    def stop_all() -> None:
+        out_of_time.set()
+        for p in procs:
+            p.kill()
+
+    killer = threading.Timer(max(budget.left(), 1.0), stop_all)
     killer.start()
     try:
         reports = [reported(p) for p in procs]
@@ -329,7 +336,8 @@ def pressure(python: str, backend: str, count: int, budget: Budget) -> dict:
             p.wait()
     finally:
         killer.cancel()
-    return {"settings": settings, "mib_each": PRESSURE_MIB, "reports": reports, "errors": errors, "sample": together}
+    return {"settings": settings, "mib_each": PRESSURE_MIB, "reports": reports, "errors": errors, "sample": together,
+            "out_of_time": out_of_time.is_set()}
 
 
 def pressure_text(result: dict) -> tuple[str, str]:
@@ -337,6 +345,8 @@ def pressure_text(result: dict) -> tuple[str, str]:
     shown = " ".join(f"{k}={v}" for k, v in result["settings"].items() if k.startswith("XLA_"))
     ran = [r for r in result["reports"] if r]
     if len(ran) < len(result["reports"]):
+        if result["out_of_time"]:
+            return f"{len(ran)} of {len(result['reports'])} ran before the time limit stopped them", INCOMPLETE
         return f"{len(ran)} of {len(result['reports'])} ran: {result['errors'][0]}", PROBLEM
     text = f"{shown or 'no memory settings'}: all ran at once, {result['mib_each']} MiB each"
     if ran[0]["peak_bytes"] is not None:
@@ -374,7 +384,8 @@ class Check:
                                             timeout_s=self.budget.left())
         except GradeFailed as exc:
             self.raw["runs"][name] = {"extra": extra, "error": str(exc)}
-            self.add((label, f"failed: {last_line(str(exc))}", PROBLEM))
+            verdict = INCOMPLETE if isinstance(exc, GradeTimedOut) else PROBLEM
+            self.add((label, f"failed: {last_line(str(exc))}", verdict))
             return None
         self.raw["runs"][name] = {"extra": extra, "figures": floor_figures(wall, report), "report": report}
         return report

@@ -24,6 +24,10 @@ class GradeFailed(Exception):
     """A ``grade`` process exited with an error, or ran past its time limit."""
 
 
+class GradeTimedOut(GradeFailed):
+    """A ``grade`` process ran past its time limit and was stopped."""
+
+
 def timed(args: list[str], env: dict[str, str] | None = None,
           timeout_s: float | None = None) -> tuple[float, subprocess.CompletedProcess]:
     """Run ``args`` in the repository root; its wall time and its captured output.
@@ -54,7 +58,7 @@ def grade_report(submission: Path | str, extra: list[str], seed: int, env: dict[
     try:
         wall, proc = timed(args, env, timeout_s)
     except subprocess.TimeoutExpired:
-        raise GradeFailed(f"{' '.join(args)} ran past its time limit of {timeout_s:.0f} s") from None
+        raise GradeTimedOut(f"{' '.join(args)} ran past its time limit of {timeout_s:.0f} s") from None
     if proc.returncode != 0:
         raise GradeFailed(f"{' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
     return wall, json.loads(proc.stdout)

@@ -19,6 +19,7 @@ from test_not_run_here import _grade_on_a_machine_with
 
 sys.path.insert(0, str(ROOT / "bench"))
 import accelerator_check as ac  # noqa: E402 - bench/ is not a package
+import measure  # noqa: E402
 
 SCRIPT = ROOT / "bench" / "accelerator_check.py"
 
@@ -99,6 +100,34 @@ def test_a_crash_of_the_check_itself_still_prints_the_table_and_writes_the_json(
     raw = json.loads(out.read_text())
     assert raw["rows"][-1] == ["the check itself", "crashed: KeyError: 'platform' (traceback in the JSON)", ac.PROBLEM]
     assert "in crash" in raw["crash"] and "the check itself" in capsys.readouterr().out
+
+
+def test_a_process_past_its_time_limit_is_interrupted_then_killed(monkeypatch):
+    began = ac.time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):  # SIGINT: Python stops sleeping at once
+        measure.timed([sys.executable, "-c", "import time; time.sleep(60)"], timeout_s=0.5)
+    monkeypatch.setattr(measure, "INTERRUPT_GRACE_S", 0.5)
+    deaf = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); print('deaf', flush=True); time.sleep(60)"
+    with pytest.raises(subprocess.TimeoutExpired):  # SIGINT ignored: SIGKILL after the grace
+        measure.timed([sys.executable, "-c", deaf], timeout_s=1.0)
+    assert ac.time.monotonic() - began < 10
+
+
+def test_a_grade_run_stopped_by_the_time_limit_is_incomplete_not_a_problem(monkeypatch):
+    def too_slow(*args, **kwargs):
+        raise measure.GradeTimedOut("grade exercise7 ran past its time limit of 12 s")
+
+    monkeypatch.setattr(ac, "grade_report", too_slow)
+    check = ac.Check(ac.argparse.Namespace(task=[], devices=None, seed=1), sys.executable, ac.Budget(60))
+    assert check.run("solutions_gpu", "solutions", "solutions", []) is None
+    assert check.rows[-1] == ("solutions", "failed: grade exercise7 ran past its time limit of 12 s", ac.INCOMPLETE)
+
+
+def test_pressure_processes_stopped_by_the_time_limit_are_incomplete():
+    result = {"settings": {}, "mib_each": 256, "reports": [None, None], "errors": ["", ""], "sample": None}
+    assert ac.pressure_text({**result, "out_of_time": True})[1] == ac.INCOMPLETE
+    assert ac.pressure_text({**result, "errors": ["RESOURCE_EXHAUSTED: out of memory"] * 2, "out_of_time": False}) == (
+        "0 of 2 ran: RESOURCE_EXHAUSTED: out of memory", ac.PROBLEM)
 
 
 def _case(name, devices, outcome, processes=None, message=""):
