@@ -1,0 +1,122 @@
+"""One grading run: a submission, an exercise (cut to the graded tasks), a seed -> cases.
+
+Copies the submission to scratch, runs the exercise's hidden suite with pytest *in this process*
+(with :mod:`grader.grading.plugin`), and lets the plugin send every student call to workers. The
+scratch folder and all workers are gone when the run returns, whatever happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import resource
+import secrets
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from grader import submission as submissions
+from grader.course import Course, Exercise
+from grader.errors import GraderError, UsageError
+from grader.layout import Layout
+from grader.submission import Submission
+from grader.workers.backends import Backend, resolve
+from grader.workers.pool import WorkerPool
+from grader.workers.worker import RunSettings
+
+if TYPE_CHECKING:
+    from grader.grading.plugin import Case
+
+ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@dataclass
+class RunResult:
+    exercise: Exercise  # the graded tasks only (see Exercise.only)
+    submission: Submission
+    seed: int
+    backend: str
+    cases: list[Case]
+    devices: tuple[int, ...] | None = None  # --devices, when it narrowed the course's device counts
+    info: dict = field(default_factory=dict)
+    wall_s: float = 0.0
+    worker_s: float = 0.0
+    start_s: float = 0.0
+    grader_rss_mb: float = 0.0
+    worker_rss_mb: float = 0.0
+    student_output: dict[str, str] = field(default_factory=dict)
+    unmapped_files: tuple[str, ...] = ()
+    devices_here: int | None = None  # real devices of the backend; None: emulated
+
+
+def new_seed() -> int:
+    return secrets.randbelow(2**31)
+
+
+def _engine_link(scratch: str) -> str:
+    """A folder holding only the ``grader`` package, so workers can import it and nothing beside it."""
+    path = os.path.join(scratch, "engine")
+    os.makedirs(path)
+    os.symlink(ENGINE_DIR, os.path.join(path, "grader"))
+    return path
+
+
+def _single_layouts(exercise: Exercise, devices) -> list[Layout]:
+    counts = set(devices) if devices else {n for t in exercise.tasks for n in t.devices}
+    return [Layout(n) for n in sorted(counts)]
+
+
+def _pytest_args(suite: str, files: list[str]) -> list[str]:
+    return [*files, "-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:randomly", "-c", os.devnull,
+            "--rootdir", suite, "--import-mode=importlib", "-W", "ignore::pytest.PytestAssertRewriteWarning"]
+
+
+def grade(course: Course, exercise: Exercise, submission: Submission, devices=None, seed: int | None = None,
+          backend: str | Backend = "cpu", timeout_s: float | None = None) -> RunResult:
+    """Grade ``submission`` against the hidden suite of ``exercise``'s tasks (``backend``: a name or a
+    resolved Backend)."""
+    started = time.perf_counter()
+    backend = resolve(backend) if isinstance(backend, str) else backend
+    seed = new_seed() if seed is None else seed
+    suite = os.path.join(course.root, exercise.suite)
+    if not os.path.isdir(suite):
+        raise UsageError(f"the suite folder {suite} for {exercise.name} does not exist")
+    files = sorted({os.path.join(suite, f) for t in exercise.tasks for f in t.files
+                    if os.path.isfile(os.path.join(suite, f))})
+    scratch = tempfile.mkdtemp(prefix="grade-")
+    try:
+        code = submissions.copy_to_scratch(submission.found, scratch)
+        run = RunSettings(code=code, probes=suite, backend=backend,
+                          memory_mb=backend.memory_limit_mb(course.memory_mb), timeout_s=timeout_s or exercise.timeout_s)
+        pool = WorkerPool(run, _engine_link(scratch), use_zygote=os.environ.get("GRADE_ZYGOTE", "1") != "0")
+        log = io.StringIO()
+        try:
+            pool.prestart(_single_layouts(exercise, devices))
+            import pytest  # only now, while the zygote imports JAX: the two overlap
+
+            from grader.grading.plugin import GraderPlugin
+
+            plugin = GraderPlugin(exercise, pool, seed, tuple(devices) if devices else None, timeout_s)
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+                if files:
+                    pytest.main(_pytest_args(suite, files), plugins=[plugin])
+        finally:
+            pool.close()
+        if plugin.grader_errors:
+            raise GraderError(plugin.grader_errors[0])
+        if plugin.collection_errors:
+            raise GraderError("the hidden suite could not be collected:\n" + "\n".join(plugin.collection_errors))
+        return RunResult(exercise=exercise, submission=submission, seed=seed, backend=backend.name,
+                         cases=plugin.cases, devices=tuple(devices) if devices else None,
+                         info={"platform": backend.platform, "device_kind": backend.kind, **pool.info()},
+                         wall_s=time.perf_counter() - started, worker_s=pool.worker_seconds,
+                         start_s=pool.start_seconds,
+                         grader_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                         worker_rss_mb=pool.peak_worker_rss_kb / 1024,
+                         student_output=pool.student_output, unmapped_files=tuple(sorted(plugin.unmapped_files)),
+                         devices_here=backend.available)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
