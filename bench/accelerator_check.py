@@ -56,7 +56,7 @@ print(json.dumps({"default_backend": jax.default_backend(), "platform": devices[
 # The environment the grader gives a worker on one device of this backend: asked of the engine itself.
 WORKER_SETTINGS = """
 import json, sys
-from grader.backends import resolve
+from grader.workers.backends import resolve
 print(json.dumps(resolve(sys.argv[1]).worker_variables(1)))
 """
 
