@@ -284,16 +284,15 @@ def ratio_text(name: str, run: dict | None) -> str:
     return f"{name} {ratio} ({wall:.1f} s / {floor:.1f} s, {cases} cases)"
 
 
-def memory_rows(summary: dict, worker_rss_mb: float) -> list[tuple[str, str, str]]:
+def memory_rows(summary: dict) -> list[tuple[str, str, str]]:
+    """What nvidia-smi saw during a grade run: the most one process held, and the most shared GPU."""
     per_process = summary["per_process_peak_mib"]
     busiest = max(summary["per_gpu"].items(), key=lambda kv: kv[1]["most_processes"], default=None)
-    rows = [("peak resident memory of one worker (report)", f"{worker_rss_mb:.0f} MB", "")]
+    label = "peak GPU memory per worker process (nvidia-smi)"
     if per_process:
-        rows.append(("peak GPU memory per worker process (nvidia-smi)",
-                     f"{max(per_process.values()):.0f} MiB at most, {len(per_process)} processes seen", ""))
+        rows = [(label, f"{max(per_process.values()):.0f} MiB at most, {len(per_process)} processes seen", "")]
     else:
-        rows.append(("peak GPU memory per worker process (nvidia-smi)",
-                     "nvidia-smi listed no processes (in a container it may not see them)", ""))
+        rows = [(label, "nvidia-smi listed no processes (in a container it may not see them)", "")]
     if busiest:
         index, gpu = busiest
         rows.append((f"  GPU {index}, the most shared", f"{gpu['most_processes']} processes at once, "
@@ -416,8 +415,8 @@ def see(check: Check) -> None:
     packages = ", ".join(f"{k} {v}" for k, v in view["packages"].items() if v)
     text = (f"{view['count']} x {view['device_kind']} ({view['platform']}, default backend "
             f"{view['default_backend']}); {packages}")
-    if known and view["default_backend"] != "gpu":  # the driver has GPUs that JAX cannot use
-        check.add(("JAX sees", f"{text}; {last_line(warnings) or 'no GPU'}", PROBLEM))
+    if check.a.backend == "gpu" and view["default_backend"] != "gpu":  # e.g. a jaxlib without CUDA
+        check.add(("JAX sees", f"{text}; {last_line(warnings) or 'no GPU'}", PROBLEM))  # JAX says why
     else:
         check.add(("JAX sees", text, ""))
     fewest = (check.a.devices or "1").split(",")[0]
@@ -444,16 +443,14 @@ def grade_on_backend(check: Check, backend: str) -> None:
     stubs = check.run(f"stubs_{backend}", label, "exercises", extra)
     if stubs:
         check.add(*score_rows(label, stubs, expect_full=False))
+    if solutions:
+        check.add(("peak resident memory of one worker (report)", f"{solutions['timing']['worker_rss_mb']:.0f} MB", ""))
     if sampler.enabled:
-        summary = summarise(sampler.samples, check.raw["nvidia_smi"])
-        check.raw["gpu_memory"] = summary
-        if solutions:
-            check.add(*memory_rows(summary, solutions["timing"]["worker_rss_mb"]))
+        check.raw["gpu_memory"] = summarise(sampler.samples, check.raw["nvidia_smi"])
+        check.add(*memory_rows(check.raw["gpu_memory"]))
     else:
         reason = "the backend is cpu" if not on_gpu else "no nvidia-smi to sample"
         check.add(("peak GPU memory per worker process", f"skipped: {reason}", ""))
-        if solutions:
-            check.add(("peak resident memory of one worker (report)", f"{solutions['timing']['worker_rss_mb']:.0f} MB", ""))
 
 
 def timings(check: Check, backend: str) -> None:

@@ -41,6 +41,7 @@ def test_the_cpu_run_grades_the_subset_and_skips_each_gpu_row_with_a_reason(tmp_
     assert proc.returncode == 0, proc.stdout + proc.stderr
     table = rows(raw)
     assert table["--backend auto chose"][1] == "ok" and raw["runs"]["auto"]["report"]["backend"] == "cpu"
+    assert table["JAX sees"][1] == "" and raw["jax"]["default_backend"] == "cpu"
     solutions, stubs = raw["runs"]["solutions_cpu"]["report"], raw["runs"]["stubs_cpu"]["report"]
     assert {t["id"]: t["score"] for t in solutions["tasks"]} == {"dot": 15, "multihost": 5}
     assert {t["id"]: t["score"] for t in stubs["tasks"]} == {"dot": 0, "multihost": 0}
@@ -66,6 +67,7 @@ def test_asking_for_a_gpu_that_is_not_there_makes_every_gpu_row_a_problem_with_t
                   "grade --task dot --backend gpu", "1 process with the workers' settings on one device"):
         result, verdict = table[label]
         assert verdict == ac.PROBLEM and "JAX sees no GPU" in result, label
+    assert table["JAX sees"][1] == ac.PROBLEM and "default backend cpu" in table["JAX sees"][0]
     assert table["grade --submission solutions --backend cpu"] == ("15 / 15", "ok")
     assert table["wall / floor, one task (--task dot)"][0].startswith("cpu ")
 
@@ -197,9 +199,9 @@ def test_nvidia_smi_samples_give_the_peak_per_process_and_the_busiest_gpu():
     assert summary["per_process_peak_mib"] == {"11": 700.0, "12": 450.0, "13": 500.0}
     assert summary["per_gpu"][0] == {"most_processes": 3, "peak_used_mib": 1300.0, "total_mib": 143771.0}
     assert summary["per_gpu"][1]["most_processes"] == 1
-    rows_ = ac.memory_rows(summary, 385.0)
-    assert rows_[1][1] == "700 MiB at most, 3 processes seen"
-    assert rows_[2] == ("  GPU 0, the most shared", "3 processes at once, 1300 of 143771 MiB used at most", "")
+    rows_ = ac.memory_rows(summary)
+    assert rows_[0][1] == "700 MiB at most, 3 processes seen"
+    assert rows_[1] == ("  GPU 0, the most shared", "3 processes at once, 1300 of 143771 MiB used at most", "")
 
 
 def test_unreadable_nvidia_smi_figures_are_no_figure():
