@@ -66,7 +66,7 @@ def exception_facts(exc: BaseException) -> dict:
     """What a StudentFailure records of an exception besides its message (see grader.errors)."""
     frame = _deepest_student_frame(exc.__traceback__)
     return {"where": student_frame(exc.__traceback__), "exc_type": type(exc).__name__, "raised_in": raised_in(exc),
-            "detail": str(exc)[:DETAIL_LIMIT], "line": linecache.getline(*frame).strip() if frame else None}
+            "detail": str(exc)[:DETAIL_LIMIT], "line": first_line(linecache.getline(*frame)) if frame else None}
 
 
 def first_line(text, limit: int = 300) -> str:

@@ -83,3 +83,12 @@ def test_a_classified_failure_carries_who_raised_it_across_the_wire(folders):
     assert (again.kind, again.exc_type, again.raised_in, again.line) == ("raised", "ValueError", "jax",
                                                                         "return pmap(x)")
     assert again.message == "square_plus_one() raised ValueError: cannot select an axis to squeeze out"
+
+
+def test_what_a_failure_keeps_of_a_flood_is_capped(folders, tmp_path):
+    basics, _ = folders
+    facts = student_code.exception_facts(_raised(lambda: basics.checked("9" * 10**6)))
+    assert len(facts["detail"]) == student_code.DETAIL_LIMIT
+    (tmp_path / "submission" / "wide.py").write_text("def f():\n    raise ValueError('x')" + "  #" + "w" * 5000 + "\n")
+    facts = student_code.exception_facts(_raised(_load(tmp_path / "submission" / "wide.py", "student_wide").f))
+    assert facts["line"].startswith("raise ValueError('x')") and len(facts["line"]) <= 300
