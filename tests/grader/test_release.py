@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,8 @@ from release_helpers import (EXERCISE, bundle_files, copy_course, first_task_fil
 
 from grader.authoring import release_scan
 from grader.grading import versions as pins
-from grader.course import CourseError, find_course, load_course
+from grader.course import CourseError, Release, find_course, load_course
+from grader.grading import pipeline
 from grader.authoring.release import ENGINE_DIR
 
 
@@ -267,3 +269,12 @@ def test_a_malformed_release_block_is_named(tmp_path, block, complaint):
     (course / "course.yaml").write_text((course / "course.yaml").read_text() + f"release: {block}\n")
     with pytest.raises(CourseError, match=complaint):
         load_course(str(course / "course.yaml"))
+
+
+def test_the_public_only_note_counts_the_graded_tasks_hidden_cases():
+    course = find_course(explicit=str(ROOT))
+    exercise = course.exercise(EXERCISE)
+    recorded = replace(course, release=Release("student", "0.10.2", "0.10.2", "0.1.0", hidden_cases={"dot": 16}))
+    assert pipeline.public_only_note(recorded, exercise.only(["dot", "ring"])).startswith(
+        "public tests only: 16 hidden cases (dot 16) are not in this bundle; they are graded when you submit")
+    assert pipeline.public_only_note(recorded, exercise.only(["ring"])) == pipeline.PUBLIC_ONLY_NOTE
