@@ -2,7 +2,7 @@
 
 import pytest
 
-from catalogue import check_wrong_submission
+from catalogue import check_wrong_submission, expect_full_marks
 
 # Each submission carries one mistake per function; each mistake is (test it fails, words its
 # message must contain, the first of them naming the function, device counts at which it shows up).
@@ -122,3 +122,35 @@ SUBMISSIONS = {
 def test_wrong_basics_loses_points_on_basics_only(make_submission, name):
     source, mistakes = SUBMISSIONS[name]
     check_wrong_submission(make_submission, "basics", "devices", source, mistakes)
+
+
+RIGHT = {
+    "pmaps built at each call, a shared check on len(), jnp.asarray first": """
+        import jax
+        import jax.numpy as jnp
+
+        def _fits(**arrays):
+            n = jax.device_count()
+            for name, a in arrays.items():
+                if len(a) != n:
+                    raise ValueError(f"{name} has {len(a)} rows but there are {n} devices; use ({n}, ...)")
+
+        def square_plus_one(x):
+            x = jnp.asarray(x)
+            _fits(x=x)
+            return jax.pmap(lambda a: jnp.square(a) + 1)(x)
+
+        def per_device_sum(x):
+            _fits(x=x)
+            return jax.pmap(lambda a: a.sum())(x)
+
+        def per_device_matmul(X, Y):
+            _fits(X=X, Y=Y)
+            return jax.pmap(lambda a, b: a @ b)(X, Y)
+        """,
+}
+
+
+@pytest.mark.parametrize("way", RIGHT)
+def test_other_right_basics_keeps_full_marks(make_submission, way):
+    expect_full_marks(make_submission({"basics": RIGHT[way]}), "basics", "1,4")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from catalogue import check_wrong_submission
+from catalogue import check_wrong_submission, expect_full_marks
 
 # Each submission carries one mistake per function; each mistake is (test it fails, words its
 # message must contain, device counts at which it shows up). n_devices = 3 is tried at every count.
@@ -147,3 +147,31 @@ SUBMISSIONS = {
 def test_wrong_shard_loses_points_on_shard_only(make_submission, name):
     source, mistakes = SUBMISSIONS[name]
     check_wrong_submission(make_submission, "shard", "devices", source, mistakes)
+
+
+RIGHT = {
+    "NumPy throughout, padding from zeros of x's dtype": """
+        import numpy as np
+
+        def shard_batch(x, n_devices):
+            x = np.asarray(x)
+            if len(x) % n_devices:
+                raise ValueError(f"{len(x)} rows do not split over {n_devices} devices: use pad_and_shard")
+            return x.reshape(n_devices, -1, *x.shape[1:])
+
+        def pad_and_shard(x, n_devices):
+            x = np.asarray(x)
+            per = -(-len(x) // n_devices)
+            padded = np.concatenate([x, np.zeros((n_devices * per - len(x), *x.shape[1:]), x.dtype)])
+            mask = np.arange(n_devices * per).reshape(n_devices, per) < len(x)
+            return shard_batch(padded, n_devices), mask
+
+        def unshard(x):
+            return np.concatenate(list(np.asarray(x)))
+        """,
+}
+
+
+@pytest.mark.parametrize("way", RIGHT)
+def test_other_right_shard_keeps_full_marks(make_submission, way):
+    expect_full_marks(make_submission({"shard": RIGHT[way]}), "shard", "1,4")
