@@ -2,7 +2,7 @@
 
 import pytest
 
-from catalogue import check_wrong_submission, expect_full_marks
+from catalogue import check_wrong_submission, expect_full_marks, mutate
 
 # Each submission carries one mistake per function; each mistake is (test it fails, words its
 # message must contain, device counts at which it shows up). n_devices = 3 is tried at every count.
@@ -118,25 +118,10 @@ SUBMISSIONS = {
           {1, 2, 4}),
          ("test_pad_and_shard_edges", ("returned dtype float32 for a batch of dtype uint8",), {1, 2, 4})]),
     "unshard strips the trailing zero rows": (
-        """
-        import jax.numpy as jnp
-
-        def shard_batch(x, n_devices):
-            if x.shape[0] % n_devices:
-                raise ValueError(f"{x.shape[0]} rows do not split over {n_devices} devices")
-            return jnp.reshape(x, (n_devices, -1, *x.shape[1:]))
-
-        def pad_and_shard(x, n_devices):
-            pad = -x.shape[0] % n_devices
-            padded = jnp.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1))
-            mask = jnp.arange(padded.shape[0]) < x.shape[0]
-            return shard_batch(padded, n_devices), shard_batch(mask, n_devices)
-
-        def unshard(x):
-            flat = x.reshape(-1, *x.shape[2:])
-            filled = jnp.any(flat.reshape(flat.shape[0], -1) != 0, axis=1)
-            return flat[: int(jnp.max(jnp.where(filled, jnp.arange(flat.shape[0]), -1))) + 1]
-        """,
+        mutate("shard", ("    return x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])",
+                         "    flat = x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])\n"
+                         "    filled = jnp.any(flat.reshape(flat.shape[0], -1) != 0, axis=1)\n"
+                         "    return flat[: int(jnp.max(jnp.where(filled, jnp.arange(flat.shape[0]), -1))) + 1]")),
         [("test_unshard_keeps_every_row", ("unshard(x) with x of shape", "expected n_devices * per",
                                            "padding included"), {1, 2, 4}),
          ("test_round_trip_with_rows_of_zeros", ("unshard(sharded) has",), {1, 2, 4})]),
