@@ -23,7 +23,21 @@ def _write_gradescope(book, folder: str) -> int:
     return not_graded
 
 
-def _export(gradebook, fmt, output):
+def _lms(book, fmt, roster_path, assignment) -> str:
+    """The Canvas or Moodle CSV; its warnings (who is missing, who is not on the roster) go to stderr."""
+    from grader.classroom import classlist, lms
+    from grader.errors import UsageError
+
+    if not roster_path:
+        raise UsageError(f"--format {fmt} needs --roster CSV: the LMS knows students by the ids the roster gives")
+    render = {"canvas": lms.canvas_csv, "moodle": lms.moodle_csv}[fmt]
+    text, warnings = render(book, classlist.load(roster_path), assignment or book.meta_value("exercise"))
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
+    return text
+
+
+def _export(gradebook, fmt, output, roster_path, assignment):
     from grader.classroom import exports
     from grader.classroom.gradebook import FAILED, Gradebook
     from grader.errors import UsageError
@@ -40,7 +54,7 @@ def _export(gradebook, fmt, output):
                        f"({not_graded} not graded: score 0)", err=True)
         else:
             render = {"csv": exports.gradebook_csv, "json": exports.gradebook_json, "junit": exports.gradebook_junit}
-            text = render[fmt](book)
+            text = _lms(book, fmt, roster_path, assignment) if fmt in ("canvas", "moodle") else render[fmt](book)
             if output:
                 with open(output, "w", encoding="utf-8", newline="") as f:
                     f.write(text)
@@ -53,10 +67,12 @@ def _export(gradebook, fmt, output):
 
 @click.command("export")
 @click.argument("gradebook", type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(["csv", "gradescope", "junit", "json"]), default="csv",
-              show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["csv", "gradescope", "junit", "json", "canvas", "moodle"]),
+              default="csv", show_default=True)
 @click.option("-o", "--output", type=click.Path(), help="file to write (a folder for gradescope); default stdout")
-def export_command(gradebook, fmt, output):
+@click.option("--roster", "roster_path", type=click.Path(), help="the class list CSV (canvas, moodle; see docs/instructor.md)")
+@click.option("--assignment", help="the LMS assignment column (canvas, moodle) [default: the exercise name]")
+def export_command(gradebook, fmt, output, roster_path, assignment):
     """Write a gradebook as CSV (a row per student, a column per task), Gradescope results.json
-    files, JUnit XML or JSON."""
-    _export(gradebook, fmt, output)
+    files, JUnit XML, JSON, or a Canvas / Moodle grade import CSV (with --roster)."""
+    _export(gradebook, fmt, output, roster_path, assignment)

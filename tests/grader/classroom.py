@@ -77,3 +77,24 @@ def rows(gradebook: Path, table: str = "results") -> list[tuple]:
                "history": "student, submission_hash"}[table]
     with sqlite3.connect(gradebook) as db:
         return sorted(db.execute(f"SELECT {columns} FROM {table}"))
+
+
+def toy_class(root: Path, students: dict[str, dict[str, str]]) -> tuple[Path, Path]:
+    """The toy course under root/course and a class folder root/class with a folder per student
+    ({student: {path: text}}); returns (course, class folder)."""
+    from toycourse import make_course
+
+    course = make_course(root / "course")
+    for student, files in students.items():
+        folder(root / "class", student, files)
+    return course, root / "class"
+
+
+def batch(subs: Path, course: Path, book: Path, *args: str):
+    """Grade the class folder ``subs`` into ``book`` with the real CLI; asserts the batch worked."""
+    from conftest import run_grade
+
+    proc = run_grade("batch", str(subs), "--exercise", "ex1", "--course", str(course), "--gradebook", str(book),
+                     *args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
