@@ -24,6 +24,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from grader.classroom import fingerprint, roster, unpack
+from grader.classroom.deadlines import Deadlines, priced
 from grader.course import Course, Exercise
 from grader.errors import EXIT_USAGE
 from grader.classroom.gradebook import FAILED, GRADED, REFUSED, Gradebook, Result
@@ -46,6 +47,7 @@ class Settings:
     jobs: int
     timeout_s: float
     backend: str
+    deadlines: Deadlines | None = None  # prices late submissions; None when the exercise has no due date
 
 
 @dataclass
@@ -198,8 +200,11 @@ class Batch:
                 return self._base(planned, status=FAILED, error=f"the grader wrote no readable report ({exc})",
                                   **common)
             report["submission"] = ", ".join(planned.entry.paths)
-            return self._base(planned, status=GRADED, score=report["score"], max_score=report["max_score"],
-                              report=report, **common)
+            graded = self._base(planned, status=GRADED, score=report["score"], max_score=report["max_score"],
+                                report=report, **common)
+            deadlines = self.settings.deadlines
+            lateness = deadlines.lateness(planned.entry.student, planned.entry.paths) if deadlines else None
+            return priced(graded, lateness)
         if job.timed_out:
             return self._base(planned, status=FAILED, error=f"grading took longer than {self.settings.timeout_s:g} s "
                               "and was stopped", **common)

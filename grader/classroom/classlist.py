@@ -13,6 +13,7 @@ Columns (header names are matched without regard to case or surrounding spaces; 
 ``canvas_id``     Canvas's user ID            ``sis_user_id``   the SIS user ID (Moodle's "ID number")
 ``sis_login_id``  the SIS login ID            ``section``       the course section
 ``email``         the email address Moodle matches students by
+``due:<exercise>`` this student's own deadline for that exercise (an extension; see :mod:`.deadlines`)
 """
 
 from __future__ import annotations
@@ -106,5 +107,5 @@ def load(path: str) -> ClassList:
             raise RosterError(f"{path}:{row}: column 'student': id {sid!r} is already on row {seen[sid]}")
         seen[sid] = row
         students.append(Student(sid, cells["name"], row,
-                                {k: v for k, v in cells.items() if k in OPTIONAL}))
+                                {k: v for k, v in cells.items() if k in OPTIONAL or k.startswith("due:")}))
     return ClassList(path, tuple(students))

@@ -45,8 +45,9 @@ def _bind(book, course, exercise, course_hash: str, seed: int, devices) -> None:
 
 
 def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, seed, regrade, devices_text,
-           course_path, timeout_s, backend):
+           course_path, timeout_s, backend, roster_path, times_path):
     from grader.classroom import batch, fingerprint, roster
+    from grader.classroom.deadlines import for_batch, reprice
     from grader.classroom.gradebook import FAILED, Gradebook
     from grader.classroom.progress import Progress
     from grader.classroom.summary import summarize
@@ -58,7 +59,9 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
     exercise = course.exercise(exercise_name).only(tasks)
     devices = parse_devices(devices_text)
     shard = roster.parse_shard(shard_text)
-    entries = [e for e in roster.discover(list(submissions), exercise.name) if roster.in_shard(e.student, shard)]
+    everyone = roster.discover(list(submissions), exercise.name)
+    entries = [e for e in everyone if roster.in_shard(e.student, shard)]
+    deadlines = for_batch(course, exercise, {e.student for e in everyone}, roster_path, times_path)
     gradebook_path = gradebook_path or f"{exercise.name}.sqlite"
     backend = resolve(backend or course.backend).name  # a backend this machine lacks stops here, not per student
     course_hash = fingerprint.course_hash(course, exercise, devices, backend)
@@ -66,12 +69,15 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
         seed = _choose_seed(book, seed, regrade)
         _bind(book, course, exercise, course_hash, seed, devices)
         todo, kept = batch.plan(entries, book, course_hash, regrade)
+        repriced = reprice(book, [e for e in entries if e.student in set(kept)], deadlines)
         where = f" (shard {shard[0]}/{shard[1]})" if shard else ""
         again = " (--regrade grades them again)" if kept else ""
         click.echo(f"{exercise.name}: {len(entries)} submissions{where}; grading {len(todo)}, {len(kept)} already "
                    f"graded{again} · seed {seed} · {jobs} job{'s' if jobs > 1 else ''} · gradebook {gradebook_path}",
                    err=True)
-        settings = batch.Settings(course, exercise, seed, devices, course_hash, jobs, timeout_s, backend)
+        if repriced:
+            click.echo(f"{repriced} kept results had a new deadline or submission time: late penalty updated", err=True)
+        settings = batch.Settings(course, exercise, seed, devices, course_hash, jobs, timeout_s, backend, deadlines)
         progress = Progress(len(todo))
         try:
             batch.Batch(settings, book, progress).run(todo)
@@ -100,6 +106,9 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
 @click.option("--course", "course_path", type=click.Path(), help="course.yaml or the folder holding it")
 @click.option("--submission-timeout", "timeout_s", type=click.FloatRange(1), default=1200.0, show_default=True,
               help="seconds one submission may take before its grading is stopped")
+@click.option("--roster", "roster_path", type=click.Path(), help="class list CSV; its due:EXERCISE column gives extensions")
+@click.option("--submitted-at", "times_path", type=click.Path(),
+              help="CSV student,submitted_at: submission times that override the files' timestamps")
 def batch_command(**kw):
     """Grade SUBMISSIONS (folders, .zip / .tar.gz, or folders of them) into a gradebook.
 

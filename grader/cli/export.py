@@ -7,7 +7,8 @@ import os
 import click
 
 def _write_gradescope(book, folder: str) -> int:
-    """``folder/<student>/results.json`` for every student; returns how many were not graded."""
+    """``folder/<student>/results.json`` for every student; returns how many were not graded. The top-level
+    score is the gradebook's (after any late penalty), which Gradescope takes over the tests' sum."""
     from grader.classroom.gradebook import GRADED
     from grader.errors import UsageError
     from grader.grading import gradescope
@@ -16,7 +17,7 @@ def _write_gradescope(book, folder: str) -> int:
     for r in book.results():
         if os.sep in r.student or r.student in (".", ".."):
             raise UsageError(f"student id {r.student!r} cannot name a folder")
-        data = (gradescope.results(r.report) if r.status == GRADED
+        data = (dict(gradescope.results(r.report), score=r.score) if r.status == GRADED
                 else gradescope.failure_results(f"This submission could not be graded: {r.error}"))
         not_graded += r.status != GRADED
         gradescope.write(os.path.join(folder, r.student, "results.json"), data)
