@@ -130,7 +130,8 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
 @click.option("--course", "course_path", type=click.Path(), help="course.yaml or the folder holding it")
 @click.option("--submission-timeout", "timeout_s", type=click.FloatRange(1), default=1200.0, show_default=True,
               help="seconds one submission may take before its grading is stopped")
-@click.option("--roster", "roster_path", type=click.Path(), help="class list CSV; its due:EXERCISE column gives extensions")
+@click.option("--roster", "roster_path", type=click.Path(),
+              help="class list CSV; its due:EXERCISE column gives extensions")
 @click.option("--submitted-at", "times_path", type=click.Path(),
               help="CSV student,submitted_at: submission times that override the files' timestamps")
 def batch_command(**kw):

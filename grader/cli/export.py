@@ -71,7 +71,8 @@ def _export(gradebook, fmt, output, roster_path, assignment):
 @click.option("--format", "fmt", type=click.Choice(["csv", "gradescope", "junit", "json", "canvas", "moodle"]),
               default="csv", show_default=True)
 @click.option("-o", "--output", type=click.Path(), help="file to write (a folder for gradescope); default stdout")
-@click.option("--roster", "roster_path", type=click.Path(), help="the class list CSV (canvas, moodle; see docs/instructor.md)")
+@click.option("--roster", "roster_path", type=click.Path(),
+              help="the class list CSV (canvas, moodle; see docs/instructor.md)")
 @click.option("--assignment", help="the LMS assignment column (canvas, moodle) [default: the exercise name]")
 def export_command(gradebook, fmt, output, roster_path, assignment):
     """Write a gradebook as CSV (a row per student, a column per task), Gradescope results.json

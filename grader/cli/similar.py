@@ -47,7 +47,8 @@ def similar_command(source, exercise_name, course_path, threshold, html):
     course = find_course(explicit=course_path)
     stubs = os.path.join(course.root, course.exercise(name).stubs)
     pairs, skipped = compare(entries, name, stubs, threshold, html)
-    click.echo(f"{name}: {len(entries) - len(skipped)} submissions compared, {len(pairs)} pair{'' if len(pairs) == 1 else 's'} more than "
+    plural = "" if len(pairs) == 1 else "s"
+    click.echo(f"{name}: {len(entries) - len(skipped)} submissions compared, {len(pairs)} pair{plural} more than "
                f"{threshold:.0%} alike (after removing the stubs' code)")
     for p in pairs:
         click.echo(f"  {p.first}  {p.second}  {p.module}.py  {p.first_share:.0%} / {p.second_share:.0%}")
