@@ -120,7 +120,9 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
 @click.option("--task", "tasks", multiple=True, help="grade only this task (repeatable; default: every task)")
 @click.option("--jobs", type=click.IntRange(1), default=default_jobs, show_default="the usable cores",
               help="submissions graded at once")
-@click.option("--shard", "shard_text", metavar="K/N", help="grade only shard K of N (the same split on every machine)")
+@click.option("--shard", "shard_text", metavar="K/N|auto",
+              help="grade only shard K of N (the same split on every machine); auto: from a Slurm array job, "
+                   "auto:INDEX_VAR/COUNT_VAR: from the variables named")
 @click.option("--gradebook", "gradebook_path", type=click.Path(), help="SQLite gradebook [default: EXERCISE.sqlite]")
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), help="inputs for the whole class (default: the gradebook's)")
 @click.option("--regrade", is_flag=False, flag_value=ALL_TASKS, metavar="[TASK,...]",
