@@ -108,9 +108,10 @@ def _task_section(task: dict, graded: list[Result]) -> str:
 def _result_row(r: Result) -> list[str]:
     late = (r.report or {}).get("late") if r.status == GRADED else None
     score = "" if r.status == FAILED else _num(r.score)
-    penalty = f"-{_num(late['penalty'])} ({late['days_late']} d late)" if late and late["penalty"] else ""
+    raw = _num(late["raw_score"]) if late else score
+    penalty = f"-{_num(late['penalty'])} ({late['days_late']} d late)" if late and late["days_late"] else ""
     status = _e(r.status) if r.status == GRADED else f'<span class="bad">{_e(r.status)}</span>'
-    return [_e(r.student), status, f'<span class="num">{score}</span>', _e(penalty),
+    return [_e(r.student), status, f'<span class="num">{raw}</span>', _e(penalty), f'<span class="num">{score}</span>',
             _e((r.report or {}).get("backend", "")), _e(_sandbox(r.report)), _e(r.graded_at[:19])]
 
 
@@ -129,7 +130,7 @@ def render(book: Gradebook) -> str:
     missing = [r for r in results if r.status != GRADED]
     not_graded = (_table(["student", "status", "why"], [[_e(r.student), _e(r.status), _e(r.error)] for r in missing],
                          "not-graded") if missing else "<p>Everyone was graded.</p>")
-    every = _table(["student", "status", "score", "late penalty", "backend", "sandbox", "graded at (UTC)"],
+    every = _table(["student", "status", "raw score", "late penalty", "score", "backend", "sandbox", "graded at (UTC)"],
                    [_result_row(r) for r in results], "results")
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
             f"<style>{_STYLE}</style></head><body><h1>{_e(title)}</h1>"

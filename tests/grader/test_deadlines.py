@@ -14,7 +14,7 @@ import sqlite3
 import pytest
 import yaml
 
-from classroom import batch, folder, toy_class
+from classroom import Page, batch, folder, toy_class
 from conftest import run_grade
 from grader.classroom import classlist, deadlines
 from grader.classroom.gradebook import Gradebook
@@ -177,6 +177,16 @@ def test_the_lms_gets_the_final_score(late_class):
     proc = run_grade("export", str(book), "--format", "canvas", "--roster", str(roster))
     marks = {row[0]: row[-1] for row in csv.reader(io.StringIO(proc.stdout))}
     assert (marks["Ben"], marks["Cy"], marks["Eve"]) == ("12", "13.5", "9")
+
+
+def test_the_class_report_shows_raw_score_penalty_and_score(late_class, tmp_path):
+    *_, book, _, _, _ = late_class
+    proc = run_grade("report", str(book), "--html", str(tmp_path / "r.html"))
+    assert proc.returncode == 0, proc.stderr
+    page = Page()
+    page.feed((tmp_path / "r.html").read_text())
+    results = {row[0]: row[2:5] for row in page.rows["results"]}
+    assert results["ben"] == ["15", "-3 (2 d late)", "12"] and results["ann"] == ["15", "", "15"]
 
 
 def test_the_summary_lists_the_late_with_their_penalty(late_class):
