@@ -82,14 +82,19 @@ def _header(path: str, reader) -> list[str]:
     return header
 
 
-def load(path: str) -> ClassList:
-    """Read and check the roster CSV at ``path``; RosterError (exit 2) names what is wrong and where."""
+def read_text(path: str, what: str) -> str:
+    """A CSV file's text; RosterError if it cannot be read or is not UTF-8 (naming row and column)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as exc:
-        raise RosterError(f"cannot read roster {path}: {exc.strerror}") from None
-    reader = csv.reader(io.StringIO(_decode(path, data), newline=""))
+        raise RosterError(f"cannot read {what} {path}: {exc.strerror}") from None
+    return _decode(path, data)
+
+
+def load(path: str) -> ClassList:
+    """Read and check the roster CSV at ``path``; RosterError (exit 2) names what is wrong and where."""
+    reader = csv.reader(io.StringIO(read_text(path, "roster"), newline=""))
     header = _header(path, reader)
     students, seen = [], {}
     for values in reader:

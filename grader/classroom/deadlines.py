@@ -66,12 +66,7 @@ def _cell_error(path: str, row: int, column: str, problem: str) -> RosterError:
 
 def load_times(path: str, tz: datetime.tzinfo, students: set[str]) -> dict[str, datetime.datetime]:
     """The ``student,submitted_at`` override CSV, checked: every id one of ``students``, every time readable."""
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RosterError(f"cannot read submission times {path}: {exc}") from None
-    reader = csv.reader(io.StringIO(text))
+    reader = csv.reader(io.StringIO(classlist.read_text(path, "submission times"), newline=""))
     header = [h.strip().lower() for h in next(reader, [])]
     if header[:2] != ["student", "submitted_at"]:
         raise RosterError(f"{path}:1: the header must start student,submitted_at, got {','.join(header)!r}")

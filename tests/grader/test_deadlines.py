@@ -123,6 +123,14 @@ def test_bad_submission_times_name_the_row_and_column(tmp_path, text, message):
     assert f"{path}{message}" in str(info.value)
 
 
+def test_submission_times_that_are_not_utf8_name_the_row_and_column(tmp_path):
+    path = tmp_path / "times.csv"
+    path.write_bytes("student,submitted_at\nann,2026-03-01\u00a010:00\n".encode("latin-1"))
+    with pytest.raises(classlist.RosterError) as info:
+        deadlines.load_times(str(path), UTC, {"ann"})
+    assert f"{path}:2: column 'submitted_at': byte 0xa0 is not UTF-8" in str(info.value)
+
+
 def set_time(path, when: datetime.datetime):
     for root, _, names in os.walk(path):
         for name in names:
