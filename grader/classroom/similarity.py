@@ -43,6 +43,8 @@ def _collect(entry: roster.Entry, exercise: str, modules: tuple[str, ...], dest:
     if len(entry.paths) > 1 or not roster.kind(entry.paths[0]):
         return "not one folder or archive"
     path = entry.paths[0]
+    if not os.path.exists(path):
+        return f"{path} is no longer there"
     try:
         if roster.kind(path) != "folder":
             unpacked = os.path.join(scratch, "unpacked", entry.student)

@@ -12,6 +12,7 @@ import pytest
 
 from classroom import batch, toy_class, zip_archive
 from conftest import run_grade
+from grader.classroom import roster, similarity
 from toycourse import EXERCISE, STUBS
 
 pytest.importorskip("copydetect", reason="grade similar needs copydetect: pip install -e '.[similarity]'")
@@ -103,6 +104,15 @@ def test_a_higher_threshold_flags_fewer(klass):
     _, course, subs = klass
     proc = run_grade("similar", str(subs), "--exercise", EXERCISE, "--course", str(course), "--threshold", "1")
     assert proc.returncode == 0 and flagged(proc.stdout) == set()
+
+
+def test_a_source_that_is_gone_is_named_not_compared(klass, tmp_path):
+    _, course, subs = klass
+    entries = [roster.Entry(s, (str(subs / s),)) for s in ("alice", "bob")] + [
+        roster.Entry("gil", (str(tmp_path / "gil.zip"),))]
+    pairs, skipped = similarity.compare(entries, EXERCISE, str(course / "exercises" / EXERCISE), 0.6, None)
+    assert [(p.first, p.second, p.module) for p in pairs] == [("alice", "bob", "add")]
+    assert skipped == {"gil": f"{tmp_path / 'gil.zip'} is no longer there"}
 
 
 def test_a_class_folder_needs_the_exercise(klass):
