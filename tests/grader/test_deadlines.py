@@ -8,6 +8,7 @@ gradebook, the CSV and Canvas exports (with csv) and the summary.
 import csv
 import datetime
 import io
+import json
 import os
 import sqlite3
 
@@ -195,6 +196,16 @@ def test_the_class_report_shows_raw_score_penalty_and_score(late_class, tmp_path
     page.feed((tmp_path / "r.html").read_text())
     results = {row[0]: row[2:5] for row in page.rows["results"]}
     assert results["ben"] == ["15", "-3 (2 d late)", "12"] and results["ann"] == ["15", "", "15"]
+
+
+def test_gradescope_gets_the_final_score_and_why(late_class, tmp_path):
+    *_, book, _, _, _ = late_class
+    proc = run_grade("export", str(book), "--format", "gradescope", "-o", str(tmp_path / "gs"))
+    assert proc.returncode == 0, proc.stderr
+    ben = json.loads((tmp_path / "gs" / "ben" / "results.json").read_text())
+    ann = json.loads((tmp_path / "gs" / "ann" / "results.json").read_text())
+    assert ben["score"] == 12.0 and "Submitted 2 days after the deadline: 20% off, 15 -> 12 points." in ben["output"]
+    assert ann["score"] == 15.0 and "deadline" not in ann["output"]
 
 
 def test_the_summary_lists_the_late_with_their_penalty(late_class):
