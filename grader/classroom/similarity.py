@@ -11,6 +11,7 @@ in copydetect's HTML report, and no grade is touched.
 
 from __future__ import annotations
 
+import html
 import os
 import shutil
 import tempfile
@@ -47,7 +48,7 @@ def _collect(entry: roster.Entry, exercise: str, modules: tuple[str, ...], dest:
         return f"{path} is no longer there"
     try:
         if roster.kind(path) != "folder":
-            unpacked = os.path.join(scratch, "unpacked", entry.student)
+            unpacked = os.path.join(scratch, "unpacked")
             unpack.unpack(path, unpacked)
             path = unpacked
         else:
@@ -66,17 +67,20 @@ def _collect(entry: roster.Entry, exercise: str, modules: tuple[str, ...], dest:
     return "" if found else "no task modules"
 
 
-def _name_files_by_student(html: str, code: str) -> None:
-    """copydetect names files by path; the scratch part means nothing once it is gone, so the
-    report names them ``student/module.py``."""
-    with open(html, encoding="utf-8") as f:
+def _name_files_by_student(html_path: str, code: str, students: dict[str, str]) -> None:
+    """copydetect names files by their scratch path (``code/s3/dot.py``), which means nothing once
+    the scratch is gone; the report names them ``student/dot.py`` instead, the id escaped, since a
+    student id is a file name a student may have chosen."""
+    with open(html_path, encoding="utf-8") as f:
         text = f.read()
-    with open(html, "w", encoding="utf-8") as f:
-        f.write(text.replace(code + os.sep, ""))
+    for alias, student in students.items():
+        text = text.replace(os.path.join(code, alias) + os.sep, html.escape(student) + "/")
+    with open(html_path, "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 def compare(entries: list[roster.Entry], exercise: str, stubs: str, threshold: float,
-            html: str | None) -> tuple[list[Pair], dict[str, str]]:
+            html_path: str | None) -> tuple[list[Pair], dict[str, str]]:
     """(pairs above ``threshold``, most alike first; {student: why left out}); writes the HTML report."""
     try:
         from copydetect import CopyDetector
@@ -88,27 +92,31 @@ def compare(entries: list[roster.Entry], exercise: str, stubs: str, threshold: f
     scratch = tempfile.mkdtemp(prefix="grade-similar-")
     try:
         code = os.path.join(scratch, "code")
-        skipped = {}
-        for entry in entries:
-            why = _collect(entry, exercise, modules, os.path.join(code, entry.student), scratch)
+        skipped, students = {}, {}  # folders are named by alias: an id need not be a safe file name
+        for index, entry in enumerate(entries):
+            alias = f"s{index}"
+            why = _collect(entry, exercise, modules, os.path.join(code, alias), os.path.join(scratch, alias))
             if why:
                 skipped[entry.student] = why
+            else:
+                students[alias] = entry.student
         if len(entries) - len(skipped) < 2:
             raise UsageError("grade similar needs at least two submissions with task modules")
         detector = CopyDetector(test_dirs=[code], ref_dirs=[code], boilerplate_dirs=[stubs], extensions=["py"],
                                 noise_t=NOISE_TOKENS, guarantee_t=GUARANTEE_TOKENS, display_t=threshold,
                                 same_name_only=True, ignore_leaf=True, autoopen=False, silent=True,
-                                out_file=html or os.path.join(scratch, "report.html"))
+                                out_file=html_path or os.path.join(scratch, "report.html"))
         detector.run()
         pairs = []
         for first_share, second_share, first, second, *_ in detector.get_copied_code_list():
             (a, module), (b, _) = (os.path.relpath(p, code).split(os.sep) for p in (first, second))
+            a, b = students[a], students[b]
             shares = {a: round(float(first_share), 3), b: round(float(second_share), 3)}
             a, b = sorted((a, b))
             pairs.append(Pair(a, b, module.removesuffix(".py"), shares[a], shares[b]))
-        if html:
+        if html_path:
             detector.generate_html_report()
-            _name_files_by_student(html, code)
+            _name_files_by_student(html_path, code, students)
         return sorted(pairs, key=lambda p: (-p.share, p.first, p.second, p.module)), skipped
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from classroom import batch, toy_class, zip_archive
+from classroom import Page, batch, toy_class, zip_archive
 from conftest import run_grade
 from grader.classroom import roster, similarity
 from toycourse import EXERCISE, STUBS
@@ -60,17 +60,16 @@ def klass(tmp_path_factory):
     return root, course, subs
 
 
+def _all_text(page: str) -> list[str]:
+    parser = HTMLParser()
+    found = []
+    parser.handle_data = found.append
+    parser.feed(page)
+    return found
+
+
 def flagged(stdout: str) -> set[tuple[str, str, str]]:
     return {tuple(line.split()[:3]) for line in stdout.splitlines() if line.startswith("  ")}
-
-
-class Text(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.text = []
-
-    def handle_data(self, data):
-        self.text.append(data)
 
 
 def test_copies_are_flagged_and_nothing_else(klass, tmp_path):
@@ -80,9 +79,7 @@ def test_copies_are_flagged_and_nothing_else(klass, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "6 submissions compared, 3 pairs more than 60% alike" in proc.stdout
     assert flagged(proc.stdout) == {("alice", "bob", "add.py"), ("alice", "fay", "add.py"), ("bob", "fay", "add.py")}
-    page = Text()
-    page.feed(html.read_text())
-    text = " ".join(" ".join(page.text).split())
+    text = " ".join(" ".join(_all_text(html.read_text())).split())
     assert "Copy Detection Report" in text
     matched = text.split("Matched Code", 1)[1]
     assert "file: alice/add.py ( 100.00% )" in matched
@@ -104,6 +101,18 @@ def test_a_higher_threshold_flags_fewer(klass):
     _, course, subs = klass
     proc = run_grade("similar", str(subs), "--exercise", EXERCISE, "--course", str(course), "--threshold", "1")
     assert proc.returncode == 0 and flagged(proc.stdout) == set()
+
+
+def test_a_student_id_that_is_html_is_shown_as_text(tmp_path):
+    evil = "<img src=x onerror=alert(1)>"
+    course, subs = toy_class(tmp_path, {"alice": files(ALICE), evil: files(BOB)})
+    html = tmp_path / "similar.html"
+    proc = run_grade("similar", str(subs), "--exercise", EXERCISE, "--course", str(course), "--html", str(html))
+    assert proc.returncode == 0, proc.stderr
+    page = Page()
+    page.feed(html.read_text())
+    assert not any(tag == "img" and "onerror" in attrs for tag, attrs in page.tags)
+    assert any(f"{evil}/add.py" in text for text in page.text.values())
 
 
 def test_a_source_that_is_gone_is_named_not_compared(klass, tmp_path):
