@@ -229,6 +229,15 @@ def test_a_new_extension_reprices_without_regrading(late_class, tmp_path):
     assert (ben.score, ben.report["late"]["days_late"]) == (15.0, 0)
 
 
+def test_an_unparseable_due_date_stops_the_batch_with_exit_2(tmp_path):
+    course = write_course(tmp_path, {"due": "end of March"})
+    folder(tmp_path / "class", "ann", FULL)
+    proc = run_grade("batch", str(tmp_path / "class"), "--exercise", EXERCISE, "--course", str(course),
+                     "--gradebook", str(tmp_path / "b.sqlite"))
+    assert proc.returncode == 2 and "course.yaml:" in proc.stderr and "exercises.ex1.due: expected a date" in proc.stderr
+    assert not (tmp_path / "b.sqlite").exists()
+
+
 def test_extensions_without_a_due_date_are_refused(tmp_path):
     course, subs = toy_class(tmp_path, {"ann": FULL})
     roster = tmp_path / "roster.csv"
