@@ -21,11 +21,15 @@ def _release(name, out, course_path):
     click.echo(f"{name} released to {out}")
     click.echo(f"  {STUDENT}/ and {STUDENT}.zip: stubs, grader, README and {plural(count, 'public test')} "
                f"({_names(done.public_tests)})")
-    click.echo(f"    left out, run at submission: {plural(hidden, 'test')} ({_names(done.hidden_tests)})")
-    click.echo(f"  {AUTOGRADER}.zip: Gradescope autograder (setup.sh, run_autograder), all {plural(count + hidden, 'test')}")
+    click.echo(f"    left out, run at submission: {plural(hidden, 'test')}, "
+               f"{plural(sum(done.hidden_cases.values()), 'case')} ({_names(done.hidden_tests)})")
+    click.echo(f"  {AUTOGRADER}.zip: Gradescope autograder (setup.sh, run_autograder), "
+               f"all {plural(count + hidden, 'test')}")
     click.echo(f"  pinned: jax {done.pins['jax']}, jaxlib {done.pins['jaxlib']}, grader {done.grader_version}, "
                f"{len(done.pins)} packages in requirements.txt (Python {done.requires_python})")
     click.echo(f"  scanned {done.files_scanned} files: no solution code, no hidden test in the student bundle")
+    for warning in done.warnings:
+        click.echo(f"warning: {name}: {warning}", err=True)
 
 
 @click.command("release")
