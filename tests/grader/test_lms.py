@@ -86,7 +86,7 @@ def test_a_submission_the_grader_failed_on_gets_no_mark(graded, tmp_path):
     assert proc.returncode == 0, proc.stderr
     rows = {row[0]: row[-1] for row in csv.reader(io.StringIO(proc.stdout))}
     assert rows["Ben Ng"] == ""
-    assert "the grader failed on 1 submissions" in proc.stderr
+    assert "the grader failed on 1 submission;" in proc.stderr
 
 
 def test_canvas_needs_an_id_canvas_can_match(graded, tmp_path):

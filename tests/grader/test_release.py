@@ -200,7 +200,7 @@ def test_a_release_that_hides_nothing_is_warned_about(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert f"warning: {EXERCISE}: every test is visible, so the student bundle holds the whole grading suite" \
         in proc.stderr
-    assert "left out, run at submission: 0 test(s), 0 case(s)" in proc.stdout
+    assert "left out, run at submission: 0 tests, 0 cases" in proc.stdout
 
 
 def test_the_solution_passes_the_public_tests(student_bundle, tmp_path):
