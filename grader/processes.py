@@ -1,4 +1,4 @@
-"""Ending a worker and everything it started: kill its process group, then collect its exit.
+"""Ending a worker and everything it started: kill its descendants and process group, then collect its exit.
 
 A worker runs in its own session, so its process group holds the worker and whatever the student's
 code started. The group is killed *before* the worker is reaped: while the worker is an unreaped
@@ -24,13 +24,57 @@ class Exit:
     maxrss_kb: int
 
 
-def kill_group(pid: int) -> None:
-    """SIGKILL the process group ``pid`` leads, and ``pid`` itself should it have left that group."""
-    for kill in (os.killpg, os.kill):
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every live (not zombie) process this one can see in /proc."""
+    parents = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
         try:
-            kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()  # the command name may hold spaces and ")"
+        except OSError:  # it ended meanwhile
+            continue
+        if fields[0] != b"Z":
+            parents[int(name)] = int(fields[1])
+    return parents
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid``, children first."""
+    children: dict[int, list[int]] = {}
+    for child, parent in _parents().items():
+        children.setdefault(parent, []).append(child)
+    found, queue = [], [pid]
+    while queue:
+        kids = children.get(queue.pop(0), [])
+        found += kids
+        queue += kids
+    return found
+
+
+def _kill(kill, pid: int) -> None:
+    try:
+        kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL everything ``pid`` started, its process group, and ``pid`` itself.
+
+    A confined worker is a child subreaper (grader.sandbox.confine), so while it lives every process
+    it started is its descendant, whatever setsid and double forks it used: those are killed
+    first, again until none is left (a fork bomb forks between two passes), then the worker.
+    """
+    for _ in range(100):
+        tree = descendants(pid)
+        if not tree:
+            break
+        for child in tree:
+            _kill(os.kill, child)
+    for kill in (os.killpg, os.kill):
+        _kill(kill, pid)
 
 
 def _has_exited(pid: int) -> bool:
