@@ -51,6 +51,9 @@ _SYSTEM_READ_ONLY = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib
                      "/etc/localtime", "/usr/share/zoneinfo", "/dev/urandom", "/dev/random", "/dev/zero",
                      "/sys/devices/system/cpu")
 _SYSTEM_READ_WRITE = ("/dev/null",)
+# gloo, in a multi-process group, resolves the host name and lists network interfaces and PCI devices.
+_GROUP_READ_ONLY = ("/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/resolv.conf", "/etc/gai.conf",
+                    "/sys/bus/pci", "/sys/devices", "/sys/class/net")
 ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -61,7 +64,8 @@ class Policy:
     ``scratch``: the one writable folder (the worker's copy of the submission). ``read_only``:
     folders or files beyond the Python installation and the system libraries (the engine, by
     default). ``tcp_ports``: None for no TCP at all; else the ports a multi-process group binds and
-    connects to (its coordinator's; 0 allows binding an ephemeral port). ``off``: mechanisms to
+    connects to (its coordinator's; 0 allows binding an ephemeral port). ``tcp_connect_any``: let
+    it connect to any port (gloo's peers listen on ephemeral ports nobody knows in advance). ``off``: mechanisms to
     leave out as if this machine lacked them (a test and measurement switch), out of MECHANISMS.
     ``max_landlock_abi``: pretend the kernel's Landlock is no newer than this (1 or more).
     """
@@ -69,6 +73,7 @@ class Policy:
     scratch: str
     read_only: tuple[str, ...] = (ENGINE_DIR,)
     tcp_ports: tuple[int, ...] | None = None
+    tcp_connect_any: bool = False
     off: frozenset[str] = frozenset()
     max_landlock_abi: int | None = None
     process_limit: int = PROCESS_LIMIT
@@ -98,10 +103,12 @@ class _Record:
         net_missing = ll or ("" if "net" in self.landlock_parts else
                              f"Landlock ABI {self.landlock_abi} has no TCP rules (ABI {landlock.NET_ABI} does)")
         tcp = self.policy.tcp_ports is not None
+        if tcp and self.policy.tcp_connect_any and not net_missing:
+            net_missing = "a multi-process group's gloo connects to its peers' ephemeral ports"
         return {
             "files": ll,
             "network": f"other sockets are open: {sc}" if sc else (
-                f"TCP ports are open: {net_missing}" if tcp and net_missing else ""),
+                f"TCP connections are open: {net_missing}" if tcp and net_missing else ""),
             "signals": f"ptrace is open: {sc}" if sc else (
                 f"signals to other processes are open: {scopes_missing}" if scopes_missing else ""),
             "syscalls": sc,
@@ -165,18 +172,19 @@ def _ruleset(record: _Record) -> landlock.Ruleset | None:
         abi = min(abi, record.policy.max_landlock_abi)
     record.landlock_abi = abi
     policy = record.policy
-    ruleset = landlock.Ruleset(abi, fs=True, net=True,
-                               scopes=landlock.SCOPE_ABSTRACT_UNIX_SOCKET | landlock.SCOPE_SIGNAL)
+    tcp = landlock.BIND_TCP | (0 if policy.tcp_connect_any else landlock.CONNECT_TCP)
+    ruleset = landlock.Ruleset(abi, net=tcp, scopes=landlock.SCOPE_ABSTRACT_UNIX_SOCKET | landlock.SCOPE_SIGNAL)
     record.landlock_parts = {"fs"} | ({"net"} if ruleset.net_handled else set()) | (
         {"scopes"} if ruleset.scoped else set())
-    for path in (*python_paths(), *_SYSTEM_READ_ONLY, *policy.read_only):
+    group = _GROUP_READ_ONLY if policy.tcp_ports is not None else ()
+    for path in (*python_paths(), *_SYSTEM_READ_ONLY, *group, *policy.read_only):
         if os.path.exists(path):
             ruleset.allow_path(path, landlock.READ)
     for path in _SYSTEM_READ_WRITE:
         ruleset.allow_path(path, landlock.READ_WRITE_FILE)
     ruleset.allow_path(policy.scratch, landlock.fs_rights(abi))
     for port in (policy.tcp_ports or ()) if ruleset.net_handled else ():
-        ruleset.allow_port(port, landlock.BIND_TCP | landlock.CONNECT_TCP)
+        ruleset.allow_port(port, tcp)
     return ruleset
 
 

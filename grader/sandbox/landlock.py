@@ -96,10 +96,11 @@ def fs_rights(abi: int) -> int:
 class Ruleset:
     """One Landlock ruleset being built: handled rights first, then rules that allow some back."""
 
-    def __init__(self, abi: int, fs: bool, net: bool, scopes: int):
+    def __init__(self, abi: int, net: int, scopes: int):
+        """Handle every filesystem right of ``abi``, the TCP rights ``net`` and the ``scopes`` (where ``abi`` has them)."""
         self.abi = abi
-        self.fs_handled = fs_rights(abi) if fs else 0
-        self.net_handled = (BIND_TCP | CONNECT_TCP) if net and abi >= NET_ABI else 0
+        self.fs_handled = fs_rights(abi)
+        self.net_handled = net if abi >= NET_ABI else 0
         self.scoped = scopes if abi >= SCOPE_ABI else 0
         attr = _RulesetAttr(self.fs_handled, self.net_handled, self.scoped)
         # An older kernel accepts the full struct as long as the fields it does not know are zero.

@@ -5,9 +5,10 @@ closed here, in a classic BPF program built by hand (libseccomp's Python binding
 
 - other processes: ptrace, process_vm_readv/writev, pidfd_getfd, kcmp (Landlock's signal scope
   does not stop these);
-- sockets: socket() only for the families a worker needs (none, or TCP over IPv4/IPv6 for a
-  multi-process group, whose ports Landlock restricts); socketpair() only AF_UNIX. So no UDP, raw,
-  netlink or packet sockets, and no unix socket that could connect to a path outside;
+- sockets: socket() only for the families a worker needs: none, or for a multi-process group TCP
+  over IPv4/IPv6 (whose ports Landlock restricts) and NETLINK_ROUTE (gloo lists the interfaces
+  with getifaddrs; without CAP_NET_ADMIN it can only read). socketpair() only AF_UNIX. So no UDP,
+  raw or packet sockets, and no unix socket that could connect to a path outside;
 - ways around the filter or the sandbox: io_uring (its operations bypass seccomp), new namespaces
   (unshare, setns, clone with CLONE_NEW*), bpf, perf_event_open, userfaultfd, keyrings,
   open_by_handle_at, mount, chroot, pivot_root. clone3 gets ENOSYS, as in Docker's profile: its
@@ -30,10 +31,11 @@ import struct
 _PR_SET_NO_NEW_PRIVS, _PR_GET_SECCOMP, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 21, 22, 2
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
 _LD_W_ABS, _JEQ, _JSET, _JGE, _AND, _RET = 0x20, 0x15, 0x45, 0x35, 0x54, 0x06
-_NR, _ARCH, _ARG0, _ARG1 = 0, 4, 16, 24  # offsets in struct seccomp_data (low 32 bits of each argument)
+_NR, _ARCH, _ARG0, _ARG1, _ARG2 = 0, 4, 16, 24, 32  # offsets in struct seccomp_data (low 32 bits of each argument)
 _X32_BIT = 0x40000000
 _CLONE_NEW_ANY = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 _SOCK_TYPE_MASK = 0xF
+_NETLINK_ROUTE = 0
 
 DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp", "io_uring_setup",
           "io_uring_enter", "io_uring_register", "unshare", "setns", "bpf", "perf_event_open", "userfaultfd",
@@ -132,7 +134,10 @@ def program(tcp: bool) -> bytes:
     p.load(_ARG0)
     if tcp:  # IPv4 or IPv6, and a stream (TCP): the ports are Landlock's to restrict
         p.jump(_JEQ, socket.AF_INET, "stream")
-        p.jump(_JEQ, socket.AF_INET6, "stream", "deny")
+        p.jump(_JEQ, socket.AF_INET6, "stream")
+        p.jump(_JEQ, socket.AF_NETLINK, None, "deny")
+        p.load(_ARG2)
+        p.jump(_JEQ, _NETLINK_ROUTE, "allow", "deny")
         p.label("stream")
         p.load(_ARG1)
         p.mask(_SOCK_TYPE_MASK)

@@ -225,11 +225,21 @@ with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
     assert result["record"]["tcp_ports"] == [own] and "network" in result["record"]["held"]
 
 
+def test_a_gloo_group_may_connect_anywhere_and_the_record_says_so(place, listeners):
+    own = _free_port()
+    result = run_confined(NETWORK_ATTEMPTS.format(bind_port=_free_port(), **listeners), scratch=place["scratch"],
+                          tcp_ports=(own, 0), tcp_connect_any=True)
+    assert result["tcp_connect"] == "ok" and result["tcp_bind"] == "EACCES"
+    assert result["udp"] == "EPERM" and result["abstract"] == "EPERM"
+    assert result["record"]["missing"]["network"] == ("TCP connections are open: a multi-process group's gloo "
+                                                      "connects to its peers' ephemeral ports")
+
+
 def test_an_old_landlock_without_tcp_rules_is_reported(place):
     result = run_confined("", scratch=place["scratch"], tcp_ports=(_free_port(),), max_landlock_abi=3)
     record = result["record"]
     assert record["landlock_abi"] == 3 and "files" in record["held"]
-    assert record["missing"]["network"] == "TCP ports are open: Landlock ABI 3 has no TCP rules (ABI 4 does)"
+    assert record["missing"]["network"] == "TCP connections are open: Landlock ABI 3 has no TCP rules (ABI 4 does)"
     assert record["missing"]["signals"].startswith("signals to other processes are open: Landlock ABI 3 has no scopes")
 
 
