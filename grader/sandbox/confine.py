@@ -86,6 +86,9 @@ class _Record:
     """What held and what did not, by mechanism, turned into layers at the end."""
 
     def __init__(self, policy: Policy):
+        unknown = set(policy.off) - set(MECHANISMS)
+        if unknown:
+            raise ValueError(f"unknown sandbox mechanisms {sorted(unknown)}; known: {', '.join(MECHANISMS)}")
         self.policy = policy
         self.why_not: dict[str, str] = {m: "switched off for this run" for m in policy.off}
         self.landlock_abi = 0
@@ -160,22 +163,30 @@ def _subreaper(record: _Record) -> None:
         record.why_not["subreaper"] = f"prctl(PR_SET_CHILD_SUBREAPER) failed: {os.strerror(ctypes.get_errno())}"
 
 
-def _ruleset(record: _Record) -> landlock.Ruleset | None:
-    """The Landlock ruleset, built now (opening every path, with the rights the worker starts with)."""
+def _check_landlock(record: _Record) -> int:
+    """The Landlock ABI to use (0: none, and the record says why)."""
     if not record.held("landlock"):
-        return None
+        return 0
     abi, why = landlock.abi_version()
     if why:
         record.why_not["landlock"] = why
-        return None
+        return 0
     if record.policy.max_landlock_abi is not None:
         abi = min(abi, record.policy.max_landlock_abi)
     record.landlock_abi = abi
+    record.landlock_parts = {"fs"} | ({"net"} if abi >= landlock.NET_ABI else set()) | (
+        {"scopes"} if abi >= landlock.SCOPE_ABI else set())
+    return abi
+
+
+def _ruleset(record: _Record) -> landlock.Ruleset | None:
+    """The Landlock ruleset, built now (opening every path, with the rights the worker starts with)."""
+    abi = _check_landlock(record)
+    if not abi:
+        return None
     policy = record.policy
     tcp = landlock.BIND_TCP | (0 if policy.tcp_connect_any else landlock.CONNECT_TCP)
     ruleset = landlock.Ruleset(abi, net=tcp, scopes=landlock.SCOPE_ABSTRACT_UNIX_SOCKET | landlock.SCOPE_SIGNAL)
-    record.landlock_parts = {"fs"} | ({"net"} if ruleset.net_handled else set()) | (
-        {"scopes"} if ruleset.scoped else set())
     group = _GROUP_READ_ONLY if policy.tcp_ports is not None else ()
     for path in (*python_paths(), *_SYSTEM_READ_ONLY, *group, *policy.read_only):
         if os.path.exists(path):
@@ -202,18 +213,25 @@ def _unreadable_for_others(paths) -> str:
     return ""
 
 
-def _drop_uid(record: _Record) -> None:
-    """Become UID_BASE + pid with no groups, owning the scratch; only when started as root."""
+def _check_uid(record: _Record) -> bool:
+    """Whether the worker can become a uid of its own (if not, the record says why)."""
     if not record.held("uid"):
-        return
+        return False
     if os.geteuid() != 0:
         record.why_not["uid"] = "the grader is not root, so workers keep its uid"
-        return
-    scratch = record.policy.scratch
-    blocked = _unreadable_for_others([*python_paths(), *record.policy.read_only, os.path.dirname(scratch)])
+        return False
+    needed = [*python_paths(), *record.policy.read_only, os.path.dirname(os.path.abspath(record.policy.scratch))]
+    blocked = _unreadable_for_others(needed)
     if blocked:
         record.why_not["uid"] = f"another uid could not read {blocked}, which the worker needs"
+    return not blocked
+
+
+def _drop_uid(record: _Record) -> None:
+    """Become UID_BASE + pid with no groups, owning the scratch; only when started as root."""
+    if not _check_uid(record):
         return
+    scratch = record.policy.scratch
     uid = UID_BASE + os.getpid()
     for folder, dirs, files in os.walk(scratch):
         for name in (folder, *(os.path.join(folder, n) for n in dirs + files)):
@@ -224,12 +242,15 @@ def _drop_uid(record: _Record) -> None:
     record.uid = uid
 
 
-def _seccomp(record: _Record) -> None:
-    if not record.held("seccomp"):
-        return
-    why = seccomp.availability()
+def _check_seccomp(record: _Record) -> bool:
+    why = seccomp.availability() if record.held("seccomp") else ""
     if why:
         record.why_not["seccomp"] = why
+    return record.held("seccomp")
+
+
+def _seccomp(record: _Record) -> None:
+    if not _check_seccomp(record):
         return
     try:
         seccomp.load(tcp=record.policy.tcp_ports is not None)
@@ -245,9 +266,6 @@ def confine(policy: Policy) -> dict:
     before no_new_privs, and seccomp comes last because it would refuse nothing earlier steps need.
     """
     started = time.perf_counter()
-    unknown = set(policy.off) - set(MECHANISMS)
-    if unknown:
-        raise ValueError(f"unknown sandbox mechanisms {sorted(unknown)}; known: {', '.join(MECHANISMS)}")
     record = _Record(policy)
     threads = _threads()
     if threads != 1:  # neither confines threads that already run
@@ -263,6 +281,22 @@ def confine(policy: Policy) -> dict:
         ruleset.restrict_self()
     _seccomp(record)
     return record.as_dict((time.perf_counter() - started) * 1000)
+
+
+def survey(policy: Policy) -> dict:
+    """What :func:`confine` would apply here with ``policy``, without applying anything (cost_ms 0).
+
+    The grader asks this before starting any worker, to refuse a run that ``--require-sandbox``
+    rules out and to print what the machine supports.
+    """
+    record = _Record(policy)
+    if not sys.platform.startswith("linux"):
+        record.why_not.update(dict.fromkeys(MECHANISMS, f"{sys.platform} is not Linux"))
+    else:
+        _check_landlock(record)
+        _check_seccomp(record)
+        _check_uid(record)
+    return record.as_dict(0.0)
 
 
 def describe(record: dict) -> str:

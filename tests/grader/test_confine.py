@@ -509,3 +509,13 @@ def test_jax_pmap_psum_runs_confined_in_a_fork_of_a_jax_importing_parent(place):
 def test_confining_costs_milliseconds(place):
     result = run_confined("", scratch=place["scratch"])
     assert 0 < result["record"]["cost_ms"] < 50
+
+
+def test_survey_predicts_the_record_without_confining(place):
+    """survey() runs in the grader: it must say what confine() will do, and leave the caller unconfined."""
+    result = run_confined("", scratch=place["scratch"])
+    predicted = confine_mod.survey(confine_mod.Policy(scratch=place["scratch"]))
+    assert predicted["held"] == result["record"]["held"] and predicted["missing"] == result["record"]["missing"]
+    assert open(ROOT / "course.yaml").read()  # this process is still free
+    off = confine_mod.survey(confine_mod.Policy(scratch=place["scratch"], off=frozenset({"seccomp"})))
+    assert off["missing"]["syscalls"] == "switched off for this run"
