@@ -46,6 +46,7 @@ class Settings:
     jobs: int
     timeout_s: float
     backend: str
+    require_sandbox: str = "none"
 
 
 @dataclass
@@ -133,7 +134,7 @@ class Batch:
     def _command(self, folder: str, output: str) -> list[str]:
         s = self.settings
         cmd = [sys.executable, "-m", "grader", s.exercise.name, "--submission", folder, "--format", "json",
-               "--seed", str(s.seed), "--output", output, "--course", s.course.path]
+               "--output", output, "--course", s.course.path, "--require-sandbox", s.require_sandbox]
         cmd += [arg for t in s.exercise.tasks for arg in ("--task", t.id)] + ["--backend", s.backend]
         return cmd + (["--devices", ",".join(map(str, s.devices))] if s.devices else [])
 
@@ -158,7 +159,7 @@ class Batch:
             return None
         folder = unpack.content_root(folder, self.settings.exercise.name)
         pythonpath = os.pathsep.join(p for p in (ENGINE_PARENT, os.environ.get("PYTHONPATH")) if p)
-        env = dict(os.environ, PYTHONPATH=pythonpath)
+        env = dict(os.environ, PYTHONPATH=pythonpath, GRADE_SEED=str(self.settings.seed))  # not on a command line
         with open(os.path.join(scratch, "log.txt"), "wb") as log:
             proc = subprocess.Popen(self._command(folder, os.path.join(scratch, "report.json")), cwd=scratch,
                                     env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,

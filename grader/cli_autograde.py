@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import traceback
 
 import click
+
+from grader.grading import confinement
 
 GRADER_FAILED = ("The autograder itself failed on this submission (not a problem with your code as far as "
                  "it can tell); your instructors can see the details.")
@@ -37,7 +40,7 @@ def _where(root: str, exercise, course) -> str:
     return "" if found == top else f"graded the modules found in {os.path.relpath(found, top)}/"
 
 
-def autograde(name: str, root: str, allow_jax_mismatch: bool = False) -> dict:
+def autograde(name: str, root: str, allow_jax_mismatch: bool = False, require_sandbox: str = "none") -> dict:
     """Grade ROOT/submission and return Gradescope's results (raises the engine's errors)."""
     from grader import gradescope, pins, report, runner, scoring
     from grader.course import find_course
@@ -47,7 +50,8 @@ def autograde(name: str, root: str, allow_jax_mismatch: bool = False) -> dict:
     notes = pins.check_jax(course, allow_jax_mismatch)
     where = _where(root, exercise, course)
     notes = [where, *notes] if where else notes
-    run = runner.grade(course, exercise, os.path.join(root, "submission"), backend=course.backend)
+    run = runner.grade(course, exercise, os.path.join(root, "submission"), backend=course.backend,
+                       require_sandbox=require_sandbox)
     result = scoring.score(exercise, run.cases, run.tasks)
     click.echo(report.to_text(run, result, course.name, notes), nl=False)
     return gradescope.results(report.to_dict(run, result, course.name, notes))
@@ -58,13 +62,23 @@ def autograde(name: str, root: str, allow_jax_mismatch: bool = False) -> dict:
 @click.option("--root", default="/autograder", show_default=True, type=click.Path(file_okay=False),
               help="Gradescope's folder: reads ROOT/submission, writes ROOT/results/results.json")
 @click.option("--allow-jax-mismatch", is_flag=True, help="grade even if JAX is not the series the course was released for")
-def autograde_command(exercise, root, allow_jax_mismatch):
-    """Grade a Gradescope submission with the full suites (run_autograder calls this)."""
+@click.option("--require-sandbox", type=click.Choice(list(confinement.LEVELS)),
+              default=confinement.DEFAULT["autograde"], show_default=True, help=confinement.HELP)
+def autograde_command(exercise, root, allow_jax_mismatch, require_sandbox):
+    """Grade a Gradescope submission with the full suites (run_autograder calls this).
+
+    Exit code 2 (after writing results.json) when --require-sandbox refuses this machine.
+    """
     from grader import gradescope
+    from grader.cli import EXIT_USAGE
     from grader.verdicts import UsageError
 
+    refused = False
     try:
-        results = autograde(exercise, root, allow_jax_mismatch)
+        results = autograde(exercise, root, allow_jax_mismatch, require_sandbox)
+    except confinement.SandboxRefused as exc:
+        click.echo(f"error: {exc}")
+        results, refused = gradescope.failure_results(GRADER_FAILED), True
     except UsageError as exc:
         click.echo(f"error: {exc}")
         results = gradescope.failure_results(f"This submission could not be graded: {exc}")
@@ -73,3 +87,5 @@ def autograde_command(exercise, root, allow_jax_mismatch):
         results = gradescope.failure_results(GRADER_FAILED)
     _write(root, results)
     click.echo(f"wrote {os.path.join(root, 'results', 'results.json')}: {results['score']:g} points")
+    if refused:
+        sys.exit(EXIT_USAGE)

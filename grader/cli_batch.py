@@ -7,6 +7,8 @@ import sys
 
 import click
 
+from grader.grading import confinement
+
 from grader.cli import EXIT_INTERNAL, run_safely
 from grader.course import BACKENDS
 
@@ -45,7 +47,7 @@ def _bind(book, course, exercise, course_hash: str, seed: int, devices) -> None:
 
 
 def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, seed, regrade, devices_text,
-           course_path, timeout_s, backend):
+           course_path, timeout_s, backend, require_sandbox):
     from grader import batch, fingerprint, roster
     from grader.backends import resolve
     from grader.cli_grade import parse_devices
@@ -54,6 +56,7 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
     from grader.progress import Progress
     from grader.summary import summarize
 
+    confinement.require_here(require_sandbox)  # once here, not once per student
     course = find_course(explicit=course_path)
     exercise = course.exercise(exercise_name).only(tasks)
     devices = parse_devices(devices_text)
@@ -71,7 +74,8 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
         click.echo(f"{exercise.name}: {len(entries)} submissions{where}; grading {len(todo)}, {len(kept)} already "
                    f"graded{again} · seed {seed} · {jobs} job{'s' if jobs > 1 else ''} · gradebook {gradebook_path}",
                    err=True)
-        settings = batch.Settings(course, exercise, seed, devices, course_hash, jobs, timeout_s, backend)
+        settings = batch.Settings(course, exercise, seed, devices, course_hash, jobs, timeout_s, backend,
+                                  require_sandbox)
         progress = Progress(len(todo))
         try:
             batch.Batch(settings, book, progress).run(todo)
@@ -100,6 +104,8 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
 @click.option("--course", "course_path", type=click.Path(), help="course.yaml or the folder holding it")
 @click.option("--submission-timeout", "timeout_s", type=click.FloatRange(1), default=1200.0, show_default=True,
               help="seconds one submission may take before its grading is stopped")
+@click.option("--require-sandbox", type=click.Choice(list(confinement.LEVELS)), default=confinement.DEFAULT["batch"],
+              show_default=True, help=confinement.HELP)
 def batch_command(**kw):
     """Grade SUBMISSIONS (folders, .zip / .tar.gz, or folders of them) into a gradebook.
 

@@ -8,6 +8,7 @@ import click
 
 from grader.cli import EXIT_BELOW, run_safely
 from grader.course import BACKENDS
+from grader.grading.confinement import DEFAULT, HELP, LEVELS
 
 PUBLIC_ONLY_NOTE = ("public tests only: the full suite, with any hidden tests, runs when you submit, "
                     "so your final score may differ")
@@ -44,7 +45,7 @@ def _render(fmt, run, result, course_name, notes) -> str:
 
 
 def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, course_path, backend, timeout,
-           allow_jax_mismatch):
+           allow_jax_mismatch, require_sandbox):
     import os
 
     from grader import pins, runner
@@ -57,7 +58,7 @@ def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, c
         notes.append(PUBLIC_ONLY_NOTE)
     submission = submission or os.path.join(course.root, exercise.stubs)
     run = runner.grade(course, exercise, submission, task_ids=tasks or None, devices=parse_devices(devices),
-                       seed=seed, backend=backend or course.backend, timeout_s=timeout)
+                       seed=seed, backend=backend or course.backend, timeout_s=timeout, require_sandbox=require_sandbox)
     from grader import scoring
 
     result = scoring.score(exercise, run.cases, run.tasks)
@@ -79,7 +80,8 @@ def exercise_command(name: str) -> click.Command:
     @click.option("--task", "tasks", multiple=True, help="grade only this task (repeatable)")
     @click.option("--devices", help="device counts to test, e.g. 1,2,4,8 (default: course.yaml); "
                                     "multi-process layouts run if their devices per process are listed")
-    @click.option("--seed", type=click.IntRange(0, 2**31 - 1), help="reproduce a run (the seed is always printed)")
+    @click.option("--seed", type=click.IntRange(0, 2**31 - 1), envvar="GRADE_SEED",
+                  help="reproduce a run (the seed is always printed); also read from GRADE_SEED")
     @click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope", "junit"]), default="text",
                   show_default=True)
     @click.option("--output", type=click.Path(), help="write the report here instead of stdout")
@@ -91,6 +93,8 @@ def exercise_command(name: str) -> click.Command:
     @click.option("--course", "course_path", type=click.Path(), help="course.yaml or the folder holding it")
     @click.option("--allow-jax-mismatch", is_flag=True,
                   help="grade even if JAX is another series than the course was released for (0.x: another minor)")
+    @click.option("--require-sandbox", type=click.Choice(list(LEVELS)), default=DEFAULT["grade"], show_default=True,
+                  help=HELP)
     def command(**kw):
         run_safely(_grade, name, **kw)
 

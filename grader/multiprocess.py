@@ -74,12 +74,19 @@ class WorkerGroup:
         self.timeout_s = worker_args[-1]
         self.members: list[Worker] = []
         self.info: dict = {}
+        self._past_records: list[dict] = []
 
     @property
     def alive(self) -> bool:
         return bool(self.members) and all(m.alive for m in self.members)
 
+    @property
+    def sandbox_records(self) -> list[dict]:
+        """The sandbox record of every process this group has started."""
+        return self._past_records + [r for m in self.members for r in m.sandbox_records]
+
     def _spawn(self, port: int) -> None:
+        self._past_records = self.sandbox_records
         self.members = []
         for i in range(self.config.processes):
             settings = {"coordinator": f"127.0.0.1:{port}", "process": i, "processes": self.config.processes,

@@ -9,8 +9,10 @@ the zygote reaps the workers it forked (only a process's parent can collect its 
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
+import sys
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -60,6 +62,38 @@ def _kill(kill, pid: int) -> None:
         pass
 
 
+started: set[int] = set()  # processes the engine started in this process (workers, zygotes); see kill_adopted
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def adopt_orphans() -> None:
+    """Make this process a child subreaper (Linux): a worker's orphans come here, not to init.
+
+    A confined worker keeps everything it starts in its own tree while it lives; if it exits
+    first, its orphans are adopted by the nearest subreaper above it, where kill_adopted ends them.
+    """
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def kill_adopted() -> None:
+    """Kill every child of this process (and its tree) that it did not start: a dead worker's orphans.
+
+    A child the engine did not register, but that shares this process's session, is the embedding
+    program's own and is left alone; a worker and its descendants always run in sessions of their own.
+    """
+    me, session = os.getpid(), os.getsid(0)
+    for child, parent in _parents().items():
+        if parent != me or child in started:
+            continue
+        try:
+            if os.getsid(child) == session:
+                continue
+        except ProcessLookupError:
+            continue
+        kill_group(child)
+
+
 def kill_group(pid: int) -> None:
     """SIGKILL everything ``pid`` started, its process group, and ``pid`` itself.
 
@@ -97,6 +131,8 @@ def reap(pid: int, timeout: float | None) -> Exit | None:
         delay = min(delay * 2, 0.02)
     kill_group(pid)
     _, status, usage = os.wait4(pid, 0)
+    started.discard(pid)
+    kill_adopted()
     return Exit(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
 
 

@@ -13,6 +13,7 @@ import textwrap
 
 from grader import __version__
 from grader.runner import RunResult
+from grader.sandbox.confine import describe
 from grader.scoring import Score
 
 SCHEMA = "pmap-course/report"
@@ -78,6 +79,7 @@ def to_dict(run: RunResult, score: Score, course_name: str, notes=()) -> dict:
                    "worker_rss_mb": round(run.worker_rss_mb, 1)},
         "student_output": run.student_output,
         "notes": list(notes),
+        "sandbox": run.sandbox,
     }
 
 
@@ -127,4 +129,6 @@ def to_text(run: RunResult, score: Score, course_name: str, notes=()) -> str:
         lines.append(f"your code printed {size} characters (see --format json for the text)")
     subset = "" if set(run.tasks) == {t.id for t in run.exercise.tasks} else "".join(f" --task {t}" for t in run.tasks)
     lines.append(f"reproduce: grade {run.exercise.name} --seed {run.seed}{subset}")
+    if run.sandbox.get("workers"):
+        lines.append(f"sandbox: {describe(run.sandbox)}")
     return "\n".join(lines) + "\n"

@@ -13,14 +13,17 @@ import os
 import resource
 import secrets
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from grader import processes
 from grader import submission as submission_mod
 from grader.backends import Backend, resolve
 from grader.course import Course, Exercise
+from grader.grading import confinement, integrity
 from grader.verdicts import GraderError, UsageError
 from grader.workers import Config, WorkerPool
 
@@ -47,6 +50,7 @@ class RunResult:
     student_output: dict[str, str] = field(default_factory=dict)
     unmapped_files: tuple[str, ...] = ()
     devices_here: int | None = None  # real devices of the backend; None: emulated
+    sandbox: dict = field(default_factory=dict)  # what confined the workers (grader.grading.confinement.combine)
 
 
 def new_seed() -> int:
@@ -61,6 +65,40 @@ def _engine_link(scratch: str) -> str:
     return path
 
 
+def _copy_probes(suite: str, scratch: str) -> str:
+    """The suite's probe modules (every .py but tests and conftest) copied beside the submission.
+
+    Workers import probes from here: the suite folder itself, with the hidden tests, stays out of
+    their reach.
+    """
+    probes = os.path.join(scratch, "probes")
+    os.makedirs(probes)
+    for name in os.listdir(suite):
+        if name.endswith(".py") and not name.startswith("test_") and name != "conftest.py":
+            shutil.copyfile(os.path.join(suite, name), os.path.join(probes, name))
+    return probes
+
+
+@contextlib.contextmanager
+def _private_bytecode(scratch: str):
+    """Compile the suite into the scratch, never read or write a __pycache__ beside it (one could be planted)."""
+    saved, sys.pycache_prefix = sys.pycache_prefix, os.path.join(scratch, "pycache")
+    try:
+        yield
+    finally:
+        sys.pycache_prefix = saved
+
+
+def _import_what_runs_after() -> None:
+    """Import now the engine modules that run once workers are gone, so none is read after student code ran."""
+    from grader import exports, gradebook, gradescope, report, scoring  # noqa: F401
+
+
+def _guarded(course: Course, suite: str) -> list[str]:
+    return [course.path, suite, *sorted(os.path.join(ENGINE_DIR, n) for n in os.listdir(ENGINE_DIR)
+                                        if n.endswith(".py"))]
+
+
 def _device_counts(selected: Exercise, devices) -> set[int]:
     return set(devices) if devices else {n for t in selected.tasks for n in t.devices}
 
@@ -71,9 +109,15 @@ def _pytest_args(suite: str, files: list[str]) -> list[str]:
 
 
 def grade(course: Course, exercise: Exercise, submission: str, task_ids=None, devices=None,
-          seed: int | None = None, backend: str | Backend = "cpu", timeout_s: float | None = None) -> RunResult:
-    """Grade ``submission`` against ``exercise``'s hidden suite (``backend``: a name or a resolved Backend)."""
+          seed: int | None = None, backend: str | Backend = "cpu", timeout_s: float | None = None,
+          require_sandbox: str = "none") -> RunResult:
+    """Grade ``submission`` against ``exercise``'s hidden suite (``backend``: a name or a resolved Backend).
+
+    ``require_sandbox`` (grader.grading.confinement.LEVELS): refuse, before any worker starts, a
+    machine whose confinement is below that level, and a run whose workers ended below it.
+    """
     started = time.perf_counter()
+    confinement.require_here(require_sandbox)
     backend = resolve(backend) if isinstance(backend, str) else backend
     seed = new_seed() if seed is None else seed
     selected = exercise.only(task_ids)  # an unknown task id is a UsageError naming the known ones
@@ -85,11 +129,16 @@ def grade(course: Course, exercise: Exercise, submission: str, task_ids=None, de
         raise UsageError(f"the suite folder {suite} for {exercise.name} does not exist")
     files = sorted({os.path.join(suite, f) for t in selected.tasks for f in t.files
                     if os.path.isfile(os.path.join(suite, f))})
+    _import_what_runs_after()
+    guarded = _guarded(course, suite)
+    before = integrity.snapshot(guarded)
     scratch = tempfile.mkdtemp(prefix="grade-")
+    os.chmod(scratch, 0o711)  # a worker with a uid of its own must reach its folder, and list none
     try:
         code = submission_mod.copy_to_scratch(source, scratch)
         timeout = timeout_s or max(t.timeout_s for t in exercise.tasks)
-        pool = WorkerPool(code, suite, _engine_link(scratch), backend.memory_limit_mb(course.memory_mb), timeout,
+        pool = WorkerPool(code, _copy_probes(suite, scratch), _engine_link(scratch),
+                          backend.memory_limit_mb(course.memory_mb), timeout,
                           backend, use_zygote=os.environ.get("GRADE_ZYGOTE", "1") != "0")
         log = io.StringIO()
         try:
@@ -100,11 +149,15 @@ def grade(course: Course, exercise: Exercise, submission: str, task_ids=None, de
 
             plugin = GraderPlugin(exercise, pool, backend, seed, set(tasks), tuple(devices) if devices else None,
                                   timeout_s)
-            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log), _private_bytecode(scratch):
                 if files:
                     pytest.main(_pytest_args(suite, files), plugins=[plugin])
         finally:
             pool.close()
+            processes.kill_adopted()  # what a worker that exited on its own left behind
+        integrity.verify(before, guarded)
+        sandbox = confinement.combine(pool.sandbox_records)
+        confinement.require(require_sandbox, sandbox, "this run's workers")
         if plugin.grader_errors:
             raise GraderError(plugin.grader_errors[0])
         if plugin.collection_errors:
@@ -116,6 +169,6 @@ def grade(course: Course, exercise: Exercise, submission: str, task_ids=None, de
                          start_s=pool.start_seconds, grader_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                          worker_rss_mb=pool.peak_worker_rss_kb / 1024,
                          student_output=pool.student_output, unmapped_files=tuple(sorted(plugin.unmapped_files)),
-                         devices_here=backend.available)
+                         devices_here=backend.available, sandbox=sandbox)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -212,6 +212,23 @@ def configure_jax(backend: str, devices: int, distributed: dict | None = None):
             "devices": len(local), "process_index": jax.process_index(), "process_count": jax.process_count()}
 
 
+def confine_self(off: str, distributed: dict | None) -> dict:
+    """Confine this worker (before any student code or JAX backend); returns the sandbox record.
+
+    It may write only its scratch (the submission copy, its cwd) and read the probes copied beside
+    it; a process of a multi-process group may bind its coordinator's port and ephemeral ones.
+    """
+    from grader.sandbox import confine
+
+    ports = None
+    if distributed:
+        ports = (int(distributed["coordinator"].rpartition(":")[2]), 0)
+    policy = confine.Policy(scratch=Context.submission, read_only=(confine.ENGINE_DIR, Context.suite),
+                            tcp_ports=ports, tcp_connect_any=bool(distributed),
+                            off=frozenset(m for m in off.split(",") if m))
+    return confine.confine(policy)
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(prog="grader.worker")
     p.add_argument("--request-fd", type=int, required=True)
@@ -221,17 +238,20 @@ def main(argv=None) -> None:
     p.add_argument("--backend", default="cpu")
     p.add_argument("--devices", type=int, required=True)
     p.add_argument("--memory-mb", type=int, default=0)
+    p.add_argument("--sandbox-off", default="", help="mechanisms to leave out (comma list), for measuring only")
     a = p.parse_args(argv)
     if a.memory_mb:
         limit = a.memory_mb << 20
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     Context.submission, Context.suite = os.path.abspath(a.submission), os.path.abspath(a.suite)
     settings = os.environ.pop(DISTRIBUTED_VARIABLE, None)
+    distributed = json.loads(settings) if settings else None
+    sandbox = confine_self(a.sandbox_off, distributed)
     try:
-        info = configure_jax(a.backend, a.devices, json.loads(settings) if settings else None)
+        info = configure_jax(a.backend, a.devices, distributed)
     except BaseException as exc:  # noqa: BLE001 - reported to the grader, which explains it
         protocol.send(a.reply_fd, {"ready": False, "message": f"{type(exc).__name__}: {_first_line(exc)}"})
         return
     sys.path.insert(0, Context.submission)  # after JAX and NumPy: a student's numpy.py shadows nothing
-    protocol.send(a.reply_fd, dict(info, ready=True))
+    protocol.send(a.reply_fd, dict(info, ready=True, sandbox=sandbox))
     serve(a.request_fd, a.reply_fd)

@@ -115,6 +115,7 @@ class Worker:
         self.output: CapturedOutput | None = None
         self.transcripts: list[str] = []  # captured output of each process this worker has run
         self.info: dict = {}
+        self.sandbox_records: list[dict] = []  # what each process it started could confine (grader.sandbox.confine)
 
     def start(self) -> None:
         began = time.perf_counter()
@@ -128,8 +129,11 @@ class Worker:
     def spawn(self) -> None:
         """Start the process; it reports ready (or why not) on the reply pipe."""
         os.makedirs(os.path.join(self.submission, ".tmp"), exist_ok=True)
+        from grader.grading.confinement import switched_off
+
         args = ["--submission", self.submission, "--suite", self.suite, "--backend", self.config.backend,
-                "--devices", str(self.config.devices), "--memory-mb", str(self.memory_mb)]
+                "--devices", str(self.config.devices), "--memory-mb", str(self.memory_mb),
+                "--sandbox-off", ",".join(sorted(switched_off()))]
         started = self.launcher.start(args, self.environment(), self.submission)
         self.proc, self._req, self._rep = started.process, started.request_w, started.reply_r
         self.output = CapturedOutput(started.output)
@@ -148,6 +152,7 @@ class Worker:
             self.kill()
             raise GraderError(f"a worker for {self.config} could not set up JAX: {header.get('message')}")
         self.info = header
+        self.sandbox_records.append(header["sandbox"])
 
     @property
     def alive(self) -> bool:
@@ -296,6 +301,11 @@ class WorkerPool:
     @property
     def start_seconds(self) -> float:
         return sum(getattr(w, "start_s", 0.0) for w in self._workers.values())
+
+    @property
+    def sandbox_records(self) -> list[dict]:
+        """The sandbox record of every worker process started so far (groups: of each member)."""
+        return [r for w in self._workers.values() for r in w.sandbox_records]
 
     @property
     def peak_worker_rss_kb(self) -> int:

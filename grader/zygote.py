@@ -60,6 +60,7 @@ class Zygote:
                 pass_fds=(theirs.fileno(),), start_new_session=True)
         finally:
             theirs.close()
+        processes.started.add(self.proc.pid)
         self._sock = ours
         self._lock = threading.Lock()
         self._ready_by = time.monotonic() + startup_timeout_s
@@ -190,6 +191,7 @@ def _spawn(sock: socket.socket, request: dict, fds: list[int], children: set[int
         if pid == 0:
             _become_worker(sock, request, fds)
         children.add(pid)
+        processes.started.add(pid)
         return {"pid": pid}
     finally:
         for fd in fds:
@@ -214,6 +216,9 @@ def _preload() -> None:
     import jaxlib.mlir.dialects.mhlo  # noqa: F401 - first lowering imports it; do it once here
 
     import grader.worker  # noqa: F401
+    from grader.sandbox import confine
+
+    confine.python_paths()  # cached for every fork
 
 
 def serve(sock: socket.socket) -> None:
@@ -238,10 +243,12 @@ def serve(sock: socket.socket) -> None:
         for pid in children:
             processes.kill_group(pid)
             processes.reap(pid, None)
+        processes.kill_adopted()
 
 
 def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
+    processes.adopt_orphans()
     try:
         _preload()
         if hazards := fork_hazards():

@@ -258,6 +258,14 @@ def _seccomp(record: _Record) -> None:
         record.why_not["seccomp"] = str(exc)
 
 
+def _not_linux(record: _Record) -> bool:
+    """Every mechanism here is Linux's; elsewhere the record says so for each."""
+    if sys.platform.startswith("linux"):
+        return False
+    record.why_not.update(dict.fromkeys(MECHANISMS, f"{sys.platform} is not Linux"))
+    return True
+
+
 def confine(policy: Policy) -> dict:
     """Apply every layer this machine allows to this process, for good; returns the sandbox record.
 
@@ -267,6 +275,8 @@ def confine(policy: Policy) -> dict:
     """
     started = time.perf_counter()
     record = _Record(policy)
+    if _not_linux(record):
+        return record.as_dict(0.0)
     threads = _threads()
     if threads != 1:  # neither confines threads that already run
         for mechanism in ("landlock", "seccomp"):
@@ -290,9 +300,7 @@ def survey(policy: Policy) -> dict:
     rules out and to print what the machine supports.
     """
     record = _Record(policy)
-    if not sys.platform.startswith("linux"):
-        record.why_not.update(dict.fromkeys(MECHANISMS, f"{sys.platform} is not Linux"))
-    else:
+    if not _not_linux(record):
         _check_landlock(record)
         _check_seccomp(record)
         _check_uid(record)
