@@ -6,8 +6,9 @@ why, and the worker still grades (the grader decides with ``--require-sandbox`` 
 enough). The layers, by the names the record and the reports use:
 
 - ``files``: Landlock. Read-only the Python installation, site-packages, the engine, the system
-  libraries, /dev/null, /dev/urandom and the CPU topology JAX reads; read-write the scratch only.
-  Nothing else: not the course, the suites, /tmp, /proc, a classmate's scratch.
+  programs (/bin, /usr/bin: a program it runs is confined the same way) and libraries, /dev/null, /dev/urandom, the CPU topology JAX reads and the worker's own /proc entry;
+  read-write the scratch only. Nothing else: not the course, the suites, /tmp, another process's
+  /proc entry, a classmate's scratch.
 - ``network``: no socket but the TCP a multi-process group needs (seccomp), and TCP only to the
   ports given (Landlock, ABI 4); abstract unix sockets outside the worker are out of reach
   (Landlock scope, ABI 6, and no AF_UNIX ``socket()`` at all).
@@ -47,9 +48,9 @@ FILE_SIZE_LIMIT = 256 << 20
 OPEN_FILES_LIMIT = 4096
 PROCESS_LIMIT = 1024
 _PR_SET_CHILD_SUBREAPER = 36
-_SYSTEM_READ_ONLY = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib", "/etc/ld.so.cache",
+_SYSTEM_READ_ONLY = ("/bin", "/usr/bin", "/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib", "/etc/ld.so.cache",
                      "/etc/localtime", "/usr/share/zoneinfo", "/dev/urandom", "/dev/random", "/dev/zero",
-                     "/sys/devices/system/cpu")
+                     "/sys/devices/system/cpu", "/proc/self")  # /proc/self: the worker's own entry, not its children's
 _SYSTEM_READ_WRITE = ("/dev/null",)
 # gloo, in a multi-process group, resolves the host name and lists network interfaces and PCI devices.
 _GROUP_READ_ONLY = ("/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/resolv.conf", "/etc/gai.conf",

@@ -519,3 +519,12 @@ def test_survey_predicts_the_record_without_confining(place):
     assert open(ROOT / "course.yaml").read()  # this process is still free
     off = confine_mod.survey(confine_mod.Policy(scratch=place["scratch"], off=frozenset({"seccomp"})))
     assert off["missing"]["syscalls"] == "switched off for this run"
+
+
+def test_the_worker_reads_its_own_proc_entry_only(place):
+    result = run_confined("""
+        result["own_fds"] = attempt(lambda: os.listdir("/proc/self/fd"))
+        result["own_status"] = attempt(lambda: open("/proc/self/status").read())
+        result["init"] = attempt(lambda: open("/proc/1/cmdline").read())
+    """, scratch=place["scratch"])
+    assert result["own_fds"] == "ok" and result["own_status"] == "ok" and result["init"] == "EACCES"
