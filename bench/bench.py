@@ -73,7 +73,7 @@ def single(label: str, extra: list[str], repeat: int, seed: int) -> dict:
 
 def grade_batch(folders: list[Path], jobs: int, seed: int, extra: list[str], book: Path) -> list[dict]:
     """``grade batch`` over ``folders`` with ``jobs``: one record per submission, from its gradebook."""
-    from grader.gradebook import Gradebook
+    from grader.classroom.gradebook import Gradebook
 
     args = [*GRADE, "batch", *map(str, folders), "--exercise", "exercise7", "--jobs", str(jobs), "--seed", str(seed),
             "--gradebook", str(book), *extra]

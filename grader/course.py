@@ -8,12 +8,12 @@ instructor fixing a typo the night before a deadline.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field, replace
 
 import yaml
 
-from grader.verdicts import UsageError
+from grader.errors import UsageError
+from grader.layout import Layout
 
 COURSE_FILE = "course.yaml"
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
@@ -29,17 +29,6 @@ class CourseError(UsageError):
 class TestRule:
     weight: float = 1.0
     visibility: str = "visible"
-
-
-@dataclass(frozen=True)
-class Layout:
-    """P processes joined by jax.distributed, D local devices each; course.yaml writes it "PxD"."""
-
-    processes: int
-    devices: int
-
-    def __str__(self) -> str:
-        return f"{self.processes}x{self.devices}"
 
 
 @dataclass(frozen=True)
@@ -68,6 +57,7 @@ class Exercise:
     suite: str
     stubs: str
     solutions: str
+    complete: bool = True  # False once cut down to some of its tasks (see only)
 
     def task(self, task_id: str) -> Task:
         for t in self.tasks:
@@ -76,8 +66,24 @@ class Exercise:
         raise UsageError(f"no task '{task_id}' in {self.name}; known: {', '.join(t.id for t in self.tasks)}")
 
     def only(self, task_ids) -> Exercise:
-        """This exercise cut down to ``task_ids`` (all of it when empty): grading a subset of tasks."""
-        return replace(self, tasks=tuple(self.task(t) for t in task_ids)) if task_ids else self
+        """This exercise cut down to ``task_ids`` (all of it when empty): grading a subset of tasks.
+
+        The graded tasks are chosen here, once; everything downstream (plugin, scoring, report)
+        reads ``tasks`` and ``complete`` instead of filtering again.
+        """
+        if not task_ids:
+            return self
+        chosen = tuple(self.task(t) for t in dict.fromkeys(task_ids))
+        return replace(self, tasks=chosen, complete=self.complete and {t.id for t in chosen} == self.task_ids)
+
+    @property
+    def task_ids(self) -> set[str]:
+        return {t.id for t in self.tasks}
+
+    @property
+    def timeout_s(self) -> float:
+        """The longest per-call time limit of the (selected) tasks."""
+        return max(t.timeout_s for t in self.tasks)
 
     def task_for_file(self, filename: str) -> Task | None:
         for t in self.tasks:
@@ -187,11 +193,11 @@ class _Checker:
                 raise self.fail(name, line, "a non-empty list of device counts such as [1, 2, 4, 8]", value)
             value = tuple(sorted(set(value)))
         elif kind == "layouts":
-            layouts = [_layout(v) for v in value] if isinstance(value, list) else []
+            layouts = [Layout.parse(v) for v in value] if isinstance(value, list) else []
             if not layouts or None in layouts:
                 raise self.fail(name, line, "a non-empty list of layouts PxD (processes x devices per process) "
                                 "such as [2x2, 4x1]", value)
-            value = tuple(sorted(set(layouts), key=lambda lay: (lay.processes, lay.devices)))
+            value = tuple(sorted(set(layouts), key=lambda lay: lay.sort_key))
         elif kind == "visibility":
             if value not in VISIBILITIES:
                 raise self.fail(name, line, f"one of {', '.join(VISIBILITIES)}", value)
@@ -204,11 +210,6 @@ class _Checker:
                 raise self.fail(name, line, "a non-empty list of test file names like test_dot.py", value)
             value = tuple(value)
         return value
-
-
-def _layout(text) -> Layout | None:
-    match = re.fullmatch(r"([1-9][0-9]*)x([1-9][0-9]*)", text) if isinstance(text, str) else None
-    return Layout(int(match[1]), int(match[2])) if match else None
 
 
 def _load_task(ck: _Checker, node, where: str, line: int, defaults: dict) -> Task:

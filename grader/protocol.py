@@ -7,6 +7,10 @@ a student's object can never execute code in the grader (no pickle, no ``__eq__`
 
 Frame on the wire: 8-byte big-endian header length, the UTF-8 JSON header, then each blob the header
 lists, each preceded by its own 8-byte length.
+
+A worker finds its request pipe at REQUEST_FD and its reply pipe at REPLY_FD. The first message
+on the request pipe is its :class:`WorkerSettings`, so nothing about the grading run (which
+submission, which suite) is on a command line or in an environment other processes can read.
 """
 
 from __future__ import annotations
@@ -17,12 +21,14 @@ import os
 import select
 import struct
 import time
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
 MAX_MESSAGE_BYTES = 512 << 20
 _LEN = struct.Struct(">Q")
 _ALLOWED_KINDS = "biufc"  # bool, signed, unsigned, float, complex
+REQUEST_FD, REPLY_FD = 3, 4
 
 
 class ProtocolError(Exception):
@@ -163,3 +169,32 @@ def receive(fd: int, deadline: float | None = None) -> tuple[dict, list[bytes]]:
         raise ProtocolError(f"malformed header: {exc}") from None
     blobs = [_read_exact(fd, _read_len(fd, deadline, budget), deadline) for _ in range(nblobs)]
     return header, blobs
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """What one worker process is for: the first message the grader sends it.
+
+    ``code`` is the scratch copy of the submission (the worker's cwd), ``probes`` the folder of the
+    suite's probe modules; ``distributed`` (coordinator, process, processes, timeout_s) makes the
+    worker one process of a group joined by ``jax.distributed``, ``devices`` then being its local
+    device count.
+    """
+
+    code: str
+    probes: str
+    backend: str
+    devices: int
+    memory_mb: int = 0
+    distributed: dict | None = None
+    sandbox_off: tuple[str, ...] = ()  # mechanisms to leave out, for measuring only (grader.sandbox.confine.MECHANISMS)
+
+    def send(self, fd: int) -> None:
+        send(fd, {"op": "settings", "settings": asdict(self)})
+
+    @classmethod
+    def receive(cls, fd: int) -> WorkerSettings:
+        header, _ = receive(fd)
+        if header.get("op") != "settings":
+            raise ProtocolError(f"expected the worker's settings first, got {header.get('op')!r}")
+        return cls(**header["settings"])

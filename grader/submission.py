@@ -13,8 +13,9 @@ from __future__ import annotations
 import codecs
 import os
 import shutil
+from dataclasses import dataclass
 
-from grader.verdicts import UsageError
+from grader.errors import UsageError
 
 MAX_FILES = 200
 MAX_BYTES = 16 << 20
@@ -63,6 +64,31 @@ def locate(path: str, exercise: str, modules: tuple[str, ...] = ()) -> str:
         if key > best_key:
             best, best_key = folder, key
     return best
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A submission as the grader handles it from the command line to the worker: the path it was
+    given, the folder holding the exercise's modules (located once), and the modules it should have."""
+
+    given: str
+    found: str
+    modules: tuple[str, ...]
+    exercise: str = ""
+
+    @property
+    def note(self) -> str:
+        """A sentence for the report when the modules were somewhere else than the top of what was
+        given or its ``<exercise>/`` folder (a zip with a folder around them, say)."""
+        where = os.path.relpath(self.found, self.given)
+        return "" if where in (".", self.exercise) else f"graded the modules found in {where}/"
+
+
+def find(path: str, exercise: str, stubs: str) -> Submission:
+    """The submission at ``path`` for ``exercise``, whose stubs folder names the modules it should have."""
+    modules = expected_modules(stubs)
+    return Submission(given=os.path.abspath(path), found=locate(path, exercise, modules), modules=modules,
+                      exercise=exercise)
 
 
 def python_source(data: bytes) -> bytes:

@@ -20,36 +20,35 @@ starts (a usage error, exit 2), with a sentence naming each missing layer and wh
 
 from __future__ import annotations
 
+import functools
+import json
 import os
+import subprocess
+import sys
 import tempfile
 
-from grader.sandbox import confine
-from grader.verdicts import UsageError
+from grader.errors import GraderError, UsageError
 
-LEVELS = {
-    "none": (),
-    "basic": ("files", "syscalls", "lifetime", "limits"),
-    "strict": confine.LAYERS,
-}
+BASIC = ("files", "syscalls", "lifetime", "limits")
+LEVELS = ("none", "basic", "strict")  # strict: every layer a worker reports (grader.sandbox.confine.LAYERS)
 DEFAULT = {"grade": "none", "batch": "basic", "autograde": "basic"}
 HELP = ("refuse to grade unless student code is confined at least this much: none, basic (files, syscalls, "
         "lifetime, limits) or strict (every layer; needs root and Linux 6.7)")
 SWITCH = "GRADE_SANDBOX"  # "0": leave every mechanism out (for measuring the cost only); else a comma list to leave out
+SURVEY_TIMEOUT_S = 60.0
 
 
-def switched_off(environ=None) -> frozenset[str]:
-    """The mechanisms ``GRADE_SANDBOX`` leaves out: "0" all of them, "seccomp,uid" those; unset none."""
+def switched_off(environ=None) -> tuple[str, ...]:
+    """The mechanisms ``GRADE_SANDBOX`` leaves out: ("all",) for "0", ("seccomp", "uid") for "seccomp,uid", () unset.
+
+    The worker checks the names (grader.sandbox.confine.MECHANISMS); "all" stands for every one.
+    """
     value = (os.environ if environ is None else environ).get(SWITCH, "").strip()
     if not value or value == "1":
-        return frozenset()
+        return ()
     if value == "0":
-        return frozenset(confine.MECHANISMS)
-    off = frozenset(v.strip() for v in value.split(",") if v.strip())
-    unknown = off - set(confine.MECHANISMS)
-    if unknown:
-        raise UsageError(f"{SWITCH}={value}: unknown mechanism(s) {', '.join(sorted(unknown))}; it takes 0, or a "
-                         f"comma list of {', '.join(confine.MECHANISMS)}")
-    return off
+        return ("all",)
+    return tuple(sorted({v.strip() for v in value.split(",") if v.strip()}))
 
 
 def combine(records: list[dict]) -> dict:
@@ -60,18 +59,31 @@ def combine(records: list[dict]) -> dict:
     for record in records:
         for layer, why in record.get("missing", {}).items():
             missing.setdefault(layer, why)
-    held = [layer for layer in confine.LAYERS if layer not in missing]
+    order = [*records[0].get("held", ()), *records[0].get("missing", {})]
+    order += [layer for layer in missing if layer not in order]
     costs = sorted(r.get("cost_ms", 0.0) for r in records)
-    return {"held": held, "missing": {layer: missing[layer] for layer in confine.LAYERS if layer in missing},
+    return {"held": [layer for layer in order if layer not in missing],
+            "missing": {layer: missing[layer] for layer in order if layer in missing},
             "workers": len(records), "landlock_abi": min(r.get("landlock_abi", 0) for r in records),
             "cost_ms": costs[len(costs) // 2]}
+
+
+def describe(record: dict) -> str:
+    """One line for the text report: ``files, network, ...; not here: uid (why)``."""
+    held = ", ".join(record.get("held", ())) or "none"
+    missing = record.get("missing", {})
+    if not missing:
+        return held
+    return f"{held}; not here: " + "; ".join(f"{name} ({why})" for name, why in missing.items())
 
 
 def shortfall(level: str, record: dict) -> dict[str, str]:
     """Layers ``level`` needs that ``record`` lacks, with the reason for each."""
     if level not in LEVELS:
         raise UsageError(f"--require-sandbox takes {', '.join(LEVELS)}, got {level!r}")
-    return {layer: record["missing"][layer] for layer in LEVELS[level] if layer in record.get("missing", {})}
+    missing = record.get("missing", {})
+    needed = {"none": (), "basic": BASIC, "strict": tuple(missing)}[level]
+    return {layer: missing[layer] for layer in needed if layer in missing}
 
 
 class SandboxRefused(UsageError):
@@ -84,11 +96,32 @@ def require(level: str, record: dict, what: str = "this machine") -> None:
     if lacking:
         reasons = "; ".join(f"{layer} ({why})" for layer, why in lacking.items())
         raise SandboxRefused(f"--require-sandbox {level}: {what} cannot confine student code enough; missing: "
-                         f"{reasons}. Grade on a machine that has them, or pass --require-sandbox none to grade "
-                         "with less.")
+                             f"{reasons}. Grade on a machine that has them, or pass --require-sandbox none to grade "
+                             "with less.")
+
+
+@functools.lru_cache(maxsize=4)
+def survey(off: tuple[str, ...] = ()) -> dict:
+    """What a worker could confine on this machine, asked of a fresh Python (the grader never imports the
+    worker side); the same record shape as a worker's, nothing applied."""
+    engine_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    boot = (f"import sys; sys.path.insert(0, {engine_parent!r}); from grader.sandbox import confine; "
+            f"confine.print_survey({os.path.join(tempfile.gettempdir(), 'grade-')!r}, {list(off)!r})")
+    try:
+        proc = subprocess.run([sys.executable, "-I", "-c", boot], capture_output=True, text=True,
+                              timeout=SURVEY_TIMEOUT_S, stdin=subprocess.DEVNULL,
+                              env={"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8"})
+    except subprocess.TimeoutExpired:
+        raise GraderError(f"asking a fresh Python what this machine can confine took over {SURVEY_TIMEOUT_S:g} s") \
+            from None
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        raise GraderError(f"could not ask a fresh Python what this machine can confine (exit code "
+                          f"{proc.returncode}):\n{proc.stderr[-2000:]}") from None
 
 
 def require_here(level: str) -> None:
     """Refuse (SandboxRefused) before any worker starts when this machine cannot reach ``level``."""
-    policy = confine.Policy(scratch=os.path.join(tempfile.gettempdir(), "grade-"), off=switched_off())
-    require(level, confine.survey(policy))
+    if level != "none":
+        require(level, survey(switched_off()))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from grader.verdicts import GraderError
+from grader.errors import GraderError
 
 
 def snapshot(paths: list[str]) -> dict[str, str]:

@@ -2,7 +2,7 @@
 
 import jax
 
-from grader.worker import student_function
+from grader.sandbox import student_function
 
 
 def global_mean(batches):

@@ -7,7 +7,7 @@ function's error in the report.
 import jax
 import numpy as np
 
-from grader.worker import student_function
+from grader.sandbox import student_function
 
 
 def put_on_device(x, index):

@@ -10,7 +10,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding
 
-from grader.worker import student_function
+from grader.sandbox import student_function
 
 
 AXES = ("data", "model")

@@ -8,7 +8,7 @@ plain data: the values every device ended with and the compiled HLO text.
 import jax
 import numpy as np
 
-from grader.worker import student_function
+from grader.sandbox import student_function
 
 AXIS = "ring"  # not the chapter's 'batch' or 'i': the student's code must use the name it is given
 

@@ -6,7 +6,7 @@
 
 import jax
 
-from grader.worker import student_function
+from grader.sandbox import student_function
 
 
 def train_step(params, batch, lr) -> str:

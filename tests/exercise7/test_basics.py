@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from grader.testing import expect_close, expect_raises, expect_shape
+from grader.suite import expect_close, expect_raises, expect_shape
 
 FUNCTIONS = ("square_plus_one", "per_device_sum", "per_device_matmul")
 

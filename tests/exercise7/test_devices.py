@@ -2,14 +2,13 @@
 
 import numpy as np
 
-from grader.testing import expect_close, expect_raises
-from grader.verdicts import StudentFailure
+from grader.suite import StudentFailure, expect_close, expect_raises
 
 
 def _expected_counts(student):
     """Device counts per platform the grader knows for this configuration (emulated CPU: no GPU, no TPU)."""
     n = student.devices
-    if student.config.backend != "cpu":
+    if student.backend != "cpu":
         return {None: n}
     return {None: n, "cpu": n, "gpu": 0, "tpu": 0}
 

@@ -3,9 +3,7 @@
 import numpy as np
 import pytest
 
-from grader import hlo
-from grader.testing import expect_close
-from grader.verdicts import StudentFailure
+from grader.suite import StudentFailure, expect_close, hlo
 
 
 def advice(message: str, length: int, devices: int) -> str | None:

@@ -6,8 +6,7 @@ count, so every count from 1 up gets a mesh that uses all of its devices.
 
 import numpy as np
 
-from grader import hlo
-from grader.testing import expect_close, expect_shape
+from grader.suite import expect_close, expect_shape, hlo
 
 
 def factor_pairs(n: int) -> list[tuple[int, int]]:

@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from grader.testing import expect_close
-from grader.verdicts import StudentFailure
+from grader.suite import StudentFailure, expect_close
 
 FEATURES = 5
 

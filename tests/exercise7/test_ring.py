@@ -7,8 +7,7 @@ values (row i = device i) and the compiled HLO.
 import numpy as np
 import pytest
 
-from grader import hlo
-from grader.testing import expect_close, expect_shape
+from grader.suite import expect_close, expect_shape, hlo
 
 
 def _whose_block(got_row, x) -> int | None:

@@ -9,8 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from grader import hlo
-from grader.testing import expect_close
+from grader.suite import expect_close, hlo
 
 
 def run_optimal(student, x):

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from grader.testing import as_array, expect_close, expect_raises, expect_sequence, expect_shape
+from grader.suite import as_array, expect_close, expect_raises, expect_sequence, expect_shape
 
 
 def _n_devices(devices):

@@ -7,9 +7,7 @@ from the compiled program: each device may send only its gradient and its loss.
 import numpy as np
 import pytest
 
-from grader import hlo
-from grader.testing import expect_close, expect_sequence, expect_shape
-from grader.verdicts import StudentFailure
+from grader.suite import StudentFailure, expect_close, expect_sequence, expect_shape, hlo
 
 D, B = 3, 5  # features, samples per device: B != D, so the chapter's params @ x fails loudly
 

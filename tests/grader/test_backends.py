@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from grader import backends
-from grader.backends import EMULATED, Inventory, Platform, resolve
-from grader.verdicts import UsageError
+from grader.workers import backends
+from grader.workers.backends import EMULATED, Inventory, Platform, resolve
+from grader.errors import UsageError
 from conftest import run_grade
 
 CPU_ONLY = Inventory("0.10.2", {"cpu": Platform(1, "cpu")})

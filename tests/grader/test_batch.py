@@ -15,7 +15,7 @@ import pytest
 from classroom import dot_files, folder, rows, source, tar_archive, zip_archive
 from conftest import GRADE, ROOT, run_grade
 from grader.course import load_course
-from grader.gradebook import Gradebook
+from grader.classroom.gradebook import Gradebook
 
 SEED = "4242"
 FAST = ("--exercise", "exercise7", "--task", "dot", "--devices", "1,2", "--seed", SEED)

@@ -45,7 +45,7 @@ def test_stubs_are_not_started_and_text_report_says_so():
     assert "not started" in proc.stdout
     assert "distributed_dot() still raises NotImplementedError (dot.py:" in proc.stdout
     assert "hint:" in proc.stdout and "seed 5" in proc.stdout and "reproduce: grade exercise7 --seed 5" in proc.stdout
-    assert "reproduce: grade exercise7 --seed 5 --task dot\n" in proc.stdout  # the same subset of tasks
+    assert "reproduce: grade exercise7 --seed 5 --task dot --devices 2\n" in proc.stdout  # the same tasks, devices
 
 
 def test_fail_under_output_and_exit_codes(tmp_path):

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from grader.course import CourseError, find_course, load_course
-from grader.verdicts import UsageError
+from grader.errors import UsageError
 
 GOOD = """\
 course: demo

@@ -25,8 +25,9 @@ def _load(tmp_path, task_lines: str):
 
 def test_layouts_are_read_sorted_and_replace_device_counts(tmp_path):
     task = _load(tmp_path, "processes: [4x1, 2x2, 2x2]\n").exercise("ex").task("t")
-    assert task.processes == (Layout(2, 2), Layout(4, 1))
-    assert [str(lay) for lay in task.processes] == ["2x2", "4x1"]
+    assert task.processes == (Layout(devices=2, processes=2), Layout(devices=1, processes=4))
+    assert [lay.spec for lay in task.processes] == ["2x2", "4x1"]
+    assert [str(lay) for lay in task.processes] == ["2 processes x 2 devices", "4 processes x 1 device"]
     assert task.devices == ()
 
 
@@ -35,7 +36,7 @@ def test_the_real_course_grades_multihost_at_2x2_and_4x1():
 
     task = load_course(str(ROOT / "course.yaml")).exercise("exercise7").task("multihost")
     assert task.extra_credit and task.points == 5
-    assert task.processes == (Layout(2, 2), Layout(4, 1))
+    assert task.processes == (Layout(devices=2, processes=2), Layout(devices=1, processes=4))
 
 
 @pytest.mark.parametrize("value", ["[2by2]", "[2x0]", "2x2", "[]", "[2]"])

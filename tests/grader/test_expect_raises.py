@@ -2,8 +2,8 @@
 
 import pytest
 
-from grader.testing import expect_raises
-from grader.verdicts import StudentFailure
+from grader.suite import expect_raises
+from grader.errors import StudentFailure
 
 
 def raising(exc_type, text, kind="raised"):

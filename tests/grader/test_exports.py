@@ -13,7 +13,7 @@ import pytest
 
 from classroom import folder, zip_archive
 from conftest import run_grade
-from grader.gradebook import Gradebook
+from grader.classroom.gradebook import Gradebook
 from toycourse import EXERCISE, SOLUTIONS, make_course
 
 SEED = "99"

@@ -7,7 +7,7 @@ import json
 import pytest
 from gradescope_schema import validate
 
-from grader import gradescope
+from grader.grading import gradescope
 
 DOC_EXAMPLE = {  # the example of Gradescope's "Output format" section, less its comments
     "score": 44.0, "execution_time": 136, "output": "Text relevant to the entire submission",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import hlo
+from grader.suite import hlo
 
 DATA = Path(__file__).parent / "data" / "hlo"
 

@@ -15,11 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader import multiprocess, workers
-from grader.backends import EMULATED, Backend
-from grader.multiprocess import WorkerGroup
-from grader.verdicts import StudentFailure
-from grader.workers import Config
+from grader.errors import StudentFailure
+from grader.layout import Layout
+from grader.workers import group as multiprocess
+from grader.workers.backends import EMULATED, Backend
+from grader.workers.group import WorkerGroup
+from grader.workers import pool as pool_module
+from grader.workers.pool import WorkerPool
+from grader.workers.worker import RunSettings
 from conftest import ROOT, grade_json, run_grade, task
 
 DIES_ON_PROCESS_1 = """
@@ -37,15 +40,16 @@ DIES_ON_PROCESS_1 = """
 
 
 def _processes_mentioning(text: str) -> list[int]:
-    """Live processes whose command line contains ``text`` (how we find leftover workers)."""
+    """Live processes whose command line or working folder contains ``text`` (how we find leftover workers)."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(f"/proc/{pid}/cwd")
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if text in cmdline and state != "Z":
+        if (text in cmdline or text in cwd) and state != "Z":
             found.append(int(pid))
     return found
 
@@ -60,8 +64,8 @@ def group_in(tmp_path):
     groups = []
 
     def make(processes: int, devices: int) -> WorkerGroup:
-        args = (str(submission), str(ROOT / "tests" / "exercise7"), str(tmp_path / "engine"), 4096, 30.0)
-        groups.append(WorkerGroup(Config("cpu", devices, processes), args, EMULATED))
+        run = RunSettings(str(submission), str(ROOT / "tests" / "exercise7"), EMULATED, 4096, 30.0)
+        groups.append(WorkerGroup(Layout(devices, processes), run, str(tmp_path / "engine")))
         return groups[-1]
 
     yield make
@@ -107,7 +111,7 @@ def _start_in_background(group: WorkerGroup):
 
     thread = threading.Thread(target=start)
     thread.start()
-    while not (len(group.members) == group.config.processes and group.members[-1].proc is not None):
+    while not (len(group.members) == group.layout.processes and group.members[-1].proc is not None):
         time.sleep(0.005)
     return thread, outcome, [m.proc.pid for m in group.members]
 
@@ -167,26 +171,26 @@ def test_on_tpu_one_configuration_at_a_time_holds_the_chips(monkeypatch):
     started, retired = [], []
 
     class FakeWorker:
-        def __init__(self, config, *args, env=None):
-            self.config, self.env, self.alive = config, env, False
+        def __init__(self, layout, run, launcher):
+            self.layout, self.env, self.alive = layout, run.backend.worker_variables(layout.devices), False
 
         def request(self, *args):
-            started.append(self.config.devices)
+            started.append(self.layout.devices)
             self.alive = True
             return None, 0.0
 
         def ask_to_exit(self):
-            retired.append(self.config.devices)
+            retired.append(self.layout.devices)
 
         def stop(self):
             self.alive = False
             return ""
 
-    monkeypatch.setattr(workers, "Worker", FakeWorker)
+    monkeypatch.setattr(pool_module, "Worker", FakeWorker)
     tpu = Backend(name="tpu", platform="tpu", kind="TPU v5 lite", available=8, ids=tuple("01234567"))
-    pool = workers.WorkerPool("s", "t", "e", 0, 30.0, tpu)
+    pool = WorkerPool(RunSettings("s", "t", tpu, 0, 30.0), "e")
     for devices in (1, 1, 2, 1):
-        pool.request(Config("tpu", devices), "call", "m.f", (), {}, "f()")
+        pool.request(Layout(devices), "call", "m.f", (), {}, "f()")
     assert started == [1, 1, 2, 1] and retired == [1, 2]
-    assert pool.worker(Config("tpu", 4)).env["TPU_VISIBLE_CHIPS"] == "0,1,2,3"
+    assert pool.worker(Layout(4)).env["TPU_VISIBLE_CHIPS"] == "0,1,2,3"
 

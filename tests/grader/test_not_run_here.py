@@ -7,10 +7,11 @@ import textwrap
 
 from grader import course
 from grader.course import find_course
-from grader.plugin import Case
-from grader.report import to_text
-from grader.runner import RunResult
-from grader.scoring import Score, score_task
+from grader.grading.plugin import Case
+from grader.grading.report import to_text
+from grader.grading.runner import RunResult
+from grader.grading.scoring import Score, score_task
+from grader.submission import Submission
 from conftest import ROOT
 
 NOT_RUN = "not run here (needs 8 devices, this machine has 2)"
@@ -55,16 +56,14 @@ def _grade_on_a_machine_with(devices_here: int, *task_args) -> dict:
     """Grade the solutions in a fresh process that believes the machine has ``devices_here`` real CPU devices."""
     script = textwrap.dedent(f"""
         import json
-        from grader import report, runner, scoring
-        from grader.backends import Backend
         from grader.course import find_course
+        from grader.grading.pipeline import grade_submission
+        from grader.workers.backends import Backend
         course = find_course({str(ROOT)!r})
-        ex = course.exercise("exercise7")
+        ex = course.exercise("exercise7").only(["dot"])
         machine = Backend(name="cpu", platform="cpu", kind="cpu", available={devices_here})
-        run = runner.grade(course, ex, {str(ROOT / "solutions")!r}, task_ids=["dot"], devices=(1, 2, 4), seed=7,
-                           backend=machine)
-        score = scoring.score(ex, run.cases, run.tasks)
-        print(json.dumps({{"report": report.to_dict(run, score, course.name), "text": report.to_text(run, score, course.name)}}))
+        report = grade_submission(course, ex, {str(ROOT / "solutions")!r}, devices=(1, 2, 4), seed=7, backend=machine)
+        print(json.dumps({{"report": report.to_dict(), "text": report.to_text()}}))
     """)
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
@@ -93,7 +92,7 @@ def test_to_text_is_unchanged_when_everything_ran():
     ts = score_task(_task(), [_case("t", 1, "passed"), _case("t", 8, "passed")])
     assert not Score([ts]).scaled and ts.max_score == 20
     exercise = course.Exercise("exercise7", "T", (ts.task,), "tests/exercise7", "exercises/exercise7", "solutions/exercise7")
-    run = RunResult(exercise=exercise, submission="s", seed=1, backend="cpu", cases=ts.cases, tasks=("dot",),
+    run = RunResult(exercise=exercise, submission=Submission("s", "s", ()), seed=1, backend="cpu", cases=ts.cases,
                     info={"device_kind": "cpu"})
     text = to_text(run, Score([ts]), "course")
     assert "maximum scaled" not in text and "not run here" not in text

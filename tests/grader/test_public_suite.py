@@ -5,13 +5,13 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from grader.public_suite import public_copy
+from grader.authoring.public_suite import public_copy
 
 SUITE = textwrap.dedent('''\
     """Suite for task t."""
     import pytest
 
-    from grader.testing import expect_close
+    from grader.suite import expect_close
 
     LIMIT = 3
     SECRET_SIZES = [97, 1013]
@@ -89,7 +89,7 @@ def test_what_public_tests_use_stays_and_the_copy_still_parses():
     assert {"_shared", "LIMIT", "data", "pytestmark", "pytest_generate_tests", "TestGroup", "test_public",
             "test_method_public"} <= _defined(copy.text)
     assert copy.text.startswith('"""Suite for task t."""')
-    assert "from grader.testing import expect_close" in copy.text
+    assert "from grader.suite import expect_close" in copy.text
     compile(copy.text, "public.py", "exec")
 
 

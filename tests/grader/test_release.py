@@ -16,9 +16,10 @@ from conftest import ROOT
 from release_helpers import (EXERCISE, bundle_files, copy_course, first_task_file, release, release_with_a_hidden_test,
                              suite_tests, unzip)
 
-from grader import pins, release_scan
+from grader.authoring import release_scan
+from grader.grading import versions as pins
 from grader.course import CourseError, find_course, load_course
-from grader.release import ENGINE_DIR
+from grader.authoring.release import ENGINE_DIR
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,8 @@
 
 import pytest
 
-from grader import roster
-from grader.verdicts import UsageError
+from grader.classroom import roster
+from grader.errors import UsageError
 
 
 def test_a_class_folder_lists_folders_and_archives_by_student_id(tmp_path):

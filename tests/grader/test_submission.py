@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT, grade_json
 
 from grader import submission
-from grader.verdicts import UsageError
+from grader.errors import UsageError
 
 MODULES = ("dot", "ring")
 

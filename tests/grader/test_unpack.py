@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from grader import unpack
+from grader.classroom import unpack
 from grader.submission import MAX_BYTES, MAX_FILES
 
 

@@ -17,7 +17,7 @@ import yaml
 
 from classroom import dot_files, folder, rows, zip_archive
 from conftest import ROOT, run_grade
-from grader.gradebook import Gradebook
+from grader.classroom.gradebook import Gradebook
 
 DOC = ROOT / "docs" / "instructor.md"
 

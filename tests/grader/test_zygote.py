@@ -15,9 +15,12 @@ import time
 import pytest
 
 from conftest import ROOT
-from grader import workers
-from grader.verdicts import StudentFailure
-from grader.workers import Config, WorkerPool, worker_environment
+from grader.errors import StudentFailure
+from grader.layout import Layout
+from grader.workers import worker as workers
+from grader.workers.backends import EMULATED
+from grader.workers.pool import WorkerPool
+from grader.workers.worker import RunSettings, worker_environment
 
 MEMORY_MB = 2048
 SET_BY_JAX = {"TPU_SKIP_MDS_QUERY"}  # JAX's own import sets it when it finds no TPU
@@ -89,13 +92,14 @@ def forked(request) -> bool:
 @pytest.fixture
 def pool(forked, spy_dirs):
     submission, suite, engine = spy_dirs
-    pool = WorkerPool(str(submission), str(suite), str(engine), MEMORY_MB, TIMEOUT_S, use_zygote=forked)
+    pool = WorkerPool(RunSettings(str(submission), str(suite), EMULATED, MEMORY_MB, TIMEOUT_S), str(engine),
+                      use_zygote=forked)
     yield pool
     pool.close()
 
 
 def call(pool: WorkerPool, target: str, *args, timeout_s: float | None = None):
-    return pool.request(Config("cpu", 1), "call", target, args, {}, target, timeout_s)
+    return pool.request(Layout(1), "call", target, args, {}, target, timeout_s)
 
 
 def gone(pid: int) -> bool:
@@ -186,7 +190,7 @@ def test_a_worker_that_exits_takes_what_it_started_with_it(pool, spy_dirs):
 
 def test_closing_the_pool_ends_workers_and_zygote(spy_dirs):
     submission, suite, engine = spy_dirs
-    pool = WorkerPool(str(submission), str(suite), str(engine), MEMORY_MB, TIMEOUT_S)
+    pool = WorkerPool(RunSettings(str(submission), str(suite), EMULATED, MEMORY_MB, TIMEOUT_S), str(engine))
     worker_pid, zygote_pid = (lambda f: (f["pid"], f["ppid"]))(call(pool, "spy.facts"))
     pool.close()
     assert wait_gone(worker_pid, zygote_pid, within_s=1) == []
@@ -199,9 +203,13 @@ def test_a_grader_that_dies_takes_zygote_and_busy_workers_with_it(spy_dirs):
     pids = submission / "pids.txt"
     code = textwrap.dedent(f"""
         import os, threading, time
-        from grader.workers import Config, WorkerPool
-        pool = WorkerPool({str(submission)!r}, {str(suite)!r}, {str(engine)!r}, {MEMORY_MB}, {TIMEOUT_S})
-        threading.Thread(target=pool.request, args=(Config("cpu", 1), "call", "spy.hang", (), {{}}, "hang"),
+        from grader.layout import Layout
+        from grader.workers.backends import EMULATED
+        from grader.workers.pool import WorkerPool
+        from grader.workers.worker import RunSettings
+        run = RunSettings({str(submission)!r}, {str(suite)!r}, EMULATED, {MEMORY_MB}, {TIMEOUT_S})
+        pool = WorkerPool(run, {str(engine)!r})
+        threading.Thread(target=pool.request, args=(Layout(1), "call", "spy.hang", (), {{}}, "hang"),
                          daemon=True).start()
         while not os.path.exists({str(pids)!r}):
             time.sleep(0.05)
@@ -217,7 +225,7 @@ def test_a_zygote_that_is_not_fork_safe_is_not_used(spy_dirs, monkeypatch):
     monkeypatch.setattr(workers, "worker_environment",
                         lambda *a: dict(worker_environment(*a), OPENBLAS_NUM_THREADS="2"))
     submission, suite, engine = spy_dirs
-    pool = WorkerPool(str(submission), str(suite), str(engine), MEMORY_MB, TIMEOUT_S)
+    pool = WorkerPool(RunSettings(str(submission), str(suite), EMULATED, MEMORY_MB, TIMEOUT_S), str(engine))
     try:
         assert call(pool, "spy.facts")["ppid"] == os.getpid()
         assert "threads" in pool._launcher.fallback_reason
@@ -230,7 +238,7 @@ def test_a_zygote_that_is_not_fork_safe_is_not_used(spy_dirs, monkeypatch):
     ("import jax; jax.devices()", "backend"),
 ])
 def test_fork_hazards_are_detected(setup, hazard):
-    code = f"{setup}\nfrom grader.zygote import fork_hazards\nprint(fork_hazards())"
+    code = f"{setup}\nfrom grader.sandbox.forkserver import fork_hazards\nprint(fork_hazards())"
     env = dict(os.environ, JAX_PLATFORMS="cpu", OPENBLAS_NUM_THREADS="1")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert hazard in out.stdout, out.stderr

@@ -23,7 +23,7 @@ TASKS = [
 
 SUITE = {
     "test_add.py": """
-        from grader.testing import expect_close
+        from grader.suite import expect_close
 
 
         def test_add_small(student):
@@ -37,7 +37,7 @@ SUITE = {
     "test_scale.py": """
         import numpy as np
 
-        from grader.testing import expect_close
+        from grader.suite import expect_close
 
 
         def test_scale(student, rng):

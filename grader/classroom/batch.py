@@ -1,0 +1,232 @@
+"""``grade batch``: grade a class, each submission in a child process of its own, resumably.
+
+Every submission is graded by ``python -m grader EXERCISE --submission DIR --format json`` in a
+separate process (which in turn keeps the student's code in its workers), so a submission that
+breaks anything breaks only its own grading. Up to ``jobs`` children run at once; each result is
+committed to the gradebook the moment its child ends, and only this process writes there. A rerun
+skips every submission whose result still stands (same submission hash, same course hash), so a
+batch killed at any point is finished by running the same command again. All children use the
+batch's seed: the whole class is graded on the same inputs, and any result can be reproduced.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from dataclasses import dataclass
+
+from grader.classroom import fingerprint, roster, unpack
+from grader.course import Course, Exercise
+from grader.errors import EXIT_USAGE
+from grader.classroom.gradebook import FAILED, GRADED, REFUSED, Gradebook, Result
+from grader.classroom.progress import Progress
+
+POLL_S = 0.05
+ENGINE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every submission of one batch is graded with."""
+
+    course: Course
+    exercise: Exercise
+    seed: int
+    devices: tuple[int, ...] | None
+    course_hash: str
+    jobs: int
+    timeout_s: float
+    backend: str
+    require_sandbox: str = "none"
+
+
+@dataclass
+class Planned:
+    """A submission to grade; ``refusal`` says why it cannot be graded as sent (else empty)."""
+
+    entry: roster.Entry
+    submission_hash: str
+    refusal: str = ""
+
+
+@dataclass
+class Job:
+    """A submission being graded by a child process."""
+
+    planned: Planned
+    scratch: str
+    proc: subprocess.Popen
+    started: float
+    max_rss_kb: int = 0
+    timed_out: bool = False
+
+
+def _plan_one(entry: roster.Entry) -> Planned:
+    if len(entry.paths) > 1:
+        digest = fingerprint.combined_hash(fingerprint.submission_hash(p) for p in entry.paths)
+        return Planned(entry, digest, f"{len(entry.paths)} submissions for this student id "
+                                      f"({', '.join(entry.paths)}); keep one and run the batch again")
+    path = entry.paths[0]
+    refusal = "" if roster.kind(path) else f"{os.path.basename(path)} is not a folder, a .zip or a .tar.gz archive"
+    return Planned(entry, fingerprint.submission_hash(path), refusal)
+
+
+def plan(entries: list[roster.Entry], gradebook: Gradebook, course_hash: str,
+         regrade: bool) -> tuple[list[Planned], list[str]]:
+    """(submissions to grade, students whose gradebook result still stands)."""
+    todo, kept = [], []
+    for entry in entries:
+        planned = _plan_one(entry)
+        previous = gradebook.get(entry.student)
+        if (not regrade and previous is not None and previous.status != FAILED
+                and previous.submission_hash == planned.submission_hash and previous.course_hash == course_hash):
+            kept.append(entry.student)
+        else:
+            todo.append(planned)
+    return todo, kept
+
+
+def _die_with_parent() -> None:
+    """In the child before exec (Linux): take SIGKILL when the batch dies, so a killed batch leaves
+    no grading running behind it."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _last_line(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = [line.strip() for line in f if line.strip()]
+    except OSError:
+        return ""
+    line = lines[-1] if lines else ""
+    return line.removeprefix("error: ").removeprefix("grader error: ")
+
+
+class Batch:
+    """Runs the planned submissions through at most ``settings.jobs`` children at a time."""
+
+    def __init__(self, settings: Settings, gradebook: Gradebook, progress: Progress):
+        self.settings, self.gradebook, self.progress = settings, gradebook, progress
+
+    def _base(self, planned: Planned, **fields) -> Result:
+        """A result for ``planned``: no score unless ``fields`` give one."""
+        values = dict(student=planned.entry.student, submission_hash=planned.submission_hash,
+                      course_hash=self.settings.course_hash, score=0.0, max_score=self.settings.exercise.max_points,
+                      error="", source=", ".join(planned.entry.paths), seed=self.settings.seed)
+        return Result(**{**values, **fields})
+
+    def _record(self, result: Result) -> None:
+        self.gradebook.record(result)
+        outcome = (f"{result.score:g} / {result.max_score:g}" if result.status == GRADED
+                   else f"{result.status}: {result.error}")
+        self.progress.advance(result.student, outcome, error=result.status != GRADED)
+
+    def _command(self, folder: str, output: str) -> list[str]:
+        s = self.settings
+        cmd = [sys.executable, "-m", "grader", s.exercise.name, "--submission", folder, "--format", "json",
+               "--output", output, "--course", s.course.path, "--require-sandbox", s.require_sandbox]
+        cmd += [arg for t in s.exercise.tasks for arg in ("--task", t.id)] + ["--backend", s.backend]
+        return cmd + (["--devices", ",".join(map(str, s.devices))] if s.devices else [])
+
+    def _start(self, planned: Planned, scratch_root: str, index: int) -> Job | None:
+        """Start grading ``planned``; records it at once (and returns None) if it is refused."""
+        if planned.refusal:
+            self._record(self._base(planned, status=REFUSED, error=planned.refusal))
+            return None
+        scratch = os.path.join(scratch_root, str(index))
+        os.makedirs(scratch)
+        path = planned.entry.paths[0]
+        try:
+            if roster.kind(path) == "folder":
+                unpack.refuse_links(path)
+                folder = path
+            else:
+                unpack.unpack(path, os.path.join(scratch, "unpacked"))
+                folder = os.path.join(scratch, "unpacked")
+        except unpack.Refused as exc:
+            shutil.rmtree(scratch, ignore_errors=True)
+            self._record(self._base(planned, status=REFUSED, error=str(exc)))
+            return None
+        folder = unpack.content_root(folder, self.settings.exercise.name)
+        pythonpath = os.pathsep.join(p for p in (ENGINE_PARENT, os.environ.get("PYTHONPATH")) if p)
+        env = dict(os.environ, PYTHONPATH=pythonpath, GRADE_SEED=str(self.settings.seed))  # not on a command line
+        with open(os.path.join(scratch, "log.txt"), "wb") as log:
+            proc = subprocess.Popen(self._command(folder, os.path.join(scratch, "report.json")), cwd=scratch,
+                                    env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True, preexec_fn=_die_with_parent)
+        return Job(planned, scratch, proc, time.monotonic())
+
+    def _finished(self, job: Job) -> bool:
+        """Reap the child if it ended (keeping its peak memory); kill it if it overran."""
+        pid, status, usage = os.wait4(job.proc.pid, os.WNOHANG)
+        if pid:
+            job.proc.returncode = os.waitstatus_to_exitcode(status)
+            job.max_rss_kb = usage.ru_maxrss
+            return True
+        if time.monotonic() - job.started > self.settings.timeout_s:
+            job.timed_out = True
+            self._kill(job)
+            return True
+        return False
+
+    @staticmethod
+    def _kill(job: Job) -> None:
+        try:
+            os.killpg(job.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        job.proc.wait()
+
+    def _result(self, job: Job) -> Result:
+        planned, code = job.planned, job.proc.returncode
+        common = {"duration_s": round(time.monotonic() - job.started, 3), "max_rss_kb": job.max_rss_kb}
+        reason = _last_line(os.path.join(job.scratch, "log.txt"))
+        if code == 0 and not job.timed_out:
+            try:
+                with open(os.path.join(job.scratch, "report.json"), encoding="utf-8") as f:
+                    report = json.load(f)
+            except (OSError, ValueError) as exc:
+                return self._base(planned, status=FAILED, error=f"the grader wrote no readable report ({exc})",
+                                  **common)
+            report["submission"] = ", ".join(planned.entry.paths)
+            return self._base(planned, status=GRADED, score=report["score"], max_score=report["max_score"],
+                              report=report, **common)
+        if job.timed_out:
+            return self._base(planned, status=FAILED, error=f"grading took longer than {self.settings.timeout_s:g} s "
+                              "and was stopped", **common)
+        if code == EXIT_USAGE:
+            return self._base(planned, status=REFUSED, error=reason, **common)
+        how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+        return self._base(planned, status=FAILED, error=f"the grader failed ({how}): {reason}", **common)
+
+    def run(self, todo: list[Planned]) -> None:
+        """Grade ``todo``; on any exit (Ctrl-C included) running children are killed, results kept."""
+        pending = deque(enumerate(todo))
+        running: list[Job] = []
+        scratch_root = tempfile.mkdtemp(prefix="grade-batch-")
+        try:
+            while pending or running:
+                while pending and len(running) < self.settings.jobs:
+                    index, planned = pending.popleft()
+                    job = self._start(planned, scratch_root, index)
+                    if job is not None:
+                        running.append(job)
+                time.sleep(POLL_S)
+                for job in [j for j in running if self._finished(j)]:
+                    running.remove(job)
+                    self._record(self._result(job))
+                    shutil.rmtree(job.scratch, ignore_errors=True)
+        finally:
+            for job in running:
+                self._kill(job)
+            shutil.rmtree(scratch_root, ignore_errors=True)

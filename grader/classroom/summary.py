@@ -1,0 +1,37 @@
+"""The end-of-batch summary: how the class did, and every submission that got no score, with why."""
+
+from __future__ import annotations
+
+import statistics
+
+from grader.classroom.gradebook import FAILED, GRADED, REFUSED, Result
+
+
+def _num(x: float) -> str:
+    return f"{x:.2f}".rstrip("0").rstrip(".")
+
+
+def summarize(results: list[Result], tasks: list[dict], title: str) -> str:
+    """Text for stdout: counts, mean and median score, per-task mean, then refused and failed ones."""
+    graded = [r for r in results if r.status == GRADED]
+    lines = [f"{title}: {len(results)} submissions, {len(graded)} graded, "
+             f"{sum(r.status == REFUSED for r in results)} refused, {sum(r.status == FAILED for r in results)} failed"]
+    if graded:
+        max_score = graded[0].max_score
+        scores = [r.score for r in graded]
+        lines.append(f"  score   mean {_num(statistics.mean(scores))} / {_num(max_score)}   "
+                     f"median {_num(statistics.median(scores))}   min {_num(min(scores))}   max {_num(max(scores))}")
+        width = max(len(t["id"]) for t in tasks)
+        for t in tasks:
+            got = [task["score"] for r in graded for task in r.report["tasks"] if task["id"] == t["id"]]
+            if got:
+                extra = "  (extra credit)" if t["extra_credit"] else ""
+                lines.append(f"  {t['id']:<{width}}  mean {_num(statistics.mean(got))} / {_num(t['points'])}{extra}")
+    for status, advice in ((REFUSED, "fix the submission and run the batch again"),
+                           (FAILED, "run the same command again to retry them")):
+        bad = [r for r in results if r.status == status]
+        if bad:
+            lines.append(f"  {status} ({advice}):")
+            width = max(len(r.student) for r in bad)
+            lines += [f"    {r.student:<{width}}  {r.error}" for r in bad]
+    return "\n".join(lines) + "\n"

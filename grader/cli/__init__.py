@@ -1,0 +1,51 @@
+"""``grade``: the command line. Subcommands load lazily so ``grade --help`` starts fast.
+
+``grade EXERCISE`` grades an exercise named in course.yaml; the other subcommands are listed in
+SUBCOMMANDS as "module:attribute" and imported only when used. Every command body runs inside
+:func:`grader.errors.run_safely`, once, here: exit codes are 0 graded, 1 below --fail-under,
+2 usage or course error, 3 the grader itself failed, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from grader.errors import run_safely
+
+SUBCOMMANDS = {
+    "list": "grader.cli.list:list_command",
+    "release": "grader.cli.release:release_command",
+    "autograde": "grader.cli.autograde:autograde_command",
+    "check": "grader.cli.check:check_command",
+    "batch": "grader.cli.batch:batch_command",
+    "merge": "grader.cli.merge:merge_command",
+    "export": "grader.cli.export:export_command",
+}
+_CLICK_OWN = (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort)
+
+
+class GradeGroup(click.Group):
+    """Fixed subcommands load on demand; any other name is an exercise to grade."""
+
+    def list_commands(self, ctx):
+        return sorted(SUBCOMMANDS)
+
+    def get_command(self, ctx, name):
+        if name in SUBCOMMANDS:
+            module, _, attr = SUBCOMMANDS[name].partition(":")
+            return getattr(importlib.import_module(module), attr)
+        from grader.cli.grade import exercise_command
+
+        return exercise_command(name)
+
+    def invoke(self, ctx):
+        return run_safely(super().invoke, ctx, passthrough=_CLICK_OWN)
+
+
+@click.group(cls=GradeGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog="Grade an exercise: grade EXERCISE [--task ID] [--submission DIR]  (see grade EXERCISE --help)")
+@click.version_option(package_name="pmap-course", prog_name="grade")
+def main():
+    """Grade multi-device JAX exercises; run it anywhere inside the course."""

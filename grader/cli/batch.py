@@ -1,0 +1,115 @@
+"""``grade batch``: grade a whole class into a gradebook (see grader/batch.py for how)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from grader.course import BACKENDS
+from grader.errors import EXIT_INTERNAL, EXIT_INTERRUPTED
+from grader.grading import confinement
+
+
+def default_jobs() -> int:
+    """One job per core this process may use: each job mostly keeps one core busy."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _choose_seed(book, seed: int | None, regrade: bool) -> int:
+    """The gradebook's seed, so a class is graded on one set of inputs; a new one for a new gradebook."""
+    from grader.errors import UsageError
+    from grader.grading.runner import new_seed
+
+    previous = book.meta_value("seed")
+    if seed is None:
+        return new_seed() if previous is None else previous
+    if previous is not None and seed != previous and not regrade:
+        raise UsageError(f"{book.path} was graded with seed {previous}; a class is graded with one seed, so run "
+                         f"with --seed {previous}, or add --regrade to grade everyone again with seed {seed}")
+    return seed
+
+
+def _bind(book, course, exercise, course_hash: str, seed: int, devices) -> None:
+    """Check the gradebook is for this exercise, then stamp it with what this batch grades with."""
+    from grader import __version__
+    from grader.errors import UsageError
+
+    for key, value in (("course", course.name), ("exercise", exercise.name)):
+        if book.meta_value(key) not in (None, value):
+            raise UsageError(f"{book.path} holds grades of {key} {book.meta_value(key)!r}, not {value!r}; "
+                             "use another --gradebook")
+    tasks = [{"id": t.id, "title": t.title, "points": t.points, "extra_credit": t.extra_credit} for t in exercise.tasks]
+    book.set_meta(course=course.name, exercise=exercise.name, course_hash=course_hash, seed=seed, tasks=tasks,
+                  max_score=exercise.max_points, grader_version=__version__, devices=list(devices or ()))
+
+
+def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, seed, regrade, devices_text,
+           course_path, timeout_s, backend, require_sandbox):
+    from grader.classroom import batch, fingerprint, roster
+    from grader.classroom.gradebook import FAILED, Gradebook
+    from grader.classroom.progress import Progress
+    from grader.classroom.summary import summarize
+    from grader.cli.options import parse_devices
+    from grader.course import find_course
+    from grader.workers.backends import resolve
+
+    confinement.require_here(require_sandbox)  # once here, not once per student
+    course = find_course(explicit=course_path)
+    exercise = course.exercise(exercise_name).only(tasks)
+    devices = parse_devices(devices_text)
+    shard = roster.parse_shard(shard_text)
+    entries = [e for e in roster.discover(list(submissions), exercise.name) if roster.in_shard(e.student, shard)]
+    gradebook_path = gradebook_path or f"{exercise.name}.sqlite"
+    backend = resolve(backend or course.backend).name  # a backend this machine lacks stops here, not per student
+    course_hash = fingerprint.course_hash(course, exercise, devices, backend)
+    with Gradebook(gradebook_path) as book:
+        seed = _choose_seed(book, seed, regrade)
+        _bind(book, course, exercise, course_hash, seed, devices)
+        todo, kept = batch.plan(entries, book, course_hash, regrade)
+        where = f" (shard {shard[0]}/{shard[1]})" if shard else ""
+        again = " (--regrade grades them again)" if kept else ""
+        click.echo(f"{exercise.name}: {len(entries)} submissions{where}; grading {len(todo)}, {len(kept)} already "
+                   f"graded{again} · seed {seed} · {jobs} job{'s' if jobs > 1 else ''} · gradebook {gradebook_path}",
+                   err=True)
+        settings = batch.Settings(course, exercise, seed, devices, course_hash, jobs, timeout_s, backend,
+                                  require_sandbox)
+        progress = Progress(len(todo))
+        try:
+            batch.Batch(settings, book, progress).run(todo)
+        except KeyboardInterrupt:
+            click.echo(f"\ninterrupted: {progress.done} of {len(todo)} finished and saved in {gradebook_path}; "
+                       "run the same command again to grade the rest", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        results = [book.get(e.student) for e in entries]
+    click.echo(summarize(results, book.meta_value("tasks"), f"{exercise.name}{where}"), nl=False)
+    if any(r.status == FAILED for r in results):
+        sys.exit(EXIT_INTERNAL)
+
+
+@click.command("batch")
+@click.argument("submissions", nargs=-1, required=True, type=click.Path())
+@click.option("--exercise", "exercise_name", required=True, help="the exercise to grade, as named in course.yaml")
+@click.option("--task", "tasks", multiple=True, help="grade only this task (repeatable; default: every task)")
+@click.option("--jobs", type=click.IntRange(1), default=default_jobs, show_default="the usable cores",
+              help="submissions graded at once")
+@click.option("--shard", "shard_text", metavar="K/N", help="grade only shard K of N (the same split on every machine)")
+@click.option("--gradebook", "gradebook_path", type=click.Path(), help="SQLite gradebook [default: EXERCISE.sqlite]")
+@click.option("--seed", type=click.IntRange(0, 2**31 - 1), help="inputs for the whole class (default: the gradebook's)")
+@click.option("--regrade", is_flag=True, help="grade again even where the gradebook's result still stands")
+@click.option("--devices", "devices_text", help="device counts to test, e.g. 1,2,4,8 (default: course.yaml)")
+@click.option("--backend", type=click.Choice(BACKENDS), help="where workers run (default: course.yaml); see grade EXERCISE --help")
+@click.option("--course", "course_path", type=click.Path(), help="course.yaml or the folder holding it")
+@click.option("--submission-timeout", "timeout_s", type=click.FloatRange(1), default=1200.0, show_default=True,
+              help="seconds one submission may take before its grading is stopped")
+@click.option("--require-sandbox", type=click.Choice(confinement.LEVELS), default=confinement.DEFAULT["batch"],
+              show_default=True, help=confinement.HELP)
+def batch_command(**kw):
+    """Grade SUBMISSIONS (folders, .zip / .tar.gz, or folders of them) into a gradebook.
+
+    Each submission is graded in a process of its own and saved the moment it finishes; run the
+    same command again after an interruption to grade the rest. Exit code 3 if the grader could not
+    grade some submission (they are listed; a rerun retries them).
+    """
+    _batch(**kw)

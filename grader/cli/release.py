@@ -1,0 +1,36 @@
+"""``grade release EXERCISE --out DIR``: the student bundle and the Gradescope autograder."""
+
+from __future__ import annotations
+
+import click
+
+
+def _names(by_task: dict[str, list[str]]) -> str:
+    return "; ".join(f"{task}: {', '.join(names)}" for task, names in by_task.items() if names) or "none"
+
+
+def _release(name, out, course_path):
+    from grader.course import find_course
+    from grader.authoring.release import AUTOGRADER, STUDENT, release
+
+    course = find_course(explicit=course_path)
+    done = release(course, course.exercise(name), out)
+    count = sum(map(len, done.public_tests.values()))
+    hidden = sum(map(len, done.hidden_tests.values()))
+    click.echo(f"{name} released to {out}")
+    click.echo(f"  {STUDENT}/ and {STUDENT}.zip: stubs, grader, README and {count} public test(s) "
+               f"({_names(done.public_tests)})")
+    click.echo(f"    left out, run at submission: {hidden} test(s) ({_names(done.hidden_tests)})")
+    click.echo(f"  {AUTOGRADER}.zip: Gradescope autograder (setup.sh, run_autograder), all {count + hidden} test(s)")
+    click.echo(f"  pinned: jax {done.pins['jax']}, jaxlib {done.pins['jaxlib']}, grader {done.grader_version}, "
+               f"{len(done.pins)} packages in requirements.txt (Python {done.requires_python})")
+    click.echo(f"  scanned {done.files_scanned} files: no solution code, no hidden test in the student bundle")
+
+
+@click.command("release")
+@click.argument("exercise")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="folder to write the bundles into")
+@click.option("--course", "course_path", type=click.Path(), help="course.yaml or the folder holding it")
+def release_command(exercise, out, course_path):
+    """Write the student bundle (no solutions, no hidden tests) and the Gradescope autograder.zip."""
+    _release(exercise, out, course_path)

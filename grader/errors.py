@@ -1,0 +1,97 @@
+"""What can go wrong, on either side of the boundary, and what each failure becomes.
+
+A call into student code that does not produce a value is a :class:`StudentFailure`: the worker
+raises it for what it sees (an exception, a missing function), the grader for what only it can see
+(time-outs, deaths, memory), and both build it the same way, so one type and one reply format
+serve both sides. ``kind`` names the failure; STATUS says how the report shows it when it is the
+first failure of a task.
+
+The grader's own failures are GraderError (exit 3) and UsageError (exit 2); :func:`run_safely`
+turns them, and anything unexpected, into one line on stderr and an exit code.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+EXIT_OK, EXIT_BELOW, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+# kind -> task status shown in the report when it is the first failure of a task.
+STATUS = {
+    "not_started": "not started",
+    "import_error": "import error",
+    "missing_module": "missing",
+    "missing_function": "missing",
+    "wrong_signature": "wrong signature",
+    "raised": "error",
+    "exited": "crashed",
+    "bad_return": "wrong type",
+    "not_traceable": "not traceable",
+    "timeout": "timed out",
+    "deadlock": "deadlock",
+    "died": "crashed",
+    "memory": "memory limit",
+    "wrong": "wrong answer",
+    "not_run": "not run here",
+}
+
+
+class StudentFailure(Exception):
+    """A call into student code did not produce a value. ``kind`` is a key of STATUS."""
+
+    def __init__(self, kind: str, message: str, where: str | None = None, exc_type: str | None = None):
+        super().__init__(message)
+        self.kind, self.message, self.where, self.exc_type = kind, message, where, exc_type
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.where})" if self.where else self.message
+
+    def as_reply(self) -> dict:
+        """The failure as the worker's reply header (see :func:`from_reply`)."""
+        return {"ok": False, "kind": self.kind, "message": self.message, "where": self.where,
+                "exc_type": self.exc_type}
+
+    @classmethod
+    def from_reply(cls, header: dict) -> StudentFailure:
+        return cls(str(header.get("kind", "raised")), str(header.get("message", "failed")),
+                   header.get("where"), header.get("exc_type"))
+
+
+class GraderError(Exception):
+    """The grader itself cannot go on (not the student's fault): exit code 3."""
+
+
+class UsageError(Exception):
+    """Bad command line, course or submission path: exit code 2."""
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+def run_safely(fn, *args, passthrough: tuple[type[BaseException], ...] = (), **kwargs):
+    """Call ``fn``, turning the engine's errors into one line on stderr and their exit code.
+
+    Exceptions in ``passthrough`` (the command-line library's own) propagate unchanged.
+    """
+    try:
+        return fn(*args, **kwargs)
+    except passthrough:
+        raise
+    except UsageError as exc:
+        _say(f"error: {exc}")
+        sys.exit(EXIT_USAGE)
+    except GraderError as exc:
+        _say(f"grader error: {exc}")
+        sys.exit(EXIT_INTERNAL)
+    except KeyboardInterrupt:
+        _say("interrupted")
+        sys.exit(EXIT_INTERRUPTED)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
+        if os.environ.get("GRADE_DEBUG"):
+            raise
+        _say(f"grader error: internal failure ({type(exc).__name__}: {exc}); "
+             "rerun with GRADE_DEBUG=1 for the traceback")
+        sys.exit(EXIT_INTERNAL)

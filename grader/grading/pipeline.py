@@ -1,0 +1,37 @@
+"""Grading one submission from start to report, the one way every command does it.
+
+``grade EXERCISE``, ``grade autograde`` and ``grade check`` all need the same chain: the JAX
+version check, the submission located once, the run, the score, the notes the report carries. It
+lives here so no caller reassembles it by hand.
+
+Its imports stay at the top: scoring and every report format (report imports gradescope and junit)
+are loaded before any worker runs student code, so none of them is read from disk afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+
+from grader import submission
+from grader.course import Course, Exercise
+from grader.grading import runner, scoring, versions
+from grader.grading.report import Report
+from grader.workers.backends import Backend
+
+PUBLIC_ONLY_NOTE = ("public tests only: the full suite, with any hidden tests, runs when you submit, "
+                    "so your final score may differ")
+
+
+def grade_submission(course: Course, exercise: Exercise, path: str, *, devices=None, seed: int | None = None,
+                     backend: str | Backend | None = None, timeout_s: float | None = None,
+                     allow_jax_mismatch: bool = False, require_sandbox: str = "none") -> Report:
+    """Grade the submission at ``path`` against ``exercise`` (cut to the graded tasks with Exercise.only)."""
+    notes = versions.check_jax(course, allow_jax_mismatch)
+    if course.release and course.release.public_only:
+        notes.append(PUBLIC_ONLY_NOTE)
+    found = submission.find(path, exercise.name, os.path.join(course.root, exercise.stubs))
+    if found.note:
+        notes.insert(0, found.note)
+    run = runner.grade(course, exercise, found, devices=devices, seed=seed, backend=backend or course.backend,
+                       timeout_s=timeout_s, require_sandbox=require_sandbox)
+    return Report(run, scoring.score(exercise, run.cases), course.name, notes)

@@ -1,0 +1,155 @@
+"""The pytest plugin the grader loads into its own process to run a hidden suite.
+
+It maps test files to tasks (course.yaml), parametrises every test that uses ``student`` over the
+task's device counts, provides the ``student``, ``devices`` and seeded ``rng`` fixtures, and records
+one :class:`Case` per (test, device count) with a one-line reason when it fails. Nothing here
+imports student code; the student fixture only talks to workers.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from grader.course import Exercise
+from grader.errors import GraderError, StudentFailure
+from grader.grading.student import Student
+from grader.layout import Layout, label
+from grader.workers.pool import WorkerPool
+
+
+@dataclass
+class Case:
+    """The outcome of one test at one device count."""
+
+    nodeid: str
+    test: str
+    task: str
+    devices: int | None
+    outcome: str  # passed | failed | skipped
+    kind: str = ""
+    message: str = ""
+    where: str | None = None
+    duration_s: float = 0.0
+    processes: int | None = None  # set for a multi-process layout; devices is then per process
+
+    @property
+    def label(self) -> str:
+        """Where it ran, as every output names it ("4 devices", "2 processes x 2 devices")."""
+        return label(self.devices, self.processes)
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    line = str(text).strip().splitlines()[0] if str(text).strip() else ""
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _params(item) -> dict:
+    return item.callspec.params if hasattr(item, "callspec") else {}
+
+
+def explain(exc: BaseException) -> tuple[str, str, str | None]:
+    """(kind, one-line message, where) for an exception that ended a test."""
+    if isinstance(exc, StudentFailure):
+        return exc.kind, exc.message, exc.where
+    if isinstance(exc, AssertionError):
+        return "wrong", _one_line(exc) or "a check failed", None
+    return "wrong", f"the result could not be checked ({type(exc).__name__}: {_one_line(exc, 200)})", None
+
+
+class GraderPlugin:
+    """``exercise`` holds the graded tasks only; ``devices`` and ``timeout_s`` override course.yaml."""
+
+    def __init__(self, exercise: Exercise, pool: WorkerPool, seed: int, devices: tuple[int, ...] | None,
+                 timeout_s: float | None = None):
+        self.exercise, self.pool, self.backend, self.seed = exercise, pool, pool.backend, seed
+        self.devices_override, self.timeout_override = devices, timeout_s
+        self.cases: list[Case] = []
+        self.unmapped_files: set[str] = set()
+        self.collection_errors: list[str] = []
+        self.grader_errors: list[str] = []
+
+    def _task(self, path) -> object:
+        return self.exercise.task_for_file(os.path.basename(str(path)))
+
+    def pytest_configure(self, config):
+        config.addinivalue_line("markers", "devices(*counts): run only at these device counts")
+
+    def pytest_generate_tests(self, metafunc):
+        if "devices" not in metafunc.fixturenames:
+            return
+        task = self._task(metafunc.definition.path)
+        marker = metafunc.definition.get_closest_marker("devices")
+        if task and task.processes and "processes" in metafunc.fixturenames:
+            self._parametrize_layouts(metafunc, task.processes, marker)
+            return
+        counts = self.devices_override or (task.devices if task else (1,))
+        if marker:
+            counts = tuple(c for c in counts if c in marker.args) or counts
+        metafunc.parametrize("devices", counts, ids=[f"{n}dev" for n in counts])
+
+    def _parametrize_layouts(self, metafunc, layouts, marker):
+        """One case per layout; those whose local device count --devices leaves out are shown skipped."""
+        if marker:
+            layouts = tuple(lay for lay in layouts if lay.devices in marker.args) or layouts
+        wanted = self.devices_override
+        left_out = pytest.mark.skip(reason=f"left out by --devices {','.join(map(str, wanted or ()))}")
+        metafunc.parametrize(("processes", "devices"), [
+            pytest.param(lay.processes, lay.devices, id=lay.spec, marks=left_out if wanted and lay.devices not in wanted else ())
+            for lay in layouts])
+
+    def pytest_collection_modifyitems(self, session, config, items):
+        keep = []
+        for item in items:
+            task = self._task(item.path)
+            if task is None:
+                self.unmapped_files.add(os.path.basename(str(item.path)))
+            else:
+                keep.append(item)
+        if self.backend.exclusive:  # one configuration at a time holds the devices: group its cases
+            keep.sort(key=lambda it: (_params(it).get("processes") or 0, _params(it).get("devices") or 0))
+        items[:] = keep
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.collection_errors.append(f"{report.nodeid}: {_one_line(report.longreprtext, 600)}")
+
+    @pytest.fixture
+    def processes(self):
+        """None: one worker; a multi-process layout parametrizes it (see _parametrize_layouts)."""
+        return None
+
+    @pytest.fixture
+    def student(self, request, devices, processes):
+        reason = self.backend.unavailable(devices, processes)
+        if reason:
+            pytest.skip(f"not run here ({reason})")
+        task = self._task(request.node.path)
+        return Student(self.pool, Layout(devices, processes), self.timeout_override or task.timeout_s)
+
+    @pytest.fixture
+    def rng(self, request):
+        """A generator seeded by the run's seed and the test's id: reproducible, order-independent."""
+        return np.random.default_rng([self.seed, zlib.crc32(request.node.nodeid.encode())])
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            params = _params(item)
+            case = Case(nodeid=item.nodeid, test=item.originalname, task=self._task(item.path).id,
+                        devices=params.get("devices"), processes=params.get("processes"),
+                        outcome=report.outcome, duration_s=report.duration)
+            if report.failed and isinstance(getattr(call.excinfo, "value", None), GraderError):
+                self.grader_errors.append(str(call.excinfo.value))
+                item.session.shouldstop = "the grader cannot go on"
+            elif report.failed and call.excinfo is not None:
+                case.kind, case.message, case.where = explain(call.excinfo.value)
+            elif report.skipped:
+                case.kind, case.message = "not_run", _one_line(getattr(call.excinfo, "value", "") or "skipped")
+            self.cases.append(case)

@@ -1,0 +1,159 @@
+"""The report of one grading run: a text table for people, JSON (versioned) for programs.
+
+JSON schema ``pmap-course/report`` version 1 is documented in docs/report-schema.md; add fields
+freely, but bump SCHEMA_VERSION when one changes meaning or goes away. ``max_score`` is always the
+most this run could award: cases not run here (too few real devices) lower it, ``full_max_score``
+and each task's ``points`` keep the rubric's figures, and ``not_run`` says how many cases were left out.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from dataclasses import dataclass, field
+
+from grader import __version__
+from grader.grading import gradescope, junit
+from grader.grading.confinement import describe
+from grader.grading.runner import RunResult
+from grader.grading.scoring import Score
+from grader.layout import summary
+
+SCHEMA = "pmap-course/report"
+SCHEMA_VERSION = 1
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.1f}".rstrip("0").rstrip(".") if x != int(x) else str(int(x))
+
+
+@dataclass
+class Report:
+    """One graded submission: the run, its score, and ``notes`` (sentences about the run as a whole:
+    public tests only, a JAX version drift, where the modules were found)."""
+
+    run: RunResult
+    score: Score
+    course: str
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return to_dict(self.run, self.score, self.course, self.notes)
+
+    def to_text(self) -> str:
+        return to_text(self.run, self.score, self.course, self.notes)
+
+    def render(self, fmt: str) -> str:
+        """The report as ``fmt``: text for people, json (our schema), gradescope (results.json), junit."""
+        if fmt == "text":
+            return self.to_text()
+        data = self.to_dict()
+        if fmt == "json":
+            return json.dumps(data, indent=2) + "\n"
+        if fmt == "gradescope":
+            return json.dumps(gradescope.results(data), indent=2) + "\n"
+        if fmt == "junit":
+            return junit.junit_xml([(data["exercise"], data, "")], f"{self.course} {data['exercise']}")
+        raise ValueError(f"unknown report format {fmt!r}")
+
+
+def to_dict(run: RunResult, score: Score, course_name: str, notes=()) -> dict:
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "grader_version": __version__,
+        "course": course_name,
+        "exercise": run.exercise.name,
+        "submission": run.submission.given,
+        "seed": run.seed,
+        "backend": run.backend,
+        "jax_version": run.info.get("jax_version"),
+        "platform": run.info.get("platform"),
+        "device_kind": run.info.get("device_kind"),
+        "devices_here": run.devices_here,
+        "score": round(score.total, 4),
+        "max_score": round(score.max_total, 4),
+        "full_max_score": score.full_max_total,
+        "percent": round(score.percent, 2),
+        "tasks": [
+            {
+                "id": ts.task.id,
+                "title": ts.task.title,
+                "score": ts.score,
+                "max_score": ts.max_score,
+                "points": ts.task.points,
+                "not_run": len(ts.not_run),
+                "extra_credit": ts.task.extra_credit,
+                "status": ts.status,
+                "reason": ts.reason,
+                "hint": ts.task.hint if ts.score < ts.max_score else "",
+                "cases": [
+                    {
+                        "test": c.test,
+                        "name": c.nodeid.rpartition("::")[2],
+                        "devices": c.devices,
+                        "processes": c.processes,
+                        "outcome": c.outcome,
+                        "kind": c.kind,
+                        "message": c.message,
+                        "where": c.where,
+                        "weight": ts.task.rule(c.test).weight,
+                        "visibility": ts.task.rule(c.test).visibility,
+                        "duration_s": round(c.duration_s, 4),
+                    }
+                    for c in ts.cases
+                ],
+            }
+            for ts in score.tasks
+        ],
+        "timing": {"wall_s": round(run.wall_s, 3), "worker_s": round(run.worker_s, 3),
+                   "start_s": round(run.start_s, 3), "grader_rss_mb": round(run.grader_rss_mb, 1),
+                   "worker_rss_mb": round(run.worker_rss_mb, 1)},
+        "student_output": run.student_output,
+        "notes": list(notes),
+        "sandbox": run.sandbox,
+    }
+
+
+def _machine(run: RunResult) -> str:
+    kind = run.info.get("device_kind", "no worker started")
+    here = f"{kind}, {run.devices_here} on this machine" if run.devices_here else f"emulated {kind} devices"
+    return f"{here}, jax {run.info.get('jax_version', '?')}"
+
+
+def _ran_on(run: RunResult) -> str:
+    return summary((c.devices, c.processes) for c in run.cases if c.outcome != "skipped") or "no devices"
+
+
+def to_text(run: RunResult, score: Score, course_name: str, notes=()) -> str:
+    width = max([len(ts.task.id) for ts in score.tasks] + [5])
+    lines = [f"{course_name} · {run.exercise.name}: {run.exercise.title}", ""]
+    for ts in score.tasks:
+        pts = f"{_fmt(ts.score):>5} / {_fmt(ts.max_score):<3}"
+        extra = " (extra credit)" if ts.task.extra_credit else ""
+        cases = f"{ts.passed}/{ts.counted} cases" if ts.cases else ""
+        if ts.not_run and ts.counted:
+            cases += f", {len(ts.not_run)} {ts.not_run[0].message}"
+        lines.append(f"  {ts.task.id:<{width}}  {pts}  {ts.status:<13} {cases}{extra}")
+        indent = " " * (width + 4)
+        if ts.reason:
+            lines += textwrap.wrap(ts.reason, 100, initial_indent=indent, subsequent_indent=indent + "  ")
+        if ts.score < ts.max_score and ts.task.hint:
+            lines += textwrap.wrap("hint: " + ts.task.hint, 100, initial_indent=indent, subsequent_indent=indent + "  ")
+    lines += ["", f"  {'total':<{width}}  {_fmt(score.total):>5} / {_fmt(score.max_total):<3}  ({score.percent:.0f}%)"]
+    if score.scaled:
+        lines.append(f"  maximum scaled from {_fmt(score.full_max_total)} to {_fmt(score.max_total)}: cases not run "
+                     "on this machine count neither for nor against you")
+    lines.append("")
+    for note in notes:
+        lines += textwrap.wrap("note: " + note, 100, subsequent_indent="  ")
+    lines.append(f"seed {run.seed} · backend {run.backend} ({_machine(run)}) · ran on {_ran_on(run)} · {run.wall_s:.1f} s")
+    if run.student_output:
+        size = sum(len(v) for v in run.student_output.values())
+        lines.append(f"your code printed {size} characters (see --format json for the text)")
+    subset = "" if run.exercise.complete else "".join(f" --task {t.id}" for t in run.exercise.tasks)
+    devices = f" --devices {','.join(map(str, run.devices))}" if run.devices else ""
+    lines.append(f"reproduce: grade {run.exercise.name} --seed {run.seed}{subset}{devices}")
+    if run.sandbox.get("workers"):
+        lines.append(f"sandbox: {describe(run.sandbox)}")
+    return "\n".join(lines) + "\n"

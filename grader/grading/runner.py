@@ -1,0 +1,170 @@
+"""One grading run: a submission, an exercise (cut to the graded tasks), a seed -> cases.
+
+Copies the submission to scratch, runs the exercise's hidden suite with pytest *in this process*
+(with :mod:`grader.grading.plugin`), and lets the plugin send every student call to workers. The
+scratch folder and all workers are gone when the run returns, whatever happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import resource
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from grader import processes
+from grader import submission as submissions
+from grader.course import Course, Exercise
+from grader.errors import GraderError, UsageError
+from grader.grading import confinement, integrity
+from grader.layout import Layout
+from grader.submission import Submission
+from grader.workers.backends import Backend, resolve
+from grader.workers.pool import WorkerPool
+from grader.workers.worker import RunSettings
+
+if TYPE_CHECKING:
+    from grader.grading.plugin import Case
+
+ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@dataclass
+class RunResult:
+    exercise: Exercise  # the graded tasks only (see Exercise.only)
+    submission: Submission
+    seed: int
+    backend: str
+    cases: list[Case]
+    devices: tuple[int, ...] | None = None  # --devices, when it narrowed the course's device counts
+    info: dict = field(default_factory=dict)
+    wall_s: float = 0.0
+    worker_s: float = 0.0
+    start_s: float = 0.0
+    grader_rss_mb: float = 0.0
+    worker_rss_mb: float = 0.0
+    student_output: dict[str, str] = field(default_factory=dict)
+    unmapped_files: tuple[str, ...] = ()
+    devices_here: int | None = None  # real devices of the backend; None: emulated
+    sandbox: dict = field(default_factory=dict)  # what confined the workers (grader.grading.confinement.combine)
+
+
+def new_seed() -> int:
+    return secrets.randbelow(2**31)
+
+
+def _engine_link(scratch: str) -> str:
+    """A folder holding only the ``grader`` package, so workers can import it and nothing beside it."""
+    path = os.path.join(scratch, "engine")
+    os.makedirs(path)
+    os.symlink(ENGINE_DIR, os.path.join(path, "grader"))
+    return path
+
+
+def _copy_probes(suite: str, scratch: str) -> str:
+    """The suite's probe modules (every .py but tests and conftest) copied beside the submission.
+
+    Workers import probes from here: the suite folder itself, with the hidden tests, stays out of
+    their reach.
+    """
+    probes = os.path.join(scratch, "probes")
+    os.makedirs(probes)
+    for name in os.listdir(suite):
+        if name.endswith(".py") and not name.startswith("test_") and name != "conftest.py":
+            shutil.copyfile(os.path.join(suite, name), os.path.join(probes, name))
+    return probes
+
+
+@contextlib.contextmanager
+def _private_bytecode(scratch: str):
+    """Compile the suite into the scratch; never read or write a __pycache__ beside it (one could be planted)."""
+    saved, sys.pycache_prefix = sys.pycache_prefix, os.path.join(scratch, "pycache")
+    try:
+        yield
+    finally:
+        sys.pycache_prefix = saved
+
+
+def _guarded(course: Course, suite: str) -> list[str]:
+    """course.yaml, the suite folder and the engine's sources: what no grading may change."""
+    engine = [os.path.join(folder, name) for folder, _, names in os.walk(ENGINE_DIR) for name in names
+              if name.endswith(".py")]
+    return [course.path, suite, *sorted(engine)]
+
+
+def _single_layouts(exercise: Exercise, devices) -> list[Layout]:
+    counts = set(devices) if devices else {n for t in exercise.tasks for n in t.devices}
+    return [Layout(n) for n in sorted(counts)]
+
+
+def _pytest_args(suite: str, files: list[str]) -> list[str]:
+    return [*files, "-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:randomly", "-c", os.devnull,
+            "--rootdir", suite, "--import-mode=importlib", "-W", "ignore::pytest.PytestAssertRewriteWarning"]
+
+
+def grade(course: Course, exercise: Exercise, submission: Submission, devices=None, seed: int | None = None,
+          backend: str | Backend = "cpu", timeout_s: float | None = None, require_sandbox: str = "none") -> RunResult:
+    """Grade ``submission`` against the hidden suite of ``exercise``'s tasks (``backend``: a name or a
+    resolved Backend).
+
+    ``require_sandbox`` (grader.grading.confinement.LEVELS) refuses, before any worker starts, a
+    machine that cannot confine workers that much, and afterwards a run whose workers were not.
+    """
+    started = time.perf_counter()
+    confinement.require_here(require_sandbox)
+    backend = resolve(backend) if isinstance(backend, str) else backend
+    seed = new_seed() if seed is None else seed
+    suite = os.path.join(course.root, exercise.suite)
+    if not os.path.isdir(suite):
+        raise UsageError(f"the suite folder {suite} for {exercise.name} does not exist")
+    files = sorted({os.path.join(suite, f) for t in exercise.tasks for f in t.files
+                    if os.path.isfile(os.path.join(suite, f))})
+    guarded = _guarded(course, suite)
+    before = integrity.snapshot(guarded)
+    scratch = tempfile.mkdtemp(prefix="grade-")
+    os.chmod(scratch, 0o711)  # a worker with a uid of its own must reach its folder, and list none
+    try:
+        code = submissions.copy_to_scratch(submission.found, scratch)
+        run = RunSettings(code=code, probes=_copy_probes(suite, scratch), backend=backend,
+                          memory_mb=backend.memory_limit_mb(course.memory_mb), timeout_s=timeout_s or exercise.timeout_s,
+                          sandbox_off=tuple(sorted(confinement.switched_off())))
+        pool = WorkerPool(run, _engine_link(scratch), use_zygote=os.environ.get("GRADE_ZYGOTE", "1") != "0")
+        log = io.StringIO()
+        try:
+            pool.prestart(_single_layouts(exercise, devices))
+            import pytest  # only now, while the zygote imports JAX: the two overlap
+
+            from grader.grading.plugin import GraderPlugin
+
+            plugin = GraderPlugin(exercise, pool, seed, tuple(devices) if devices else None, timeout_s)
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log), _private_bytecode(scratch):
+                if files:
+                    pytest.main(_pytest_args(suite, files), plugins=[plugin])
+        finally:
+            pool.close()
+            processes.kill_adopted()  # what a worker that exited on its own left behind
+        integrity.verify(before, guarded)
+        sandbox = confinement.combine(pool.sandbox_records)
+        confinement.require(require_sandbox, sandbox, "this run's workers")
+        if plugin.grader_errors:
+            raise GraderError(plugin.grader_errors[0])
+        if plugin.collection_errors:
+            raise GraderError("the hidden suite could not be collected:\n" + "\n".join(plugin.collection_errors))
+        return RunResult(exercise=exercise, submission=submission, seed=seed, backend=backend.name,
+                         cases=plugin.cases, devices=tuple(devices) if devices else None,
+                         info={"platform": backend.platform, "device_kind": backend.kind, **pool.info()},
+                         wall_s=time.perf_counter() - started, worker_s=pool.worker_seconds,
+                         start_s=pool.start_seconds,
+                         grader_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                         worker_rss_mb=pool.peak_worker_rss_kb / 1024,
+                         student_output=pool.student_output, unmapped_files=tuple(sorted(plugin.unmapped_files)),
+                         devices_here=backend.available, sandbox=sandbox)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

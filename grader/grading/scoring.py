@@ -1,0 +1,100 @@
+"""From cases to points, by the rubric in course.yaml.
+
+A task's score is its points times the weighted fraction of its cases that passed (a test run at
+four device counts is four cases, each with the test's weight). Cases not run on this machine (too
+few real devices) count on neither side: they lower the task's maximum by their share of its
+weight, and the report says so. The first failure gives the task's status and reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from grader.course import Exercise, Task
+from grader.errors import STATUS
+from grader.grading.plugin import Case
+
+
+@dataclass
+class TaskScore:
+    task: Task
+    score: float
+    max_score: float
+    status: str
+    reason: str = ""
+    cases: list[Case] = field(default_factory=list)
+
+    @property
+    def passed(self) -> int:
+        return sum(c.outcome == "passed" for c in self.cases)
+
+    @property
+    def counted(self) -> int:
+        return sum(c.outcome != "skipped" for c in self.cases)
+
+    @property
+    def not_run(self) -> list[Case]:
+        return [c for c in self.cases if c.outcome == "skipped"]
+
+
+@dataclass
+class Score:
+    tasks: list[TaskScore]
+
+    @property
+    def total(self) -> float:
+        return sum(t.score for t in self.tasks)
+
+    @property
+    def max_total(self) -> float:
+        return sum(t.max_score for t in self.tasks if not t.task.extra_credit)
+
+    @property
+    def full_max_total(self) -> float:
+        """The maximum had every case run here."""
+        return sum(t.task.points for t in self.tasks if not t.task.extra_credit)
+
+    @property
+    def scaled(self) -> bool:
+        return self.max_total < self.full_max_total
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.total / self.max_total if self.max_total else 0.0
+
+
+def _status(task_cases: list[Case], score: float, max_score: float) -> tuple[str, str]:
+    counted = [c for c in task_cases if c.outcome != "skipped"]
+    if not task_cases:
+        return "no tests", ""
+    if not counted:
+        return "not run here", task_cases[0].message
+    failed = [c for c in counted if c.outcome != "passed"]
+    if not failed:
+        return "passed", ""
+    first = failed[0]
+    label = first.label
+    reason = f"[{label}] {first.message}" if label else first.message
+    if first.where:
+        reason += f" ({first.where})"
+    if all(c.kind == "not_started" for c in failed) and len(failed) == len(counted):
+        return "not started", reason
+    if score > 0:
+        return "partial", reason
+    return STATUS.get(first.kind, "failed"), reason
+
+
+def score_task(task: Task, cases: list[Case]) -> TaskScore:
+    full_weight = sum(task.rule(c.test).weight for c in cases)
+    counted_weight = sum(task.rule(c.test).weight for c in cases if c.outcome != "skipped")
+    passed_weight = sum(task.rule(c.test).weight for c in cases if c.outcome == "passed")
+    share = counted_weight / full_weight if full_weight else 1.0
+    score = task.points * passed_weight / full_weight if full_weight else 0.0
+    status, reason = _status(cases, score, task.points)
+    return TaskScore(task=task, score=round(score, 4), max_score=round(task.points * share, 4),
+                     status=status, reason=reason, cases=cases)
+
+
+def score(exercise: Exercise, cases: list[Case]) -> Score:
+    """The score of ``exercise``'s tasks (the graded ones: see Exercise.only)."""
+    return Score([score_task(t, [c for c in cases if c.task == t.id]) for t in exercise.tasks])

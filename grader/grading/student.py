@@ -1,0 +1,51 @@
+"""The ``student`` fixture's object: the hidden tests' only handle on student code.
+
+Every method sends a request to the worker for this case's configuration and returns plain
+NumPy/Python data, or raises :class:`grader.errors.StudentFailure` with a one-line reason. In a
+multi-process layout (``student.processes`` is set) every process runs the request and each method
+returns a list with one result per process, in process order.
+"""
+
+from __future__ import annotations
+
+from grader.layout import Layout
+from grader.workers.pool import WorkerPool
+
+
+class Student:
+    def __init__(self, pool: WorkerPool, layout: Layout, timeout_s: float):
+        self._pool, self.layout, self.timeout_s = pool, layout, timeout_s
+
+    @property
+    def devices(self) -> int:
+        """How many devices the worker for this case has (per process in a multi-process layout)."""
+        return self.layout.devices
+
+    @property
+    def backend(self) -> str:
+        """Where the workers run: "cpu" (emulated devices), "gpu" or "tpu"."""
+        return self._pool.backend.name
+
+    @property
+    def processes(self) -> int | None:
+        """How many processes a multi-process layout joins; None for a single worker."""
+        return self.layout.processes
+
+    def _ask(self, op: str, target: str, args, kwargs, what: str, timeout_s: float | None):
+        return self._pool.request(self.layout, op, target, args, kwargs, what, timeout_s or self.timeout_s)
+
+    def call(self, target: str, *args, timeout_s: float | None = None, **kwargs):
+        """Call ``module.function`` from the submission with plain data; returns plain data."""
+        return self._ask("call", target, args, kwargs, f"{target.rpartition('.')[2]}()", timeout_s)
+
+    def compiled(self, target: str, *args, timeout_s: float | None = None, **kwargs) -> str:
+        """Optimised HLO text of ``jax.jit(module.function)`` compiled for these arguments."""
+        return self._ask("compiled", target, args, kwargs, f"compiling {target.rpartition('.')[2]}()", timeout_s)
+
+    def jaxpr(self, target: str, *args, timeout_s: float | None = None, **kwargs) -> str:
+        """``jax.make_jaxpr(module.function)(*args)`` as text."""
+        return self._ask("jaxpr", target, args, kwargs, f"tracing {target.rpartition('.')[2]}()", timeout_s)
+
+    def probe(self, target: str, *args, timeout_s: float | None = None, **kwargs):
+        """Run ``probes_module.function`` from the suite folder inside the worker."""
+        return self._ask("probe", target, args, kwargs, target.rpartition(".")[2], timeout_s)

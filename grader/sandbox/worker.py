@@ -1,0 +1,134 @@
+"""The worker: the only process that imports and runs student code.
+
+Started by :mod:`grader.workers` (forked from the zygote, or as a fresh ``python -I``) in a scratch
+copy of the submission, with a sanitised environment. It reads its :class:`WorkerSettings` from
+the request pipe, confines itself (:mod:`grader.sandbox.confine`: before JAX starts a thread or any
+student code is read), configures JAX for one backend configuration, then answers requests read from
+that pipe (never stdin/stdout, which belong to the student and are captured by the grader). Every
+reply is plain data (:mod:`grader.protocol`); every failure of student code is a StudentFailure
+the grader can explain in one sentence.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import time
+
+from grader import protocol
+from grader.errors import StudentFailure
+from grader.protocol import REPLY_FD, REQUEST_FD, WorkerSettings
+from grader.sandbox import confine
+from grader.sandbox.student_code import check_signature, classify, first_line, student_frame, student_function, \
+    use_submission
+
+_probes_folder = ""
+
+
+def _load_probes(module: str):
+    import importlib.util
+
+    key = f"_grader_probes_{module}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, os.path.join(_probes_folder, module + ".py"))
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[key] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[key]
+
+
+def run_request(op: str, target: str, args, kwargs):
+    """Run one request and return the plain value to send back."""
+    import jax
+
+    if op == "probe":
+        module, _, name = target.rpartition(".")
+        return getattr(_load_probes(module), name)(*args, **kwargs)
+    fn = student_function(target)
+    check_signature(fn, target, args, kwargs)
+    if op == "call":
+        return fn(*args, **kwargs)
+    if op == "jaxpr":
+        return str(jax.make_jaxpr(fn)(*args, **kwargs))
+    if op == "compiled":
+        try:
+            lowered = jax.jit(fn).lower(*args, **kwargs)
+        except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError) as exc:
+            raise StudentFailure("not_traceable", f"{target.rpartition('.')[2]} cannot be compiled "
+                                 "with jax.jit (it turns a traced value into a concrete NumPy value or "
+                                 f"Python number): {first_line(exc, 160)}", student_frame(exc.__traceback__),
+                                 type(exc).__name__) from None
+        return lowered.compile().as_text()
+    raise ValueError(f"unknown request {op!r}")
+
+
+def _answer(header: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
+    """The reply to one request: its value, or the failure that stopped it."""
+    op, target = header.get("op"), header.get("target", "")
+    what = target.rpartition(".")[2] + "()" if op != "probe" else target.rpartition(".")[2]
+    try:
+        payload = protocol.decode(header.get("args"), blobs)
+        value = run_request(op, target, payload["args"], payload["kwargs"])
+        tree, out = protocol.encode(value)
+        return {"ok": True, "value": tree}, out
+    except protocol.UnsupportedValue as exc:
+        return StudentFailure("bad_return", f"{what} returned {exc}, expected arrays, numbers or "
+                              "tuples/lists/dicts of them").as_reply(), []
+    except BaseException as exc:  # noqa: BLE001 - student code may raise anything
+        return classify(exc, what).as_reply(), []
+
+
+def serve(request_fd: int, reply_fd: int) -> None:
+    while True:
+        try:
+            header, blobs = protocol.receive(request_fd)
+        except protocol.ChannelClosed:
+            return
+        if header.get("op") == "exit":
+            return
+        start = time.perf_counter()
+        reply, reply_blobs = _answer(header, blobs)
+        reply["elapsed_s"] = time.perf_counter() - start
+        protocol.send(reply_fd, reply, reply_blobs)
+
+
+def configure_jax(settings: WorkerSettings) -> dict:
+    """Import JAX for one configuration and return a description of what it sees."""
+    import jax
+
+    if settings.backend == "cpu":
+        jax.config.update("jax_num_cpu_devices", settings.devices)
+    group = settings.distributed
+    if group:
+        if settings.backend == "cpu":
+            jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        jax.config.update("jax_enable_preemption_service", False)  # else SIGTERM is ignored once joined
+        address = group["coordinator"]
+        jax.distributed.initialize(address, group["processes"], group["process"],
+                                   cluster_detection_method="deactivate", coordinator_bind_address=address,
+                                   initialization_timeout=group["timeout_s"],
+                                   shutdown_timeout_seconds=group["timeout_s"])
+    local = jax.local_devices()
+    if len(local) != settings.devices:
+        raise RuntimeError(f"asked for {settings.devices} devices, JAX sees {len(local)}: {local}")
+    return {"jax_version": jax.__version__, "platform": local[0].platform, "device_kind": local[0].device_kind,
+            "devices": len(local), "process_index": jax.process_index(), "process_count": jax.process_count()}
+
+
+def main(request_fd: int = REQUEST_FD, reply_fd: int = REPLY_FD) -> None:
+    global _probes_folder
+    settings = WorkerSettings.receive(request_fd)
+    if settings.memory_mb:
+        limit = settings.memory_mb << 20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    _probes_folder = os.path.abspath(settings.probes)
+    try:
+        sandbox = confine.confine_worker(settings.code, _probes_folder, settings.distributed, settings.sandbox_off)
+        info = configure_jax(settings)
+    except BaseException as exc:  # noqa: BLE001 - reported to the grader, which explains it
+        protocol.send(reply_fd, {"ready": False, "message": f"{type(exc).__name__}: {first_line(exc)}"})
+        return
+    use_submission(settings.code)
+    protocol.send(reply_fd, dict(info, ready=True, sandbox=sandbox))
+    serve(request_fd, reply_fd)

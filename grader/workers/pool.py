@@ -1,0 +1,85 @@
+"""The workers of one grading run, by layout: started on first use, reused, replaced after a failure.
+
+One worker per layout (e.g. 4 emulated CPU devices) serves every test of a run. A layout with
+``processes`` gets a :class:`grader.workers.group.WorkerGroup`, which answers the same calls. On a
+backend whose devices cannot be shared (TPU), starting one layout's worker first stops the others.
+"""
+
+from __future__ import annotations
+
+from grader.layout import Layout
+from grader.workers.group import WorkerGroup
+from grader.workers.launch import Launcher
+from grader.workers.worker import STARTUP_TIMEOUT_S, Handle, RunSettings, Worker
+
+
+class WorkerPool:
+    def __init__(self, run: RunSettings, engine_path: str, use_zygote: bool = True):
+        self.run = run
+        self.backend = run.backend
+        self._engine_path = engine_path
+        self._launcher = Launcher(engine_path, use_zygote, STARTUP_TIMEOUT_S)
+        self._workers: dict[Layout, Handle] = {}
+        self.student_output: dict[str, str] = {}
+        self.worker_seconds = 0.0
+
+    def worker(self, layout: Layout) -> Handle:
+        if layout not in self._workers:
+            if layout.processes:
+                self._workers[layout] = WorkerGroup(layout, self.run, self._engine_path)
+            else:
+                self._workers[layout] = Worker(layout, self.run, self._launcher)  # forked from this run's zygote
+        chosen = self._workers[layout]
+        if self.backend.exclusive and not chosen.alive:
+            for other in self._workers:
+                if other != layout and self._workers[other].alive:
+                    self._retire(other)
+        return chosen
+
+    def prestart(self, layouts) -> None:
+        """Start (in the background) what workers for ``layouts`` will be forked from."""
+        for layout in layouts:
+            worker = self.worker(layout)
+            if isinstance(worker, Worker):
+                self._launcher.prepare(worker.environment(), self.run.code)
+
+    @property
+    def start_seconds(self) -> float:
+        return sum(w.start_s for w in self._workers.values())
+
+    @property
+    def sandbox_records(self) -> list[dict]:
+        """What confined each worker process started so far (a group's: each member's)."""
+        return [r for w in self._workers.values() for r in w.sandbox_records]
+
+    @property
+    def peak_worker_rss_kb(self) -> int:
+        return max((w.peak_rss_kb for w in self._workers.values()), default=0)
+
+    def request(self, layout: Layout, op: str, target: str, args, kwargs, what: str, timeout_s=None):
+        value, elapsed = self.worker(layout).request(op, target, args, kwargs, what, timeout_s)
+        self.worker_seconds += elapsed
+        return value
+
+    def info(self) -> dict:
+        """What the workers reported about JAX and their devices (from any one that started)."""
+        for w in self._workers.values():
+            if w.info:
+                return {k: w.info[k] for k in ("jax_version", "platform", "device_kind")}
+        return {}
+
+    def _retire(self, layout: Layout) -> None:
+        w = self._workers[layout]
+        w.ask_to_exit()
+        self._keep_output(layout, w.stop())
+
+    def _keep_output(self, layout: Layout, text: str) -> None:
+        if text.strip():
+            self.student_output[str(layout)] = self.student_output.get(str(layout), "") + text
+
+    def close(self) -> None:
+        for w in self._workers.values():
+            w.ask_to_exit()
+        for layout, w in self._workers.items():
+            self._keep_output(layout, w.stop())
+        self._launcher.close()

@@ -1,0 +1,278 @@
+"""The grader's handle on one worker process: start, ask, time out, kill, replace.
+
+A call that overruns its time limit, or a worker that dies, costs only that call: the worker is
+killed (its whole process group) and the next call starts a fresh one. The student's stdout/stderr
+are drained by a thread into a capped buffer, so an output flood neither blocks the worker nor
+fills the grader's memory. :class:`Handle` is what the pool uses, implemented by :class:`Worker`
+and by the multi-process :class:`grader.workers.group.WorkerGroup`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+from grader import protocol
+from grader.errors import GraderError, StudentFailure
+from grader.layout import Layout
+from grader.processes import WorkerProcess
+from grader.workers.backends import Backend
+from grader.workers.launch import Launcher
+
+OUTPUT_CAP = 64 << 10
+STARTUP_TIMEOUT_S = 120.0
+DEATH_GRACE_S = 5.0  # how long a worker whose pipe closed may take to finish dying
+# XLA's CPU runtime aborts a collective that not every device joins (see worker_environment's flags).
+_STUCK_COLLECTIVE = re.compile(r"Termination timeout for `([a-z -]+?) RendezvousKey.*?Expected (\d+) threads to "
+                               r"join the rendezvous, but only (\d+) of them arrived", re.S)
+_MEMORY_MARKERS = (b"RESOURCE_EXHAUSTED", b"bad_alloc", b"MemoryError", b"Cannot allocate memory",
+                   b"out of memory", b"Out of memory")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What every worker of one grading run shares: the scratch copy of the submission (``code``),
+    the folder its probes come from, the backend, the memory limit, the per-call time limit and the
+    sandbox mechanisms to leave out (for measuring only; grader.grading.confinement.switched_off)."""
+
+    code: str
+    probes: str
+    backend: Backend
+    memory_mb: int
+    timeout_s: float
+    sandbox_off: tuple[str, ...] = ()
+
+
+class Handle(Protocol):
+    """What the pool asks of a worker, single or multi-process."""
+
+    layout: Layout
+    info: dict
+    start_s: float  # seconds spent waiting for its processes to be ready
+    peak_rss_kb: int
+    sandbox_records: list[dict]  # what confined each process it started (grader.sandbox.confine)
+
+    @property
+    def alive(self) -> bool: ...
+
+    def request(self, op: str, target: str, args: tuple, kwargs: dict, what: str,
+                timeout_s: float | None = None) -> tuple[object, float]: ...
+
+    def ask_to_exit(self) -> None: ...
+
+    def stop(self, grace_s: float = 2.0) -> str: ...
+
+
+class CapturedOutput:
+    """Keeps the first OUTPUT_CAP bytes and the last 4 KiB of a stream, counts the rest."""
+
+    def __init__(self, stream):
+        self.head, self.tail, self.total = bytearray(), b"", 0
+        self._thread = threading.Thread(target=self._drain, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _drain(self, stream) -> None:
+        while chunk := stream.read1(1 << 16):
+            self.total += len(chunk)
+            room = OUTPUT_CAP - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+            self.tail = (self.tail + chunk)[-4096:]
+        stream.close()
+
+    def wait(self, timeout: float = 2.0) -> None:
+        self._thread.join(timeout)
+
+    def text(self) -> str:
+        out = self.head.decode("utf-8", "replace")
+        if self.total > len(self.head):
+            out += f"\n[... output capped: {self.total - len(self.head)} more bytes not kept]"
+        return out
+
+
+def worker_environment(scratch: str, backend: str, timeout_s: float) -> dict[str, str]:
+    """A minimal environment: nothing of the grader's leaks in, XLA collectives give up in time."""
+    stuck = max(1, int(timeout_s * 0.25))
+    terminate = max(2, int(timeout_s * 0.75))
+    env = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": scratch,
+        "TMPDIR": os.path.join(scratch, ".tmp"),
+        "LANG": "C.UTF-8",
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "XLA_FLAGS": f"--xla_cpu_collective_call_warn_stuck_timeout_seconds={stuck} "
+                     f"--xla_cpu_collective_call_terminate_timeout_seconds={terminate}",
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        "OPENBLAS_NUM_THREADS": "1",  # else NumPy's import starts a BLAS thread and the zygote may not fork
+    }
+    if backend == "cpu":
+        env["JAX_PLATFORMS"] = "cpu"
+    return env
+
+
+class Worker:
+    """One worker process for one layout; ``env`` holds this process's own variables (its share of the
+    devices), ``distributed`` its place in a multi-process group."""
+
+    def __init__(self, layout: Layout, run: RunSettings, launcher: Launcher, env: dict[str, str] | None = None,
+                 distributed: dict | None = None):
+        self.layout, self.run, self.launcher = layout, run, launcher
+        self.env = env if env is not None else run.backend.worker_variables(layout.devices)
+        self.distributed = distributed
+        self.timeout_s = run.timeout_s
+        self.proc: WorkerProcess | None = None
+        self.start_s = 0.0
+        self.peak_rss_kb = 0
+        self.output: CapturedOutput | None = None
+        self.transcripts: list[str] = []  # captured output of each process this worker has run
+        self.info: dict = {}
+        self.sandbox_records: list[dict] = []
+
+    def start(self) -> None:
+        began = time.perf_counter()
+        self.spawn()
+        self.wait_ready(time.monotonic() + STARTUP_TIMEOUT_S)
+        self.start_s += time.perf_counter() - began
+
+    def environment(self) -> dict[str, str]:
+        return {**worker_environment(self.run.code, self.run.backend.name, self.timeout_s), **self.env}
+
+    def spawn(self) -> None:
+        """Start the process and send its settings; it reports ready (or why not) on the reply pipe."""
+        os.makedirs(os.path.join(self.run.code, ".tmp"), exist_ok=True)
+        started = self.launcher.start(self.environment(), self.run.code)
+        self.proc, self._req, self._rep = started.process, started.request_w, started.reply_r
+        self.output = CapturedOutput(started.output)
+        settings = protocol.WorkerSettings(code=self.run.code, probes=self.run.probes, backend=self.run.backend.name,
+                                           devices=self.layout.devices, memory_mb=self.run.memory_mb,
+                                           distributed=self.distributed, sandbox_off=self.run.sandbox_off)
+        try:
+            settings.send(self._req)
+        except BrokenPipeError:
+            pass  # it died at once: wait_ready reports how
+
+    def wait_ready(self, deadline: float) -> None:
+        """Wait for the spawned worker to set up JAX; GraderError (worker killed) if it does not."""
+        try:
+            header, _ = protocol.receive(self._rep, deadline)
+        except protocol.ChannelClosed:
+            raise GraderError(f"{self.death('start-up')}\nits output:\n{self.output.text()[-2000:]}") from None
+        except protocol.ProtocolError as exc:
+            self.kill()
+            raise GraderError(f"a worker for {self.layout} did not start ({exc})\nits output:\n"
+                              f"{self.output.text()[-2000:]}") from None
+        if not header.get("ready"):
+            self.kill()
+            raise GraderError(f"a worker for {self.layout} could not set up JAX: {header.get('message')}")
+        self.info = header
+        self.sandbox_records.append(header["sandbox"])
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def fileno(self) -> int:
+        """The reply pipe, so callers can ``select`` on several workers at once."""
+        return self._rep
+
+    def request(self, op: str, target: str, args: tuple, kwargs: dict, what: str,
+                timeout_s: float | None = None) -> tuple[object, float]:
+        """Run one request; returns (value, seconds the worker spent) or raises StudentFailure."""
+        if not self.alive:
+            self.kill()
+            self.start()
+        timeout_s = timeout_s or self.timeout_s
+        tree, blobs = protocol.encode({"args": tuple(args), "kwargs": dict(kwargs)})
+        self.send(op, target, tree, blobs, what)
+        return self.reply(what, time.monotonic() + timeout_s, timeout_s)
+
+    def send(self, op: str, target: str, tree, blobs: list[bytes], what: str) -> None:
+        """Send one encoded request (see protocol.encode) without waiting for the reply."""
+        try:
+            protocol.send(self._req, {"op": op, "target": target, "args": tree}, blobs)
+        except BrokenPipeError:
+            raise self.death(what) from None
+
+    def reply(self, what: str, deadline: float, timeout_s: float) -> tuple[object, float]:
+        """The reply to the request in flight: (value, seconds the worker spent) or StudentFailure."""
+        try:
+            header, reply_blobs = protocol.receive(self._rep, deadline)
+        except protocol.ChannelTimeout:
+            self.kill()
+            raise StudentFailure("timeout", f"{what} timed out after {timeout_s:g} s "
+                                 f"({self.layout}); an endless loop, or a collective some devices never reach?") from None
+        except protocol.ChannelClosed:
+            raise self.death(what) from None
+        except protocol.ProtocolError as exc:
+            self.kill()
+            raise StudentFailure("bad_return", f"{what} produced a reply the grader refuses: {exc}") from None
+        if not header.get("ok"):
+            raise StudentFailure.from_reply(header)
+        try:
+            return protocol.decode(header["value"], reply_blobs), float(header.get("elapsed_s", 0.0))
+        except (protocol.ProtocolError, KeyError, IndexError, ValueError) as exc:
+            raise StudentFailure("bad_return", f"{what} produced a reply the grader refuses: {exc}") from None
+
+    def death(self, what: str) -> StudentFailure:
+        """Explain why the worker went away during ``what``, then clean up."""
+        proc = self.proc
+        proc.wait(timeout=DEATH_GRACE_S)  # if it closed its reply pipe but lives on, kill() ends it
+        self.output.wait()
+        self.kill()
+        code, rusage_kb = proc.exit.code, proc.exit.maxrss_kb
+        near_limit = self.run.memory_mb and rusage_kb >= 0.9 * (self.run.memory_mb << 10)
+        stuck = _STUCK_COLLECTIVE.search(self.output.tail.decode("utf-8", "replace"))
+        if stuck:
+            op, expected, arrived = stuck.groups()
+            return StudentFailure("deadlock", f"{what} never finished a collective: only {arrived} of {expected} "
+                                  f"devices reached its {op} ({self.layout}). Every device must run the same "
+                                  "collectives: a psum inside lax.cond or an if on the device index deadlocks")
+        if near_limit or any(m in self.output.tail for m in _MEMORY_MARKERS):
+            return StudentFailure("memory", f"{what} exceeded the {self.run.memory_mb} MB memory limit "
+                                  f"({self.layout}) and the worker died")
+        if code is not None and code < 0:
+            sig = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+            how = f"signal {-code}: {sig}"
+        else:
+            how = f"exit code {code}"
+        return StudentFailure("died", f"the worker died ({how}) during {what} ({self.layout})")
+
+    def kill(self) -> None:
+        """Kill the process group (no-op if already gone) and keep what it printed."""
+        if self.proc is None:
+            return
+        self.proc.kill()
+        self.peak_rss_kb = max(self.peak_rss_kb, self.proc.exit.maxrss_kb)
+        for fd in (self._req, self._rep):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.proc = None
+        if self.output is not None:
+            self.output.wait(0.5)
+            if self.output.total:
+                self.transcripts.append(self.output.text())
+
+    def ask_to_exit(self) -> None:
+        """Ask the worker to leave its request loop (does not wait; see stop)."""
+        if self.proc is not None:
+            try:
+                protocol.send(self._req, {"op": "exit"})
+            except OSError:
+                pass
+
+    def stop(self, grace_s: float = 2.0) -> str:
+        """Give an asked worker ``grace_s`` to exit, then kill it; returns what it printed (once)."""
+        if self.proc is not None:
+            self.proc.wait(timeout=grace_s)
+            self.kill()
+        text, self.transcripts = "\n".join(self.transcripts), []
+        return text

@@ -1,0 +1,61 @@
+"""The grader's side of the sandbox: combining workers' records, levels, the switch, the survey."""
+
+from __future__ import annotations
+
+import pytest
+
+from grader.errors import UsageError
+from grader.grading import confinement
+
+FULL = {"held": ["files", "network", "signals", "syscalls", "uid", "lifetime", "limits"], "missing": {},
+        "landlock_abi": 7, "cost_ms": 1.0}
+NOT_ROOT = {"held": ["files", "network", "signals", "syscalls", "lifetime", "limits"],
+            "missing": {"uid": "the grader is not root, so workers keep its uid"}, "landlock_abi": 7, "cost_ms": 2.0}
+GROUP = {"held": ["files", "signals", "syscalls", "lifetime", "limits"],
+         "missing": {"network": "TCP connections are open: gloo", "uid": "the grader is not root, so workers keep its uid"},
+         "landlock_abi": 6, "cost_ms": 3.0}
+
+
+def test_a_run_holds_a_layer_only_where_every_worker_held_it():
+    run = confinement.combine([FULL, NOT_ROOT, GROUP])
+    assert run["held"] == ["files", "signals", "syscalls", "lifetime", "limits"]
+    assert run["missing"] == {"network": "TCP connections are open: gloo",
+                              "uid": "the grader is not root, so workers keep its uid"}
+    assert run["workers"] == 3 and run["landlock_abi"] == 6 and run["cost_ms"] == 2.0
+    assert confinement.combine([]) == {"held": [], "missing": {}, "workers": 0}
+
+
+def test_describe_names_what_held_and_what_did_not():
+    assert confinement.describe(NOT_ROOT) == ("files, network, signals, syscalls, lifetime, limits; not here: uid "
+                                              "(the grader is not root, so workers keep its uid)")
+    assert confinement.describe(FULL) == "files, network, signals, syscalls, uid, lifetime, limits"
+    assert confinement.describe({"held": [], "missing": {"files": "off"}}) == "none; not here: files (off)"
+
+
+def test_levels_name_what_is_missing():
+    confinement.require("basic", GROUP)  # basic asks nothing of network or uid
+    with pytest.raises(confinement.SandboxRefused, match=r"--require-sandbox strict: this run cannot confine student "
+                                                         r"code enough; missing: network \(TCP connections"):
+        confinement.require("strict", GROUP, "this run")
+    no_landlock = {"held": ["syscalls", "lifetime", "limits"], "missing": {"files": "the kernel has no Landlock (ENOSYS)"}}
+    with pytest.raises(confinement.SandboxRefused, match=r"missing: files \(the kernel has no Landlock \(ENOSYS\)\)"):
+        confinement.require("basic", no_landlock)
+    confinement.require("none", {"held": [], "missing": {"files": "x", "syscalls": "y"}})
+    with pytest.raises(UsageError, match="--require-sandbox takes none, basic, strict"):
+        confinement.require("paranoid", FULL)
+
+
+def test_the_measuring_switch():
+    assert confinement.switched_off({}) == ()
+    assert confinement.switched_off({"GRADE_SANDBOX": "1"}) == ()
+    assert confinement.switched_off({"GRADE_SANDBOX": "0"}) == ("all",)
+    assert confinement.switched_off({"GRADE_SANDBOX": "uid, seccomp"}) == ("seccomp", "uid")
+
+
+def test_the_survey_asks_a_fresh_python_and_honours_the_switch():
+    here = confinement.survey(())
+    assert set(here) >= {"held", "missing"} and here["cost_ms"] == 0.0
+    off = confinement.survey(("landlock",))
+    assert off["missing"]["files"] == "switched off for this run"
+    everything_off = confinement.survey(("all",))
+    assert everything_off["held"] == []
