@@ -22,8 +22,10 @@ import time
 
 import pytest
 
-from conftest import ROOT, grade_json, task
+from classroom import dot_files, folder, rows
+from conftest import ROOT, grade_json, run_grade, task
 from grader.grading import integrity
+from toycourse import EXERCISE, SOLUTIONS, make_course
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux's")
 
@@ -348,3 +350,86 @@ def test_the_report_says_what_confined_the_workers(make_submission):
     assert {"files", "syscalls", "lifetime", "limits"} <= set(sandbox["held"])
     assert sandbox["workers"] >= 2 and set(sandbox["held"]).isdisjoint(sandbox["missing"])
     assert json.dumps(sandbox)  # plain data, as the gradebook stores it
+
+
+# ---------------------------------------------------------------- a batch, and the Gradescope layout
+
+
+def test_in_a_batch_a_student_reaches_no_classmate_nor_the_gradebook(tmp_path, guarded):
+    submissions, book = tmp_path / "submissions", tmp_path / "class.sqlite"
+    alice = folder(submissions, "alice", dot_files("correct"))
+    alice_dot = alice / "exercise7" / "dot.py"
+    mallory = folder(submissions, "mallory", {"exercise7/dot.py": hostile(f"""
+        def kill_siblings():
+            mine = {{int(t) for t in os.listdir("/proc/self/task")}}  # its own threads answer to kill() too
+            parent = os.getppid()
+            for pid in range(max(2, parent - 300), parent + 300):
+                if pid not in mine:
+                    try:
+                        os.kill(pid, 0)
+                    except (ProcessLookupError, PermissionError):
+                        continue
+                    return
+            raise PermissionError("no sibling reachable")
+        STEPS = [
+            ("copy classmate", lambda: open({str(alice_dot)!r}).read()),
+            ("overwrite classmate", lambda: open({str(alice_dot)!r}, "a").write("raise SystemExit")),
+            ("live scratch copies", lambda: os.listdir("/tmp")),
+            ("gradebook", lambda: open({str(book)!r}, "r+b").write(b"x")),
+            ("siblings", kill_siblings),
+        ]
+    """)})
+    before = alice_dot.read_text()
+    proc = run_grade("batch", str(submissions), "--exercise", "exercise7", "--task", "dot", "--devices", "1,2",
+                     "--jobs", "2", "--gradebook", str(book))
+    assert proc.returncode == 0, proc.stderr
+    assert alice_dot.read_text() == before and mallory.is_dir()
+    scores = {student: (status, score) for student, status, score, *_ in rows(book)}
+    points = task(json.loads(_stored_report(book, "alice")), "dot")["max_score"]
+    assert scores == {"alice": ("graded", points), "mallory": ("graded", 0.0)}
+    expect_refused(task(json.loads(_stored_report(book, "mallory")), "dot"))
+    assert json.loads(_stored_report(book, "mallory"))["sandbox"]["held"]  # the gradebook keeps the record
+
+
+def _stored_report(book, student: str) -> str:
+    import sqlite3
+
+    with sqlite3.connect(book) as db:
+        return db.execute("SELECT report FROM results WHERE student = ?", (student,)).fetchone()[0]
+
+
+def test_in_the_gradescope_layout_a_survivor_cannot_rewrite_results_json(tmp_path):
+    course = make_course(tmp_path / "course")
+    root = tmp_path / "autograder"
+    results = root / "results" / "results.json"
+    (root / "submission").mkdir(parents=True)
+    (root / "submission" / "scale.py").write_text(SOLUTIONS["scale.py"])
+    (root / "submission" / "add.py").write_text(textwrap.dedent(f"""
+        import os, time
+        _spawned = []
+
+        def add(x, y):
+            if not _spawned:
+                _spawned.append(1)
+                if os.fork() == 0:
+                    os.setsid()
+                    if os.fork() == 0:
+                        try:
+                            time.sleep(2)
+                            with open({str(results)!r}, "w") as f:
+                                f.write('{{"score": 1000}}')
+                        finally:
+                            os._exit(0)
+                    os._exit(0)
+                time.sleep(0.2)
+            return x + y
+    """))
+    snapshot = integrity.snapshot([str(course)])
+    proc = run_grade("autograde", EXERCISE, "--root", str(root), cwd=course)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    written = results.read_text()
+    time.sleep(2.5)  # past the survivor's wake-up
+    assert results.read_text() == written
+    data = json.loads(written)
+    assert data["score"] == 15 and "files" in data["extra_data"]["sandbox"]["held"]
+    integrity.verify(snapshot, [str(course)])
