@@ -53,6 +53,7 @@ _SYSTEM_READ_ONLY = ("/bin", "/usr/bin", "/lib", "/lib64", "/usr/lib", "/usr/lib
                      "/etc/localtime", "/usr/share/zoneinfo", "/dev/urandom", "/dev/random", "/dev/zero",
                      "/sys/devices/system/cpu", "/proc/self")  # /proc/self: the worker's own entry, not its children's
 _SYSTEM_READ_WRITE = ("/dev/null",)
+_ACCELERATOR_READ_ONLY = ("/sys", "/proc/driver")
 # gloo, in a multi-process group, resolves the host name and lists network interfaces and PCI devices.
 _GROUP_READ_ONLY = ("/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/resolv.conf", "/etc/gai.conf",
                     "/sys/bus/pci", "/sys/devices", "/sys/class/net")
@@ -65,7 +66,8 @@ class Policy:
 
     ``scratch``: the one writable folder (the worker's copy of the submission). ``read_only``:
     folders or files beyond the Python installation and the system libraries (the engine, by
-    default). ``tcp_ports``: None for no TCP at all; else the ports a multi-process group binds and
+    default). ``devices``: files, or folders of them, it may open for reading and writing but not
+    create or remove (an accelerator's device nodes). ``tcp_ports``: None for no TCP at all; else the ports a multi-process group binds and
     connects to (its coordinator's; 0 allows binding an ephemeral port). ``tcp_connect_any``: let
     it connect to any port (gloo's peers listen on ephemeral ports nobody knows in advance). ``off``: mechanisms to
     leave out as if this machine lacked them (a test and measurement switch), out of MECHANISMS.
@@ -74,6 +76,7 @@ class Policy:
 
     scratch: str
     read_only: tuple[str, ...] = (ENGINE_DIR,)
+    devices: tuple[str, ...] = ()
     tcp_ports: tuple[int, ...] | None = None
     tcp_connect_any: bool = False
     off: frozenset[str] = frozenset()
@@ -193,8 +196,9 @@ def _ruleset(record: _Record) -> landlock.Ruleset | None:
     for path in (*python_paths(), *_SYSTEM_READ_ONLY, *group, *policy.read_only):
         if os.path.exists(path):
             ruleset.allow_path(path, landlock.READ)
-    for path in _SYSTEM_READ_WRITE:
-        ruleset.allow_path(path, landlock.READ_WRITE_FILE)
+    for path in (*_SYSTEM_READ_WRITE, *policy.devices):
+        if os.path.exists(path):
+            ruleset.allow_path(path, landlock.READ | landlock.READ_WRITE_FILE)
     ruleset.allow_path(policy.scratch, landlock.fs_rights(abi))
     for port in (policy.tcp_ports or ()) if ruleset.net_handled else ():
         ruleset.allow_port(port, tcp)
@@ -309,15 +313,19 @@ def survey(policy: Policy) -> dict:
     return record.as_dict(0.0)
 
 
-def confine_worker(code: str, probes: str, distributed: dict | None, off=()) -> dict:
+def confine_worker(code: str, probes: str, backend: str, distributed: dict | None, off=()) -> dict:
     """Confine a worker: it may write its copy of the submission (``code``) and read the ``probes`` copied beside it.
 
     A process of a multi-process group (``distributed``: its coordinator's ``host:port``) may also
-    bind that port and ephemeral ones, and connect to its peers.
+    bind that port and ephemeral ones, and connect to its peers. On a real accelerator (``backend``
+    other than cpu) it may open the device nodes in /dev and read /sys and the driver's /proc
+    files (worked out from the drivers' documentation, not yet tried on a GPU or TPU).
     """
     ports = (int(distributed["coordinator"].rpartition(":")[2]), 0) if distributed else None
-    return confine(Policy(scratch=code, read_only=(ENGINE_DIR, probes), tcp_ports=ports,
-                          tcp_connect_any=bool(distributed), off=_mechanisms(off)))
+    accelerator = backend != "cpu"
+    read_only = (ENGINE_DIR, probes, *(_ACCELERATOR_READ_ONLY if accelerator else ()))
+    return confine(Policy(scratch=code, read_only=read_only, devices=("/dev",) if accelerator else (),
+                          tcp_ports=ports, tcp_connect_any=bool(distributed), off=_mechanisms(off)))
 
 
 def _mechanisms(off) -> frozenset[str]:

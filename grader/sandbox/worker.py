@@ -124,7 +124,8 @@ def main(request_fd: int = REQUEST_FD, reply_fd: int = REPLY_FD) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     _probes_folder = os.path.abspath(settings.probes)
     try:
-        sandbox = confine.confine_worker(settings.code, _probes_folder, settings.distributed, settings.sandbox_off)
+        sandbox = confine.confine_worker(settings.code, _probes_folder, settings.backend, settings.distributed,
+                                         settings.sandbox_off)
         info = configure_jax(settings)
     except BaseException as exc:  # noqa: BLE001 - reported to the grader, which explains it
         protocol.send(reply_fd, {"ready": False, "message": f"{type(exc).__name__}: {first_line(exc)}"})

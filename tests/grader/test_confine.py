@@ -522,3 +522,17 @@ def test_the_worker_reads_its_own_proc_entry_only(place):
         result["init"] = attempt(lambda: open("/proc/1/cmdline").read())
     """, scratch=place["scratch"])
     assert result["own_fds"] == "ok" and result["own_status"] == "ok" and result["init"] == "EACCES"
+
+
+def test_device_nodes_open_for_writing_but_nothing_is_created_beside_them(place):
+    """What an accelerator's /dev gets: its files may be written (like /dev/nvidia0), nothing new made there."""
+    devices = place["base"] / "dev"
+    devices.mkdir(mode=0o777)
+    (devices / "accel0").write_text("")
+    (devices / "accel0").chmod(0o666)
+    result = run_confined(f"""
+        result["write"] = attempt(lambda: open({str(devices / 'accel0')!r}, "w").write("x"))
+        result["create"] = attempt(lambda: open({str(devices / 'new')!r}, "w"))
+        result["remove"] = attempt(lambda: os.remove({str(devices / 'accel0')!r}))
+    """, scratch=place["scratch"], devices=(str(devices),))
+    assert result["write"] == "ok" and result["create"] == "EACCES" and result["remove"] == "EACCES"
