@@ -108,7 +108,7 @@ def to_dict(run: RunResult, score: Score, course_name: str, notes=()) -> dict:
         ],
         "timing": {"wall_s": round(run.wall_s, 3), "worker_s": round(run.worker_s, 3),
                    "start_s": round(run.start_s, 3), "grader_rss_mb": round(run.grader_rss_mb, 1),
-                   "worker_rss_mb": round(run.worker_rss_mb, 1)},
+                   "worker_rss_mb": round(run.worker_rss_mb, 1), "confine_ms": round(run.confine_ms, 3)},
         "student_output": run.student_output,
         "notes": list(notes),
         "sandbox": run.sandbox,

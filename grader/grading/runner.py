@@ -54,6 +54,7 @@ class RunResult:
     unmapped_files: tuple[str, ...] = ()
     devices_here: int | None = None  # real devices of the backend; None: emulated
     sandbox: dict = field(default_factory=dict)  # what confined the workers (grader.grading.confinement.combine)
+    confine_ms: float = 0.0  # how long one worker took to confine itself (median)
 
 
 def new_seed() -> int:
@@ -165,6 +166,7 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
                          grader_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                          worker_rss_mb=pool.peak_worker_rss_kb / 1024,
                          student_output=pool.student_output, unmapped_files=tuple(sorted(plugin.unmapped_files)),
-                         devices_here=backend.available, sandbox=sandbox)
+                         devices_here=backend.available, sandbox=sandbox,
+                         confine_ms=confinement.median_cost_ms(pool.sandbox_records))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

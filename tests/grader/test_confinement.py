@@ -21,7 +21,8 @@ def test_a_run_holds_a_layer_only_where_every_worker_held_it():
     assert run["held"] == ["files", "signals", "syscalls", "lifetime", "limits"]
     assert run["missing"] == {"network": "TCP connections are open: gloo",
                               "uid": "the grader is not root, so workers keep its uid"}
-    assert run["workers"] == 3 and run["landlock_abi"] == 6 and run["cost_ms"] == 2.0
+    assert run["workers"] == 3 and run["landlock_abi"] == 6 and "cost_ms" not in run
+    assert confinement.median_cost_ms([FULL, NOT_ROOT, GROUP]) == 2.0 and confinement.median_cost_ms([]) == 0.0
     assert confinement.combine([]) == {"held": [], "missing": {}, "workers": 0}
 
 
