@@ -132,3 +132,10 @@ def require_here(level: str) -> None:
     """Refuse (SandboxRefused) before any worker starts when this machine cannot reach ``level``."""
     if level != "none":
         require(level, survey(switched_off()))
+
+
+def here_line() -> str:
+    """What `grade check` prints about this machine: the layers a worker would get, and the strictest level it meets."""
+    record = survey(switched_off())
+    meets = next(level for level in reversed(LEVELS) if not shortfall(level, record))
+    return f"sandbox on this machine: {describe(record)} (meets --require-sandbox {meets})"

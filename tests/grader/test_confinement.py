@@ -60,3 +60,12 @@ def test_the_survey_asks_a_fresh_python_and_honours_the_switch():
     assert off["missing"]["files"] == "switched off for this run"
     everything_off = confinement.survey(("all",))
     assert everything_off["held"] == []
+
+
+def test_grade_check_says_what_this_machine_can_confine(monkeypatch):
+    monkeypatch.setenv("GRADE_SANDBOX", "0")
+    assert confinement.here_line().startswith("sandbox on this machine: none; not here: files (switched off")
+    assert confinement.here_line().endswith("(meets --require-sandbox none)")
+    monkeypatch.setenv("GRADE_SANDBOX", "uid")
+    line = confinement.here_line()
+    assert "uid (switched off for this run)" in line and "(meets --require-sandbox strict)" not in line
