@@ -205,15 +205,19 @@ def _ruleset(record: _Record) -> landlock.Ruleset | None:
     return ruleset
 
 
-def _unreadable_for_others(paths) -> str:
-    """The first path a uid with no groups could not reach (as "other"), with the mode in the way; "" if none."""
+def _unreadable_for_others(paths, read: bool = True) -> str:
+    """The first path a uid with no groups could not reach (as "other"), with the mode in the way; "" if none.
+
+    Every folder on the way must be searchable; with ``read`` the path itself must be readable too.
+    """
     for path in paths:
         parts = os.path.abspath(path).split(os.sep)
         for depth in range(2, len(parts) + 1):
             here = os.sep.join(parts[:depth]) or os.sep
             st = os.stat(here)
-            needs = stat.S_IXOTH if depth < len(parts) or stat.S_ISDIR(st.st_mode) else 0
-            needs |= stat.S_IROTH if depth == len(parts) else 0
+            last = depth == len(parts)
+            needs = stat.S_IXOTH if not last or stat.S_ISDIR(st.st_mode) else 0
+            needs |= stat.S_IROTH if last and read else 0
             if st.st_mode & needs != needs:
                 return f"{here} (mode {stat.S_IMODE(st.st_mode):04o})"
     return ""
@@ -226,8 +230,9 @@ def _check_uid(record: _Record) -> bool:
     if os.geteuid() != 0:
         record.why_not["uid"] = "the grader is not root, so workers keep its uid"
         return False
-    needed = [*python_paths(), *record.policy.read_only, os.path.dirname(os.path.abspath(record.policy.scratch))]
-    blocked = _unreadable_for_others(needed)
+    scratch_parent = os.path.dirname(os.path.abspath(record.policy.scratch))
+    blocked = (_unreadable_for_others([*python_paths(), *record.policy.read_only])
+               or _unreadable_for_others([scratch_parent], read=False))
     if blocked:
         record.why_not["uid"] = f"another uid could not read {blocked}, which the worker needs"
     return not blocked
