@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from conftest import run_grade
 from grader.errors import UsageError
 from grader.grading import confinement
+from toycourse import EXERCISE, SOLUTIONS, make_course
 
 FULL = {"held": ["files", "network", "signals", "syscalls", "uid", "lifetime", "limits"], "missing": {},
         "landlock_abi": 7, "cost_ms": 1.0}
@@ -69,3 +73,47 @@ def test_grade_check_says_what_this_machine_can_confine(monkeypatch):
     monkeypatch.setenv("GRADE_SANDBOX", "uid")
     line = confinement.here_line()
     assert "uid (switched off for this run)" in line and "(meets --require-sandbox strict)" not in line
+
+
+# ---------------------------------------------------------------- --require-sandbox on the command line
+
+
+def test_grade_refuses_a_machine_below_the_required_level(tmp_path):
+    course = make_course(tmp_path / "course")
+    proc = run_grade(EXERCISE, "--submission", str(course / "solutions"), "--require-sandbox", "basic",
+                     cwd=course, env={"GRADE_SANDBOX": "seccomp"})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--require-sandbox basic: this machine cannot confine student code enough; missing: syscalls " \
+           "(switched off for this run)" in proc.stderr
+    assert proc.stdout == ""  # nothing graded, no report that looks finished
+
+
+def test_grade_defaults_to_none_and_says_what_held(tmp_path):
+    course = make_course(tmp_path / "course")
+    proc = run_grade(EXERCISE, "--submission", str(course / "solutions"), cwd=course,
+                     env={"GRADE_SANDBOX": "seccomp"})
+    assert proc.returncode == 0, proc.stderr
+    last = proc.stdout.rstrip().splitlines()[-1]
+    assert last.startswith("sandbox: ") and "syscalls (switched off for this run)" in last
+
+
+def test_batch_insists_on_basic_by_default(tmp_path):
+    course = make_course(tmp_path / "course")
+    proc = run_grade("batch", str(course / "solutions"), "--exercise", EXERCISE, "--gradebook",
+                     str(tmp_path / "book.sqlite"), cwd=course, env={"GRADE_SANDBOX": "landlock"})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--require-sandbox basic" in proc.stderr and "files (switched off for this run)" in proc.stderr
+    assert not (tmp_path / "book.sqlite").exists()
+
+
+def test_autograde_writes_results_then_exits_2_when_refused(tmp_path):
+    course = make_course(tmp_path / "course")
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    for name, text in SOLUTIONS.items():
+        (root / "submission" / name).write_text(text)
+    proc = run_grade("autograde", EXERCISE, "--root", str(root), cwd=course, env={"GRADE_SANDBOX": "0"})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "missing: files (switched off for this run)" in proc.stdout
+    results = json.loads((root / "results" / "results.json").read_text())
+    assert results["score"] == 0 and results["tests"] == []
