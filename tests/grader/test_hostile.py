@@ -34,34 +34,19 @@ GUARDED = [str(ROOT / "course.yaml"), str(ROOT / "tests" / "exercise7"), str(ROO
 SITE = next(p for p in sys.path if p.endswith("site-packages"))
 REFUSED = "every attempt was refused"
 
-HOSTILE = '''
+PRELUDE = """
 import os, signal, socket, sys, time
-
-import jax
-import jax.numpy as jnp
-from jax import lax
 
 ROOT = {root!r}
 _outcome = []
 
 
-def _split(v, n):
-    v = jnp.asarray(v)
-    pad = (-v.shape[0]) % n
-    return jnp.pad(v, (0, pad)).reshape(n, -1)
-
-
-def _honest(x, y):
-    n = jax.device_count()
-    local = jax.pmap(lambda a, b: lax.psum(jnp.dot(a, b), axis_name="i"), axis_name="i")
-    return local(_split(x, n), _split(y, n))[0]
-
-
-{steps}
+"""
+ATTACK = """
 
 
 def _attack():
-    """Run every step once per process; a step that does not raise OSError escaped."""
+    \"\"\"Run every step once per process; a step that does not raise OSError escaped.\"\"\"
     if not _outcome:
         escaped = []
         for name, step in STEPS:
@@ -80,11 +65,13 @@ def distributed_dot(x, y):
     if STEPS:
         _attack()
     return _honest(x, y)
-'''
+"""
 
 
 def hostile(steps: str) -> str:
-    return HOSTILE.format(root=str(ROOT), steps=textwrap.dedent(steps), refused=REFUSED)
+    """The reference solution (its distributed_dot renamed _honest), the attack's ``steps``, and the driver."""
+    honest = (ROOT / "solutions" / "exercise7" / "dot.py").read_text().replace("def distributed_dot(", "def _honest(")
+    return PRELUDE.format(root=str(ROOT)) + honest + "\n\n" + textwrap.dedent(steps) + ATTACK.format(refused=REFUSED)
 
 
 @pytest.fixture

@@ -27,14 +27,20 @@ def test_a_changed_added_or_removed_file_is_named(tmp_path):
     assert "removed: " in message and "test_scale.py" in message
 
 
-def test_a_submission_that_rewrites_the_suite_unconfined_voids_the_run(tmp_path):
-    """With the sandbox switched off (a machine without it), the rewrite happens, and the run ends in exit 3."""
+def _rewriting_submission(tmp_path):
+    """A toy course and a submission whose add() empties the course's test_scale.py; (course, submission, target)."""
     course = make_course(tmp_path / "course")
     submission = tmp_path / "submission"
     submission.mkdir()
     (submission / "scale.py").write_text(SOLUTIONS["scale.py"])
     target = course / "tests" / EXERCISE / "test_scale.py"
     (submission / "add.py").write_text(f"def add(x, y):\n    open({str(target)!r}, 'w').write('')\n    return x + y\n")
+    return course, submission, target
+
+
+def test_a_submission_that_rewrites_the_suite_unconfined_voids_the_run(tmp_path):
+    """With the sandbox switched off (a machine without it), the rewrite happens, and the run ends in exit 3."""
+    course, submission, target = _rewriting_submission(tmp_path)
     proc = run_grade(EXERCISE, "--submission", str(submission), cwd=course, env={"GRADE_SANDBOX": "0"})
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert f"the course changed while it was being graded (changed: {target})" in proc.stderr
@@ -42,13 +48,8 @@ def test_a_submission_that_rewrites_the_suite_unconfined_voids_the_run(tmp_path)
 
 
 def test_the_same_submission_confined_changes_nothing(tmp_path):
-    course = make_course(tmp_path / "course")
-    submission = tmp_path / "submission"
-    submission.mkdir()
-    (submission / "scale.py").write_text(SOLUTIONS["scale.py"])
-    target = course / "tests" / EXERCISE / "test_scale.py"
+    course, submission, target = _rewriting_submission(tmp_path)
     before = target.read_text()
-    (submission / "add.py").write_text(f"def add(x, y):\n    open({str(target)!r}, 'w').write('')\n    return x + y\n")
     proc = run_grade(EXERCISE, "--submission", str(submission), cwd=course)
     assert proc.returncode == 0, proc.stderr
     assert target.read_text() == before
