@@ -27,9 +27,9 @@ class Exit:
 
 
 def _parents() -> dict[int, int]:
-    """pid -> parent pid of every live (not zombie) process this one can see in /proc."""
+    """pid -> parent pid of every live (not zombie) process this one can see in /proc (none without /proc)."""
     parents = {}
-    for name in os.listdir("/proc"):
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
         if not name.isdigit():
             continue
         try:

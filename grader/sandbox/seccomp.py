@@ -67,14 +67,18 @@ class _Filter(ctypes.Structure):
 
 
 _libc = ctypes.CDLL(None, use_errno=True)
-_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+_prctl = getattr(_libc, "prctl", None)  # Linux only; elsewhere availability() says so
+if _prctl is not None:
+    _prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
 
 
 def availability() -> str:
     """"" where a filter can be loaded here, else why not (for the sandbox record)."""
+    if _prctl is None:
+        return "this system has no prctl (not Linux)"
     if platform.machine() not in _TABLES:
         return f"no system call table for {platform.machine()}"
-    if _libc.prctl(_PR_GET_SECCOMP, 0, 0, 0, 0) < 0:
+    if _prctl(_PR_GET_SECCOMP, 0, 0, 0, 0) < 0:
         return f"the kernel has no seccomp filters ({os.strerror(ctypes.get_errno())})"
     return ""
 
@@ -158,7 +162,7 @@ def program(tcp: bool) -> bytes:
 
 def no_new_privs() -> None:
     """Set no_new_privs (needed by seccomp and Landlock without CAP_SYS_ADMIN; setuid binaries lose their bit)."""
-    if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+    if _prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise SeccompError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
 
 
@@ -168,6 +172,6 @@ def load(tcp: bool) -> None:
     buf = ctypes.create_string_buffer(code, len(code))
     prog = _Filter(len(code) // 8, ctypes.cast(buf, ctypes.c_void_p))
     no_new_privs()
-    if _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0) != 0:
+    if _prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0) != 0:
         err = ctypes.get_errno()
         raise SeccompError(err, f"prctl(PR_SET_SECCOMP) refused the filter: {os.strerror(err)}")

@@ -537,3 +537,17 @@ def test_device_nodes_open_for_writing_but_nothing_is_created_beside_them(place)
         result["remove"] = attempt(lambda: os.remove({str(devices / 'accel0')!r}))
     """, scratch=place["scratch"], devices=(str(devices),))
     assert result["write"] == "ok" and result["create"] == "EACCES" and result["remove"] == "EACCES"
+
+
+def test_elsewhere_than_linux_every_layer_is_missing_and_nothing_breaks(place):
+    script = textwrap.dedent(f"""
+        import json, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from grader.sandbox import confine
+        sys.platform = "darwin"
+        print(json.dumps(confine.confine(confine.Policy(scratch={place['scratch']!r}))))
+    """)
+    record = json.loads(subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True,
+                                       check=True).stdout)
+    assert record["held"] == [] and set(record["missing"]) == set(confine_mod.LAYERS)
+    assert record["missing"]["files"] == "darwin is not Linux"
