@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from grader.classroom import fingerprint, roster, unpack
 from grader.course import Course, Exercise
 from grader.errors import EXIT_USAGE
+from grader.grading import confinement
 from grader.classroom.gradebook import FAILED, GRADED, REFUSED, Gradebook, Result
 from grader.classroom.progress import Progress
 
@@ -134,7 +135,7 @@ class Batch:
     def _command(self, folder: str, output: str) -> list[str]:
         s = self.settings
         cmd = [sys.executable, "-m", "grader", s.exercise.name, "--submission", folder, "--format", "json",
-               "--output", output, "--course", s.course.path, "--require-sandbox", s.require_sandbox]
+               "--output", output, "--course", s.course.path]  # the batch checks --require-sandbox (see _result)
         cmd += [arg for t in s.exercise.tasks for arg in ("--task", t.id)] + ["--backend", s.backend]
         return cmd + (["--devices", ",".join(map(str, s.devices))] if s.devices else [])
 
@@ -199,6 +200,11 @@ class Batch:
                 return self._base(planned, status=FAILED, error=f"the grader wrote no readable report ({exc})",
                                   **common)
             report["submission"] = ", ".join(planned.entry.paths)
+            lacking = confinement.shortfall(self.settings.require_sandbox, report.get("sandbox", {}))
+            if lacking:  # the machine, not the student: a rerun grades it again
+                return self._base(planned, status=FAILED, error="its workers were not confined enough for "
+                                  f"--require-sandbox {self.settings.require_sandbox}: missing "
+                                  f"{confinement.reasons(lacking)}", **common)
             return self._base(planned, status=GRADED, score=report["score"], max_score=report["max_score"],
                               report=report, **common)
         if job.timed_out:

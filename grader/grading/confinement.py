@@ -79,9 +79,7 @@ def describe(record: dict) -> str:
     """One line for the text report: ``files, network, ...; not here: uid (why)``."""
     held = ", ".join(record.get("held", ())) or "none"
     missing = record.get("missing", {})
-    if not missing:
-        return held
-    return f"{held}; not here: " + "; ".join(f"{name} ({why})" for name, why in missing.items())
+    return f"{held}; not here: {reasons(missing)}" if missing else held
 
 
 def shortfall(level: str, record: dict) -> dict[str, str]:
@@ -93,6 +91,11 @@ def shortfall(level: str, record: dict) -> dict[str, str]:
     return {layer: missing[layer] for layer in needed if layer in missing}
 
 
+def reasons(lacking: dict[str, str]) -> str:
+    """``files (why); uid (why)``: the missing layers of a shortfall, in words."""
+    return "; ".join(f"{layer} ({why})" for layer, why in lacking.items())
+
+
 class SandboxRefused(UsageError):
     """The machine or the run cannot confine student code as much as --require-sandbox asks."""
 
@@ -101,9 +104,8 @@ def require(level: str, record: dict, what: str = "this machine") -> None:
     """SandboxRefused naming what is missing when ``record`` (a survey or a run's record) is below ``level``."""
     lacking = shortfall(level, record)
     if lacking:
-        reasons = "; ".join(f"{layer} ({why})" for layer, why in lacking.items())
         raise SandboxRefused(f"--require-sandbox {level}: {what} cannot confine student code enough; missing: "
-                             f"{reasons}. Grade on a machine that has them, or pass --require-sandbox none to grade "
+                             f"{reasons(lacking)}. Grade on a machine that has them, or pass --require-sandbox none to grade "
                              "with less.")
 
 

@@ -14,7 +14,7 @@ import os
 
 from grader import submission
 from grader.course import Course, Exercise
-from grader.grading import runner, scoring, versions
+from grader.grading import confinement, runner, scoring, versions
 from grader.grading.report import Report
 from grader.workers.backends import Backend
 
@@ -25,7 +25,12 @@ PUBLIC_ONLY_NOTE = ("public tests only: the full suite, with any hidden tests, r
 def grade_submission(course: Course, exercise: Exercise, path: str, *, devices=None, seed: int | None = None,
                      backend: str | Backend | None = None, timeout_s: float | None = None,
                      allow_jax_mismatch: bool = False, require_sandbox: str = "none") -> Report:
-    """Grade the submission at ``path`` against ``exercise`` (cut to the graded tasks with Exercise.only)."""
+    """Grade the submission at ``path`` against ``exercise`` (cut to the graded tasks with Exercise.only).
+
+    ``require_sandbox``: refuse (SandboxRefused, a usage error) a machine, and then a run, that
+    cannot confine student code that much.
+    """
+    confinement.require_here(require_sandbox)
     notes = versions.check_jax(course, allow_jax_mismatch)
     if course.release and course.release.public_only:
         notes.append(PUBLIC_ONLY_NOTE)

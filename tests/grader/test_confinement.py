@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
@@ -117,3 +118,29 @@ def test_autograde_writes_results_then_exits_2_when_refused(tmp_path):
     assert "missing: files (switched off for this run)" in proc.stdout
     results = json.loads((root / "results" / "results.json").read_text())
     assert results["score"] == 0 and results["tests"] == []
+
+
+def test_a_batch_fails_a_grading_whose_workers_were_confined_less_than_required(tmp_path):
+    """The batch checks each child's recorded sandbox (children do not survey the machine again)."""
+    from grader.classroom import batch, roster
+    from grader.course import load_course
+
+    course = load_course(str(make_course(tmp_path / "course") / "course.yaml"))
+    settings = batch.Settings(course, course.exercise(EXERCISE), 1, None, "hash", 1, 60.0, "cpu", "basic")
+    done = subprocess.Popen(["true"])
+    done.wait()
+    scratch = tmp_path / "job"
+    scratch.mkdir()
+    (scratch / "log.txt").write_text("")
+
+    def result(sandbox: dict):
+        (scratch / "report.json").write_text(json.dumps({"score": 10.0, "max_score": 10.0, "sandbox": sandbox}))
+        job = batch.Job(batch.Planned(roster.Entry("ann", (str(tmp_path),)), "h"), str(scratch), done, 0.0)
+        return batch.Batch(settings, None, None)._result(job)
+
+    weak = result({"held": ["syscalls", "lifetime", "limits"], "missing": {"files": "the kernel has no Landlock"}})
+    assert (weak.status, weak.score) == ("failed", 0.0)
+    assert weak.error == ("its workers were not confined enough for --require-sandbox basic: missing files "
+                          "(the kernel has no Landlock)")
+    strong = result(NOT_ROOT)
+    assert (strong.status, strong.score) == ("graded", 10.0)
