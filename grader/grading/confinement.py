@@ -13,7 +13,7 @@ starts (a usage error, exit 2), with a sentence naming each missing layer and wh
   calls that reach other processes or bypass the filter, cannot outlive the run, and has resource
   limits: files, syscalls, lifetime, limits (the default for ``grade batch`` and ``grade
   autograde``, which grade other people's code; Linux 5.13 or newer has all of it, as any user);
-- ``strict``: every layer, including network and signals (Landlock ABI 6: Linux 6.7) and a uid of
+- ``strict``: every layer, including network and signals (Landlock ABI 6: Linux 6.12) and a uid of
   its own (the grader runs as root). A multi-process task cannot reach it: gloo's processes
   connect to each other's ephemeral TCP ports, which Landlock cannot name in advance.
 """
@@ -33,7 +33,7 @@ BASIC = ("files", "syscalls", "lifetime", "limits")
 LEVELS = ("none", "basic", "strict")  # strict: every layer a worker reports (grader.sandbox.confine.LAYERS)
 DEFAULT = {"grade": "none", "batch": "basic", "autograde": "basic"}
 HELP = ("refuse to grade unless student code is confined at least this much: none, basic (files, syscalls, "
-        "lifetime, limits) or strict (every layer; needs root and Linux 6.7)")
+        "lifetime, limits) or strict (every layer; needs root and Linux 6.12)")
 SWITCH = "GRADE_SANDBOX"  # "0": leave every mechanism out (for measuring the cost only); else a comma list to leave out
 SURVEY_TIMEOUT_S = 60.0
 
