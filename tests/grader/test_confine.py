@@ -517,12 +517,15 @@ def test_survey_predicts_the_record_without_confining(place):
 
 
 def test_the_worker_reads_its_own_proc_entry_only(place):
-    result = run_confined("""
+    result = run_confined(f"""
         result["own_fds"] = attempt(lambda: os.listdir("/proc/self/fd"))
         result["own_status"] = attempt(lambda: open("/proc/self/status").read())
         result["init"] = attempt(lambda: open("/proc/1/cmdline").read())
+        result["via_root_link"] = attempt(lambda: open("/proc/self/root" + {str(ROOT / 'course.yaml')!r}).read())
+        result["via_cwd_link"] = attempt(lambda: os.listdir("/proc/self/cwd/.."))
     """, scratch=place["scratch"])
     assert result["own_fds"] == "ok" and result["own_status"] == "ok" and result["init"] == "EACCES"
+    assert result["via_root_link"] == "EACCES" and result["via_cwd_link"] == "EACCES"  # links do not widen it
 
 
 def test_device_nodes_open_for_writing_but_nothing_is_created_beside_them(place):
