@@ -100,6 +100,20 @@ def _guarded(course: Course, suite: str) -> list[str]:
     return [course.path, suite, *sorted(engine)]
 
 
+def _remove_scratch(scratch: str) -> None:
+    """Remove the scratch even where student code left a folder it made unreadable (mode 000).
+
+    Runs once every worker is gone; links are never followed (chmod would change their target).
+    """
+    for folder, dirs, _ in os.walk(scratch):
+        for name in dirs:
+            path = os.path.join(folder, name)
+            if not os.path.islink(path):
+                with contextlib.suppress(OSError):
+                    os.chmod(path, 0o700)
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
 def _single_layouts(exercise: Exercise, devices) -> list[Layout]:
     counts = set(devices) if devices else {n for t in exercise.tasks for n in t.devices}
     return [Layout(n) for n in sorted(counts)]
@@ -168,4 +182,4 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
                          devices_here=backend.available, sandbox=sandbox,
                          confine_ms=confinement.median_cost_ms(pool.sandbox_records))
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        _remove_scratch(scratch)

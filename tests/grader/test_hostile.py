@@ -330,6 +330,29 @@ def test_filling_the_disk_stops_at_the_file_size_limit_and_outside_the_scratch(m
     assert not os.path.exists("/tmp/pmap-hostile-fill")
 
 
+def test_a_scratch_made_unreadable_is_removed_all_the_same(make_submission):
+    source = hostile("""
+        STEPS = []
+        def lock_up():
+            if _outcome:
+                return
+            _outcome.append([])
+            locked = f"locked{os.getpid()}"  # workers of both device counts share the scratch
+            os.makedirs(locked + "/inner")
+            open(locked + "/inner/data.bin", "wb").write(b"x" * 1000)
+            os.symlink("/etc", locked + "/etc")  # chmod must not follow it
+            os.chmod(locked + "/inner", 0)
+            os.chmod(locked, 0)
+            print("SCRATCH", os.getcwd(), flush=True)
+    """).replace("    if STEPS:\n        _attack()", "    lock_up()")
+    report = grade_json(make_submission({"dot": source}), "--task", "dot", "--devices", "1,2")
+    assert task(report, "dot")["score"] == task(report, "dot")["max_score"], task(report, "dot")["reason"]
+    scratches = [line.split()[1] for text in report["student_output"].values() for line in text.splitlines()
+                 if line.startswith("SCRATCH ")]
+    assert scratches and not any(os.path.exists(s) for s in scratches)
+    assert os.stat("/etc").st_mode & 0o777 == 0o755
+
+
 def test_the_report_says_what_confined_the_workers(make_submission):
     report = grade_json(make_submission({}), "--task", "dot", "--devices", "1,2")
     sandbox = report["sandbox"]
