@@ -105,8 +105,8 @@ def require(level: str, record: dict, what: str = "this machine") -> None:
     lacking = shortfall(level, record)
     if lacking:
         raise SandboxRefused(f"--require-sandbox {level}: {what} cannot confine student code enough; missing: "
-                             f"{reasons(lacking)}. Grade on a machine that has them, or pass --require-sandbox none to grade "
-                             "with less.")
+                             f"{reasons(lacking)}. Grade on a machine that has them, or pass --require-sandbox none "
+                             "to grade with less.")
 
 
 @functools.lru_cache(maxsize=4)

@@ -147,8 +147,8 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
     try:
         code = submissions.copy_to_scratch(submission.found, scratch)
         run = RunSettings(code=code, probes=_copy_probes(suite, scratch), backend=backend,
-                          memory_mb=backend.memory_limit_mb(course.memory_mb), timeout_s=timeout_s or exercise.timeout_s,
-                          sandbox_off=tuple(sorted(confinement.switched_off())))
+                          memory_mb=backend.memory_limit_mb(course.memory_mb),
+                          timeout_s=timeout_s or exercise.timeout_s, sandbox_off=confinement.switched_off())
         pool = WorkerPool(run, _engine_link(scratch), use_zygote=os.environ.get("GRADE_ZYGOTE", "1") != "0")
         log = io.StringIO()
         try:

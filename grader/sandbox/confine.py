@@ -6,9 +6,10 @@ why, and the worker still grades (the grader decides with ``--require-sandbox`` 
 enough). The layers, by the names the record and the reports use:
 
 - ``files``: Landlock. Read-only the Python installation, site-packages, the engine, the system
-  programs (/bin, /usr/bin: a program it runs is confined the same way) and libraries, /dev/null, /dev/urandom, the CPU topology JAX reads and the worker's own /proc entry;
-  read-write the scratch only. Nothing else: not the course, the suites, /tmp, another process's
-  /proc entry, a classmate's scratch.
+  programs (/bin, /usr/bin: a program it runs is confined the same way) and libraries, /dev/null,
+  /dev/urandom, the CPU topology JAX reads and the worker's own /proc entry; read-write the
+  scratch only. Nothing else: not the course, the suites, /tmp, another process's /proc entry, a
+  classmate's scratch.
 - ``network``: no socket but the TCP a multi-process group needs (seccomp), and TCP only to the
   ports given (Landlock, ABI 4); abstract unix sockets outside the worker are out of reach
   (Landlock scope, ABI 6, and no AF_UNIX ``socket()`` at all).
@@ -49,9 +50,10 @@ FILE_SIZE_LIMIT = 256 << 20
 OPEN_FILES_LIMIT = 4096
 PROCESS_LIMIT = 1024
 _PR_SET_CHILD_SUBREAPER = 36
-_SYSTEM_READ_ONLY = ("/bin", "/usr/bin", "/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib", "/etc/ld.so.cache",
-                     "/etc/localtime", "/usr/share/zoneinfo", "/dev/urandom", "/dev/random", "/dev/zero",
-                     "/sys/devices/system/cpu", "/proc/self")  # /proc/self: the worker's own entry, not its children's
+_SYSTEM_READ_ONLY = ("/bin", "/usr/bin", "/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib",
+                     "/etc/ld.so.cache", "/etc/localtime", "/usr/share/zoneinfo", "/dev/urandom", "/dev/random",
+                     "/dev/zero", "/sys/devices/system/cpu",
+                     "/proc/self")  # the worker's own entry (resolved when the rule is made), not its children's
 _SYSTEM_READ_WRITE = ("/dev/null",)
 _ACCELERATOR_READ_ONLY = ("/sys", "/proc/driver")
 # gloo, in a multi-process group, resolves the host name and lists network interfaces and PCI devices.
@@ -67,11 +69,13 @@ class Policy:
     ``scratch``: the one writable folder (the worker's copy of the submission). ``read_only``:
     folders or files beyond the Python installation and the system libraries (the engine, by
     default). ``devices``: files, or folders of them, it may open for reading and writing but not
-    create or remove (an accelerator's device nodes). ``tcp_ports``: None for no TCP at all; else the ports a multi-process group binds and
-    connects to (its coordinator's; 0 allows binding an ephemeral port). ``tcp_connect_any``: let
-    it connect to any port (gloo's peers listen on ephemeral ports nobody knows in advance). ``off``: mechanisms to
-    leave out as if this machine lacked them (a test and measurement switch), out of MECHANISMS.
-    ``max_landlock_abi``: pretend the kernel's Landlock is no newer than this (1 or more).
+    create or remove (an accelerator's device nodes). ``tcp_ports``: None for no TCP at all; else
+    the ports a multi-process group binds and connects to (its coordinator's; 0 allows binding an
+    ephemeral port). ``tcp_connect_any``: let it connect to any port (gloo's peers listen on
+    ephemeral ports nobody knows in advance). ``off``: mechanisms to leave out as if this machine
+    lacked them (a test and measurement switch), out of MECHANISMS. ``max_landlock_abi``: pretend
+    the kernel's Landlock is no newer than this (1 or more). ``process_limit``: RLIMIT_NPROC when
+    the worker has a uid of its own. ``limits``: the other resource limits, by RLIMIT_* number.
     """
 
     scratch: str

@@ -83,7 +83,8 @@ def abi_version() -> tuple[int, str]:
     if version >= 0:
         return int(version), ""
     err = ctypes.get_errno()
-    reasons = {38: "the kernel has no Landlock (ENOSYS)", 95: "Landlock is built in but not enabled at boot (EOPNOTSUPP)",
+    reasons = {38: "the kernel has no Landlock (ENOSYS)",
+               95: "Landlock is built in but not enabled at boot (EOPNOTSUPP)",
                1: "a seccomp profile refuses Landlock's system calls (EPERM)"}
     return 0, reasons.get(err, f"landlock_create_ruleset failed: {os.strerror(err)}")
 
@@ -97,7 +98,7 @@ class Ruleset:
     """One Landlock ruleset being built: handled rights first, then rules that allow some back."""
 
     def __init__(self, abi: int, net: int, scopes: int):
-        """Handle every filesystem right of ``abi``, the TCP rights ``net`` and the ``scopes`` (where ``abi`` has them)."""
+        """Handle every filesystem right of ``abi``, and the TCP rights ``net`` and ``scopes`` where it has them."""
         self.abi = abi
         self.fs_handled = fs_rights(abi)
         self.net_handled = net if abi >= NET_ABI else 0

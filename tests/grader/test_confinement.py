@@ -17,7 +17,8 @@ FULL = {"held": ["files", "network", "signals", "syscalls", "uid", "lifetime", "
 NOT_ROOT = {"held": ["files", "network", "signals", "syscalls", "lifetime", "limits"],
             "missing": {"uid": "the grader is not root, so workers keep its uid"}, "landlock_abi": 7, "cost_ms": 2.0}
 GROUP = {"held": ["files", "signals", "syscalls", "lifetime", "limits"],
-         "missing": {"network": "TCP connections are open: gloo", "uid": "the grader is not root, so workers keep its uid"},
+         "missing": {"network": "TCP connections are open: gloo",
+                     "uid": "the grader is not root, so workers keep its uid"},
          "landlock_abi": 6, "cost_ms": 3.0}
 
 
@@ -43,7 +44,8 @@ def test_levels_name_what_is_missing():
     with pytest.raises(confinement.SandboxRefused, match=r"--require-sandbox strict: this run cannot confine student "
                                                          r"code enough; missing: network \(TCP connections"):
         confinement.require("strict", GROUP, "this run")
-    no_landlock = {"held": ["syscalls", "lifetime", "limits"], "missing": {"files": "the kernel has no Landlock (ENOSYS)"}}
+    no_landlock = {"held": ["syscalls", "lifetime", "limits"],
+                   "missing": {"files": "the kernel has no Landlock (ENOSYS)"}}
     with pytest.raises(confinement.SandboxRefused, match=r"missing: files \(the kernel has no Landlock \(ENOSYS\)\)"):
         confinement.require("basic", no_landlock)
     confinement.require("none", {"held": [], "missing": {"files": "x", "syscalls": "y"}})
