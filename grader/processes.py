@@ -92,6 +92,10 @@ def kill_adopted() -> None:
         except ProcessLookupError:
             continue
         kill_group(child)
+        try:
+            os.waitpid(child, 0)  # it is this process's child now: collect it, or it stays a zombie
+        except ChildProcessError:
+            pass
 
 
 def kill_group(pid: int) -> None:

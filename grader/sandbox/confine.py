@@ -238,7 +238,8 @@ def _check_uid(record: _Record) -> bool:
     blocked = (_unreadable_for_others([*python_paths(), *record.policy.read_only])
                or _unreadable_for_others([scratch_parent], read=False))
     if blocked:
-        record.why_not["uid"] = f"another uid could not read {blocked}, which the worker needs"
+        record.why_not["uid"] = (f"another uid could not read {blocked}, which the worker needs; a Python "
+                                 "installed where every user can read it (e.g. /usr or /opt) gets this layer")
     return not blocked
 
 

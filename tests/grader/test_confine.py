@@ -389,8 +389,9 @@ def test_a_path_only_root_can_read_is_named_instead_of_breaking_the_worker(place
     hidden.mkdir(mode=0o700)
     result = run_confined("result['uid'] = os.getuid()", python=UID_PYTHON, scratch=place["scratch"],
                           read_only=(str(hidden),))
-    assert result["record"]["missing"]["uid"] == f"another uid could not read {hidden} (mode 0700), which the " \
-                                                 "worker needs"
+    assert result["record"]["missing"]["uid"] == (f"another uid could not read {hidden} (mode 0700), which the "
+                                                  "worker needs; a Python installed where every user can read it "
+                                                  "(e.g. /usr or /opt) gets this layer")
     assert result["uid"] == 0
 
 
@@ -554,3 +555,29 @@ def test_elsewhere_than_linux_every_layer_is_missing_and_nothing_breaks(place):
                                        check=True).stdout)
     assert record["held"] == [] and set(record["missing"]) == set(confine_mod.LAYERS)
     assert record["missing"]["files"] == "darwin is not Linux"
+
+
+def test_the_grader_kills_and_collects_the_orphans_it_adopts():
+    """A worker's orphan, adopted by the subreaper above it, is killed and reaped (no zombie left behind)."""
+    script = textwrap.dedent(f"""
+        import os, sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from grader import processes
+        processes.adopt_orphans()
+        r, w = os.pipe()
+        worker = os.fork()
+        if worker == 0:  # a worker in a session of its own that leaves a grandchild and exits
+            os.setsid()
+            if os.fork() == 0:
+                os.write(w, str(os.getpid()).encode())
+                time.sleep(60)
+            os._exit(0)
+        os.waitpid(worker, 0)
+        orphan = int(os.read(r, 32))
+        time.sleep(0.2)
+        adopted = processes.descendants(os.getpid()) == [orphan]
+        processes.kill_adopted()
+        print(adopted, os.path.exists(f"/proc/{{orphan}}"))
+    """)
+    out = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["True", "False"], out.stdout + out.stderr
