@@ -128,7 +128,8 @@ def test_a_batch_fails_a_grading_whose_workers_were_confined_less_than_required(
     from grader.course import load_course
 
     course = load_course(str(make_course(tmp_path / "course") / "course.yaml"))
-    settings = batch.Settings(course, course.exercise(EXERCISE), 1, None, "hash", 1, 60.0, "cpu", "basic")
+    settings = batch.Settings(course, course.exercise(EXERCISE), 1, None, "hash", 1, 60.0, "cpu",
+                              require_sandbox="basic")
     done = subprocess.Popen(["true"])
     done.wait()
     scratch = tmp_path / "job"
