@@ -137,7 +137,8 @@ def test_a_batch_fails_a_grading_whose_workers_were_confined_less_than_required(
     (scratch / "log.txt").write_text("")
 
     def result(sandbox: dict):
-        (scratch / "report.json").write_text(json.dumps({"score": 10.0, "max_score": 10.0, "sandbox": sandbox}))
+        report = {"score": 10.0, "max_score": 10.0, "tasks": [], "sandbox": sandbox}
+        (scratch / "report.json").write_text(json.dumps(report))
         job = batch.Job(batch.Planned(roster.Entry("ann", (str(tmp_path),)), "h"), str(scratch), done, 0.0)
         return batch.Batch(settings, None, None)._result(job)
 
