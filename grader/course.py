@@ -44,7 +44,9 @@ class Task:
     timeout_s: float
     files: tuple[str, ...]
     extra_credit: bool = False
-    local_timeout_s: float | None = None  # the limit of a student's own run (see Exercise.local); None: timeout_s
+    # The limit of a student's own run (see Exercise.local); None: timeout_s. Not in repr, which the batch's
+    # fingerprints hash (grader/classroom/fingerprint.py): the autograder's results do not depend on it.
+    local_timeout_s: float | None = field(default=None, repr=False)
     visibility: str = "visible"
     tests: dict[str, TestRule] = field(default_factory=dict)
     processes: tuple[Layout, ...] = ()  # multi-process layouts; then ``devices`` is empty

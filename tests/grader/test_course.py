@@ -111,3 +111,16 @@ def test_local_limits_are_inherited_capped_and_apply_only_to_a_local_run(tmp_pat
     assert [t.timeout_s for t in ex.tasks] == [5, 1.5], "the autograder keeps timeout_s"
     plain = load_course(write(tmp_path, GOOD)).exercise("ex1")
     assert plain.local().tasks == plain.tasks, "without local_timeout_s a local run has the same limits"
+
+
+def test_the_local_limit_does_not_touch_the_autograders_fingerprints(tmp_path):
+    """A batch grades with timeout_s, so changing only local_timeout_s must not regrade a class."""
+    from grader.classroom.fingerprint import task_fingerprints
+
+    def prints(text):
+        course = load_course(write(tmp_path, text))
+        return task_fingerprints(course, course.exercise("ex1"), None)
+
+    plain = prints(GOOD)
+    assert prints(GOOD.replace("timeout_s: 5,", "timeout_s: 5, local_timeout_s: 2,")) == plain
+    assert prints(GOOD.replace("timeout_s: 5,", "timeout_s: 6,")) != plain
