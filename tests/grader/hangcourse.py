@@ -13,7 +13,7 @@ from pathlib import Path
 
 from toycourse import EXERCISE, write_course
 
-REACHED = "fine-was-graded"  # fine's solution leaves this file in its worker's scratch: the run is under way
+REACHED = "spin-was-called"  # the endless spin leaves this file in its worker's scratch: fine is graded
 TASKS = [
     {"id": "fine", "title": "Add", "points": 5, "hint": "Return x + y.", "files": ["test_a_fine.py"]},
     {"id": "spin", "title": "Count up", "points": 10, "hint": "Step i on every turn of the loop.",
@@ -52,12 +52,13 @@ SUITE = {
         """,
 }
 SOLUTIONS = {
-    "fine.py": f"def add(x, y):\n    open({REACHED!r}, 'w').close()\n    return x + y\n",
+    "fine.py": "def add(x, y):\n    return x + y\n",
     "spin.py": "def count(n):\n    i = 0\n    while i < n:\n        i += 1\n    return float(i)\n",
     "tail.py": "def negate(x):\n    return -x\n",
 }
-# The mistake of issue 13: the loop never steps i, so count(n > 0) never returns.
-ENDLESS = {**SOLUTIONS, "spin.py": "def count(n):\n    i = 0\n    while i < n:\n        pass\n    return float(i)\n"}
+# The mistake of issue 13: the loop never steps i, so count(n > 0) never returns. It leaves a marker first.
+ENDLESS = {**SOLUTIONS, "spin.py": f"def count(n):\n    open({REACHED!r}, 'w').close()\n    i = 0\n"
+                                   "    while i < n:\n        pass\n    return float(i)\n"}
 
 
 def make_course(root: Path, timeout_s: float, local_timeout_s: float | None = None, devices=(1,)) -> Path:
@@ -88,7 +89,7 @@ def processes_under(folder: Path) -> list[str]:
 
 
 def under_way(tmp: Path):
-    """A condition: the run whose TMPDIR is ``tmp`` has graded task fine (so it is in pytest, at spin)."""
+    """A condition: the run whose TMPDIR is ``tmp`` is in the endless loop of spin (task fine is graded)."""
     def reached() -> bool:
         try:
             return any(tmp.rglob(REACHED))
