@@ -12,7 +12,7 @@ from grader.errors import EXIT_BELOW
 
 
 def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, course_path, backend, timeout,
-           allow_jax_mismatch):
+           allow_jax_mismatch, show_output):
     from grader.cli.options import parse_devices
     from grader.course import find_course
     from grader.grading.pipeline import grade_submission
@@ -23,6 +23,13 @@ def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, c
                               devices=parse_devices(devices), seed=seed, backend=backend, timeout_s=timeout,
                               allow_jax_mismatch=allow_jax_mismatch)
     text = report.render(fmt)
+    if show_output:
+        from grader.grading.printed import printed
+
+        if fmt == "text":
+            text += "\n" + printed(report.run.student_output)
+        else:
+            click.echo(printed(report.run.student_output), err=True, nl=False)
     score = report.score
     if output:
         with open(output, "w", encoding="utf-8") as f:
@@ -50,6 +57,9 @@ def exercise_command(name: str) -> click.Command:
                   help="cpu: emulated devices; gpu/tpu: this machine's own; auto: an accelerator if JAX sees one, "
                        "else cpu (default: course.yaml)")
     @click.option("--timeout", type=click.FloatRange(min=0.1), help="per-call time limit in seconds (default: course.yaml)")
+    @click.option("--show-output", is_flag=True,
+                  help="print what your code printed, per device count (capped); with --format other than text, "
+                       "to stderr")
     @click.option("--course", "course_path", type=click.Path(), help="course.yaml or the folder holding it")
     @click.option("--allow-jax-mismatch", is_flag=True,
                   help="grade even if JAX is another series than the course was released for (0.x: another minor)")

@@ -148,7 +148,7 @@ def to_text(run: RunResult, score: Score, course_name: str, notes=()) -> str:
     lines.append(f"seed {run.seed} · backend {run.backend} ({_machine(run)}) · ran on {_ran_on(run)} · {run.wall_s:.1f} s")
     if run.student_output:
         size = sum(len(v) for v in run.student_output.values())
-        lines.append(f"your code printed {size} characters (see --format json for the text)")
+        lines.append(f"your code printed {size} characters (--show-output shows them)")
     subset = "" if run.exercise.complete else "".join(f" --task {t.id}" for t in run.exercise.tasks)
     devices = f" --devices {','.join(map(str, run.devices))}" if run.devices else ""
     lines.append(f"reproduce: grade {run.exercise.name} --seed {run.seed}{subset}{devices}")
