@@ -13,6 +13,7 @@ from grader import submission
 from grader.course import Course, Exercise
 from grader.grading import runner, scoring, versions
 from grader.grading.report import Report
+from grader.grading.workspace import Workspace
 from grader.workers.backends import Backend
 
 PUBLIC_ONLY_NOTE = ("public tests only: the full suite, with any hidden tests, runs when you submit, "
@@ -21,8 +22,9 @@ PUBLIC_ONLY_NOTE = ("public tests only: the full suite, with any hidden tests, r
 
 def grade_submission(course: Course, exercise: Exercise, path: str, *, devices=None, seed: int | None = None,
                      backend: str | Backend | None = None, timeout_s: float | None = None,
-                     allow_jax_mismatch: bool = False) -> Report:
-    """Grade the submission at ``path`` against ``exercise`` (cut to the graded tasks with Exercise.only)."""
+                     allow_jax_mismatch: bool = False, workspace: Workspace | None = None) -> Report:
+    """Grade the submission at ``path`` against ``exercise`` (cut to the graded tasks with Exercise.only);
+    ``workspace``: one kept between runs (watch mode), else the run makes its own."""
     notes = versions.check_jax(course, allow_jax_mismatch)
     if course.release and course.release.public_only:
         notes.append(PUBLIC_ONLY_NOTE)
@@ -30,5 +32,5 @@ def grade_submission(course: Course, exercise: Exercise, path: str, *, devices=N
     if found.note:
         notes.insert(0, found.note)
     run = runner.grade(course, exercise, found, devices=devices, seed=seed, backend=backend or course.backend,
-                       timeout_s=timeout_s)
+                       timeout_s=timeout_s, workspace=workspace)
     return Report(run, scoring.score(exercise, run.cases), course.name, notes)

@@ -12,15 +12,13 @@ import io
 import os
 import resource
 import secrets
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from grader import submission as submissions
 from grader.course import Course, Exercise
 from grader.errors import GraderError, UsageError
+from grader.grading.workspace import Workspace
 from grader.layout import Layout
 from grader.submission import Submission
 from grader.workers.backends import Backend, resolve
@@ -29,9 +27,6 @@ from grader.workers.worker import RunSettings
 
 if TYPE_CHECKING:
     from grader.grading.plugin import Case
-
-ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 
 @dataclass
 class RunResult:
@@ -56,14 +51,6 @@ def new_seed() -> int:
     return secrets.randbelow(2**31)
 
 
-def _engine_link(scratch: str) -> str:
-    """A folder holding only the ``grader`` package, so workers can import it and nothing beside it."""
-    path = os.path.join(scratch, "engine")
-    os.makedirs(path)
-    os.symlink(ENGINE_DIR, os.path.join(path, "grader"))
-    return path
-
-
 def _single_layouts(exercise: Exercise, devices) -> list[Layout]:
     counts = set(devices) if devices else {n for t in exercise.tasks for n in t.devices}
     return [Layout(n) for n in sorted(counts)]
@@ -75,9 +62,10 @@ def _pytest_args(suite: str, files: list[str]) -> list[str]:
 
 
 def grade(course: Course, exercise: Exercise, submission: Submission, devices=None, seed: int | None = None,
-          backend: str | Backend = "cpu", timeout_s: float | None = None) -> RunResult:
+          backend: str | Backend = "cpu", timeout_s: float | None = None,
+          workspace: Workspace | None = None) -> RunResult:
     """Grade ``submission`` against the hidden suite of ``exercise``'s tasks (``backend``: a name or a
-    resolved Backend)."""
+    resolved Backend). ``workspace``: one that outlives this run (watch mode); by default a new one."""
     started = time.perf_counter()
     backend = resolve(backend) if isinstance(backend, str) else backend
     seed = new_seed() if seed is None else seed
@@ -86,12 +74,12 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
         raise UsageError(f"the suite folder {suite} for {exercise.name} does not exist")
     files = sorted({os.path.join(suite, f) for t in exercise.tasks for f in t.files
                     if os.path.isfile(os.path.join(suite, f))})
-    scratch = tempfile.mkdtemp(prefix="grade-")
+    space = workspace or Workspace()
     try:
-        code = submissions.copy_to_scratch(submission.found, scratch)
+        code = space.fresh_copy(submission.found)
         run = RunSettings(code=code, probes=suite, backend=backend,
                           memory_mb=backend.memory_limit_mb(course.memory_mb), timeout_s=timeout_s or exercise.timeout_s)
-        pool = WorkerPool(run, _engine_link(scratch), use_zygote=os.environ.get("GRADE_ZYGOTE", "1") != "0")
+        pool = WorkerPool(run, space.engine, launcher=space.launcher)
         log = io.StringIO()
         try:
             pool.prestart(_single_layouts(exercise, devices))
@@ -119,4 +107,5 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
                          student_output=pool.student_output, unmapped_files=tuple(sorted(plugin.unmapped_files)),
                          devices_here=backend.available)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if workspace is None:
+            space.close()
