@@ -170,6 +170,7 @@ def _readme(course: Course, exercise: Exercise, released: Released) -> str:
     files = ", ".join(f"`{m}.py`" for m in expected_modules(os.path.join(course.root, exercise.stubs)))
     loop = [(f".venv/bin/grade {exercise.name}", "every task, at every device count"),
             (f".venv/bin/grade {exercise.name} --task {exercise.tasks[0].id}", "one task"),
+            (f".venv/bin/grade {exercise.name} --task {exercise.tasks[0].id} --watch", "regrade on every save"),
             (f".venv/bin/grade {exercise.name} --devices 1,2", "fewer device counts: faster while you work")]
     width = max(len(command) for command, _ in loop)
     loop_text = "\n".join(f"    {command:<{width}}   # {comment}" for command, comment in loop)
