@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
@@ -19,6 +19,7 @@ from grader.course import Exercise
 from grader.errors import GraderError, StudentFailure
 from grader.grading.student import Student
 from grader.layout import Layout, label
+from grader.suite import feedback
 from grader.workers.pool import WorkerPool
 
 
@@ -36,6 +37,7 @@ class Case:
     where: str | None = None
     duration_s: float = 0.0
     processes: int | None = None  # set for a multi-process layout; devices is then per process
+    feedback: list[dict] = field(default_factory=list)  # what the test attached (grader.suite.feedback)
 
     @property
     def label(self) -> str:
@@ -72,6 +74,7 @@ class GraderPlugin:
         self.unmapped_files: set[str] = set()
         self.collection_errors: list[str] = []
         self.grader_errors: list[str] = []
+        self._feedback: dict[str, list[dict]] = {}
 
     def _task(self, path) -> object:
         return self.exercise.task_for_file(os.path.basename(str(path)))
@@ -137,6 +140,12 @@ class GraderPlugin:
         return np.random.default_rng([self.seed, zlib.crc32(request.node.nodeid.encode())])
 
     @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        with feedback.recording() as notes:
+            yield
+        self._feedback[item.nodeid] = notes
+
+    @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
         outcome = yield
         report = outcome.get_result()
@@ -144,7 +153,8 @@ class GraderPlugin:
             params = _params(item)
             case = Case(nodeid=item.nodeid, test=item.originalname, task=self._task(item.path).id,
                         devices=params.get("devices"), processes=params.get("processes"),
-                        outcome=report.outcome, duration_s=report.duration)
+                        outcome=report.outcome, duration_s=report.duration,
+                        feedback=self._feedback.pop(item.nodeid, []))
             if report.failed and isinstance(getattr(call.excinfo, "value", None), GraderError):
                 self.grader_errors.append(str(call.excinfo.value))
                 item.session.shouldstop = "the grader cannot go on"

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from grader.suite import StudentFailure, expect_close, hlo
+from grader.suite import StudentFailure, expect_close, feedback, hlo
 
 
 def advice(message: str, length: int, devices: int) -> str | None:
@@ -33,6 +33,8 @@ def test_dot_matches_numpy(student, rng, devices, length):
 def test_dot_uses_one_all_reduce(student, rng, devices):
     x = rng.normal(size=45).astype(np.float32)
     text = student.compiled("dot.distributed_dot", x, x)
+    feedback.communication(text, needed="1 all-reduce (your psum) of 4 bytes per device, and no all-gather",
+                           by_student=False)
     gathers = hlo.count(text, "all-gather")
     assert gathers == 0, (f"distributed_dot gathers whole vectors onto every device ({gathers} all-gather); "
                           "each device only needs its own slices and one psum of the partial dot products")

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from grader.suite import as_array, expect_close, expect_raises, expect_sequence, expect_shape
+from grader.suite import as_array, expect_close, expect_raises, expect_sequence, expect_shape, feedback
 
 
 def _n_devices(devices):
@@ -31,12 +31,25 @@ def _expect_blocks(got, expected, transposed, what, mistake):
     expect_close(got, expected, what=what, rtol=0, atol=0)
 
 
+def show_rows(what, x, got, n):
+    """The picture of which rows of x each device's block holds, expected against the student's array."""
+    per = len(x) // n
+    expected = [[f"d{d}: {feedback.rows_held(x, x[d * per:(d + 1) * per])}"] for d in range(n)]
+    if got.ndim and got.shape[0] == n:
+        mine = [[f"d{d}: {feedback.rows_held(x, got[d])}"] for d in range(n)]
+    else:
+        mine = [[f"shape {got.shape}: no block per device"]]
+    feedback.layout(what, expected, mine)
+
+
 def test_shard_batch(student, rng, devices):
     for n in _n_devices(devices):
         for per, rest in [(8, ()), (2, (5,)), (1, (2, 3))]:
             x = _batch(rng, n * per, rest)
             what = f"shard_batch(x, {n}) with x of shape {x.shape}"
             got = as_array(student.call("shard.shard_batch", x, n), what)
+            if n == devices and not rest:
+                show_rows(what, x, got, n)
             if got.shape[:1] == (devices,) and n != devices:
                 raise AssertionError(f"{what} returned shape {got.shape}, expected {(n, per, *rest)}: use the "
                                      f"n_devices argument ({n}), not the number of devices JAX has ({devices})")
