@@ -7,6 +7,7 @@ lives here so no caller reassembles it by hand.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from grader import submission
@@ -14,6 +15,7 @@ from grader.course import Course, Exercise
 from grader.grading import runner, scoring, versions
 from grader.grading.report import Report
 from grader.grading.workspace import Workspace
+from grader.notebook import cells
 from grader.workers.backends import Backend
 
 PUBLIC_ONLY_NOTE = ("public tests only: the full suite, with any hidden tests, runs when you submit, "
@@ -28,9 +30,14 @@ def grade_submission(course: Course, exercise: Exercise, path: str, *, devices=N
     notes = versions.check_jax(course, allow_jax_mismatch)
     if course.release and course.release.public_only:
         notes.append(PUBLIC_ONLY_NOTE)
-    found = submission.find(path, exercise.name, os.path.join(course.root, exercise.stubs))
-    if found.note:
-        notes.insert(0, found.note)
-    run = runner.grade(course, exercise, found, devices=devices, seed=seed, backend=backend or course.backend,
-                       timeout_s=timeout_s, workspace=workspace)
+    stubs = os.path.join(course.root, exercise.stubs)
+    with cells.as_folder(path, submission.expected_modules(stubs)) as (folder, notebook_note):
+        found = submission.find(folder, exercise.name, stubs)
+        for note in (found.note, notebook_note if exercise.complete else ""):
+            if note:
+                notes.insert(0, note)
+        if folder != path:  # a notebook: the report names it, not the folder its cells were written to
+            found = dataclasses.replace(found, given=os.path.abspath(path))
+        run = runner.grade(course, exercise, found, devices=devices, seed=seed, backend=backend or course.backend,
+                           timeout_s=timeout_s, workspace=workspace)
     return Report(run, scoring.score(exercise, run.cases), course.name, notes)
