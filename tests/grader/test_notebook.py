@@ -100,3 +100,22 @@ def test_notebook_check_runs_in_a_real_kernel_and_shows_a_table(tmp_path):
     assert "<table>" in table and "<td style='text-align:left'>dot</td><td style='text-align:left'>15 / 15</td>" in table
     assert "<td style='text-align:left'>shard</td>" in table and "seed 7" in table
     assert "dot    15 / 15" in shown["text/plain"] and "shard  0 / 10" in shown["text/plain"]
+
+
+def test_the_released_notebook_has_each_statement_and_stub_and_grades_once_filled_in(tmp_path):
+    from grader.authoring import student_notebook
+    from grader.course import find_course
+
+    exercise = find_course(explicit=str(ROOT)).exercise("exercise7")
+    notebook = json.loads(student_notebook.build(exercise, str(ROOT / "exercises" / "exercise7")))
+    nbformat = pytest.importorskip("nbformat")
+    nbformat.validate(nbformat.from_dict(notebook))
+    markdown = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown"]
+    code = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+    assert any(m.startswith("## dot.py\n\nTask dot: the chapter's checkpoint") for m in markdown)
+    assert not any("__main__" in c or '"""' in c for c in code)
+    dot = next(i for i, c in enumerate(code) if c.startswith("# grade: dot\n"))
+    assert "raise NotImplementedError" in code[dot]
+    code[dot] = solution("dot")
+    report = grade_json(write_notebook(tmp_path / "work.ipynb", code), "--task", "dot", "--devices", "2")
+    assert task_scores(report) == {"dot": 15}

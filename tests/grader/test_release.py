@@ -246,3 +246,11 @@ def test_a_malformed_release_block_is_named(tmp_path, block, complaint):
     (course / "course.yaml").write_text((course / "course.yaml").read_text() + f"release: {block}\n")
     with pytest.raises(CourseError, match=complaint):
         load_course(str(course / "course.yaml"))
+
+
+def test_the_student_bundle_holds_the_exercise_as_a_notebook(hidden_release):
+    notebook = json.loads((hidden_release["out"] / "student" / f"{EXERCISE}.ipynb").read_text())
+    code = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+    stubs = sorted(p.stem for p in (hidden_release["course"] / "exercises" / EXERCISE).glob("*.py"))
+    assert sorted(source.splitlines()[0].removeprefix("# grade: ") for source in code[:-1]) == stubs
+    assert "notebook.check()" in code[-1]
