@@ -63,9 +63,9 @@ def _watch(grade, course, exercise, path, *, fmt, output, fail_under, show_outpu
 
     if fmt != "text" or output or fail_under is not None:
         raise UsageError("--watch draws the text report on the terminal; leave out --format, --output and --fail-under")
-    folder = (os.path.dirname(os.path.abspath(path)) if path.endswith(".ipynb") else
-              submissions.find(path, exercise.name, os.path.join(course.root, exercise.stubs)).found)
-    watch(grade, lambda report: _report_text(report, "text", show_output), folder)
+    watched = path if os.path.isfile(path) else submissions.find(path, exercise.name,
+                                                                 os.path.join(course.root, exercise.stubs)).found
+    watch(grade, lambda report: _report_text(report, "text", show_output), watched)
 
 
 def exercise_command(name: str) -> click.Command:

@@ -26,6 +26,7 @@ from grader import submission as submissions
 from grader.errors import GraderError, UsageError
 from grader.grading.report import Report
 from grader.grading.workspace import Workspace
+from grader.layout import plural
 
 POLL_S = 0.05
 QUIET_S = 0.15
@@ -34,10 +35,12 @@ CLEAR = "\x1b[H\x1b[2J"
 Snapshot = dict[str, tuple[int, int]]
 
 
-def snapshot(folder: str) -> Snapshot:
-    """(mtime in ns, size) of every file of the submission in ``folder`` (as submission.files lists them)."""
+def snapshot(watched: str) -> Snapshot:
+    """(mtime in ns, size) of the file ``watched`` (a notebook), or of every file of the submission in
+    the folder ``watched`` (as submission.files lists them)."""
+    listed = [(os.path.basename(watched), watched)] if os.path.isfile(watched) else submissions.files(watched)
     found = {}
-    for rel, path in submissions.files(folder):
+    for rel, path in listed:
         try:
             st = os.stat(path)
         except OSError:  # deleted between the listing and the stat: it counts as gone
@@ -50,16 +53,16 @@ def changed_files(before: Snapshot, after: Snapshot) -> list[str]:
     return sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
 
 
-def wait_for_change(folder: str, before: Snapshot, poll_s: float = POLL_S, quiet_s: float = QUIET_S) -> Snapshot:
-    """Block until the files in ``folder`` differ from ``before`` and have then been still for ``quiet_s``."""
+def wait_for_change(watched: str, before: Snapshot, poll_s: float = POLL_S, quiet_s: float = QUIET_S) -> Snapshot:
+    """Block until the files of ``watched`` differ from ``before`` and have then been still for ``quiet_s``."""
     now = before
     while now == before:
         time.sleep(poll_s)
-        now = snapshot(folder)
+        now = snapshot(watched)
     still_since = time.monotonic()
     while time.monotonic() - still_since < quiet_s:
         time.sleep(poll_s)
-        later = snapshot(folder)
+        later = snapshot(watched)
         if later != now:
             now, still_since = later, time.monotonic()
     return now
@@ -102,19 +105,20 @@ class _Interrupts:
             raise KeyboardInterrupt
 
 
-def watch(grade: Callable[[Workspace], Report], render: Callable[[Report], str], folder: str,
+def watch(grade: Callable[[Workspace], Report], render: Callable[[Report], str], watched: str,
           out=None, poll_s: float = POLL_S, quiet_s: float = QUIET_S) -> None:
-    """Grade with ``grade(workspace)`` now and after every save in ``folder``, writing ``render(report)``
-    to ``out``; returns only by KeyboardInterrupt (Ctrl-C), after ending every process it started."""
+    """Grade with ``grade(workspace)`` now and after every save of ``watched`` (the submission's folder,
+    or a notebook), writing ``render(report)`` to ``out``; returns only by KeyboardInterrupt (Ctrl-C),
+    after ending every process it started."""
     out = out or sys.stdout
     clear = CLEAR if out.isatty() else "\n"
-    where = os.path.relpath(folder) if not os.path.relpath(folder).startswith("..") else folder
+    where = os.path.relpath(watched) if not os.path.relpath(watched).startswith("..") else watched
     workspace = Workspace(prefix="grade-watch-")
     previous, saved = None, ""
     try:
         with _Interrupts() as interrupts:
             while True:
-                files = snapshot(folder)
+                files = snapshot(watched)
                 started = time.perf_counter()
                 try:
                     report = grade(workspace)
@@ -127,10 +131,10 @@ def watch(grade: Callable[[Workspace], Report], render: Callable[[Report], str],
                 took = f"graded in {time.perf_counter() - started:.1f} s"
                 heading = f"saved {saved} · {took}" if saved else took
                 lines = [heading, body.rstrip("\n")] + ([changes] if changes else [])
-                lines.append(f"watching {where} ({len(files)} files): save to regrade, Ctrl-C to stop")
+                lines.append(f"watching {where} ({plural(len(files), 'file')}): save to regrade, Ctrl-C to stop")
                 out.write(clear + "\n".join(lines) + "\n")
                 out.flush()
-                after = wait_for_change(folder, files, poll_s, quiet_s)
+                after = wait_for_change(watched, files, poll_s, quiet_s)
                 saved = ", ".join(changed_files(files, after))
     finally:
         workspace.close()

@@ -153,6 +153,13 @@ def test_new_and_deleted_files_count_as_changes(tmp_path):
     assert watch.changed_files(before, watch.snapshot(str(tmp_path))) == ["a.py", "b.py"]
 
 
+def test_a_watched_notebook_is_the_one_file_watched(tmp_path):
+    (tmp_path / "other.py").write_text("x")
+    notebook = tmp_path / "work.ipynb"
+    notebook.write_text("{}")
+    assert list(watch.snapshot(str(notebook))) == ["work.ipynb"]
+
+
 def test_the_workspace_is_emptied_between_rounds(tmp_path):
     from grader.grading.workspace import Workspace
 
