@@ -140,3 +140,13 @@ def test_a_right_submission_keeps_the_pictures_in_json_only(graded):
                                       "1 all-reduce (added by XLA for squeeze) of 4 bytes per device"]
     shard = next(c for c in task(report, "shard")["cases"] if c["test"] == "test_shard_batch")
     assert shard["feedback"][0]["got"] == shard["feedback"][0]["expected"]
+
+
+def test_gradescope_shows_a_failed_tests_pictures_under_its_reason():
+    from grader.grading import gradescope
+
+    note = {"kind": "communication", "text": ["ran:    2 all-reduce (psum) of 4 bytes per device", "needed: 1"]}
+    cases = [{"outcome": "failed", "message": "two psums", "where": None, "devices": 2, "feedback": [note]},
+             {"outcome": "passed", "message": "", "where": None, "devices": 1, "feedback": []}]
+    output = gradescope._test_output({"hint": ""}, cases)
+    assert output.splitlines()[1:] == ["- [2 devices] two psums", *note["text"]]
