@@ -33,14 +33,21 @@ def module_of(source: str) -> str | None:
     return m.group(1).removesuffix(".py") if m else None
 
 
+def _text(source) -> str:
+    """A cell's source: nbformat stores it as one string or as a list of lines."""
+    if isinstance(source, list) and all(isinstance(line, str) for line in source):
+        return "".join(source)
+    if isinstance(source, str):
+        return source
+    raise TypeError(f"a cell's source is {type(source).__name__}, not text")
+
+
 def code_cells(path: str) -> list[str]:
     """The text of every code cell of the notebook at ``path``, in order."""
     try:
         with open(path, encoding="utf-8-sig") as f:
             notebook = json.load(f)
-        cells = notebook["cells"]
-        return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-                for c in cells if c.get("cell_type") == "code"]
+        return [_text(c["source"]) for c in notebook["cells"] if c.get("cell_type") == "code"]
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         raise UsageError(f"{path} is not a notebook the grader can read (nbformat 4 JSON): "
                          f"{type(exc).__name__}: {exc}") from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -43,9 +44,18 @@ def test_a_kernel_that_ran_a_cell_again_grades_the_latest_run():
     assert found == {"dot": "# grade: dot\nv = 2\n"}
 
 
-def test_a_marker_naming_no_module_lists_the_modules():
-    with pytest.raises(UsageError, match=r"marked '# grade: dott', which is not a module.*dot, shard, ring"):
-        cells.modules(["# grade: dott\n"], MODULES, "work.ipynb")
+@pytest.mark.parametrize("name", ["dott", "../dot", "dot/../../x"])
+def test_a_marker_naming_no_module_lists_the_modules(name):
+    with pytest.raises(UsageError, match=rf"marked '# grade: {re.escape(name)}', which is not a module.*dot, shard, ring"):
+        cells.modules([f"# grade: {name}\n"], MODULES, "work.ipynb")
+
+
+@pytest.mark.parametrize("text", ["not json", '{"cells": [{"cell_type": "code", "source": 3}]}', '{"worksheets": []}'])
+def test_a_file_that_is_no_notebook_is_refused_in_one_sentence(tmp_path, text):
+    path = tmp_path / "work.ipynb"
+    path.write_text(text)
+    with pytest.raises(UsageError, match=r"work.ipynb is not a notebook the grader can read \(nbformat 4 JSON\)"):
+        cells.code_cells(str(path))
 
 
 def test_a_notebook_with_no_marked_cell_says_how_to_mark_one():
