@@ -22,6 +22,17 @@ PUBLIC_ONLY_NOTE = ("public tests only: the full suite, with any hidden tests, r
                     "so your final score may differ")
 
 
+def public_only_note(course: Course, exercise: Exercise) -> str:
+    """What a student bundle's report says about the cases it cannot run: how many, for which tasks."""
+    counts = {t.id: course.release.hidden_cases.get(t.id, 0) for t in exercise.tasks}
+    total = sum(counts.values())
+    if not total:
+        return PUBLIC_ONLY_NOTE
+    per_task = ", ".join(f"{task} {n}" for task, n in counts.items() if n)
+    return (f"public tests only: {total} hidden case{'s' if total != 1 else ''} ({per_task}) are not in this "
+            "bundle; they are graded when you submit, so your final score may differ")
+
+
 def grade_submission(course: Course, exercise: Exercise, path: str, *, devices=None, seed: int | None = None,
                      backend: str | Backend | None = None, timeout_s: float | None = None,
                      allow_jax_mismatch: bool = False, workspace: Workspace | None = None) -> Report:
@@ -29,7 +40,7 @@ def grade_submission(course: Course, exercise: Exercise, path: str, *, devices=N
     ``workspace``: one kept between runs (watch mode), else the run makes its own."""
     notes = versions.check_jax(course, allow_jax_mismatch)
     if course.release and course.release.public_only:
-        notes.append(PUBLIC_ONLY_NOTE)
+        notes.append(public_only_note(course, exercise))
     stubs = os.path.join(course.root, exercise.stubs)
     with cells.as_folder(path, submission.expected_modules(stubs)) as (folder, notebook_note):
         found = submission.find(folder, exercise.name, stubs)

@@ -18,7 +18,7 @@ import time
 from grader import protocol
 from grader.errors import StudentFailure
 from grader.protocol import REPLY_FD, REQUEST_FD, WorkerSettings
-from grader.sandbox.student_code import check_signature, classify, first_line, student_frame, student_function, \
+from grader.sandbox.student_code import check_signature, classify, exception_facts, first_line, student_function, \
     use_submission
 
 _probes_folder = ""
@@ -55,8 +55,7 @@ def run_request(op: str, target: str, args, kwargs):
         except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError) as exc:
             raise StudentFailure("not_traceable", f"{target.rpartition('.')[2]} cannot be compiled "
                                  "with jax.jit (it turns a traced value into a concrete NumPy value or "
-                                 f"Python number): {first_line(exc, 160)}", student_frame(exc.__traceback__),
-                                 type(exc).__name__) from None
+                                 f"Python number): {first_line(exc, 160)}", **exception_facts(exc)) from None
         return lowered.compile().as_text()
     raise ValueError(f"unknown request {op!r}")
 
