@@ -19,8 +19,10 @@ import subprocess
 import sys
 import tempfile
 
+from grader.course import find_course
 from grader.errors import UsageError
 from grader.notebook import cells
+from grader.submission import expected_modules
 
 
 def _history() -> list[str]:
@@ -37,27 +39,19 @@ def _history() -> list[str]:
     return [source for source in shell.user_ns.get("In", []) if source]
 
 
-def _course(course: str | None):
-    from grader.course import find_course
-
-    return find_course(explicit=course)
-
-
 def check(*tasks: str, exercise: str | None = None, path: str | None = None, devices: str | None = None,
           backend: str = "auto", course: str | None = None, seed: int | None = None) -> Result:
     """Grade this notebook's marked cells (only ``tasks`` if given); returns the report as a table."""
-    found_course = _course(course)
+    found_course = find_course(explicit=course)
     if exercise is None:
         if len(found_course.exercises) != 1:
             raise UsageError(f"name the exercise: notebook.check(..., exercise=...); this course has "
                              f"{', '.join(found_course.exercises)}")
         exercise = next(iter(found_course.exercises))
-    stubs = os.path.join(found_course.root, found_course.exercise(exercise).stubs)
-    from grader.submission import expected_modules
-
+    expected = expected_modules(os.path.join(found_course.root, found_course.exercise(exercise).stubs))
     where = os.path.basename(path) if path else "this notebook"
     sources = cells.code_cells(path) if path else _history()
-    found = cells.modules(sources, expected_modules(stubs), where, latest_wins=path is None)
+    found = cells.modules(sources, expected, where, latest_wins=path is None)
     with tempfile.TemporaryDirectory(prefix="grade-notebook-") as folder:
         cells.write(found, folder)
         args = [sys.executable, "-m", "grader", exercise, "--submission", folder, "--format", "json",
@@ -68,7 +62,8 @@ def check(*tasks: str, exercise: str | None = None, path: str | None = None, dev
     if proc.returncode != 0:
         raise UsageError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"grade exited {proc.returncode}")
     report = json.loads(proc.stdout)
-    report["notes"] = [n for n in [cells.missing_note(found, expected_modules(stubs))] if n and not tasks] + report["notes"]
+    missing = cells.missing_note(found, expected)
+    report["notes"] = ([missing] if missing and not tasks else []) + report["notes"]
     return Result(report)
 
 
