@@ -34,7 +34,9 @@ class Workspace:
         self.launcher = Launcher(self.engine, use_zygote(), STARTUP_TIMEOUT_S)
 
     def fresh_copy(self, source: str) -> str:
-        """Empty the folder, then copy the submission at ``source`` into it; returns the copy's path."""
+        """Empty the folder, then copy the submission at ``source`` into it; returns the copy's path. A zygote
+        that died since the last run (a student's code may kill its parent) is replaced."""
+        self.launcher.forget_dead()
         for name in os.listdir(self.root):
             path = os.path.join(self.root, name)
             if os.path.isdir(path) and not os.path.islink(path):

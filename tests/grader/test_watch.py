@@ -176,3 +176,24 @@ def test_the_workspace_is_emptied_between_rounds(tmp_path):
     finally:
         space.close()
     assert not os.path.exists(space.root)
+
+
+def test_a_zygote_killed_during_a_round_is_replaced_for_the_next(tmp_path):
+    import signal as signals
+
+    from grader.grading.workspace import Workspace
+    from grader.workers.worker import worker_environment
+
+    (tmp_path / "dot.py").write_text("x = 1\n")
+    space = Workspace()
+    try:
+        code = space.fresh_copy(str(tmp_path))
+        env = worker_environment(code, "cpu", 30)
+        first = space.launcher.prepare(env, code)
+        assert space.fresh_copy(str(tmp_path)) == code and space.launcher.prepare(env, code) is first
+        os.kill(first.proc.pid, signals.SIGKILL)
+        first.proc.wait()
+        space.fresh_copy(str(tmp_path))
+        assert space.launcher.prepare(env, code) is not first
+    finally:
+        space.close()
