@@ -187,6 +187,7 @@ class WorkerSettings:
     devices: int
     memory_mb: int = 0
     distributed: dict | None = None
+    sandbox_off: tuple[str, ...] = ()  # mechanisms to leave out, for measuring only (grader.sandbox.confine.MECHANISMS)
 
     def send(self, fd: int) -> None:
         send(fd, {"op": "settings", "settings": asdict(self)})

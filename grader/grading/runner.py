@@ -12,13 +12,16 @@ import io
 import os
 import resource
 import secrets
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from grader import processes
 from grader.course import Course, Exercise
 from grader.errors import GraderError, UsageError
-from grader.grading.workspace import Workspace
+from grader.grading import confinement, integrity
+from grader.grading.workspace import ENGINE_DIR, Workspace
 from grader.layout import Layout
 from grader.submission import Submission
 from grader.workers.backends import Backend, resolve
@@ -27,7 +30,6 @@ from grader.workers.worker import RunSettings
 
 if TYPE_CHECKING:
     from grader.grading.plugin import Case
-
 
 @dataclass
 class RunResult:
@@ -46,10 +48,29 @@ class RunResult:
     student_output: dict[str, str] = field(default_factory=dict)
     unmapped_files: tuple[str, ...] = ()
     devices_here: int | None = None  # real devices of the backend; None: emulated
+    sandbox: dict = field(default_factory=dict)  # what confined the workers (grader.grading.confinement.combine)
+    confine_ms: float = 0.0  # how long one worker took to confine itself (median)
 
 
 def new_seed() -> int:
     return secrets.randbelow(2**31)
+
+
+@contextlib.contextmanager
+def _private_bytecode(scratch: str):
+    """Compile the suite into the scratch; never read or write a __pycache__ beside it (one could be planted)."""
+    saved, sys.pycache_prefix = sys.pycache_prefix, os.path.join(scratch, "pycache")
+    try:
+        yield
+    finally:
+        sys.pycache_prefix = saved
+
+
+def _guarded(course: Course, suite: str) -> list[str]:
+    """course.yaml, the suite folder and the engine's sources: what no grading may change."""
+    engine = [os.path.join(folder, name) for folder, _, names in os.walk(ENGINE_DIR) for name in names
+              if name.endswith(".py")]
+    return [course.path, suite, *sorted(engine)]
 
 
 def _single_layouts(exercise: Exercise, devices) -> list[Layout]:
@@ -71,10 +92,15 @@ def pytest_args(suite: str, files: list[str]) -> list[str]:
 
 
 def grade(course: Course, exercise: Exercise, submission: Submission, devices=None, seed: int | None = None,
-          backend: str | Backend = "cpu", timeout_s: float | None = None,
+          backend: str | Backend = "cpu", timeout_s: float | None = None, require_sandbox: str = "none",
           workspace: Workspace | None = None) -> RunResult:
     """Grade ``submission`` against the hidden suite of ``exercise``'s tasks (``backend``: a name or a
-    resolved Backend). ``workspace``: one that outlives this run (watch mode); by default a new one."""
+    resolved Backend).
+
+    ``require_sandbox`` (grader.grading.confinement.LEVELS) refuses a run whose workers were not
+    confined that much (pipeline.grade_submission also refuses such a machine before the run).
+    ``workspace``: one that outlives this run (watch mode); by default a new one.
+    """
     started = time.perf_counter()
     backend = resolve(backend) if isinstance(backend, str) else backend
     seed = new_seed() if seed is None else seed
@@ -82,11 +108,13 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
     if not os.path.isdir(suite):
         raise UsageError(f"the suite folder {suite} for {exercise.name} does not exist")
     files = suite_files(course, exercise)
+    guarded = _guarded(course, suite)
+    before = integrity.snapshot(guarded)
     space = workspace or Workspace()
     try:
-        code = space.fresh_copy(submission.found)
-        run = RunSettings(code=code, probes=suite, backend=backend,
-                          memory_mb=backend.memory_limit_mb(course.memory_mb), timeout_s=timeout_s or exercise.timeout_s)
+        code, probes = space.fresh_copy(submission.found, suite)
+        run = RunSettings(code=code, probes=probes, backend=backend, memory_mb=backend.memory_limit_mb(course.memory_mb),
+                          timeout_s=timeout_s or exercise.timeout_s, sandbox_off=confinement.switched_off())
         pool = WorkerPool(run, space.engine, launcher=space.launcher)
         log = io.StringIO()
         try:
@@ -96,11 +124,15 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
             from grader.grading.plugin import GraderPlugin
 
             plugin = GraderPlugin(exercise, pool, seed, tuple(devices) if devices else None, timeout_s)
-            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log), _private_bytecode(space.root):
                 if files:
                     pytest.main(pytest_args(suite, files), plugins=[plugin])
         finally:
             pool.close()
+            processes.kill_adopted()  # what a worker that exited on its own left behind
+        integrity.verify(before, guarded)
+        sandbox = confinement.combine(pool.sandbox_records)
+        confinement.require(require_sandbox, sandbox, "this run's workers")
         if plugin.grader_errors:
             raise GraderError(plugin.grader_errors[0])
         if plugin.collection_errors:
@@ -113,7 +145,8 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
                          grader_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                          worker_rss_mb=pool.peak_worker_rss_kb / 1024,
                          student_output=pool.student_output, unmapped_files=tuple(sorted(plugin.unmapped_files)),
-                         devices_here=backend.available)
+                         devices_here=backend.available, sandbox=sandbox,
+                         confine_ms=confinement.median_cost_ms(pool.sandbox_records))
     finally:
         if workspace is None:
             space.close()

@@ -106,6 +106,7 @@ def _spawn(sock: socket.socket, request: dict, fds: list[int], children: set[int
         if pid == 0:
             _become_worker(sock, request, fds)
         children.add(pid)
+        processes.started.add(pid)
         return {"pid": pid}
     finally:
         for fd in fds:
@@ -130,6 +131,9 @@ def _preload() -> None:
     import jaxlib.mlir.dialects.mhlo  # noqa: F401 - first lowering imports it; do it once here
 
     import grader.sandbox.worker  # noqa: F401
+    from grader.sandbox import confine
+
+    confine.python_paths()  # computed once, for every fork
 
 
 def serve(sock: socket.socket) -> None:
@@ -154,10 +158,12 @@ def serve(sock: socket.socket) -> None:
         for pid in children:
             processes.kill_group(pid)
             processes.reap(pid, None)
+        processes.kill_adopted()
 
 
 def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
+    processes.adopt_orphans()  # a worker that exits leaves its orphans here, where reap ends them
     try:
         _preload()
         if hazards := fork_hazards():

@@ -51,6 +51,11 @@ class WorkerPool:
         return sum(w.start_s for w in self._workers.values())
 
     @property
+    def sandbox_records(self) -> list[dict]:
+        """What confined each worker process started so far (a group's: each member's)."""
+        return [r for w in self._workers.values() for r in w.sandbox_records]
+
+    @property
     def peak_worker_rss_kb(self) -> int:
         return max((w.peak_rss_kb for w in self._workers.values()), default=0)
 

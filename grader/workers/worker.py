@@ -37,13 +37,15 @@ _MEMORY_MARKERS = (b"RESOURCE_EXHAUSTED", b"bad_alloc", b"MemoryError", b"Cannot
 @dataclass(frozen=True)
 class RunSettings:
     """What every worker of one grading run shares: the scratch copy of the submission (``code``),
-    the suite folder its probes come from, the backend, the memory limit and the per-call time limit."""
+    the folder its probes come from, the backend, the memory limit, the per-call time limit and the
+    sandbox mechanisms to leave out (for measuring only; grader.grading.confinement.switched_off)."""
 
     code: str
     probes: str
     backend: Backend
     memory_mb: int
     timeout_s: float
+    sandbox_off: tuple[str, ...] = ()
 
 
 class Handle(Protocol):
@@ -53,6 +55,7 @@ class Handle(Protocol):
     info: dict
     start_s: float  # seconds spent waiting for its processes to be ready
     peak_rss_kb: int
+    sandbox_records: list[dict]  # what confined each process it started (grader.sandbox.confine)
 
     @property
     def alive(self) -> bool: ...
@@ -130,6 +133,7 @@ class Worker:
         self.output: CapturedOutput | None = None
         self.transcripts: list[str] = []  # captured output of each process this worker has run
         self.info: dict = {}
+        self.sandbox_records: list[dict] = []
 
     def start(self) -> None:
         began = time.perf_counter()
@@ -148,7 +152,7 @@ class Worker:
         self.output = CapturedOutput(started.output)
         settings = protocol.WorkerSettings(code=self.run.code, probes=self.run.probes, backend=self.run.backend.name,
                                            devices=self.layout.devices, memory_mb=self.run.memory_mb,
-                                           distributed=self.distributed)
+                                           distributed=self.distributed, sandbox_off=self.run.sandbox_off)
         try:
             settings.send(self._req)
         except BrokenPipeError:
@@ -168,6 +172,7 @@ class Worker:
             self.kill()
             raise GraderError(f"a worker for {self.layout} could not set up JAX: {header.get('message')}")
         self.info = header
+        self.sandbox_records.append(header["sandbox"])
 
     @property
     def alive(self) -> bool:

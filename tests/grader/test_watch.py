@@ -160,19 +160,31 @@ def test_a_watched_notebook_is_the_one_file_watched(tmp_path):
     assert list(watch.snapshot(str(notebook))) == ["work.ipynb"]
 
 
+def _submission_and_suite(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "dot.py").write_text("x = 1\n")
+    (tmp_path / "suite").mkdir()
+    (tmp_path / "suite" / "probes_dot.py").write_text("y = 2\n")
+    (tmp_path / "suite" / "test_dot.py").write_text("hidden = 3\n")
+    return str(tmp_path / "sub"), str(tmp_path / "suite")
+
+
 def test_the_workspace_is_emptied_between_rounds(tmp_path):
     from grader.grading.workspace import Workspace
 
-    (tmp_path / "dot.py").write_text("x = 1\n")
+    source, suite = _submission_and_suite(tmp_path)
     space = Workspace()
     try:
-        code = space.fresh_copy(str(tmp_path))
+        code, probes = space.fresh_copy(source, suite)
         Path(code, "left.txt").write_text("state")
         Path(space.root, "beside.txt").write_text("state")
-        assert space.fresh_copy(str(tmp_path)) == code
+        locked = Path(code, "locked")
+        locked.mkdir()
+        locked.chmod(0)  # a folder the student's code made unreadable must not stop the next round
+        assert space.fresh_copy(source, suite) == (code, probes)
         assert sorted(os.listdir(code)) == ["dot.py"]
-        assert sorted(os.listdir(space.root)) == ["engine", "submission"]
-        assert os.listdir(space.engine) == ["grader"]
+        assert sorted(os.listdir(space.root)) == ["engine", "probes", "submission"]
+        assert os.listdir(space.engine) == ["grader"] and os.listdir(probes) == ["probes_dot.py"]
     finally:
         space.close()
     assert not os.path.exists(space.root)
@@ -184,16 +196,16 @@ def test_a_zygote_killed_during_a_round_is_replaced_for_the_next(tmp_path):
     from grader.grading.workspace import Workspace
     from grader.workers.worker import worker_environment
 
-    (tmp_path / "dot.py").write_text("x = 1\n")
+    source, suite = _submission_and_suite(tmp_path)
     space = Workspace()
     try:
-        code = space.fresh_copy(str(tmp_path))
+        code, _ = space.fresh_copy(source, suite)
         env = worker_environment(code, "cpu", 30)
         first = space.launcher.prepare(env, code)
-        assert space.fresh_copy(str(tmp_path)) == code and space.launcher.prepare(env, code) is first
+        assert space.fresh_copy(source, suite)[0] == code and space.launcher.prepare(env, code) is first
         os.kill(first.proc.pid, signals.SIGKILL)
         first.proc.wait()
-        space.fresh_copy(str(tmp_path))
+        space.fresh_copy(source, suite)
         assert space.launcher.prepare(env, code) is not first
     finally:
         space.close()
