@@ -43,7 +43,7 @@ def _write(text: str, output: str | None) -> None:
 
 
 def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, course_path, backend, timeout,
-           allow_jax_mismatch, require_sandbox):
+           allow_jax_mismatch, require_sandbox, show_output, watch):
     from grader.cli.options import find_exercise, parse_devices, parse_tasks
     from grader.course import find_course
     from grader.errors import Interrupted
@@ -53,23 +53,33 @@ def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, c
     course = find_course(explicit=course_path)
     exercise = find_exercise(course, name, lambda owner, task: f"grade {owner} --task {task}").only(parse_tasks(tasks))
     graded = exercise if submission else exercise.local()  # a student's own run: the local time limits
-    progress = RunProgress(sys.stderr, f"grade {name}")
-    try:
-        report = grade_submission(course, graded, submission or os.path.join(course.root, exercise.stubs),
-                                  devices=parse_devices(devices), seed=seed, backend=backend, timeout_s=timeout,
-                                  allow_jax_mismatch=allow_jax_mismatch, require_sandbox=require_sandbox,
-                                  progress=progress)
-    except Interrupted as stop:
-        progress.clear()
-        if fmt in ("text", "json"):  # the others would be read as a grade: write nothing
-            _write(replace(stop.partial, options=_reproduce_options(submission, backend, timeout, course_path))
-                   .render(fmt), output)
-        raise
-    finally:
-        progress.clear()
-    report = replace(report, options=_reproduce_options(submission, backend, timeout, course_path),
-                     notes=report.notes + ([] if timeout else _local_limit_note(report, exercise)))
-    text = report.render(fmt)
+    path = submission or os.path.join(course.root, exercise.stubs)
+    options = _reproduce_options(submission, backend, timeout, course_path)
+
+    def grade(workspace=None):
+        progress = RunProgress(sys.stderr, f"grade {name}")
+        try:
+            report = grade_submission(course, graded, path, devices=parse_devices(devices), seed=seed,
+                                      backend=backend, timeout_s=timeout, allow_jax_mismatch=allow_jax_mismatch,
+                                      require_sandbox=require_sandbox, workspace=workspace, progress=progress)
+        except Interrupted as stop:
+            progress.clear()
+            if fmt in ("text", "json") and not watch:  # the others would be read as a grade: write nothing
+                _write(replace(stop.partial, options=options).render(fmt), output)
+            raise
+        finally:
+            progress.clear()
+        return replace(report, options=options,
+                       notes=report.notes + ([] if timeout else _local_limit_note(report, exercise)))
+
+    if watch:
+        return _watch(grade, course, exercise, path, fmt=fmt, output=output, fail_under=fail_under, show_output=show_output)
+    report = grade()
+    text = _report_text(report, fmt, show_output)
+    if show_output and fmt != "text":
+        from grader.grading.printed import printed
+
+        click.echo(printed(report.run.student_output), err=True, nl=False)
     score = report.score
     _write(text, output)
     if output:
@@ -77,6 +87,29 @@ def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, c
                    f"report written to {output}", err=True)
     if fail_under is not None and score.percent < fail_under:
         sys.exit(EXIT_BELOW)
+
+
+def _report_text(report, fmt: str, show_output: bool) -> str:
+    """The report as ``fmt``; a text report ends with what the student's code printed when asked."""
+    text = report.render(fmt)
+    if show_output and fmt == "text":
+        from grader.grading.printed import printed
+
+        text += "\n" + printed(report.run.student_output)
+    return text
+
+
+def _watch(grade, course, exercise, path, *, fmt, output, fail_under, show_output):
+    """--watch: regrade on every save until Ctrl-C (which run_safely turns into exit 130)."""
+    from grader import submission as submissions
+    from grader.errors import UsageError
+    from grader.grading.watch import watch
+
+    if fmt != "text" or output or fail_under is not None:
+        raise UsageError("--watch draws the text report on the terminal; leave out --format, --output and --fail-under")
+    watched = path if os.path.isfile(path) else submissions.find(path, exercise.name,
+                                                                 os.path.join(course.root, exercise.stubs)).found
+    watch(grade, lambda report: _report_text(report, "text", show_output), watched)
 
 
 def exercise_command(name: str) -> click.Command:
@@ -95,6 +128,10 @@ def exercise_command(name: str) -> click.Command:
                   help="cpu: emulated devices; gpu/tpu: this machine's own; auto: an accelerator if JAX sees one, "
                        "else cpu (default: course.yaml)")
     @click.option("--timeout", type=click.FloatRange(min=0.1), help="per-call time limit in seconds (default: course.yaml)")
+    @click.option("--show-output", is_flag=True,
+                  help="print what your code printed, per device count (capped); with --format other than text, "
+                       "to stderr")
+    @click.option("--watch", is_flag=True, help="grade, then regrade each time you save a file; Ctrl-C stops")
     @click.option("--course", "course_path", type=click.Path(), help="course.yaml or the folder holding it")
     @click.option("--allow-jax-mismatch", is_flag=True,
                   help="grade even if JAX is another series than the course was released for (0.x: another minor)")

@@ -14,11 +14,14 @@ from grader.workers.worker import STARTUP_TIMEOUT_S, Handle, RunSettings, Worker
 
 
 class WorkerPool:
-    def __init__(self, run: RunSettings, engine_path: str, use_zygote: bool = True):
+    def __init__(self, run: RunSettings, engine_path: str, use_zygote: bool = True, launcher: Launcher | None = None):
+        """``launcher``: one that outlives this pool (watch mode keeps its zygote between runs); by default
+        the pool starts its own and closes it with the pool."""
         self.run = run
         self.backend = run.backend
         self._engine_path = engine_path
-        self._launcher = Launcher(engine_path, use_zygote, STARTUP_TIMEOUT_S)
+        self._owns_launcher = launcher is None
+        self._launcher = launcher or Launcher(engine_path, use_zygote, STARTUP_TIMEOUT_S)
         self._workers: dict[Layout, Handle] = {}
         self.student_output: dict[str, str] = {}
         self.worker_seconds = 0.0
@@ -91,4 +94,5 @@ class WorkerPool:
         """End every worker and zygote now, without waiting for a student call in flight (Ctrl-C)."""
         for layout, w in self._workers.items():
             self._keep_output(layout, w.stop(grace_s=0))
-        self._launcher.close()
+        if self._owns_launcher:
+            self._launcher.close()

@@ -7,7 +7,7 @@ The visible test runs two lengths at 1, 2 and 4 devices; the hidden ones (course
 import numpy as np
 import pytest
 
-from grader.suite import expect_close, expect_shape, hlo
+from grader.suite import expect_close, expect_shape, feedback, hlo
 
 
 def _check_dot(student, rng, devices, length):
@@ -41,6 +41,8 @@ def test_dot_other_lengths(student, rng, devices, length):
 def test_dot_uses_one_all_reduce(student, rng, devices):
     x = rng.normal(size=45).astype(np.float32)
     text = student.compiled("dot.distributed_dot", x, x)
+    feedback.communication(text, needed="1 all-reduce (your psum) of 4 bytes per device, and no all-gather",
+                           by_student=False)
     gathers = hlo.count(text, "all-gather")
     assert gathers == 0, (f"distributed_dot gathers whole vectors onto every device ({gathers} all-gather); "
                           "each device only needs its own slices and one psum of the partial dot products")
