@@ -69,8 +69,9 @@ def test_sharded_matmul_is_row_parallel_with_one_psum(student, rng, devices):
     n_rows, n_cols = wide(devices)
     x = rng.normal(size=(3 * n_rows, 4 * n_cols))
     w = rng.normal(size=(4 * n_cols, 5))
-    out = student.probe("probes_mesh.sharded_matmul", x.astype(np.float32), w.astype(np.float32), n_rows, n_cols)
-    mine = hlo.select(out["hlo"], by_student=True)
+    out = student.program("probes_mesh.sharded_matmul", x.astype(np.float32), w.astype(np.float32), n_rows=n_rows,
+                          n_cols=n_cols)
+    mine = hlo.select(out.hlo, by_student=True)
     for c in mine:
         if c.op != "all-reduce":
             raise AssertionError(f"sharded_matmul runs an {c.op} (from lax.{c.origin}): no device needs whole "
@@ -78,12 +79,13 @@ def test_sharded_matmul_is_row_parallel_with_one_psum(student, rng, devices):
     if len(mine) != 1:
         raise AssertionError(f"sharded_matmul runs {len(mine)} psums of its own, expected exactly one: write the "
                              "block product with jax.shard_map and add the partial products with lax.psum(..., 'model')")
-    rows = {tuple(r) for r in out["device_ids"].tolist()}
+    device_ids = np.arange(devices).reshape(n_rows, n_cols)  # the program's devices, in mesh order
+    rows = {tuple(r) for r in device_ids.tolist()}
     groups = set(mine[0].groups or ())
     if groups != rows:
-        columns = {tuple(c) for c in out["device_ids"].T.tolist()}
+        columns = {tuple(c) for c in device_ids.T.tolist()}
         over = "'data' (devices in the same mesh column)" if groups == columns else f"the device groups {sorted(groups)}"
         raise AssertionError(f"sharded_matmul's psum adds up over {over} on a {n_rows} x {n_cols} mesh: the partial "
                              "products of one mesh row are the ones to add, lax.psum(..., 'model')")
-    expect_close(out["values"], x @ w, what=f"sharded_matmul(x, w, mesh) on a {n_rows} x {n_cols} mesh", rtol=1e-4,
+    expect_close(out.value, x @ w, what=f"sharded_matmul(x, w, mesh) on a {n_rows} x {n_cols} mesh", rtol=1e-4,
                  atol=1e-4)

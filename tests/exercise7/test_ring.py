@@ -1,7 +1,7 @@
 """Hidden suite for task ring: ring_shift moves blocks around the ring, ring_allreduce is made of ppermutes.
 
-Both are per-device functions; probes_ring.py wraps them in jax.pmap in the worker and returns the
-values (row i = device i) and the compiled HLO.
+Both are per-device functions; probes_ring.py wraps them in jax.pmap in the worker, and
+student.program gives the values (row i = device i) and the compiled HLO of that one program.
 """
 
 import numpy as np
@@ -51,15 +51,15 @@ def expect_ppermute_only(text: str, name: str) -> int:
 @pytest.mark.parametrize("shift", [1, -1, 3])
 def test_ring_shift_moves_each_block(student, rng, devices, shift):
     x = rng.normal(size=(devices, 5)).astype(np.float32)
-    got = student.probe("probes_ring.ring_shift", x, shift=shift)["values"]
+    got = student.program("probes_ring.ring_shift", x, shift=shift).value
     check_shift(got, x, shift, f"ring_shift(x, axis_name, shift={shift})")
 
 
 def test_ring_shift_default_is_one_ppermute(student, rng, devices):
     x = rng.normal(size=(devices, 2, 3)).astype(np.float32)
-    out = student.probe("probes_ring.ring_shift", x)
-    check_shift(out["values"], x, 1, "ring_shift(x, axis_name)")
-    permutes = expect_ppermute_only(out["hlo"], "ring_shift")
+    out = student.program("probes_ring.ring_shift", x)
+    check_shift(out.value, x, 1, "ring_shift(x, axis_name)")
+    permutes = expect_ppermute_only(out.hlo, "ring_shift")
     if permutes is None or permutes > 1 or (permutes == 0 and devices > 1):
         runs = "an unknown number of" if permutes is None else permutes
         raise AssertionError(f"ring_shift runs {runs} ppermutes on {devices} devices, expected exactly one: "
@@ -70,7 +70,7 @@ def test_ring_shift_default_is_one_ppermute(student, rng, devices):
 def test_ring_allreduce_equals_psum(student, rng, devices, shape):
     x = rng.normal(size=(devices, *shape))
     what = f"ring_allreduce on {devices} devices (row i is what device i returned)"
-    got = expect_shape(student.probe("probes_ring.ring_allreduce", x.astype(np.float32))["values"], x.shape, what)
+    got = expect_shape(student.program("probes_ring.ring_allreduce", x.astype(np.float32)).value, x.shape, what)
     if devices > 1 and np.allclose(got, x.sum(axis=0) + x, rtol=1e-4, atol=1e-5):
         raise AssertionError(f"ring_allreduce on {devices} devices adds every device's own block twice: after n - 1 "
                              "shifts each block has visited every device once; an n-th shift brings it home again")
@@ -79,7 +79,7 @@ def test_ring_allreduce_equals_psum(student, rng, devices, shape):
 
 def test_ring_allreduce_uses_ppermute_only(student, rng, devices):
     x = rng.normal(size=(devices, 6)).astype(np.float32)
-    out = student.probe("probes_ring.ring_allreduce", x)
-    expect_ppermute_only(out["hlo"], "ring_allreduce")
-    expect_close(out["values"], np.broadcast_to(x.astype(np.float64).sum(axis=0), x.shape),
+    out = student.program("probes_ring.ring_allreduce", x)
+    expect_ppermute_only(out.hlo, "ring_allreduce")
+    expect_close(out.value, np.broadcast_to(x.astype(np.float64).sum(axis=0), x.shape),
                  what=f"ring_allreduce on {devices} devices")

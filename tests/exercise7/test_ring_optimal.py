@@ -13,10 +13,10 @@ from grader.suite import expect_close, hlo
 
 
 def run_optimal(student, x):
-    out = student.probe("probes_ring.ring_allreduce_optimal", x.astype(np.float32))
-    expect_close(out["values"], np.broadcast_to(x.sum(axis=0), x.shape),
+    out = student.program("probes_ring.ring_allreduce_optimal", x.astype(np.float32))
+    expect_close(out.value, np.broadcast_to(x.sum(axis=0), x.shape),
                  what=f"ring_allreduce_optimal on {len(x)} devices (row i is what device i returned)")
-    return out["hlo"]
+    return out.hlo
 
 
 @pytest.mark.parametrize("shape", [(13,), (4, 8)])
