@@ -15,6 +15,7 @@ where student code ran.
 
 from __future__ import annotations
 
+import functools
 import os
 import resource
 import sys
@@ -52,7 +53,7 @@ def _program_function(target: str, args, kwargs):
         return getattr(_load_probes(module), name)(**kwargs)
     fn = student_function(target)
     check_signature(fn, target, args, kwargs)
-    return lambda *inputs: fn(*inputs, **kwargs)
+    return functools.partial(fn, **kwargs) if kwargs else fn
 
 
 def run_request(op: str, target: str, args, kwargs):
@@ -62,7 +63,7 @@ def run_request(op: str, target: str, args, kwargs):
     if _clean:
         if op != "run_program":
             raise ValueError(f"a clean worker only runs programs, not {op!r}")
-        return run_program(kwargs["program"], args, target)
+        return run_program(kwargs["program"], args, target.rpartition(".")[2])
     if op == "probe":
         module, _, name = target.rpartition(".")
         return getattr(_load_probes(module), name)(*args, **kwargs)
