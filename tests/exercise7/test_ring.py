@@ -1,7 +1,7 @@
 """Hidden suite for task ring: ring_shift moves blocks around the ring, ring_allreduce is made of ppermutes.
 
-Both are per-device functions; probes_ring.py wraps them in jax.pmap in the worker, and
-student.program gives the values (row i = device i) and the compiled HLO of that one program.
+Both are per-device functions; probes_ring.py wraps them in jax.pmap in the worker. The structural
+tests get the values (row i = device i) and the compiled HLO of one program from student.program.
 """
 
 import numpy as np
@@ -51,7 +51,7 @@ def expect_ppermute_only(text: str, name: str) -> int:
 @pytest.mark.parametrize("shift", [1, -1, 3])
 def test_ring_shift_moves_each_block(student, rng, devices, shift):
     x = rng.normal(size=(devices, 5)).astype(np.float32)
-    got = student.program("probes_ring.ring_shift", x, shift=shift).value
+    got = student.probe("probes_ring.values", "ring_shift", x, shift=shift)
     check_shift(got, x, shift, f"ring_shift(x, axis_name, shift={shift})")
 
 
@@ -70,7 +70,7 @@ def test_ring_shift_default_is_one_ppermute(student, rng, devices):
 def test_ring_allreduce_equals_psum(student, rng, devices, shape):
     x = rng.normal(size=(devices, *shape))
     what = f"ring_allreduce on {devices} devices (row i is what device i returned)"
-    got = expect_shape(student.program("probes_ring.ring_allreduce", x.astype(np.float32)).value, x.shape, what)
+    got = expect_shape(student.probe("probes_ring.values", "ring_allreduce", x.astype(np.float32)), x.shape, what)
     if devices > 1 and np.allclose(got, x.sum(axis=0) + x, rtol=1e-4, atol=1e-5):
         raise AssertionError(f"ring_allreduce on {devices} devices adds every device's own block twice: after n - 1 "
                              "shifts each block has visited every device once; an n-th shift brings it home again")
