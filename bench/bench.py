@@ -15,14 +15,12 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-GRADE = [sys.executable, "-m", "grader"]
+from measure import GRADE, ROOT, GradeFailed, align, floor_figures, git_commit, grade_report, timed
+
 TARGETS = {  # name: (target, True if the measured value must be at most the target)
     "exercise_ratio": (1.5, True),
     "batch_jobs1_ratio": (1.3, True),
@@ -31,21 +29,9 @@ TARGETS = {  # name: (target, True if the measured value must be at most the tar
 }
 
 
-def timed(args: list[str], env: dict[str, str] | None = None) -> tuple[float, subprocess.CompletedProcess]:
-    began = time.perf_counter()
-    proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, env={**os.environ, **(env or {})})
-    return time.perf_counter() - began, proc
-
-
 def grade_once(submission: Path, extra: list[str], seed: int, env: dict[str, str] | None = None) -> dict:
     """One ``grade`` process: its wall time (start to exit) and its report's timing."""
-    args = [*GRADE, "exercise7", "--submission", str(submission), "--format", "json", "--seed", str(seed), *extra]
-    wall, proc = timed(args, env)
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
-    report = json.loads(proc.stdout)
-    return {"wall_s": wall, "score": report["score"], "max_score": report["max_score"], **{
-        f"report_{k}": v for k, v in report["timing"].items()}}
+    return floor_figures(*grade_report(submission, extra, seed, env))
 
 
 def breakdown(run: dict) -> dict:
@@ -120,13 +106,6 @@ def startup(repeat: int) -> dict:
             for name, args in (("help_s", ["--help"]), ("list_s", ["list"]))}
 
 
-def git_commit() -> str:
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                           capture_output=True, text=True).stdout.strip()
-    return head + ("+dirty" if dirty else "")
-
-
 def verdict(name: str, value: float) -> str:
     target, at_most = TARGETS[name]
     ok = value <= target if at_most else value >= target
@@ -160,13 +139,10 @@ def table(result: dict) -> str:
               f"{b['jobs1']['grader_rss_mb']:.0f} MB / {b['jobs1']['worker_rss_mb']:.0f} MB", ""),
              ("grade --help", f"{result['startup']['help_s']:.3f} s", verdict("help_s", result["startup"]["help_s"])),
              ("grade list", f"{result['startup']['list_s']:.3f} s", "")]
-    width = [max(len(r[i]) for r in rows) for i in range(3)]
-    lines = [f"{a:<{width[0]}}  {b:<{width[1]}}  {c}".rstrip() for a, b, c in rows]
-    lines.insert(1, "-" * len(lines[0]))
     m = result["machine"]
-    lines.append(f"\ncommit {result['commit']} · {m['cpus']} cores · load average {m['load_before'][0]:.1f} before, "
-                 f"{m['load_after'][0]:.1f} after · ratios are from the same runs, absolute times depend on load")
-    return "\n".join(lines)
+    return align(rows) + (f"\n\ncommit {result['commit']} · {m['cpus']} cores · load average "
+                          f"{m['load_before'][0]:.1f} before, {m['load_after'][0]:.1f} after · ratios are from the "
+                          "same runs, absolute times depend on load")
 
 
 def main(argv=None) -> None:
@@ -179,14 +155,17 @@ def main(argv=None) -> None:
     p.add_argument("--seed", type=int, default=1234)
     a = p.parse_args(argv)
     load_before = os.getloadavg()
-    result = {
-        "commit": git_commit(),
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "single": [single("exercise7", [], a.repeat, a.seed),
-                   single(f"exercise7 --task {a.task}", ["--task", a.task], a.repeat, a.seed)],
-        "batch": batch(a.copies, a.seed, ["--task", a.batch_task] if a.batch_task else []),
-        "startup": startup(5),
-    }
+    try:
+        result = {
+            "commit": git_commit(),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "single": [single("exercise7", [], a.repeat, a.seed),
+                       single(f"exercise7 --task {a.task}", ["--task", a.task], a.repeat, a.seed)],
+            "batch": batch(a.copies, a.seed, ["--task", a.batch_task] if a.batch_task else []),
+            "startup": startup(5),
+        }
+    except GradeFailed as exc:
+        raise SystemExit(str(exc)) from None
     result["machine"] = {"cpus": os.cpu_count(), "load_before": load_before, "load_after": os.getloadavg()}
     out = Path(a.output)
     out.parent.mkdir(parents=True, exist_ok=True)

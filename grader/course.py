@@ -7,7 +7,9 @@ instructor fixing a typo the night before a deadline.
 
 from __future__ import annotations
 
+import datetime
 import os
+import zoneinfo
 from dataclasses import dataclass, field, replace
 
 import yaml
@@ -50,6 +52,16 @@ class Task:
 
 
 @dataclass(frozen=True)
+class LatePolicy:
+    """What a late submission loses: ``per_day`` percent of its score for each day or part of a day
+    after the deadline, at most ``cap`` percent; nothing within ``grace_minutes`` of the deadline."""
+
+    per_day: float
+    cap: float = 100.0
+    grace_minutes: float = 0.0
+
+
+@dataclass(frozen=True)
 class Exercise:
     name: str
     title: str
@@ -58,6 +70,8 @@ class Exercise:
     stubs: str
     solutions: str
     complete: bool = True  # False once cut down to some of its tasks (see only)
+    due: datetime.datetime | None = None  # timezone-aware
+    late: LatePolicy | None = None
 
     def task(self, task_id: str) -> Task:
         for t in self.tasks:
@@ -106,6 +120,7 @@ class Release:
     jaxlib: str
     grader: str
     python: str = ""
+    hidden_cases: dict[str, int] = field(default_factory=dict)  # task id -> cases not in a student bundle
 
     @property
     def public_only(self) -> bool:
@@ -122,6 +137,7 @@ class Course:
     memory_mb: int
     backend: str
     release: Release | None = None
+    timezone: datetime.tzinfo = datetime.timezone.utc  # of deadlines written without an offset
 
     def exercise(self, name: str) -> Exercise:
         if name not in self.exercises:
@@ -148,6 +164,27 @@ def _construct_node(loader, node):
 
 
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_node)
+
+TIME_FORMAT = "a date and time such as 2026-03-01 23:59 or 2026-03-01T23:59+01:00, or a date (its end)"
+
+
+def parse_time(value, tz: datetime.tzinfo) -> datetime.datetime | None:
+    """A deadline or submission time as an aware datetime, or None if ``value`` is not one.
+
+    Accepts ISO 8601 text and YAML's own dates and times; a time without an offset is in ``tz``;
+    a date alone means the last second of that day (a deadline "on March 1st" includes March 1st).
+    """
+    if isinstance(value, str):
+        try:
+            value = datetime.datetime.fromisoformat(value.strip()) if "T" in value or ":" in value \
+                else datetime.date.fromisoformat(value.strip())
+        except ValueError:
+            return None
+    if isinstance(value, datetime.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=tz)
+    if isinstance(value, datetime.date):
+        return datetime.datetime.combine(value, datetime.time(23, 59, 59), tz)
+    return None
 
 
 class _Checker:
@@ -204,6 +241,9 @@ class _Checker:
         elif kind == "backend":
             if value not in BACKENDS:
                 raise self.fail(name, line, f"one of {', '.join(BACKENDS)}", value)
+        elif kind == "percent":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 100:
+                raise self.fail(name, line, "a percentage from 0 to 100", value)
         elif kind == "files":
             if not isinstance(value, list) or not value or not all(
                     isinstance(f, str) and f.startswith("test_") and f.endswith(".py") for f in value):
@@ -245,10 +285,35 @@ def _load_task(ck: _Checker, node, where: str, line: int, defaults: dict) -> Tas
     )
 
 
+def _load_late(ck: _Checker, node, where: str, line: int) -> LatePolicy:
+    node = ck.mapping(node, where, line, ("per_day", "cap", "grace_minutes"), ("per_day",))
+    return LatePolicy(per_day=float(ck.get(node, "per_day", where, "percent")),
+                      cap=float(ck.get(node, "cap", where, "percent", 100)),
+                      grace_minutes=float(ck.get(node, "grace_minutes", where, "number", 0)))
+
+
+def _load_due(ck: _Checker, node, where: str, tz: datetime.tzinfo) -> datetime.datetime | None:
+    if "due" not in node:
+        return None
+    due = parse_time(node["due"], tz)
+    if due is None:
+        raise ck.fail(f"{where}.due", node.lines["due"], TIME_FORMAT, str(node["due"]))
+    return due
+
+
+def _load_timezone(ck: _Checker, node) -> datetime.tzinfo:
+    name = ck.get(node, "timezone", "defaults", "text", "UTC")
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ck.fail("defaults.timezone", node.lines["timezone"], "an IANA time zone such as Europe/Berlin or UTC",
+                      name) from None
+
+
 def _load_exercise(ck: _Checker, name: str, node, line: int, defaults: dict) -> Exercise:
     where = f"exercises.{name}"
-    node = ck.mapping(node, where, line, ("title", "tasks", "devices", "timeout_s", "suite", "stubs", "solutions"),
-                      ("title", "tasks"))
+    node = ck.mapping(node, where, line, ("title", "tasks", "devices", "timeout_s", "suite", "stubs", "solutions",
+                                          "due", "late"), ("title", "tasks"))
     defaults = dict(defaults, devices=ck.get(node, "devices", where, "devices", defaults["devices"]),
                     timeout_s=ck.get(node, "timeout_s", where, "positive", defaults["timeout_s"]))
     tasks_node = node["tasks"]
@@ -273,19 +338,26 @@ def _load_exercise(ck: _Checker, name: str, node, line: int, defaults: dict) -> 
         suite=ck.get(node, "suite", where, "text", f"tests/{name}"),
         stubs=ck.get(node, "stubs", where, "text", f"exercises/{name}"),
         solutions=ck.get(node, "solutions", where, "text", f"solutions/{name}"),
+        due=_load_due(ck, node, where, defaults["timezone"]),
+        late=_load_late(ck, node["late"], f"{where}.late", node.lines["late"]) if "late" in node else defaults["late"],
     )
 
 
 def _load_release(ck: _Checker, node, line: int) -> Release:
-    node = ck.mapping(node, "release", line, ("kind", "jax", "jaxlib", "grader", "python"),
+    node = ck.mapping(node, "release", line, ("kind", "jax", "jaxlib", "grader", "python", "hidden_cases"),
                       ("kind", "jax", "jaxlib", "grader"))
     kind = ck.get(node, "kind", "release", "text")
     if kind not in RELEASE_KINDS:
         raise ck.fail("release.kind", node.lines["kind"], f"one of {', '.join(RELEASE_KINDS)}", kind)
+    hidden = node.get("hidden_cases", {})
+    if not isinstance(hidden, dict) or not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+                                               and v >= 0 for k, v in hidden.items()):
+        raise ck.fail("release.hidden_cases", node.lines.get("hidden_cases", line),
+                      "a mapping of task ids to case counts such as {dot: 12}", hidden)
     return Release(kind=kind, jax=ck.get(node, "jax", "release", "text"),
                    jaxlib=ck.get(node, "jaxlib", "release", "text"),
                    grader=ck.get(node, "grader", "release", "text"),
-                   python=ck.get(node, "python", "release", "text", ""))
+                   python=ck.get(node, "python", "release", "text", ""), hidden_cases=dict(hidden))
 
 
 def load_course(path: str) -> Course:
@@ -304,11 +376,13 @@ def load_course(path: str) -> Course:
     root = ck.mapping(data if data is not None else _Node(), "(top level)", 1,
                       ("course", "defaults", "exercises", "release"), ("course", "exercises"))
     dnode = ck.mapping(root.get("defaults", _Node()), "defaults", root.lines.get("defaults", 1),
-                       ("devices", "timeout_s", "memory_mb", "visibility", "backend"))
+                       ("devices", "timeout_s", "memory_mb", "visibility", "backend", "timezone", "late"))
     defaults = {
         "devices": ck.get(dnode, "devices", "defaults", "devices", (1, 2, 4, 8)),
         "timeout_s": ck.get(dnode, "timeout_s", "defaults", "positive", 60),
         "visibility": ck.get(dnode, "visibility", "defaults", "visibility", "visible"),
+        "timezone": _load_timezone(ck, dnode),
+        "late": _load_late(ck, dnode["late"], "defaults.late", dnode.lines["late"]) if "late" in dnode else None,
     }
     memory_mb = ck.get(dnode, "memory_mb", "defaults", "positive", 4096)
     exercises_node = ck.mapping(root["exercises"], "exercises", root.lines["exercises"], tuple(root["exercises"] or ()))
@@ -319,7 +393,8 @@ def load_course(path: str) -> Course:
     return Course(name=ck.get(root, "course", "(top level)", "text"), root=os.path.dirname(path), path=path,
                   exercises=exercises, memory_mb=int(memory_mb),
                   backend=ck.get(dnode, "backend", "defaults", "backend", "cpu"),
-                  release=_load_release(ck, root["release"], root.lines["release"]) if "release" in root else None)
+                  release=_load_release(ck, root["release"], root.lines["release"]) if "release" in root else None,
+                  timezone=defaults["timezone"])
 
 
 def find_course(start: str | None = None, explicit: str | None = None) -> Course:

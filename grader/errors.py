@@ -39,24 +39,40 @@ STATUS = {
 
 
 class StudentFailure(Exception):
-    """A call into student code did not produce a value. ``kind`` is a key of STATUS."""
+    """A call into student code did not produce a value. ``kind`` is a key of STATUS.
 
-    def __init__(self, kind: str, message: str, where: str | None = None, exc_type: str | None = None):
+    For an exception, ``exc_type`` is its type and ``raised_in`` whose code raised it: "submission"
+    (the deepest traceback frame is the student's), "jax" (JAX's own exception type, or its deepest
+    frame is inside JAX) or "library" (anywhere else), so a check can tell the student's own error
+    from JAX's. ``detail`` is the exception's full text and ``line`` the submission's source line that
+    raised: what turns JAX's message into the student's mistake (grader.suite.jax_errors), and what
+    the report keeps for instructors.
+    """
+
+    OPTIONAL = ("where", "exc_type", "raised_in", "detail", "line")
+
+    def __init__(self, kind: str, message: str, where: str | None = None, exc_type: str | None = None,
+                 raised_in: str | None = None, detail: str | None = None, line: str | None = None):
         super().__init__(message)
         self.kind, self.message, self.where, self.exc_type = kind, message, where, exc_type
+        self.raised_in, self.detail, self.line = raised_in, detail, line
 
     def __str__(self) -> str:
         return f"{self.message} ({self.where})" if self.where else self.message
 
+    def reworded(self, message: str) -> StudentFailure:
+        """The same failure told with another message (e.g. naming the process it happened on)."""
+        return StudentFailure(self.kind, message, **{name: getattr(self, name) for name in self.OPTIONAL})
+
     def as_reply(self) -> dict:
         """The failure as the worker's reply header (see :func:`from_reply`)."""
-        return {"ok": False, "kind": self.kind, "message": self.message, "where": self.where,
-                "exc_type": self.exc_type}
+        return {"ok": False, "kind": self.kind, "message": self.message,
+                **{name: getattr(self, name) for name in self.OPTIONAL}}
 
     @classmethod
     def from_reply(cls, header: dict) -> StudentFailure:
         return cls(str(header.get("kind", "raised")), str(header.get("message", "failed")),
-                   header.get("where"), header.get("exc_type"))
+                   **{name: header.get(name) for name in cls.OPTIONAL})
 
 
 class GraderError(Exception):

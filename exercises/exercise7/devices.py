@@ -13,8 +13,8 @@ count_devices(platform=None) -> int
         (4, 0, 0)
 
 put_on_device(x, index) -> jax.Array
-    x (an array of any shape) copied onto the device jax.devices()[index], with the same shape
-    and values. Return the jax.Array itself (not a NumPy copy): the grader looks at where it lives.
+    x (an array of any shape) copied onto the device jax.devices()[index], with the same shape,
+    dtype and values. Return the jax.Array itself (not a NumPy copy): the grader looks at where it lives.
     Valid indices are 0 .. count_devices() - 1. Any other index, too large or negative, raises
     ValueError with a message that names the index and the device count, for example
     "no device 5: there are 4 devices, indices 0 .. 3".

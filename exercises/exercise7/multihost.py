@@ -15,8 +15,9 @@ shape ``(features,)``.
 How:
   1. Every process must hold the same number of rows (a multiple of jax.local_device_count()).
      Check it: ``jax.experimental.multihost_utils.process_allgather(row_count)`` gives every
-     process's count. If they differ, raise ValueError naming the counts. Do not skip this: with
-     uneven rows JAX quietly builds a *different* global array on each process.
+     process's count. If they differ, raise ValueError naming the counts, e.g. "every process must
+     hold the same number of rows; they hold [2, 4]". Do not skip this: with uneven rows JAX
+     quietly builds a *different* global array on each process.
   2. Make a mesh over the devices of all processes: ``Mesh(np.array(jax.devices()), ("batch",))``.
   3. ``jax.make_array_from_process_local_data(NamedSharding(mesh, P("batch")), local_batch)``
      is one global array of shape (processes * rows, features); each process contributes its rows.

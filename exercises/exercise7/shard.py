@@ -35,9 +35,14 @@ unshard(x) -> shape (n_devices * per, ...)
     unshard(shard_batch(x, n)) equals x, and after pad_and_shard the real rows are
     unshard(sharded)[:B] (or unshard(sharded)[unshard(mask)]).
 
+All three keep x's dtype: an int32 batch of token ids or a uint8 batch of pixels comes back int32 or
+uint8, padding included (pad with zeros of x.dtype; jnp.pad does). A real row may be all zeros, so
+the mask marks real rows by their position (the first B), never by their values, and unshard keeps
+every row it is given, padding included: leaving the padding out is the mask's job.
+
 The chapter's Gotcha 1 says the leading axis must equal the device count; these functions are how
 real code meets that rule. The grader tries batches whose size is not a multiple of the device
-count, and batches smaller than it.
+count, batches smaller than it, rows of zeros, and int, uint8 and bool batches.
 """
 
 import jax.numpy as jnp

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 import yaml
 
 from grader.authoring import pins, release_scan
+from grader.authoring.hidden_cases import hidden_cases
 from grader.course import Course, Exercise, Release
 from grader.authoring.public_suite import public_copy, references
 from grader.submission import expected_modules
@@ -54,6 +55,16 @@ class Released:
     requires_python: str = ""
     grader_version: str = ""
     files_scanned: int = 0
+    hidden_cases: dict[str, int] = field(default_factory=dict)  # task id -> cases graded only at submission
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the instructor should know before handing the bundle out."""
+        if any(self.hidden_tests.values()):
+            return []
+        return ["every test is visible, so the student bundle holds the whole grading suite and nothing is "
+                "graded only at submission; give tests a visibility of hidden, after_due_date or after_published "
+                "in course.yaml (tests: {test_name: {visibility: ...}})"]
 
     def path(self, name: str) -> str:
         return os.path.join(self.out, name)
@@ -180,8 +191,9 @@ def _readme(course: Course, exercise: Exercise, released: Released) -> str:
 
 
 def _record(kind: str, released: Released) -> Release:
+    hidden = {task: n for task, n in released.hidden_cases.items() if n} if kind == STUDENT else {}
     return Release(kind=kind, jax=released.pins["jax"], jaxlib=released.pins["jaxlib"],
-                   grader=released.grader_version, python=platform.python_version())
+                   grader=released.grader_version, python=platform.python_version(), hidden_cases=hidden)
 
 
 def _zip(top: str, path: str, prefix: str = "") -> None:
@@ -216,6 +228,7 @@ def release(course: Course, exercise: Exercise, out: str) -> Released:
     if not {"jax", "jaxlib"} <= set(released.pins):
         raise UsageError("the grader's dependencies do not include jax and jaxlib; nothing to pin")
     released.requires_python = pins.requires_python([dist.metadata["Name"], *released.pins])
+    released.hidden_cases = hidden_cases(course, exercise)
     os.makedirs(out, exist_ok=True)
     _clear(out)
     student, autograder = released.path(STUDENT), released.path(AUTOGRADER)

@@ -21,9 +21,10 @@ import sys
 import tempfile
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from grader.classroom import fingerprint, roster, unpack
+from grader.classroom import fingerprint, regrade, roster, unpack
+from grader.classroom.deadlines import Deadlines, priced
 from grader.course import Course, Exercise
 from grader.errors import EXIT_USAGE
 from grader.classroom.gradebook import FAILED, GRADED, REFUSED, Gradebook, Result
@@ -46,15 +47,20 @@ class Settings:
     jobs: int
     timeout_s: float
     backend: str
+    deadlines: Deadlines | None = None  # prices late submissions; None when the exercise has no due date
+    fingerprints: dict[str, str] = field(default_factory=dict)  # task id -> fingerprint (see fingerprint.py)
 
 
 @dataclass
 class Planned:
-    """A submission to grade; ``refusal`` says why it cannot be graded as sent (else empty)."""
+    """A submission to grade; ``refusal`` says why it cannot be graded as sent (else empty). ``tasks``
+    are the only tasks to grade, joined into the ``previous`` report (empty: grade them all)."""
 
     entry: roster.Entry
     submission_hash: str
     refusal: str = ""
+    tasks: tuple[str, ...] = ()
+    previous: dict | None = None
 
 
 @dataclass
@@ -79,18 +85,22 @@ def _plan_one(entry: roster.Entry) -> Planned:
     return Planned(entry, fingerprint.submission_hash(path), refusal)
 
 
-def plan(entries: list[roster.Entry], gradebook: Gradebook, course_hash: str,
-         regrade: bool) -> tuple[list[Planned], list[str]]:
-    """(submissions to grade, students whose gradebook result still stands)."""
+def plan(entries: list[roster.Entry], gradebook: Gradebook, course_hash: str, again: bool | set[str],
+         fingerprints: dict[str, str]) -> tuple[list[Planned], list[str]]:
+    """(submissions to grade, students whose gradebook result still stands). ``again`` is True to grade
+    everyone in full, or the task ids to grade again for everyone."""
     todo, kept = [], []
     for entry in entries:
         planned = _plan_one(entry)
         previous = gradebook.get(entry.student)
-        if (not regrade and previous is not None and previous.status != FAILED
-                and previous.submission_hash == planned.submission_hash and previous.course_hash == course_hash):
+        tasks = None if again is True else regrade.stale(previous, planned.submission_hash, course_hash,
+                                                         fingerprints, again or set())
+        if tasks == []:
             kept.append(entry.student)
-        else:
-            todo.append(planned)
+            continue
+        if tasks:
+            planned.tasks, planned.previous = tuple(tasks), previous.report
+        todo.append(planned)
     return todo, kept
 
 
@@ -130,11 +140,11 @@ class Batch:
                    else f"{result.status}: {result.error}")
         self.progress.advance(result.student, outcome, error=result.status != GRADED)
 
-    def _command(self, folder: str, output: str) -> list[str]:
+    def _command(self, folder: str, output: str, tasks: tuple[str, ...]) -> list[str]:
         s = self.settings
         cmd = [sys.executable, "-m", "grader", s.exercise.name, "--submission", folder, "--format", "json",
                "--seed", str(s.seed), "--output", output, "--course", s.course.path]
-        cmd += [arg for t in s.exercise.tasks for arg in ("--task", t.id)] + ["--backend", s.backend]
+        cmd += [arg for t in tasks for arg in ("--task", t)] + ["--backend", s.backend]
         return cmd + (["--devices", ",".join(map(str, s.devices))] if s.devices else [])
 
     def _start(self, planned: Planned, scratch_root: str, index: int) -> Job | None:
@@ -160,7 +170,8 @@ class Batch:
         pythonpath = os.pathsep.join(p for p in (ENGINE_PARENT, os.environ.get("PYTHONPATH")) if p)
         env = dict(os.environ, PYTHONPATH=pythonpath)
         with open(os.path.join(scratch, "log.txt"), "wb") as log:
-            proc = subprocess.Popen(self._command(folder, os.path.join(scratch, "report.json")), cwd=scratch,
+            tasks = planned.tasks or tuple(t.id for t in self.settings.exercise.tasks)
+            proc = subprocess.Popen(self._command(folder, os.path.join(scratch, "report.json"), tasks), cwd=scratch,
                                     env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True, preexec_fn=_die_with_parent)
         return Job(planned, scratch, proc, time.monotonic())
@@ -197,9 +208,14 @@ class Batch:
             except (OSError, ValueError) as exc:
                 return self._base(planned, status=FAILED, error=f"the grader wrote no readable report ({exc})",
                                   **common)
-            report["submission"] = ", ".join(planned.entry.paths)
-            return self._base(planned, status=GRADED, score=report["score"], max_score=report["max_score"],
-                              report=report, **common)
+            report = regrade.stamp(dict(report, submission=", ".join(planned.entry.paths)), self.settings.fingerprints)
+            if planned.previous:
+                report = regrade.join(planned.previous, report, list(self.settings.fingerprints))
+            graded = self._base(planned, status=GRADED, score=report["score"], max_score=report["max_score"],
+                                report=report, **common)
+            deadlines = self.settings.deadlines
+            lateness = deadlines.lateness(planned.entry.student, planned.entry.paths) if deadlines else None
+            return priced(graded, lateness)
         if job.timed_out:
             return self._base(planned, status=FAILED, error=f"grading took longer than {self.settings.timeout_s:g} s "
                               "and was stopped", **common)

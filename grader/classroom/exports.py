@@ -27,24 +27,41 @@ def task_scores(result: Result) -> dict[str, float]:
     return {t["id"]: t["score"] for t in result.report["tasks"]} if result.status == GRADED else {}
 
 
+def late(result: Result) -> dict | None:
+    """The late record of a graded result (see grader.classroom.deadlines), or None."""
+    return (result.report or {}).get("late") if result.status == GRADED else None
+
+
+LATE_COLUMNS = ("raw_score", "days_late", "penalty")
+LATE_TIMES = ("submitted_at", "due")
+
+
 def gradebook_csv(book: Gradebook) -> str:
-    """One row per student: a column per task, the total, max, percent, status and any error.
+    """One row per student: a column per task, the total, max, percent, status and any error; where
+    the exercise has a deadline, also the raw score, days late and penalty before the total (the
+    final score) and the submission time and deadline after it.
 
     A refused submission totals 0; one the grader failed on has no total, so it cannot be
     uploaded as a grade by mistake.
     """
     task_ids = [t["id"] for t in book.meta_value("tasks")]
+    results = book.results()
+    dated = any(late(r) for r in results)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["student", *task_ids, "total", "max_score", "percent", "status", "error"])
-    for r in book.results():
+    writer.writerow(["student", *task_ids, *(LATE_COLUMNS if dated else ()), "total", "max_score", "percent",
+                     "status", "error", *(LATE_TIMES if dated else ())])
+    for r in results:
         scores = task_scores(r)
         if r.status == FAILED:
             total = percent = ""
         else:
             total, percent = _num(r.score), _num(100 * r.score / r.max_score if r.max_score else 0)
-        writer.writerow([r.student, *(_num(scores[t]) if t in scores else "" for t in task_ids), total,
-                         _num(r.max_score), percent, r.status, r.error])
+        record = late(r) or {}
+        writer.writerow([r.student, *(_num(scores[t]) if t in scores else "" for t in task_ids),
+                         *(str(record.get(c, "")) for c in (LATE_COLUMNS if dated else ())), total,
+                         _num(r.max_score), percent, r.status, r.error,
+                         *(record.get(c, "") for c in (LATE_TIMES if dated else ()))])
     return out.getvalue()
 
 

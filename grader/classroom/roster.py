@@ -55,16 +55,47 @@ def kind(path: str) -> str | None:
     return "folder" if os.path.isdir(path) else archive_kind(path)
 
 
-def parse_shard(text: str | None) -> tuple[int, int] | None:
-    """``"2/5"`` -> (2, 5)."""
+SLURM_ID, SLURM_COUNT, SLURM_MIN = "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN"
+
+
+def _env_int(env, name: str, why: str) -> int:
+    value = env.get(name)
+    if value is None:
+        raise UsageError(f"--shard auto: {name} is not set ({why})")
+    try:
+        return int(value)
+    except ValueError:
+        raise UsageError(f"--shard auto: {name} is {value!r}, expected a whole number") from None
+
+
+def _auto_shard(text: str, env) -> str:
+    """``auto`` -> K/N from a Slurm array job; ``auto:INDEX/COUNT`` -> from the variables named (K from 1)."""
+    if text == "auto":
+        why = "--shard auto reads a Slurm array job; elsewhere name the variables: --shard auto:INDEX_VAR/COUNT_VAR"
+        index, count = _env_int(env, SLURM_ID, why), _env_int(env, SLURM_COUNT, why)
+        first = _env_int(env, SLURM_MIN, why) if SLURM_MIN in env else 1
+        return f"{index - first + 1}/{count}"  # --array=0-3 and --array=1-4 both give shards 1..4
+    index_var, slash, count_var = text.removeprefix("auto:").partition("/")
+    if not slash or not index_var or not count_var:
+        raise UsageError(f"--shard takes K/N, auto, or auto:INDEX_VAR/COUNT_VAR, got {text!r}")
+    why = "the variable --shard names"
+    return f"{_env_int(env, index_var, why)}/{_env_int(env, count_var, why)}"
+
+
+def parse_shard(text: str | None, env=None) -> tuple[int, int] | None:
+    """``"2/5"`` -> (2, 5); ``auto`` and ``auto:INDEX_VAR/COUNT_VAR`` read K and N from ``env``."""
     if not text:
         return None
+    shown = text
+    if text.startswith("auto"):
+        text = _auto_shard(text, os.environ if env is None else env)
+        shown = f"{shown} (= {text})"
     try:
         k, n = (int(p) for p in text.split("/"))
     except ValueError:
-        raise UsageError(f"--shard takes K/N like 1/4, got {text!r}") from None
+        raise UsageError(f"--shard takes K/N like 1/4, got {shown!r}") from None
     if not 1 <= k <= n:
-        raise UsageError(f"--shard K/N needs 1 <= K <= N, got {text!r}")
+        raise UsageError(f"--shard K/N needs 1 <= K <= N, got {shown!r}")
     return k, n
 
 

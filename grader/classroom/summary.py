@@ -27,6 +27,13 @@ def summarize(results: list[Result], tasks: list[dict], title: str) -> str:
             if got:
                 extra = "  (extra credit)" if t["extra_credit"] else ""
                 lines.append(f"  {t['id']:<{width}}  mean {_num(statistics.mean(got))} / {_num(t['points'])}{extra}")
+    late = [(r, r.report["late"]) for r in graded if r.report.get("late", {}).get("days_late")]
+    if late:
+        lines.append("  late (penalty taken off the raw score):")
+        width = max(len(r.student) for r, _ in late)
+        lines += [f"    {r.student:<{width}}  {rec['days_late']} day{'s' if rec['days_late'] != 1 else ''} late  "
+                  f"-{_num(rec['penalty_percent'])}%  {_num(rec['raw_score'])} -> {_num(rec['score'])}"
+                  for r, rec in late]
     for status, advice in ((REFUSED, "fix the submission and run the batch again"),
                            (FAILED, "run the same command again to retry them")):
         bad = [r for r in results if r.status == status]

@@ -22,6 +22,8 @@ SUBCOMMANDS = {
     "batch": "grader.cli.batch:batch_command",
     "merge": "grader.cli.merge:merge_command",
     "export": "grader.cli.export:export_command",
+    "similar": "grader.cli.similar:similar_command",
+    "report": "grader.cli.report:report_command",
 }
 _CLICK_OWN = (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort)
 

@@ -44,9 +44,28 @@ def _bind(book, course, exercise, course_hash: str, seed: int, devices) -> None:
                   max_score=exercise.max_points, grader_version=__version__, devices=list(devices or ()))
 
 
+ALL_TASKS = "all"
+
+
+def _regrade_tasks(regrade: str | None, exercise) -> bool | set[str]:
+    """--regrade -> True (everyone, in full); --regrade dot,ring -> those tasks for everyone."""
+    from grader.errors import UsageError
+
+    if regrade is None or regrade == ALL_TASKS:
+        return regrade == ALL_TASKS
+    tasks = {t.strip() for t in regrade.split(",") if t.strip()}
+    unknown = sorted(tasks - exercise.task_ids)
+    if unknown:
+        raise UsageError(f"--regrade {regrade}: no task {', '.join(unknown)} among the graded tasks "
+                         f"({', '.join(t.id for t in exercise.tasks)}); --regrade alone grades everything again")
+    return tasks
+
+
 def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, seed, regrade, devices_text,
-           course_path, timeout_s, backend):
+           course_path, timeout_s, backend, roster_path, times_path):
     from grader.classroom import batch, fingerprint, roster
+    from grader.classroom.deadlines import for_batch, reprice
+    from grader.classroom.regrade import describe
     from grader.classroom.gradebook import FAILED, Gradebook
     from grader.classroom.progress import Progress
     from grader.classroom.summary import summarize
@@ -58,20 +77,28 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
     exercise = course.exercise(exercise_name).only(tasks)
     devices = parse_devices(devices_text)
     shard = roster.parse_shard(shard_text)
-    entries = [e for e in roster.discover(list(submissions), exercise.name) if roster.in_shard(e.student, shard)]
+    everyone = roster.discover(list(submissions), exercise.name)
+    entries = [e for e in everyone if roster.in_shard(e.student, shard)]
+    deadlines = for_batch(course, exercise, {e.student for e in everyone}, roster_path, times_path)
     gradebook_path = gradebook_path or f"{exercise.name}.sqlite"
     backend = resolve(backend or course.backend).name  # a backend this machine lacks stops here, not per student
-    course_hash = fingerprint.course_hash(course, exercise, devices, backend)
+    fingerprints = fingerprint.task_fingerprints(course, exercise, devices, backend)
+    course_hash = fingerprint.course_hash(fingerprints)
+    again = _regrade_tasks(regrade, exercise)
     with Gradebook(gradebook_path) as book:
-        seed = _choose_seed(book, seed, regrade)
+        seed = _choose_seed(book, seed, again is True)
         _bind(book, course, exercise, course_hash, seed, devices)
-        todo, kept = batch.plan(entries, book, course_hash, regrade)
+        todo, kept = batch.plan(entries, book, course_hash, again, fingerprints)
+        repriced = reprice(book, [e for e in entries if e.student in set(kept)], deadlines)
         where = f" (shard {shard[0]}/{shard[1]})" if shard else ""
         again = " (--regrade grades them again)" if kept else ""
         click.echo(f"{exercise.name}: {len(entries)} submissions{where}; grading {len(todo)}, {len(kept)} already "
                    f"graded{again} · seed {seed} · {jobs} job{'s' if jobs > 1 else ''} · gradebook {gradebook_path}",
                    err=True)
-        settings = batch.Settings(course, exercise, seed, devices, course_hash, jobs, timeout_s, backend)
+        if repriced:
+            click.echo(f"{repriced} kept results had a new deadline or submission time: late penalty updated", err=True)
+        settings = batch.Settings(course, exercise, seed, devices, course_hash, jobs, timeout_s, backend, deadlines,
+                                  fingerprints)
         progress = Progress(len(todo))
         try:
             batch.Batch(settings, book, progress).run(todo)
@@ -81,6 +108,8 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
             sys.exit(EXIT_INTERRUPTED)
         results = [book.get(e.student) for e in entries]
     click.echo(summarize(results, book.meta_value("tasks"), f"{exercise.name}{where}"), nl=False)
+    partial = [p.tasks for p in todo if p.tasks]
+    click.echo(f"  {describe(partial, len(kept), len(todo) - len(partial))}")
     if any(r.status == FAILED for r in results):
         sys.exit(EXIT_INTERNAL)
 
@@ -91,15 +120,22 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
 @click.option("--task", "tasks", multiple=True, help="grade only this task (repeatable; default: every task)")
 @click.option("--jobs", type=click.IntRange(1), default=default_jobs, show_default="the usable cores",
               help="submissions graded at once")
-@click.option("--shard", "shard_text", metavar="K/N", help="grade only shard K of N (the same split on every machine)")
+@click.option("--shard", "shard_text", metavar="K/N|auto",
+              help="grade only shard K of N (the same split on every machine); auto: from a Slurm array job, "
+                   "auto:INDEX_VAR/COUNT_VAR: from the variables named")
 @click.option("--gradebook", "gradebook_path", type=click.Path(), help="SQLite gradebook [default: EXERCISE.sqlite]")
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), help="inputs for the whole class (default: the gradebook's)")
-@click.option("--regrade", is_flag=True, help="grade again even where the gradebook's result still stands")
+@click.option("--regrade", is_flag=False, flag_value=ALL_TASKS, metavar="[TASK,...]",
+              help="grade again even where the gradebook's result still stands: everything, or only these tasks")
 @click.option("--devices", "devices_text", help="device counts to test, e.g. 1,2,4,8 (default: course.yaml)")
 @click.option("--backend", type=click.Choice(BACKENDS), help="where workers run (default: course.yaml); see grade EXERCISE --help")
 @click.option("--course", "course_path", type=click.Path(), help="course.yaml or the folder holding it")
 @click.option("--submission-timeout", "timeout_s", type=click.FloatRange(1), default=1200.0, show_default=True,
               help="seconds one submission may take before its grading is stopped")
+@click.option("--roster", "roster_path", type=click.Path(),
+              help="class list CSV; its due:EXERCISE column gives extensions")
+@click.option("--submitted-at", "times_path", type=click.Path(),
+              help="CSV student,submitted_at: submission times that override the files' timestamps")
 def batch_command(**kw):
     """Grade SUBMISSIONS (folders, .zip / .tar.gz, or folders of them) into a gradebook.
 

@@ -20,11 +20,14 @@ def _release(name, out, course_path):
     click.echo(f"{name} released to {out}")
     click.echo(f"  {STUDENT}/ and {STUDENT}.zip: stubs, grader, README and {count} public test(s) "
                f"({_names(done.public_tests)})")
-    click.echo(f"    left out, run at submission: {hidden} test(s) ({_names(done.hidden_tests)})")
+    click.echo(f"    left out, run at submission: {hidden} test(s), {sum(done.hidden_cases.values())} case(s) "
+               f"({_names(done.hidden_tests)})")
     click.echo(f"  {AUTOGRADER}.zip: Gradescope autograder (setup.sh, run_autograder), all {count + hidden} test(s)")
     click.echo(f"  pinned: jax {done.pins['jax']}, jaxlib {done.pins['jaxlib']}, grader {done.grader_version}, "
                f"{len(done.pins)} packages in requirements.txt (Python {done.requires_python})")
     click.echo(f"  scanned {done.files_scanned} files: no solution code, no hidden test in the student bundle")
+    for warning in done.warnings:
+        click.echo(f"warning: {name}: {warning}", err=True)
 
 
 @click.command("release")

@@ -19,13 +19,24 @@ PUBLIC_ONLY_NOTE = ("public tests only: the full suite, with any hidden tests, r
                     "so your final score may differ")
 
 
+def public_only_note(course: Course, exercise: Exercise) -> str:
+    """What a student bundle's report says about the cases it cannot run: how many, for which tasks."""
+    counts = {t.id: course.release.hidden_cases.get(t.id, 0) for t in exercise.tasks}
+    total = sum(counts.values())
+    if not total:
+        return PUBLIC_ONLY_NOTE
+    per_task = ", ".join(f"{task} {n}" for task, n in counts.items() if n)
+    return (f"public tests only: {total} hidden case{'s' if total != 1 else ''} ({per_task}) are not in this "
+            "bundle; they are graded when you submit, so your final score may differ")
+
+
 def grade_submission(course: Course, exercise: Exercise, path: str, *, devices=None, seed: int | None = None,
                      backend: str | Backend | None = None, timeout_s: float | None = None,
                      allow_jax_mismatch: bool = False) -> Report:
     """Grade the submission at ``path`` against ``exercise`` (cut to the graded tasks with Exercise.only)."""
     notes = versions.check_jax(course, allow_jax_mismatch)
     if course.release and course.release.public_only:
-        notes.append(PUBLIC_ONLY_NOTE)
+        notes.append(public_only_note(course, exercise))
     found = submission.find(path, exercise.name, os.path.join(course.root, exercise.stubs))
     if found.note:
         notes.insert(0, found.note)

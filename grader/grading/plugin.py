@@ -19,6 +19,7 @@ from grader.course import Exercise
 from grader.errors import GraderError, StudentFailure
 from grader.grading.student import Student
 from grader.layout import Layout, label
+from grader.suite import jax_errors
 from grader.workers.pool import WorkerPool
 
 
@@ -34,6 +35,7 @@ class Case:
     kind: str = ""
     message: str = ""
     where: str | None = None
+    error: str = ""  # the exception's own full text (JAX's, Python's) when the failure was one; for instructors
     duration_s: float = 0.0
     processes: int | None = None  # set for a multi-process layout; devices is then per process
 
@@ -52,26 +54,23 @@ def _params(item) -> dict:
     return item.callspec.params if hasattr(item, "callspec") else {}
 
 
-def explain(exc: BaseException) -> tuple[str, str, str | None]:
-    """(kind, one-line message, where) for an exception that ended a test."""
+def explain(exc: BaseException, devices: int | None = None, rules=jax_errors.RULES) -> tuple[str, str, str | None]:
+    """(kind, one-line message, where) for an exception that ended a test; a JAX error the ``rules``
+    know is told as the mistake behind it (:mod:`grader.suite.jax_errors`)."""
     if isinstance(exc, StudentFailure):
-        return exc.kind, exc.message, exc.where
+        return exc.kind, jax_errors.explain(exc, devices, rules) or exc.message, exc.where
     if isinstance(exc, AssertionError):
         return "wrong", _one_line(exc) or "a check failed", None
     return "wrong", f"the result could not be checked ({type(exc).__name__}: {_one_line(exc, 200)})", None
 
 
-class GraderPlugin:
-    """``exercise`` holds the graded tasks only; ``devices`` and ``timeout_s`` override course.yaml."""
+class CasePlan:
+    """Which cases a suite has: every test that takes ``devices`` once per device count (or layout) of
+    its task, ``devices`` overriding course.yaml's. Grading runs them (GraderPlugin); a release counts
+    the hidden ones without running anything."""
 
-    def __init__(self, exercise: Exercise, pool: WorkerPool, seed: int, devices: tuple[int, ...] | None,
-                 timeout_s: float | None = None):
-        self.exercise, self.pool, self.backend, self.seed = exercise, pool, pool.backend, seed
-        self.devices_override, self.timeout_override = devices, timeout_s
-        self.cases: list[Case] = []
-        self.unmapped_files: set[str] = set()
-        self.collection_errors: list[str] = []
-        self.grader_errors: list[str] = []
+    def __init__(self, exercise: Exercise, devices: tuple[int, ...] | None = None):
+        self.exercise, self.devices_override = exercise, devices
 
     def _task(self, path) -> object:
         return self.exercise.task_for_file(os.path.basename(str(path)))
@@ -102,6 +101,24 @@ class GraderPlugin:
             pytest.param(lay.processes, lay.devices, id=lay.spec, marks=left_out if wanted and lay.devices not in wanted else ())
             for lay in layouts])
 
+    @pytest.fixture
+    def processes(self):
+        """None: one worker; a multi-process layout parametrizes it (see _parametrize_layouts)."""
+        return None
+
+
+class GraderPlugin(CasePlan):
+    """``exercise`` holds the graded tasks only; ``devices`` and ``timeout_s`` override course.yaml."""
+
+    def __init__(self, exercise: Exercise, pool: WorkerPool, seed: int, devices: tuple[int, ...] | None,
+                 timeout_s: float | None = None):
+        super().__init__(exercise, devices)
+        self.pool, self.backend, self.seed, self.timeout_override = pool, pool.backend, seed, timeout_s
+        self.cases: list[Case] = []
+        self.unmapped_files: set[str] = set()
+        self.collection_errors: list[str] = []
+        self.grader_errors: list[str] = []
+
     def pytest_collection_modifyitems(self, session, config, items):
         keep = []
         for item in items:
@@ -117,11 +134,6 @@ class GraderPlugin:
     def pytest_collectreport(self, report):
         if report.failed:
             self.collection_errors.append(f"{report.nodeid}: {_one_line(report.longreprtext, 600)}")
-
-    @pytest.fixture
-    def processes(self):
-        """None: one worker; a multi-process layout parametrizes it (see _parametrize_layouts)."""
-        return None
 
     @pytest.fixture
     def student(self, request, devices, processes):
@@ -149,7 +161,10 @@ class GraderPlugin:
                 self.grader_errors.append(str(call.excinfo.value))
                 item.session.shouldstop = "the grader cannot go on"
             elif report.failed and call.excinfo is not None:
-                case.kind, case.message, case.where = explain(call.excinfo.value)
+                exc = call.excinfo.value
+                rules = (*getattr(item.module, "JAX_ERRORS", ()), *jax_errors.RULES)  # the suite's own first
+                case.kind, case.message, case.where = explain(exc, case.devices, rules)
+                case.error = (getattr(exc, "detail", None) or "") if isinstance(exc, StudentFailure) else ""
             elif report.skipped:
                 case.kind, case.message = "not_run", _one_line(getattr(call.excinfo, "value", "") or "skipped")
             self.cases.append(case)

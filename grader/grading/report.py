@@ -96,6 +96,7 @@ def to_dict(run: RunResult, score: Score, course_name: str, notes=()) -> dict:
                         "kind": c.kind,
                         "message": c.message,
                         "where": c.where,
+                        "error": c.error,
                         "weight": ts.task.rule(c.test).weight,
                         "visibility": ts.task.rule(c.test).visibility,
                         "duration_s": round(c.duration_s, 4),

@@ -69,7 +69,15 @@ def _single_layouts(exercise: Exercise, devices) -> list[Layout]:
     return [Layout(n) for n in sorted(counts)]
 
 
-def _pytest_args(suite: str, files: list[str]) -> list[str]:
+def suite_files(course: Course, exercise: Exercise) -> list[str]:
+    """The test files of ``exercise``'s tasks that exist, as absolute paths."""
+    suite = os.path.join(course.root, exercise.suite)
+    paths = {os.path.join(suite, f) for t in exercise.tasks for f in t.files}
+    return sorted(p for p in paths if os.path.isfile(p))
+
+
+def pytest_args(suite: str, files: list[str]) -> list[str]:
+    """How the grader runs pytest on a suite: quiet, no cache, no user configuration."""
     return [*files, "-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:randomly", "-c", os.devnull,
             "--rootdir", suite, "--import-mode=importlib", "-W", "ignore::pytest.PytestAssertRewriteWarning"]
 
@@ -84,8 +92,7 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
     suite = os.path.join(course.root, exercise.suite)
     if not os.path.isdir(suite):
         raise UsageError(f"the suite folder {suite} for {exercise.name} does not exist")
-    files = sorted({os.path.join(suite, f) for t in exercise.tasks for f in t.files
-                    if os.path.isfile(os.path.join(suite, f))})
+    files = suite_files(course, exercise)
     scratch = tempfile.mkdtemp(prefix="grade-")
     try:
         code = submissions.copy_to_scratch(submission.found, scratch)
@@ -102,7 +109,7 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
             plugin = GraderPlugin(exercise, pool, seed, tuple(devices) if devices else None, timeout_s)
             with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
                 if files:
-                    pytest.main(_pytest_args(suite, files), plugins=[plugin])
+                    pytest.main(pytest_args(suite, files), plugins=[plugin])
         finally:
             pool.close()
         if plugin.grader_errors:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.errors import StudentFailure
-from grader.sandbox.student_code import first_line, student_frame
+from grader.sandbox.student_code import exception_facts, first_line, student_frame
 
 CALLBACK_ADVICE = ("it calls back into Python on the host (jax.pure_callback, io_callback, jax.debug.print or "
                    "jax.debug.callback), which a compiled program cannot carry to the grader: compute with "
@@ -45,11 +45,11 @@ def export_program(fn, args: tuple, name: str) -> np.ndarray:
     except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError) as exc:
         raise StudentFailure("not_traceable", f"{name} cannot be compiled with jax.jit (it turns a traced value "
                              f"into a concrete NumPy value or Python number): {first_line(exc, 160)}",
-                             student_frame(exc.__traceback__), type(exc).__name__) from None
+                             **exception_facts(exc)) from None
     try:
         return np.frombuffer(bytes(jax.export.export(jitted)(*args).serialize()), dtype=np.uint8)
     except Exception as exc:  # noqa: BLE001 - past tracing, a refusal is the program's, not a crash
         if student_frame(exc.__traceback__) is not None:
             raise
         raise StudentFailure("not_exportable", f"{name} cannot be graded as one program: {_why_not_exportable(exc)}",
-                             None, type(exc).__name__) from None
+                             **exception_facts(exc)) from None

@@ -8,6 +8,7 @@ inside the submission), ``sys.exit``, running out of memory.
 
 from __future__ import annotations
 
+import linecache
 import os
 import sys
 import traceback
@@ -25,14 +26,47 @@ def use_submission(path: str) -> None:
     sys.path.insert(0, _submission)
 
 
+DETAIL_LIMIT = 2000  # characters of an exception's text kept for explaining it and for instructors
+
+
+def _in_submission(path: str) -> bool:
+    return bool(_submission) and path.startswith(_submission + os.sep)
+
+
+def _frames(tb) -> list[tuple[str, int]]:
+    return [(os.path.abspath(frame.f_code.co_filename), lineno) for frame, lineno in traceback.walk_tb(tb)]
+
+
+def _deepest_student_frame(tb) -> tuple[str, int] | None:
+    return next((f for f in reversed(_frames(tb)) if _in_submission(f[0])), None)
+
+
 def student_frame(tb) -> str | None:
     """file:line of the deepest traceback frame inside the submission, as a relative path."""
-    where = None
-    for frame, lineno in traceback.walk_tb(tb):
-        path = os.path.abspath(frame.f_code.co_filename)
-        if _submission and path.startswith(_submission + os.sep):
-            where = f"{os.path.relpath(path, _submission)}:{lineno}"
-    return where
+    frame = _deepest_student_frame(tb)
+    return f"{os.path.relpath(frame[0], _submission)}:{frame[1]}" if frame else None
+
+
+def _jax_folders() -> tuple[str, ...]:
+    modules = (sys.modules.get(name) for name in ("jax", "jaxlib"))
+    return tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in modules if getattr(m, "__file__", None))
+
+
+def raised_in(exc: BaseException) -> str:
+    """Whose code raised ``exc``: "jax" (JAX's own exception type, or its deepest frame is inside JAX),
+    "submission" (the deepest frame is the student's) or "library" (anywhere else)."""
+    frames = _frames(exc.__traceback__)
+    deepest = frames[-1][0] if frames else ""
+    if type(exc).__module__.partition(".")[0] in ("jax", "jaxlib") or (deepest and deepest.startswith(_jax_folders())):
+        return "jax"
+    return "submission" if _in_submission(deepest) else "library"
+
+
+def exception_facts(exc: BaseException) -> dict:
+    """What a StudentFailure records of an exception besides its message (see grader.errors)."""
+    frame = _deepest_student_frame(exc.__traceback__)
+    return {"where": student_frame(exc.__traceback__), "exc_type": type(exc).__name__, "raised_in": raised_in(exc),
+            "detail": str(exc)[:DETAIL_LIMIT], "line": first_line(linecache.getline(*frame)) if frame else None}
 
 
 def first_line(text, limit: int = 300) -> str:
@@ -44,17 +78,16 @@ def classify(exc: BaseException, what: str) -> StudentFailure:
     """Turn an exception raised while running ``what`` into a StudentFailure."""
     if isinstance(exc, StudentFailure):
         return exc
-    where = student_frame(exc.__traceback__)
-    name = type(exc).__name__
+    facts = exception_facts(exc)
     if isinstance(exc, NotImplementedError):
-        return StudentFailure("not_started", f"{what} still raises NotImplementedError", where, name)
+        return StudentFailure("not_started", f"{what} still raises NotImplementedError", **facts)
     if isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in str(exc):
-        return StudentFailure("memory", f"{what} ran out of memory: {first_line(exc)}", where, name)
+        return StudentFailure("memory", f"{what} ran out of memory: {first_line(exc)}", **facts)
     if isinstance(exc, SystemExit):
-        return StudentFailure("exited", f"{what} called sys.exit({exc.code!r})", where, name)
+        return StudentFailure("exited", f"{what} called sys.exit({exc.code!r})", **facts)
     if isinstance(exc, KeyboardInterrupt):
-        return StudentFailure("raised", f"{what} raised KeyboardInterrupt", where, name)
-    return StudentFailure("raised", f"{what} raised {name}: {first_line(exc)}", where, name)
+        return StudentFailure("raised", f"{what} raised KeyboardInterrupt", **facts)
+    return StudentFailure("raised", f"{what} raised {facts['exc_type']}: {first_line(exc)}", **facts)
 
 
 def import_student_module(module: str):

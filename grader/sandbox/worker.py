@@ -26,7 +26,7 @@ from grader.errors import StudentFailure
 from grader.protocol import REPLY_FD, REQUEST_FD, WorkerSettings
 from grader.sandbox.program_export import export_program
 from grader.sandbox.program_runner import run_program
-from grader.sandbox.student_code import check_signature, classify, first_line, student_frame, student_function, \
+from grader.sandbox.student_code import check_signature, classify, first_line, student_function, \
     use_submission
 
 _probes_folder = ""

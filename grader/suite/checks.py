@@ -12,6 +12,7 @@ import re
 import numpy as np
 
 from grader.errors import StudentFailure
+from grader.suite.value_patterns import recognise
 
 
 def _shape_text(shape) -> str:
@@ -34,8 +35,12 @@ def expect_shape(got, shape, what: str) -> np.ndarray:
     return arr
 
 
-def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-5) -> np.ndarray:
-    """Shape must match exactly; values within float32-friendly tolerances of a float64 reference."""
+def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-5, **patterns) -> np.ndarray:
+    """Shape must match exactly; values within float32-friendly tolerances of a float64 reference.
+
+    ``patterns`` (devices, parts, rows, device_axis) tell :func:`grader.suite.value_patterns.recognise`
+    what the values mean, so a wrong value whose pattern names a mistake fails with that sentence.
+    """
     expected = np.asarray(expected)
     arr = expect_shape(got, expected.shape, what)
     if arr.dtype.kind not in "biufc":
@@ -44,6 +49,10 @@ def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-
     if np.isnan(arr64).any() and not np.isnan(expected).any():
         raise AssertionError(f"{what} returned NaN values")
     close = np.isclose(arr64, expected, rtol=rtol, atol=atol)
+    if not close.all() and patterns and arr.dtype.kind != "c":
+        said = recognise(arr64, expected, rtol=rtol, atol=atol, **patterns)
+        if said:
+            raise AssertionError(f"{what} {said}")
     if not close.all():
         if arr.ndim == 0:
             raise AssertionError(f"{what} returned {arr64.item():.6g}, expected {expected.item():.6g}")
@@ -71,10 +80,11 @@ def _names(text: str, value) -> bool:
 def expect_raises(call, exc_type: str, what: str, mentions=(), why: str = "") -> str:
     """Run ``call()`` (a student call) and require it to raise ``exc_type`` naming each of ``mentions``.
 
-    Returns the student's error message. A student error of another type, a returned value, or a
-    message that leaves out one of ``mentions`` fails the check; ``why`` (a sentence) says what the
-    error should be about. Failures that are not a raised exception (time-out, crash, not started)
-    propagate unchanged, so they are reported as what they are.
+    Returns the student's error message. An error raised inside JAX or another library (not by the
+    student's own code: ``StudentFailure.raised_in``), a student error of another type, a returned
+    value, or a message that leaves out one of ``mentions`` fails the check; ``why`` (a sentence) says
+    what the error should be about. Failures that are not a raised exception (time-out, crash, not
+    started) propagate unchanged, so they are reported as what they are.
     """
     why = f" ({why})" if why else ""
     try:
@@ -82,6 +92,10 @@ def expect_raises(call, exc_type: str, what: str, mentions=(), why: str = "") ->
     except StudentFailure as failure:
         if failure.kind != "raised":
             raise
+        if failure.raised_in in ("jax", "library"):
+            inside = "JAX" if failure.raised_in == "jax" else "a library your code called"
+            raise AssertionError(f"{what} raised {failure.exc_type} inside {inside}, not from a check of your own: "
+                                 f"check the input yourself first and raise {exc_type}{why}") from None
         if failure.exc_type != exc_type:
             raise AssertionError(f"{what} raised {failure.exc_type}, expected {exc_type}{why}") from None
         text = failure.message.partition(f"raised {exc_type}:")[2].strip()

@@ -170,7 +170,7 @@ class WorkerGroup:
         if len(failures) == len(self.members) and len({f.message for _, f in failures}) == 1:
             raise failures[0][1]
         i, failure = failures[0]
-        raise StudentFailure(failure.kind, self._on(i, failure), failure.where, failure.exc_type)
+        raise failure.reworded(self._on(i, failure))
 
     def _on(self, i: int, failure: StudentFailure) -> str:
         return f"process {i} of {self.layout.processes}: {failure.message}"
@@ -178,7 +178,7 @@ class WorkerGroup:
     def _stopped(self, i: int, failure: StudentFailure) -> StudentFailure:
         """Kill the whole group after process ``i`` failed in a way the others cannot recover from."""
         self.kill()
-        return StudentFailure(failure.kind, self._on(i, failure), failure.where, failure.exc_type)
+        return failure.reworded(self._on(i, failure))
 
     def kill(self) -> None:
         """SIGKILL every process at once (a survivor would log the coordinator's death), then reap them."""

@@ -1,10 +1,13 @@
-"""Hidden suite for task mesh: a ('data', 'model') Mesh, a P('data', 'model') sharding, a row-parallel matmul.
+"""Suite for task mesh: a ('data', 'model') Mesh, a P('data', 'model') sharding, a row-parallel matmul.
 
 Meshes and shardings are described by probes_mesh.py in the worker. Mesh shapes follow the device
-count, so every count from 1 up gets a mesh that uses all of its devices.
+count, so every count from 1 up gets a mesh that uses all of its devices. Visible tests run at 1, 2
+and 4 devices; the hidden ones (course.yaml) shard onto the other mesh shape at every count, and read
+the compiled matmul for one psum among the devices of a mesh row.
 """
 
 import numpy as np
+import pytest
 
 from grader.suite import expect_close, expect_shape, hlo
 
@@ -42,8 +45,7 @@ def test_make_2d_mesh_names_and_uses_every_device(student, devices):
             raise AssertionError(f"{call} holds devices {sorted(ids.ravel().tolist())}: a mesh uses every device once")
 
 
-def test_shard_matrix_lays_blocks_on_the_mesh(student, rng, devices):
-    n_rows, n_cols = tall(devices)
+def _check_shard_matrix(student, rng, n_rows, n_cols):
     x = rng.normal(size=(3 * n_rows, 5 * n_cols)).astype(np.float32)
     call = f"shard_matrix(x, mesh) on a {n_rows} x {n_cols} mesh"
     out = student.probe("probes_mesh.shard_matrix", x, n_rows, n_cols)
@@ -65,13 +67,58 @@ def test_shard_matrix_lays_blocks_on_the_mesh(student, rng, devices):
                                  f"block ({i}, {j}); shard over the mesh you are given")
 
 
-def test_sharded_matmul_is_row_parallel_with_one_psum(student, rng, devices):
+@pytest.mark.devices(1, 2, 4)
+def test_shard_matrix_lays_blocks_on_the_mesh(student, rng, devices):
+    _check_shard_matrix(student, rng, *tall(devices))
+
+
+def test_shard_matrix_on_a_wide_mesh(student, rng, devices):
+    _check_shard_matrix(student, rng, *wide(devices))
+
+
+def _matmul(student, rng, devices):
+    """x, w and the values and HLO of one program, on a wide mesh (the psum over 'model' adds from 2 devices on)."""
     n_rows, n_cols = wide(devices)
     x = rng.normal(size=(3 * n_rows, 4 * n_cols))
     w = rng.normal(size=(4 * n_cols, 5))
-    out = student.program("probes_mesh.sharded_matmul", x.astype(np.float32), w.astype(np.float32), n_rows=n_rows,
-                          n_cols=n_cols)
-    mine = hlo.select(out.hlo, by_student=True)
+    program = student.program("probes_mesh.sharded_matmul", x.astype(np.float32), w.astype(np.float32),
+                              n_rows=n_rows, n_cols=n_cols)
+    device_ids = np.arange(devices).reshape(n_rows, n_cols)  # the program's devices, in mesh order
+    return x, w, {"values": program.value, "hlo": program.hlo, "device_ids": device_ids}
+
+
+def _psum_over_the_wrong_devices(psum, out) -> str | None:
+    """What a psum that does not add up the devices of one mesh row adds up instead, or None if it does."""
+    rows = {tuple(r) for r in out["device_ids"].tolist()}
+    groups = set(psum.groups or ())
+    if groups == rows:
+        return None
+    columns = {tuple(c) for c in out["device_ids"].T.tolist()}
+    over = "'data' (devices in the same mesh column)" if groups == columns else f"the device groups {sorted(groups)}"
+    n_rows, n_cols = out["device_ids"].shape
+    return (f"sharded_matmul's psum adds up over {over} on a {n_rows} x {n_cols} mesh: the partial products of one "
+            "mesh row are the ones to add, lax.psum(..., 'model')")
+
+
+def _expect_product(out, x, w):
+    n_rows, n_cols = out["device_ids"].shape
+    expect_close(out["values"], x @ w, what=f"sharded_matmul(x, w, mesh) on a {n_rows} x {n_cols} mesh", rtol=1e-4,
+                 atol=1e-4)
+
+
+@pytest.mark.devices(1, 2, 4)
+def test_sharded_matmul_matches_numpy(student, rng, devices):
+    x, w, out = _matmul(student, rng, devices)
+    psums = hlo.select(out["hlo"], "all-reduce", by_student=True)
+    wrong = _psum_over_the_wrong_devices(psums[0], out) if len(psums) == 1 else None
+    if wrong and not np.allclose(out["values"], x @ w, rtol=1e-4, atol=1e-4):
+        raise AssertionError(wrong)
+    _expect_product(out, x, w)
+
+
+def test_sharded_matmul_is_row_parallel_with_one_psum(student, rng, devices):
+    x, w, out = _matmul(student, rng, devices)
+    mine = hlo.select(out["hlo"], by_student=True)
     for c in mine:
         if c.op != "all-reduce":
             raise AssertionError(f"sharded_matmul runs an {c.op} (from lax.{c.origin}): no device needs whole "
@@ -79,13 +126,7 @@ def test_sharded_matmul_is_row_parallel_with_one_psum(student, rng, devices):
     if len(mine) != 1:
         raise AssertionError(f"sharded_matmul runs {len(mine)} psums of its own, expected exactly one: write the "
                              "block product with jax.shard_map and add the partial products with lax.psum(..., 'model')")
-    device_ids = np.arange(devices).reshape(n_rows, n_cols)  # the program's devices, in mesh order
-    rows = {tuple(r) for r in device_ids.tolist()}
-    groups = set(mine[0].groups or ())
-    if groups != rows:
-        columns = {tuple(c) for c in device_ids.T.tolist()}
-        over = "'data' (devices in the same mesh column)" if groups == columns else f"the device groups {sorted(groups)}"
-        raise AssertionError(f"sharded_matmul's psum adds up over {over} on a {n_rows} x {n_cols} mesh: the partial "
-                             "products of one mesh row are the ones to add, lax.psum(..., 'model')")
-    expect_close(out.value, x @ w, what=f"sharded_matmul(x, w, mesh) on a {n_rows} x {n_cols} mesh", rtol=1e-4,
-                 atol=1e-4)
+    wrong = _psum_over_the_wrong_devices(mine[0], out)
+    if wrong:
+        raise AssertionError(wrong)
+    _expect_product(out, x, w)

@@ -1,34 +1,54 @@
-"""Hidden suite for task multihost: global_mean(local_batch) over rows held by different processes."""
+"""Suite for task multihost: global_mean(local_batch) over rows held by different processes.
+
+Visible tests run as 2 processes x 2 devices; the hidden ones (course.yaml) run more rows, and every
+layout, 4 processes x 1 device included.
+"""
 
 import numpy as np
 import pytest
 
-from grader.suite import StudentFailure, expect_close
+from grader.suite import expect_close, expect_raises, expect_shape
 
 FEATURES = 5
 
 
-@pytest.mark.parametrize("rows_per_device", [1, 3])
-def test_global_mean_matches_numpy(student, rng, devices, rows_per_device):
+def _check_mean(student, rng, devices, rows_per_device):
     batches = [rng.normal(size=(rows_per_device * devices, FEATURES)).astype(np.float32)
                for _ in range(student.processes)]
     expected = np.concatenate(batches).astype(np.float64).mean(axis=0)
     results = student.probe("multihost_probes.global_mean", batches)
     for i, got in enumerate(results):
-        expect_close(got, expected, what=f"global_mean on process {i} of {student.processes} "
-                                         f"({rows_per_device * devices} rows each)", rtol=1e-4, atol=1e-5)
+        what = f"global_mean on process {i} of {student.processes} ({rows_per_device * devices} rows each)"
+        got = expect_shape(got, expected.shape, what)
+        own = batches[i].astype(np.float64).mean(axis=0)
+        if np.allclose(got, own, rtol=1e-4, atol=1e-5) and not np.allclose(own, expected, rtol=1e-4, atol=1e-5):
+            raise AssertionError(f"{what} is the mean of that process's own rows only: every process must return "
+                                 "the mean over the rows of all processes; build one global array with "
+                                 "jax.make_array_from_process_local_data and take its mean")
+        expect_close(got, expected, what=what, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.devices(2)
+def test_global_mean_matches_numpy(student, rng, devices):
+    _check_mean(student, rng, devices, 1)
+
+
+def test_global_mean_of_more_rows(student, rng, devices):
+    _check_mean(student, rng, devices, 3)
+
+
+def _expect_uneven_rejected(student, rng, counts):
+    batches = [rng.normal(size=(rows, FEATURES)).astype(np.float32) for rows in counts]
+    expect_raises(lambda: student.probe("multihost_probes.global_mean", batches), "ValueError",
+                  f"global_mean with row counts {counts}", mentions=counts,
+                  why="gather every process's row count first, raise ValueError when they differ, and name them")
+
+
+@pytest.mark.devices(2)
 def test_uneven_rows_rejected(student, rng, devices):
-    batches = [rng.normal(size=(devices * (i + 1), FEATURES)).astype(np.float32) for i in range(student.processes)]
-    counts = [len(b) for b in batches]
-    try:
-        student.probe("multihost_probes.global_mean", batches)
-    except StudentFailure as failure:
-        if failure.kind != "raised":
-            raise
-        assert failure.exc_type == "ValueError", (
-            f"global_mean with row counts {counts} raised {failure.exc_type}, expected ValueError: {failure.message}")
-        return
-    raise AssertionError(f"global_mean accepted processes holding different row counts {counts}; gather every "
-                         "process's count first and raise ValueError when they differ")
+    _expect_uneven_rejected(student, rng, [devices * (i + 1) for i in range(student.processes)])
+
+
+def test_uneven_rows_rejected_on_every_layout(student, rng, devices):
+    """Only the last process holds fewer rows: every process must notice, not only the one that differs."""
+    _expect_uneven_rejected(student, rng, [devices * 3] * (student.processes - 1) + [devices])

@@ -1,7 +1,9 @@
-"""Hidden suite for task ring: ring_shift moves blocks around the ring, ring_allreduce is made of ppermutes.
+"""Suite for task ring: ring_shift moves blocks around the ring, ring_allreduce is made of ppermutes.
 
-Both are per-device functions; probes_ring.py wraps them in jax.pmap in the worker. The structural
+Both are per-device functions; probes_ring.py wraps them in jax.pmap in the worker; the structural
 tests get the values (row i = device i) and the compiled HLO of one program from student.program.
+Visible tests run shifts of 1 and -1 and one block shape at 1, 2 and 4 devices; the hidden ones
+(course.yaml) try longer shifts, another block shape and every count, and read the compiled programs.
 """
 
 import numpy as np
@@ -48,11 +50,21 @@ def expect_ppermute_only(text: str, name: str) -> int:
     return hlo.count(text, "collective-permute", by_student=True)
 
 
-@pytest.mark.parametrize("shift", [1, -1, 3])
-def test_ring_shift_moves_each_block(student, rng, devices, shift):
+def _check_ring_shift(student, rng, devices, shift):
     x = rng.normal(size=(devices, 5)).astype(np.float32)
     got = student.probe("probes_ring.values", "ring_shift", x, shift=shift)
     check_shift(got, x, shift, f"ring_shift(x, axis_name, shift={shift})")
+
+
+@pytest.mark.devices(1, 2, 4)
+@pytest.mark.parametrize("shift", [1, -1])
+def test_ring_shift_moves_each_block(student, rng, devices, shift):
+    _check_ring_shift(student, rng, devices, shift)
+
+
+@pytest.mark.parametrize("shift", [3, -10])
+def test_ring_shift_longer_shifts(student, rng, devices, shift):
+    _check_ring_shift(student, rng, devices, shift)
 
 
 def test_ring_shift_default_is_one_ppermute(student, rng, devices):
@@ -66,15 +78,25 @@ def test_ring_shift_default_is_one_ppermute(student, rng, devices):
                              "every device sends its block to its neighbour at once")
 
 
-@pytest.mark.parametrize("shape", [(7,), (3, 2)])
-def test_ring_allreduce_equals_psum(student, rng, devices, shape):
+def _check_ring_allreduce(student, rng, devices, shape):
     x = rng.normal(size=(devices, *shape))
     what = f"ring_allreduce on {devices} devices (row i is what device i returned)"
     got = expect_shape(student.probe("probes_ring.values", "ring_allreduce", x.astype(np.float32)), x.shape, what)
     if devices > 1 and np.allclose(got, x.sum(axis=0) + x, rtol=1e-4, atol=1e-5):
         raise AssertionError(f"ring_allreduce on {devices} devices adds every device's own block twice: after n - 1 "
                              "shifts each block has visited every device once; an n-th shift brings it home again")
-    expect_close(got, np.broadcast_to(x.sum(axis=0), x.shape), what=what)
+    parts = np.broadcast_to(x[:, None], (devices, *x.shape))  # device k's block, as seen on every device
+    expect_close(got, np.broadcast_to(x.sum(axis=0), x.shape), what=what, devices=devices, parts=parts,
+                 device_axis=True)
+
+
+@pytest.mark.devices(1, 2, 4)
+def test_ring_allreduce_equals_psum(student, rng, devices):
+    _check_ring_allreduce(student, rng, devices, (7,))
+
+
+def test_ring_allreduce_block_of_another_shape(student, rng, devices):
+    _check_ring_allreduce(student, rng, devices, (3, 2))
 
 
 def test_ring_allreduce_uses_ppermute_only(student, rng, devices):

@@ -7,6 +7,7 @@ import sqlite3
 import tarfile
 import textwrap
 import zipfile
+from html.parser import HTMLParser
 from pathlib import Path
 
 from conftest import ROOT
@@ -77,3 +78,60 @@ def rows(gradebook: Path, table: str = "results") -> list[tuple]:
                "history": "student, submission_hash"}[table]
     with sqlite3.connect(gradebook) as db:
         return sorted(db.execute(f"SELECT {columns} FROM {table}"))
+
+
+def toy_class(root: Path, students: dict[str, dict[str, str]]) -> tuple[Path, Path]:
+    """The toy course under root/course and a class folder root/class with a folder per student
+    ({student: {path: text}}); returns (course, class folder)."""
+    from toycourse import make_course
+
+    course = make_course(root / "course")
+    for student, files in students.items():
+        folder(root / "class", student, files)
+    return course, root / "class"
+
+
+def batch(subs: Path, course: Path, book: Path, *args: str):
+    """Grade the class folder ``subs`` into ``book`` with the real CLI; asserts the batch worked."""
+    from conftest import run_grade
+
+    proc = run_grade("batch", str(subs), "--exercise", "ex1", "--course", str(course), "--gradebook", str(book),
+                     *args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+class Page(HTMLParser):
+    """Elements by tag; the text inside each element with an id or class; table rows (lists of cell
+    texts) under each element with an id."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags, self.stack, self.text, self.rows = [], [], {}, {}
+        self.cells, self.in_cell = None, False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.tags.append((tag, attrs))
+        self.stack.append(attrs.get("id") or attrs.get("class"))
+        if tag == "tr":
+            self.cells = []
+        elif tag == "td":
+            self.cells.append("")
+            self.in_cell = True
+
+    def handle_endtag(self, tag):
+        self.stack.pop()
+        self.in_cell = self.in_cell and tag != "td"
+        if tag == "tr" and self.cells:
+            for key in filter(None, self.stack):
+                self.rows.setdefault(key, []).append(self.cells)
+
+    def handle_data(self, data):
+        for key in filter(None, self.stack):
+            self.text[key] = self.text.get(key, "") + data
+        if self.in_cell:
+            self.cells[-1] += data
+
+    def count(self, tag, **attrs):
+        return sum(t == tag and all(a.get(k) == v for k, v in attrs.items()) for t, a in self.tags)

@@ -21,7 +21,8 @@ def suite_tests(path: Path) -> list[str]:
 
 def copy_course(dest: Path, devices=(1, 2), hidden: dict[str, list[str]] | None = None) -> Path:
     """The course (course.yaml and each exercise's stubs, solutions and suite) copied to ``dest``,
-    every task at ``devices`` and the tests in ``hidden`` ({task: [test, ...]}) made hidden."""
+    every task at ``devices``, the tests in ``hidden`` ({task: [test, ...]}) hidden and every other test
+    visible, whatever course.yaml says."""
     data = yaml.safe_load((ROOT / "course.yaml").read_text())
     data.setdefault("defaults", {})["devices"] = list(devices)
     for name, exercise in data["exercises"].items():
@@ -31,6 +32,8 @@ def copy_course(dest: Path, devices=(1, 2), hidden: dict[str, list[str]] | None 
             shutil.copytree(ROOT / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__"))
         for task in exercise["tasks"]:
             task.pop("devices", None)
+            for rule in (task.get("tests") or {}).values():
+                rule.pop("visibility", None)
             for test in (hidden or {}).get(task["id"], []):
                 task.setdefault("tests", {}).setdefault(test, {})["visibility"] = "hidden"
     (dest / "course.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
@@ -67,4 +70,4 @@ def release_with_a_hidden_test(top: Path) -> dict:
     proc = release(course, top / "out")
     assert proc.returncode == 0, proc.stderr
     return {"course": course, "out": top / "out", "hidden": tests[-1], "public": tests[:-1], "task": task_id,
-            "stdout": proc.stdout}
+            "stdout": proc.stdout, "stderr": proc.stderr}

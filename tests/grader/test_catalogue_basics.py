@@ -2,7 +2,7 @@
 
 import pytest
 
-from catalogue import check_wrong_submission
+from catalogue import check_wrong_submission, expect_full_marks
 
 # Each submission carries one mistake per function; each mistake is (test it fails, words its
 # message must contain, the first of them naming the function, device counts at which it shows up).
@@ -32,7 +32,7 @@ SUBMISSIONS = {
         [("test_results_live_on_every_device", ("square_plus_one's result lives on 1 device",
                                                 "jax.vmap (one device) instead of jax.pmap"), {2, 4}),
          ("test_per_device_sum", ("per_device_sum", "every device holds the sum over all devices"), {2, 4}),
-         ("test_rejects_wrong_leading_axis", ("per_device_matmul with X (", "and Y ("), {1, 2, 4})]),
+         ("test_rejects_other_leading_axes", ("per_device_matmul with X (", "and Y ("), {1, 2, 4})]),
     "hard-coded 4 devices, no check, a check that names nothing": (
         """
         import jax
@@ -54,6 +54,67 @@ SUBMISSIONS = {
         [("test_square_plus_one", ("square_plus_one() raised ValueError", "there are 4 devices"), {1, 2}),
          ("test_rejects_wrong_leading_axis", ("per_device_sum with x (", "ValueError"), {1, 2, 4}),
          ("test_rejects_wrong_leading_axis", ("per_device_matmul with X (", "does not name"), {1, 2, 4})]),
+    "a Python loop of device_puts, no pmap": (
+        """
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+        def _check(name, a):
+            if a.shape[0] != jax.device_count():
+                raise ValueError(f"{name} has leading axis {a.shape[0]}, but there are {jax.device_count()} devices")
+
+        def _stacked(blocks):
+            devices = jax.devices()
+            rows = [jax.device_put(b, d) for b, d in zip(blocks, devices)]
+            sharding = NamedSharding(Mesh(np.array(devices), ("d",)), P("d"))
+            return jax.make_array_from_single_device_arrays((len(rows), *rows[0].shape[1:]), sharding, rows)
+
+        def square_plus_one(x):
+            _check("x", x)
+            return _stacked([x[d:d + 1] ** 2 + 1 for d in range(len(x))])
+
+        def per_device_sum(x):
+            _check("x", x)
+            return jax.pmap(jnp.sum)(x)
+
+        def per_device_matmul(X, Y):
+            _check("X", X)
+            _check("Y", Y)
+            return jax.pmap(jnp.matmul)(X, Y)
+        """,
+        [("test_each_function_runs_a_pmap", ("square_plus_one cannot be traced with jax.make_jaxpr",
+                                             "keep to jax.numpy"), {1, 2, 4})]),
+    "computed on one device, spread with device_put": (
+        """
+        import jax
+        import jax.numpy as jnp
+        from jax.sharding import NamedSharding, PartitionSpec as P
+
+        def _check(name, a):
+            if a.shape[0] != jax.device_count():
+                raise ValueError(f"{name} has leading axis {a.shape[0]}, but there are {jax.device_count()} devices")
+
+        def _spread(rows):
+            mesh = jax.make_mesh((jax.device_count(),), ("d",))
+            return jax.device_put(rows, NamedSharding(mesh, P("d")))
+
+        def square_plus_one(x):
+            _check("x", x)
+            return jax.pmap(lambda a: a**2 + 1)(x)
+
+        def per_device_sum(x):
+            _check("x", x)
+            return _spread(jnp.stack([jnp.sum(x[d]) for d in range(len(x))]))
+
+        def per_device_matmul(X, Y):
+            _check("X", X)
+            _check("Y", Y)
+            return jax.pmap(jnp.matmul)(X, Y)
+        """,
+        [("test_each_function_runs_a_pmap", ("per_device_sum's program has no jax.pmap", "jax.device_put"),
+          {1, 2, 4})]),
 }
 
 
@@ -61,3 +122,35 @@ SUBMISSIONS = {
 def test_wrong_basics_loses_points_on_basics_only(make_submission, name):
     source, mistakes = SUBMISSIONS[name]
     check_wrong_submission(make_submission, "basics", "devices", source, mistakes)
+
+
+RIGHT = {
+    "pmaps built at each call, a shared check on len(), jnp.asarray first": """
+        import jax
+        import jax.numpy as jnp
+
+        def _fits(**arrays):
+            n = jax.device_count()
+            for name, a in arrays.items():
+                if len(a) != n:
+                    raise ValueError(f"{name} has {len(a)} rows but there are {n} devices; use ({n}, ...)")
+
+        def square_plus_one(x):
+            x = jnp.asarray(x)
+            _fits(x=x)
+            return jax.pmap(lambda a: jnp.square(a) + 1)(x)
+
+        def per_device_sum(x):
+            _fits(x=x)
+            return jax.pmap(lambda a: a.sum())(x)
+
+        def per_device_matmul(X, Y):
+            _fits(X=X, Y=Y)
+            return jax.pmap(lambda a, b: a @ b)(X, Y)
+        """,
+}
+
+
+@pytest.mark.parametrize("way", RIGHT)
+def test_other_right_basics_keeps_full_marks(make_submission, way):
+    expect_full_marks(make_submission({"basics": RIGHT[way]}), "basics", "1,4")

@@ -74,6 +74,22 @@ SUBMISSIONS = {
         [("test_communicates_with_all_reduce", ("all_reduce_stats gathers the whole array", "all-gather"),
           {1, 2, 4}),
          ("test_communicates_with_all_reduce", ("standardize_across_devices runs no all-reduce",), {1, 2, 4})]),
+    "an epsilon under the square root, pmean for the total": (
+        """
+        def all_reduce_stats(x):
+            stats = lambda r: (lax.pmean(r, "i"), lax.pmean(r, "i"), lax.pmax(r, "i"))
+            return jax.pmap(stats, axis_name="i")(x)
+
+        def _standardize(r):
+            mean = lax.pmean(jnp.mean(r), "i")
+            variance = lax.pmean(jnp.mean((r - mean) ** 2), "i")
+            return (r - mean) / jnp.sqrt(variance + 1e-2)
+
+        def standardize_across_devices(x):
+            return jax.pmap(_standardize, axis_name="i")(x)
+        """,
+        [("test_all_reduce_stats", ("the total from", "lax.pmean where lax.psum was meant"), {2, 4}),
+         ("test_standardize_across_devices", ("close to the answer but off by up to", "epsilon"), {1, 2, 4})]),
 }
 
 

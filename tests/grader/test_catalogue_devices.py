@@ -63,6 +63,22 @@ SUBMISSIONS = {
         """,
         [("test_count_devices", ("count_devices('cpu') returned 0",), {1, 2, 4}),
          ("test_put_on_device_places_array", ("expected a jax.Array",), {1, 2, 4})]),
+    "every array turned float": (
+        """
+        import jax
+        import jax.numpy as jnp
+
+        def count_devices(platform=None):
+            if platform is None:
+                return jax.device_count()
+            return sum(d.platform == platform for d in jax.devices())
+
+        def put_on_device(x, index):
+            if not 0 <= index < jax.device_count():
+                raise ValueError(f"no device {index} among {jax.device_count()}")
+            return jax.device_put(jnp.asarray(x, jnp.float32), jax.devices()[index])
+        """,
+        [("test_put_on_device_other_arrays", ("returned dtype float32", "keeps x's dtype (int32)"), {1, 2, 4})]),
 }
 
 

@@ -4,12 +4,16 @@ import pytest
 
 from catalogue import expect_caught, expect_full_marks, mutate
 
+PMAPPED = ('local = jax.pmap(lambda a, b: lax.psum(jnp.dot(a, b), axis_name="i"), axis_name="i")\n'
+           "    return local(_split(x, n), _split(y, n))[0]")
+
 WRONG = {
     "hard-coded 4 devices": (
         mutate("dot", ("n = jax.device_count()", "n = 4")), "2,4",
-        "the leading axis you give jax.pmap must be the device count (2 here)"),
+        "jax.pmap got an input with leading axis 4, 2 rows per device, but it maps over 2 devices"),
     "no padding, assumes divisibility": (
-        mutate("dot", ("pad = (-v.shape[0]) % n", "pad = 0")), "2", "pad x and y with zeros"),
+        mutate("dot", ("pad = (-v.shape[0]) % n", "pad = 0")), "2",
+        "do not split into 2 equal parts (reshape to (2, -1)): pad with zeros"),
     "gathers whole vectors": (
         mutate("dot", ("lambda a, b: lax.psum(jnp.dot(a, b), axis_name=\"i\")",
                        "lambda a, b: jnp.vdot(lax.all_gather(a, \"i\"), lax.all_gather(b, \"i\"))")),
@@ -17,6 +21,18 @@ WRONG = {
     "psum of the products, summed after": (
         mutate("dot", ("lax.psum(jnp.dot(a, b), axis_name=\"i\")", "jnp.sum(lax.psum(a * b, axis_name=\"i\"))")),
         "2", "psum carries"),
+    "a Python loop of device_puts, no pmap": (
+        mutate("dot", (PMAPPED, "home = jax.devices()[0]\n"
+                                "    parts = [jnp.dot(jax.device_put(a, d), jax.device_put(b, d))\n"
+                                "             for a, b, d in zip(_split(x, n), _split(y, n), jax.devices())]\n"
+                                "    return sum(jax.device_put(p, home) for p in parts)")),
+        "2", "distributed_dot runs no all-reduce of its own"),
+    "pmean where psum was meant": (
+        mutate("dot", ('lax.psum(jnp.dot(a, b), axis_name="i")', 'lax.pmean(jnp.dot(a, b), axis_name="i")')),
+        "2", "is 1/2 of the answer on 2 devices"),
+    "padded with ones": (
+        mutate("dot", ("jnp.pad(v, (0, pad))", "jnp.pad(v, (0, pad), constant_values=1)")),
+        "2", "off by what padding with 1 ones adds to the dot product"),
 }
 
 

@@ -14,7 +14,7 @@ LOOP = "return lax.fori_loop(0, n - 1, step, (x, x))[0]"
 WRONG = {
     "the chapter's hard-coded 4 devices": (
         mutate("ring", (SHIFT, "perm=[(i, (i + shift) % 4) for i in range(4)]")), "dot", "4,8",
-        "[8 devices] ring_shift(x, axis_name, shift=1): your ring wraps around after 4 devices, but there are 8"),
+        "[8 devices] ring_shift(x, axis_name, shift=3): your ring wraps around after 4 devices, but there are 8"),
     "ring direction reversed": (
         mutate("ring", (SHIFT, "perm=[(i, (i - shift) % n) for i in range(n)]")), "dot", "4",
         "moves blocks the wrong way"),
@@ -24,6 +24,9 @@ WRONG = {
     "all-reduce by gathering every block": (
         mutate("ring", (LOOP, "return lax.all_gather(x, axis_name).sum(axis=0)")), "ring_optimal", "4",
         "runs an all-gather (from lax.all_gather)"),
+    "one step too few": (
+        mutate("ring", (LOOP, "return lax.fori_loop(0, n - 2, step, (x, x))[0]")), "ring_optimal", "4",
+        "on every device leaves out one device's contribution (device 0 misses device 1's)"),
     "one step too many": (
         mutate("ring", (LOOP, "return lax.fori_loop(0, n, step, (x, x))[0]")), "ring_optimal", "4",
         "adds every device's own block twice"),

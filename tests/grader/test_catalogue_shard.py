@@ -2,7 +2,7 @@
 
 import pytest
 
-from catalogue import check_wrong_submission
+from catalogue import check_wrong_submission, expect_full_marks, mutate
 
 # Each submission carries one mistake per function; each mistake is (test it fails, words its
 # message must contain, device counts at which it shows up). n_devices = 3 is tried at every count.
@@ -70,6 +70,61 @@ SUBMISSIONS = {
         [("test_shard_batch_rejects_uneven_batch", ("raised AssertionError, expected ValueError",), {1, 2, 4}),
          ("test_pad_and_shard", ("puts the padding first",), {1, 2, 4}),
          ("test_unshard", ("unshard(x) with x of shape", "returned shape (", ", expected shape ("), {1, 2, 4})]),
+    "mask and unshard judge rows by their values": (
+        """
+        import jax.numpy as jnp
+
+        def _nonzero(rows):
+            return jnp.any(rows.reshape(rows.shape[0], -1) != 0, axis=1)
+
+        def shard_batch(x, n_devices):
+            if x.shape[0] % n_devices:
+                raise ValueError(f"{x.shape[0]} rows do not split over {n_devices} devices")
+            return jnp.reshape(x, (n_devices, -1, *x.shape[1:]))
+
+        def pad_and_shard(x, n_devices):
+            pad = -x.shape[0] % n_devices
+            padded = jnp.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1))
+            return shard_batch(padded, n_devices), shard_batch(_nonzero(padded), n_devices)
+
+        def unshard(x):
+            flat = x.reshape(-1, *x.shape[2:])
+            return flat[_nonzero(flat)]
+        """,
+        [("test_pad_and_shard_edges", ("is padding, but it is a real row", "all zeros", "by position"), {1, 2, 4}),
+         ("test_unshard_keeps_every_row", ("drops the rows", "a real row can be all zeros"), {1, 2, 4}),
+         ("test_round_trip", ("unshard(sharded) has", "unshard keeps every row"), {2, 4})]),
+    "int batches turned float": (
+        """
+        import jax.numpy as jnp
+
+        def shard_batch(x, n_devices):
+            if x.shape[0] % n_devices:
+                raise ValueError(f"{x.shape[0]} rows do not split over {n_devices} devices")
+            return jnp.asarray(x, jnp.float32).reshape(n_devices, -1, *x.shape[1:])
+
+        def pad_and_shard(x, n_devices):
+            x = jnp.asarray(x)
+            pad = -x.shape[0] % n_devices
+            padded = jnp.concatenate([x, jnp.zeros((pad, *x.shape[1:]))])
+            mask = jnp.arange(padded.shape[0]) < x.shape[0]
+            return padded.reshape(n_devices, -1, *x.shape[1:]), mask.reshape(n_devices, -1)
+
+        def unshard(x):
+            return jnp.reshape(x, (-1, *x.shape[2:]))
+        """,
+        [("test_shard_batch", ("returned dtype float32 for a batch of dtype int32", "keep x's dtype"), {1, 2, 4}),
+         ("test_pad_and_shard", ("returned dtype float32 for a batch of dtype int32", "pad with zeros of x.dtype"),
+          {1, 2, 4}),
+         ("test_pad_and_shard_edges", ("returned dtype float32 for a batch of dtype uint8",), {1, 2, 4})]),
+    "unshard strips the trailing zero rows": (
+        mutate("shard", ("    return x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])",
+                         "    flat = x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])\n"
+                         "    filled = jnp.any(flat.reshape(flat.shape[0], -1) != 0, axis=1)\n"
+                         "    return flat[: int(jnp.max(jnp.where(filled, jnp.arange(flat.shape[0]), -1))) + 1]")),
+        [("test_unshard_keeps_every_row", ("unshard(x) with x of shape", "expected n_devices * per",
+                                           "padding included"), {1, 2, 4}),
+         ("test_round_trip_with_rows_of_zeros", ("unshard(sharded) has",), {1, 2, 4})]),
 }
 
 
@@ -77,3 +132,31 @@ SUBMISSIONS = {
 def test_wrong_shard_loses_points_on_shard_only(make_submission, name):
     source, mistakes = SUBMISSIONS[name]
     check_wrong_submission(make_submission, "shard", "devices", source, mistakes)
+
+
+RIGHT = {
+    "NumPy throughout, padding from zeros of x's dtype": """
+        import numpy as np
+
+        def shard_batch(x, n_devices):
+            x = np.asarray(x)
+            if len(x) % n_devices:
+                raise ValueError(f"{len(x)} rows do not split over {n_devices} devices: use pad_and_shard")
+            return x.reshape(n_devices, -1, *x.shape[1:])
+
+        def pad_and_shard(x, n_devices):
+            x = np.asarray(x)
+            per = -(-len(x) // n_devices)
+            padded = np.concatenate([x, np.zeros((n_devices * per - len(x), *x.shape[1:]), x.dtype)])
+            mask = np.arange(n_devices * per).reshape(n_devices, per) < len(x)
+            return shard_batch(padded, n_devices), mask
+
+        def unshard(x):
+            return np.concatenate(list(np.asarray(x)))
+        """,
+}
+
+
+@pytest.mark.parametrize("way", RIGHT)
+def test_other_right_shard_keeps_full_marks(make_submission, way):
+    expect_full_marks(make_submission({"shard": RIGHT[way]}), "shard", "1,4")

@@ -20,7 +20,17 @@ WRONG = {
                          "jax.value_and_grad(loss_fn)(params, [lax.all_gather(a, AXIS, tiled=True) for a in batch])")),
         "2", "runs an all-gather (from lax.all_gather)"),
     "hard-coded 4 devices in fit": (mutate("train", ("    n = jax.device_count()\n", "    n = 4\n")), "2,4",
-                                    "[2 devices] fit() raised ValueError: the leading axis of what you give the pmapped step"),
+                                    "[2 devices] fit() raised ValueError: jax.pmap got an input with leading axis 4, "
+                                    "2 rows per device"),
+    "train_step as a Python loop of device_puts, no pmap": (
+        mutate("train", ("train_step = jax.pmap(_step, axis_name=AXIS, in_axes=(0, 0, None))", """\
+def train_step(params, batch, lr):
+    shards = [jax.device_put((p, x, y), d) for p, x, y, d in zip(params, *batch, jax.devices())]
+    home = jax.devices()[0]
+    losses, grads = zip(*(jax.device_put(jax.value_and_grad(loss_fn)(p, (x, y)), home) for p, x, y in shards))
+    n = len(shards)
+    return params - lr * sum(grads) / n, jnp.full((n,), sum(losses) / n)""")),
+        "2", "train_step runs no all-reduce of its own"),
 }
 
 

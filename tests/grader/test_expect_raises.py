@@ -6,9 +6,9 @@ from grader.suite import expect_raises
 from grader.errors import StudentFailure
 
 
-def raising(exc_type, text, kind="raised"):
+def raising(exc_type, text, kind="raised", raised_in="submission"):
     def call():
-        raise StudentFailure(kind, f"f() raised {exc_type}: {text}", "f.py:3", exc_type)
+        raise StudentFailure(kind, f"f() raised {exc_type}: {text}", "f.py:3", exc_type, raised_in)
     return call
 
 
@@ -49,3 +49,15 @@ def test_failures_that_are_not_a_raised_error_pass_through(kind):
     with pytest.raises(StudentFailure) as info:
         expect_raises(raising("NotImplementedError", "stub", kind), "ValueError", "f")
     assert info.value.kind == kind
+
+
+@pytest.mark.parametrize("raised_in, inside", [("jax", "inside JAX"), ("library", "inside a library")])
+def test_an_error_raised_inside_jax_is_not_the_students_check(raised_in, inside):
+    text = "cannot select an axis to squeeze out which has size not equal to one, got shape=(2, 6)"
+    with pytest.raises(AssertionError, match=f"f raised ValueError {inside}.*, not from a check of your own"):
+        expect_raises(raising("ValueError", text, raised_in=raised_in), "ValueError", "f", mentions=(2,))
+
+
+def test_a_failure_that_does_not_say_who_raised_it_counts_as_the_students():
+    assert expect_raises(raising("ValueError", "5 rows, 4 devices", raised_in=None), "ValueError", "f",
+                         mentions=(5, 4)) == "5 rows, 4 devices"

@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,8 @@ from release_helpers import (EXERCISE, bundle_files, copy_course, first_task_fil
 
 from grader.authoring import release_scan
 from grader.grading import versions as pins
-from grader.course import CourseError, find_course, load_course
+from grader.course import CourseError, Release, find_course, load_course
+from grader.grading import pipeline
 from grader.authoring.release import ENGINE_DIR
 
 
@@ -71,7 +73,8 @@ def test_a_hidden_test_is_left_out_of_the_student_bundle_only(hidden_release):
     assert suite_tests(public_suite) == hidden_release["public"]
     assert any(hidden in text for p, text in autograder.items() if p.startswith("tests/"))
     assert hidden in autograder["course.yaml"]
-    assert f"left out, run at submission: 1 test(s) ({hidden_release['task']}: {hidden})" in hidden_release["stdout"]
+    assert f"left out, run at submission: 1 test(s), 2 case(s) ({hidden_release['task']}: {hidden})" \
+        in hidden_release["stdout"]
 
 
 def test_the_zip_holds_the_student_folder(hidden_release):
@@ -179,7 +182,25 @@ def test_grade_in_the_student_bundle_runs_the_public_tests(hidden_release, stude
     ran = {c["test"] for t in report["tasks"] for c in t["cases"]}
     assert ran & set(suite_tests(first_task_file(ROOT)[1])) == set(hidden_release["public"])
     assert report["score"] == 0
-    assert any("public tests only" in n and "hidden tests, runs when you submit" in n for n in report["notes"])
+    wanted = (f"public tests only: 2 hidden cases ({hidden_release['task']} 2) are not in this bundle; they are "
+              "graded when you submit")  # the hidden test at the copy's 1 and 2 devices
+    assert any(wanted in n for n in report["notes"]), report["notes"]
+
+
+def test_the_student_bundle_records_how_many_cases_are_hidden(hidden_release, student_bundle):
+    release_block = yaml.safe_load((student_bundle / "course.yaml").read_text())["release"]
+    assert release_block["hidden_cases"] == {hidden_release["task"]: 2}  # one test, at the copy's 1 and 2 devices
+    autograder = yaml.safe_load((hidden_release["out"] / "autograder" / "course.yaml").read_text())["release"]
+    assert not autograder["hidden_cases"]  # the autograder holds every test: nothing is hidden from it
+    assert "warning" not in hidden_release["stderr"]
+
+
+def test_a_release_that_hides_nothing_is_warned_about(tmp_path):
+    proc = release(copy_course(tmp_path / "course"), tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    assert f"warning: {EXERCISE}: every test is visible, so the student bundle holds the whole grading suite" \
+        in proc.stderr
+    assert "left out, run at submission: 0 test(s), 0 case(s)" in proc.stdout
 
 
 def test_the_solution_passes_the_public_tests(student_bundle, tmp_path):
@@ -240,9 +261,20 @@ def test_a_jax_series_is_the_minor_for_0x_and_the_major_after(version, series):
     ("{kind: teacher, jax: 0.10.2, jaxlib: 0.10.2, grader: 0.1.0}", "release.kind: expected one of student, autograder"),
     ("{kind: student, jax: 0.10, jaxlib: 0.10.2, grader: 0.1.0}", "release.jax: expected a non-empty string"),
     ("{kind: student, jaxlib: 0.10.2, grader: 0.1.0}", "release: expected a key 'jax'"),
+    ("{kind: student, jax: 0.10.2, jaxlib: 0.10.2, grader: 0.1.0, hidden_cases: {dot: many}}",
+     "release.hidden_cases: expected a mapping of task ids to case counts"),
 ])
 def test_a_malformed_release_block_is_named(tmp_path, block, complaint):
     course = copy_course(tmp_path / "course")
     (course / "course.yaml").write_text((course / "course.yaml").read_text() + f"release: {block}\n")
     with pytest.raises(CourseError, match=complaint):
         load_course(str(course / "course.yaml"))
+
+
+def test_the_public_only_note_counts_the_graded_tasks_hidden_cases():
+    course = find_course(explicit=str(ROOT))
+    exercise = course.exercise(EXERCISE)
+    recorded = replace(course, release=Release("student", "0.10.2", "0.10.2", "0.1.0", hidden_cases={"dot": 16}))
+    assert pipeline.public_only_note(recorded, exercise.only(["dot", "ring"])).startswith(
+        "public tests only: 16 hidden cases (dot 16) are not in this bundle; they are graded when you submit")
+    assert pipeline.public_only_note(recorded, exercise.only(["ring"])) == pipeline.PUBLIC_ONLY_NOTE

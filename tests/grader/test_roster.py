@@ -48,3 +48,29 @@ def test_shards_split_the_class_into_disjoint_parts_that_cover_it():
 def test_a_bad_shard_is_a_usage_error(text):
     with pytest.raises(UsageError, match="--shard"):
         roster.parse_shard(text)
+
+
+@pytest.mark.parametrize("env, shard", [
+    ({"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_COUNT": "4"}, (3, 4)),
+    ({"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "4", "SLURM_ARRAY_TASK_MIN": "1"}, (1, 4)),
+    ({"SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_COUNT": "4", "SLURM_ARRAY_TASK_MIN": "0"}, (1, 4)),  # --array=0-3
+])
+def test_shard_auto_reads_a_slurm_array_job(env, shard):
+    assert roster.parse_shard("auto", env) == shard
+
+
+def test_shard_auto_reads_the_ci_variables_named():
+    assert roster.parse_shard("auto:CI_NODE_INDEX/CI_NODE_TOTAL", {"CI_NODE_INDEX": "2", "CI_NODE_TOTAL": "5"}) == (2, 5)
+
+
+@pytest.mark.parametrize("text, env, message", [
+    ("auto", {}, "SLURM_ARRAY_TASK_ID is not set"),
+    ("auto", {"SLURM_ARRAY_TASK_ID": "x", "SLURM_ARRAY_TASK_COUNT": "4"}, "SLURM_ARRAY_TASK_ID is 'x'"),
+    ("auto", {"SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_COUNT": "4"}, "needs 1 <= K <= N, got 'auto (= 0/4)'"),
+    ("auto:SHARD", {"SHARD": "1"}, "auto:INDEX_VAR/COUNT_VAR"),
+    ("auto:SHARD/TOTAL", {"SHARD": "1"}, "TOTAL is not set"),
+])
+def test_a_shard_auto_without_its_variables_is_a_usage_error(text, env, message):
+    with pytest.raises(UsageError) as info:
+        roster.parse_shard(text, env)
+    assert message in str(info.value)

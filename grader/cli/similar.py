@@ -1,0 +1,58 @@
+"""``grade similar``: flag pairs of submissions whose code is unusually alike (never changes a grade)."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+
+def _entries(source: str, exercise_name: str | None):
+    """(exercise name, roster entries) from a gradebook's sources or a class folder."""
+    from grader.classroom import roster
+    from grader.classroom.gradebook import REFUSED, Gradebook
+    from grader.errors import UsageError
+
+    if os.path.isfile(source):
+        with Gradebook(source, readonly=True) as book:
+            name = book.meta_value("exercise")
+            if name is None:
+                raise UsageError(f"{source} is an empty gradebook: nothing has been graded into it")
+            if exercise_name not in (None, name):
+                raise UsageError(f"{source} holds grades of exercise {name!r}, not {exercise_name!r}")
+            results = [r for r in book.results() if r.status != REFUSED]
+        return name, [roster.Entry(r.student, tuple(r.source.split(", "))) for r in results]
+    if not exercise_name:
+        raise UsageError("comparing a class folder needs --exercise (a gradebook names its own)")
+    return exercise_name, roster.discover([source], exercise_name)
+
+
+@click.command("similar")
+@click.argument("source", metavar="GRADEBOOK_OR_FOLDER", type=click.Path(exists=True))
+@click.option("--exercise", "exercise_name", help="the exercise (needed for a class folder)")
+@click.option("--course", "course_path", type=click.Path(), help="course.yaml or the folder holding it")
+@click.option("--threshold", type=click.FloatRange(0, 1), default=0.6, show_default=True,
+              help="flag a pair when this share of one's module is found in the other's")
+@click.option("--html", type=click.Path(), help="write copydetect's side-by-side report here")
+def similar_command(source, exercise_name, course_path, threshold, html):
+    """Flag pairs of submissions whose code is unusually alike, after removing the code the stubs give.
+
+    Reads the submissions a gradebook graded, or a class folder. It only flags: a flagged pair is
+    for a person to read side by side (--html); no grade changes.
+    """
+    from grader.classroom.similarity import compare
+    from grader.course import find_course
+
+    name, entries = _entries(source, exercise_name)
+    course = find_course(explicit=course_path)
+    stubs = os.path.join(course.root, course.exercise(name).stubs)
+    pairs, skipped = compare(entries, name, stubs, threshold, html)
+    plural = "" if len(pairs) == 1 else "s"
+    click.echo(f"{name}: {len(entries) - len(skipped)} submissions compared, {len(pairs)} pair{plural} more than "
+               f"{threshold:.0%} alike (after removing the stubs' code)")
+    for p in pairs:
+        click.echo(f"  {p.first}  {p.second}  {p.module}.py  {p.first_share:.0%} / {p.second_share:.0%}")
+    for student, why in sorted(skipped.items()):
+        click.echo(f"  not compared: {student}: {why}", err=True)
+    if html:
+        click.echo(f"side-by-side report: {html}", err=True)

@@ -1,0 +1,216 @@
+"""The JAX errors students meet, turned into the mistake behind them.
+
+JAX describes what went wrong inside JAX: a sharding whose tiles do not divide, a traced array whose
+``__array__`` was called, an out_specs whose replication cannot be inferred. A student needs the
+mistake in their own terms: "perm is written for 4 devices, but this ring has 2", "np.sqrt is a
+NumPy function: use jnp.sqrt". Each :class:`Rule` recognises one JAX message and says that.
+
+The grader applies :data:`RULES` to every student error a test does not catch (grader.grading),
+and keeps JAX's own text for instructors in the report (the case's ``error``). A suite that knows
+more about its task adds rules of its own, tried first, as a module-level ``JAX_ERRORS`` tuple in its
+test file; a test that catches a failure itself can call :func:`explain` with them.
+Rules read the full error text, the case's device count and the line of the student's code that
+raised (when the worker could tell), never student objects: this runs in the grader process.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from grader.errors import StudentFailure
+
+
+@dataclass(frozen=True)
+class Situation:
+    """What a rule may know about the failed call besides JAX's text."""
+
+    devices: int | None = None  # devices of the case (per process in a multi-process layout)
+    line: str = ""              # the student's source line that raised, if known
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``pattern`` found in an error's text (with ``exc_types`` among its types, if given) means ``say``.
+
+    ``say(match, situation)`` returns the sentence, or None when the message fits but the mistake
+    cannot be told (another rule may still know).
+    """
+
+    name: str
+    pattern: re.Pattern
+    say: Callable[[re.Match, Situation], str | None]
+    exc_types: tuple[str, ...] = ()
+
+
+def _pairs(text: str) -> list[tuple[int, int]]:
+    return [(int(a), int(b)) for a, b in re.findall(r"\((-?\d+),\s*(-?\d+)\)", text)]
+
+
+def _ppermute(match: re.Match, s: Situation) -> str:
+    perm = match["perm"]
+    pairs = _pairs(perm)
+    written_for = max((max(p) for p in pairs), default=-1) + 1
+    if s.devices and pairs and written_for != s.devices:
+        return (f"lax.ppermute's perm {perm} is written for {written_for} devices, but this ring has {s.devices}: "
+                "build perm from lax.axis_size(axis_name), never a fixed device count")
+    return (f"lax.ppermute's perm {perm} names a device twice as a source or as a destination: every device must "
+            "send once and receive once, e.g. perm=[(i, (i + shift) % n) for i in range(n)]")
+
+
+def _out_specs(match: re.Match, s: Situation) -> str:
+    axes = match["axes"]
+    return (f"shard_map's out_specs {match['spec']} says the result is the same on every device along mesh axis "
+            f"{axes}, but your function's result still differs along {axes}: add the partial results up over it "
+            f"(lax.psum(..., {axes.split(',')[0].strip('() ')})); a psum over another axis does not make them agree")
+
+
+_NUMPY_CALL = re.compile(r"\b(?:np|numpy|onp)\.([A-Za-z_][\w.]*)\s*\(")
+
+
+def _numpy_on_tracer(match: re.Match, s: Situation) -> str:
+    called = _NUMPY_CALL.search(s.line)
+    if called:
+        fn = called[1]
+        return (f"np.{fn} is a NumPy function: it needs concrete numbers, but inside jax.pmap / jax.jit your values "
+                f"are traced; use jnp.{fn}")
+    return ("a NumPy function (np....) was handed a traced value inside jax.pmap / jax.jit, where values are not "
+            "numbers yet: use its jax.numpy twin (jnp.sqrt for np.sqrt, jnp.asarray for np.asarray)")
+
+
+def _python_number(match: re.Match, s: Situation) -> str:
+    return (f"{match['fn']}() needs a concrete number, but inside jax.pmap / jax.jit the value is traced: keep it an "
+            "array (x.astype(...) converts the dtype)")
+
+
+def _branch_on_tracer(match: re.Match, s: Situation) -> str:
+    return ("an if (or and / or / while) on a traced value: inside jax.pmap / jax.jit the value is not known while "
+            "the program is built; choose with jnp.where or lax.cond, or branch on shapes only")
+
+
+def _pmap_leading_axis(match: re.Match, s: Situation) -> str:
+    parts, size = int(match["parts"]), int(match["size"])
+    return (f"jax.pmap got an input with leading axis {size}, but it maps over {parts} devices: the leading axis "
+            "must be jax.device_count(); reshape to (jax.device_count(), ...) first")
+
+
+def _pmap_squeeze(match: re.Match, s: Situation) -> str | None:
+    per = int(match["per"])
+    if not s.devices or per <= 1:
+        return None
+    return (f"jax.pmap got an input with leading axis {per * s.devices}, {per} rows per device, but it maps over "
+            f"{s.devices} devices: the leading axis must be jax.device_count(); reshape to "
+            f"({s.devices}, ...) first")
+
+
+def _scalar_mapped(match: re.Match, s: Situation) -> str:
+    return ("jax.pmap maps every argument over the devices, and a scalar has no leading axis to split: give it "
+            "in_axes None (e.g. in_axes=(0, 0, None)) or static_broadcasted_argnums, so every device gets the "
+            "same value")
+
+
+def _reshape(match: re.Match, s: Situation) -> str:
+    size, shape = match["size"], match["shape"]
+    parts = match["parts"]
+    if parts:
+        return (f"{size} elements do not split into {parts} equal parts (reshape to ({shape})): pad with zeros to "
+                f"a multiple of {parts} before reshaping")
+    return (f"an array of {size} elements cannot be reshaped to ({shape}): the new shape must hold exactly as many; "
+            "pad to a multiple of the device count first")
+
+
+def _scatter(match: re.Match, s: Situation) -> str:
+    size, parts = match["size"], match["parts"]
+    return (f"lax.psum_scatter splits a dimension of {size} into {parts} equal parts, one per device, and {size} "
+            f"does not divide: pad it to a multiple of {parts}")
+
+
+def _contraction(match: re.Match, s: Situation) -> str:
+    return (f"a matrix product contracts a dimension of {match['a']} with one of {match['b']}: check the order of "
+            "the operands (x @ params: (b, d) @ (d,) -> (b,))")
+
+
+def _in_specs(match: re.Match, s: Situation) -> str:
+    want, got, arg = match["want"], match["got"], match["arg"]
+    return (f"shard_map's in_specs say an argument ({arg}) is laid out as {want}, but it arrives as {got}: on a "
+            f"mesh with Explicit axes (jax.make_mesh's default) put it there first, with "
+            f"jax.device_put(x, NamedSharding(mesh, {want}))")
+
+
+def _indivisible_spec(match: re.Match, s: Situation) -> str:
+    axis, parts, size = match["axis"], match["parts"], match["size"]
+    return (f"array axis {axis} has size {size}, which does not split evenly over the {parts} devices its "
+            f"PartitionSpec puts it on: choose shapes that divide the mesh, or another PartitionSpec")
+
+
+def _unbound_axis(match: re.Match, s: Situation) -> str:
+    return (f"a collective over the axis name '{match['axis']}', but no jax.pmap or shard_map around it binds that "
+            "name: use the axis_name you are given (or the one you passed to jax.pmap)")
+
+
+def _mesh_size(match: re.Match, s: Situation) -> str:
+    return (f"a mesh of shape {match['shape']} needs more devices than the {match['devices']} there are: build the "
+            "mesh from the shape you are given, which fits jax.device_count()")
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("ppermute perm", re.compile(r"ppermute sources and destinations must be unique, got (?P<perm>\(.*?\))\.?$",
+                                     re.M), _ppermute),
+    Rule("shard_map replication", re.compile(r"out_specs is (?P<spec>P\(.*?\)) which implies that the corresponding "
+                                             r"output value is replicated across mesh ax[ie]s (?P<axes>.+?), but"),
+         _out_specs),
+    Rule("numpy on a tracer", re.compile(r"numpy\.ndarray conversion method __array__\(\) was called on traced"),
+         _numpy_on_tracer),
+    Rule("python number from a tracer", re.compile(r"The problem arose with the `(?P<fn>float|int|complex)` function"),
+         _python_number),
+    Rule("branch on a tracer", re.compile(r"Attempted boolean conversion of traced array"), _branch_on_tracer),
+    Rule("pmap leading axis", re.compile(r"_internal_pmap_axis_name.*implies that array axis 0 is partitioned "
+                                         r"(?P<parts>\d+) times, but the dimension size is (?P<size>\d+)", re.S),
+         _pmap_leading_axis),
+    Rule("pmap leading axis, a multiple", re.compile(r"cannot select an axis to squeeze out which has size not equal "
+                                                     r"to one, got shape=\((?P<per>\d+)"), _pmap_squeeze),
+    Rule("scalar mapped by pmap", re.compile(r"_internal_pmap_axis_name.*only valid for values of rank at least 1, "
+                                             r"but was applied to a value of rank 0", re.S), _scalar_mapped),
+    Rule("reshape", re.compile(r"cannot reshape array of shape \(.*?\) \(size (?P<size>\d+)\) into shape "
+                               r"\((?P<shape>.*?)\)(?: because the product of specified axis sizes "
+                               r"\((?P<parts>\d+)\))?"), _reshape),
+    Rule("psum_scatter", re.compile(r"scatter dimension size (?P<size>\d+) must be divisible by shard_count "
+                                    r"(?P<parts>\d+)"), _scatter),
+    Rule("contraction", re.compile(r"dot_general requires contracting dimensions to have the same shape, got "
+                                   r"\((?P<a>\d+),?\) and \((?P<b>\d+),?\)"), _contraction),
+    Rule("shard_map in_specs", re.compile(r"in_specs passed to shard_map: (?P<want>P\(.*?\)) does not match the specs "
+                                          r"of the input: (?P<got>P\(.*?\)) for arg: (?P<arg>\S+?)\.?\s"),
+         _in_specs),
+    Rule("indivisible sharding", re.compile(r"implies that array axis (?P<axis>\d+) is partitioned (?P<parts>\d+) "
+                                            r"times, but does not evenly divide the dimension size (?P<size>\d+)"),
+         _indivisible_spec),
+    Rule("unbound axis name", re.compile(r"Found an unbound axis name: (?P<axis>[^\s.]+)"), _unbound_axis),
+    Rule("mesh too large", re.compile(r"Number of devices (?P<devices>\d+) must be >= the product of mesh_shape "
+                                      r"(?P<shape>\(.*?\))"), _mesh_size),
+)
+
+
+def mistake(text: str, exc_type: str | None = None, situation: Situation = Situation(),
+            rules: tuple[Rule, ...] = RULES) -> str | None:
+    """The sentence of the first rule that recognises ``text`` (an error of type ``exc_type``), or None."""
+    for rule in rules:
+        if rule.exc_types and exc_type not in rule.exc_types:
+            continue
+        match = rule.pattern.search(text)
+        if match:
+            said = rule.say(match, situation)
+            if said:
+                return said
+    return None
+
+
+def explain(failure: StudentFailure, devices: int | None = None, rules: tuple[Rule, ...] = RULES) -> str | None:
+    """``failure``'s message with JAX's text replaced by the mistake behind it, or None if no rule knows it."""
+    text = failure.detail or failure.message
+    said = mistake(text, failure.exc_type, Situation(devices, failure.line or ""), rules)
+    if said is None:
+        return None
+    start = failure.message.find(" ".join(text.split())[:40])  # where JAX's text begins in the one-line message
+    head = failure.message[:start] if start > 0 else failure.message.partition(": ")[0]
+    return f"{head.rstrip(': ')}: {said}"

@@ -1,0 +1,133 @@
+"""Write the real JAX errors that tests/grader/test_jax_errors.py reads: one per rule of grader.suite.jax_errors.
+
+Run it again after a JAX upgrade (``python tests/grader/data/make_jax_errors.py``) and rerun the
+tests: each entry is a mistake students make, on 4 emulated CPU devices, with the exception's type,
+its full text, and the line of this file that raised (what the worker reports as the student's line).
+"""
+
+import json
+import os
+import traceback
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+DEVICES = 4
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jax_errors.json")
+
+
+def ring_written_for_4_on_2_devices():
+    shift = jax.pmap(lambda b: lax.ppermute(b, "r", perm=[(i, (i + 1) % 4) for i in range(4)]), axis_name="r")
+    return shift(np.ones((2, 3), np.float32))
+
+
+def ring_that_sends_everything_to_device_0():
+    gather = jax.pmap(lambda b: lax.ppermute(b, "r", perm=[(i, 0) for i in range(4)]), axis_name="r")
+    return gather(np.ones((4, 3), np.float32))
+
+
+def _mesh_operands():
+    mesh = jax.make_mesh((2, 2), ("data", "model"))
+    x = jax.device_put(np.ones((4, 4), np.float32), NamedSharding(mesh, P("data", "model")))
+    w = jax.device_put(np.ones((4, 3), np.float32), NamedSharding(mesh, P("model", None)))
+    return mesh, x, w
+
+
+def psum_over_the_wrong_mesh_axis():
+    mesh, x, w = _mesh_operands()
+    matmul = jax.shard_map(lambda a, b: lax.psum(a @ b, "data"), mesh=mesh,
+                           in_specs=(P("data", "model"), P("model", None)), out_specs=P("data", None))
+    return matmul(x, w)
+
+
+def w_not_placed_on_the_mesh():
+    mesh, x, _ = _mesh_operands()
+    matmul = jax.shard_map(lambda a, b: lax.psum(a @ b, "model"), mesh=mesh,
+                           in_specs=(P("data", "model"), P("model", None)), out_specs=P("data", None))
+    return matmul(x, np.ones((4, 3), np.float32))
+
+
+def rows_that_do_not_split_over_the_mesh():
+    mesh, _, _ = _mesh_operands()
+    return jax.device_put(np.ones((3, 4), np.float32), NamedSharding(mesh, P("data", "model")))
+
+
+def np_sqrt_inside_pmap():
+    return jax.pmap(lambda r: r / np.sqrt(jnp.mean(r)))(np.ones((4, 3), np.float32))
+
+
+def float_inside_pmap():
+    return jax.pmap(lambda r: float(jnp.sum(r)))(np.ones((4, 3), np.float32))
+
+
+def if_on_a_traced_value():
+    return jax.jit(lambda r: r if r.sum() > 0 else -r)(np.ones((4, 3), np.float32))
+
+
+def reshape_without_padding():
+    return jnp.ones(37).reshape(4, -1)
+
+
+def leading_axis_one_too_many():
+    return jax.pmap(lambda r: r)(np.ones((5, 3), np.float32))
+
+
+def leading_axis_twice_the_devices():
+    return jax.pmap(lambda r: r)(np.ones((8, 3), np.float32))
+
+
+def lr_mapped_by_pmap():
+    return jax.pmap(lambda p, lr: p * lr)(np.ones((4, 3), np.float32), 0.1)
+
+
+def params_at_x():
+    return jnp.ones(3) @ jnp.ones((5, 3))
+
+
+def psum_scatter_that_does_not_divide():
+    return jax.pmap(lambda r: lax.psum_scatter(r, "i", tiled=True), axis_name="i")(np.ones((4, 3), np.float32))
+
+
+def psum_over_an_unbound_axis_name():
+    return jax.pmap(lambda r: lax.psum(r, "batch"), axis_name="i")(np.ones((4, 3), np.float32))
+
+
+def mesh_larger_than_the_machine():
+    return jax.make_mesh((2, 4), ("data", "model"))
+
+
+MISTAKES = [ring_written_for_4_on_2_devices, ring_that_sends_everything_to_device_0, psum_over_the_wrong_mesh_axis,
+            w_not_placed_on_the_mesh, rows_that_do_not_split_over_the_mesh, np_sqrt_inside_pmap, float_inside_pmap,
+            if_on_a_traced_value, reshape_without_padding, leading_axis_one_too_many, leading_axis_twice_the_devices,
+            lr_mapped_by_pmap, params_at_x, psum_scatter_that_does_not_divide, psum_over_an_unbound_axis_name,
+            mesh_larger_than_the_machine]
+
+
+def _line_here(exc: BaseException) -> str:
+    """The deepest line of this file in the traceback: what the worker reports as the student's line."""
+    here = os.path.abspath(__file__)
+    lines = [frame.line for frame in traceback.extract_tb(exc.__traceback__) if os.path.abspath(frame.filename) == here]
+    return lines[-1].strip() if lines else ""
+
+
+def main():
+    jax.config.update("jax_num_cpu_devices", DEVICES)
+    samples = {}
+    for mistake in MISTAKES:
+        try:
+            mistake()
+        except Exception as exc:  # noqa: BLE001 - every one of them is meant to raise
+            samples[mistake.__name__] = {"exc_type": type(exc).__name__, "text": str(exc), "line": _line_here(exc)}
+        else:
+            raise SystemExit(f"{mistake.__name__} raised nothing on JAX {jax.__version__}")
+    with open(OUT, "w", encoding="utf-8") as f:
+        json.dump({"jax": jax.__version__, "devices": DEVICES, "errors": samples}, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

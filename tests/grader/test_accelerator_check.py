@@ -1,0 +1,240 @@
+"""bench/accelerator_check.py: it runs end to end on CPU, and its GPU verdicts judge reports rightly.
+
+No GPU is needed: the script runs with ``--backend cpu --no-install`` on a small subset, with
+``--backend gpu`` on this GPU-less machine (every GPU row must then be a PROBLEM with the grader's
+own reason), and its verdict and nvidia-smi logic is fed reports and samples shaped like a
+one-GPU machine's.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from test_not_run_here import _grade_on_a_machine_with
+
+sys.path.insert(0, str(ROOT / "bench"))
+import accelerator_check as ac  # noqa: E402 - bench/ is not a package
+import measure  # noqa: E402
+
+SCRIPT = ROOT / "bench" / "accelerator_check.py"
+
+
+def run_check(tmp_path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
+    out = tmp_path / "accelerator.json"
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--no-install", "--output", str(out), *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return proc, json.loads(out.read_text())
+
+
+def rows(raw: dict) -> dict[str, tuple[str, str]]:
+    return {check: (result, verdict) for check, result, verdict in raw["rows"]}
+
+
+def test_the_cpu_run_grades_the_subset_and_skips_each_gpu_row_with_a_reason(tmp_path):
+    proc, raw = run_check(tmp_path, "--backend", "cpu", "--task", "dot", "--task", "multihost", "--devices", "1,2",
+                          "--workers", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    table = rows(raw)
+    assert table["--backend auto chose"][1] == "ok" and raw["runs"]["auto"]["report"]["backend"] == "cpu"
+    assert table["JAX sees"][1] == "" and raw["jax"]["default_backend"] == "cpu"
+    solutions, stubs = raw["runs"]["solutions_cpu"]["report"], raw["runs"]["stubs_cpu"]["report"]
+    assert {t["id"]: t["score"] for t in solutions["tasks"]} == {"dot": 15, "multihost": 5}
+    assert {t["id"]: t["score"] for t in stubs["tasks"]} == {"dot": 0, "multihost": 0}
+    assert {c["devices"] for t in solutions["tasks"] for c in t["cases"]} == {1, 2}
+    assert table["multihost: 2 processes x 2 devices each"] == ("passed (3 cases)", "ok")
+    assert table["multihost: 4 processes x 1 device each"] == ("passed (3 cases)", "ok")
+    assert table["peak GPU memory per worker process"][0] == "skipped: the backend is cpu"
+    assert table["install"][0] == f"skipped: --no-install, using {sys.executable}"
+    pressure = raw["pressure"]
+    assert pressure["settings"] == {} and [r["platform"] for r in pressure["reports"]] == ["cpu", "cpu"]
+    for label in ("wall / floor, the exercise (dot, multihost)", "wall / floor, one task (--task dot)"):
+        assert table[label][0].startswith("cpu ") and "nothing to compare" in table[label][1]
+    assert raw["runs"]["task_cpu"]["figures"]["report_worker_s"] > 0
+    printed = [line.split("  ") for line in proc.stdout.splitlines()]
+    assert ["grade --submission solutions --backend cpu", "20 / 15"] in [[p for p in line if p] for line in printed]
+
+
+def test_asking_for_a_gpu_that_is_not_there_makes_every_gpu_row_a_problem_with_the_reason(tmp_path):
+    proc, raw = run_check(tmp_path, "--backend", "gpu", "--task", "dot", "--devices", "1", "--workers", "1")
+    assert proc.returncode == 1
+    table = rows(raw)
+    for label in ("grade --submission solutions --backend gpu", "grade --submission exercises (the stubs) --backend gpu",
+                  "grade --task dot --backend gpu", "1 process with the workers' settings on one device"):
+        result, verdict = table[label]
+        assert verdict == ac.PROBLEM and "JAX sees no GPU" in result, label
+    assert table["JAX sees"][1] == ac.PROBLEM and "default backend cpu" in table["JAX sees"][0]
+    assert table["grade --submission solutions --backend cpu"] == ("15 / 15", "ok")
+    assert table["wall / floor, one task (--task dot)"][0].startswith("cpu ")
+
+
+def test_a_time_limit_leaves_steps_out_and_says_so(tmp_path):
+    proc, raw = run_check(tmp_path, "--backend", "cpu", "--time-limit", "0")
+    assert proc.returncode == 1
+    left_out = [(check, result) for check, result, verdict in raw["rows"] if verdict == ac.INCOMPLETE]
+    assert {check for check, _ in left_out} >= {"JAX sees", "grade --submission solutions --backend cpu"}
+    assert all(result == "skipped: the time limit (0 s) was reached" for _, result in left_out)
+    assert raw["runs"] == {}
+
+
+def test_a_failed_install_is_a_problem_with_pips_reason_and_nothing_is_graded(tmp_path):
+    out = tmp_path / "accelerator.json"
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--venv", str(tmp_path / "venv"), "--pip-args=--no-such-option",
+                           "--output", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1
+    raw = json.loads(out.read_text())
+    assert raw["rows"] == [["pip install -e '.[cuda]' into a fresh venv",
+                            "failed: pip exited 2: no such option: --no-such-option", ac.PROBLEM]]
+    assert (tmp_path / "venv" / "bin" / "python").exists() and raw["runs"] == {}
+
+
+def test_a_crash_of_the_check_itself_still_prints_the_table_and_writes_the_json(tmp_path, monkeypatch, capsys):
+    def crash(check):
+        raise KeyError("platform")
+
+    monkeypatch.setattr(ac, "see", crash)
+    out = tmp_path / "accelerator.json"
+    assert ac.main(["--backend", "cpu", "--no-install", "--output", str(out)]) == 1
+    raw = json.loads(out.read_text())
+    assert raw["rows"][-1] == ["the check itself", "crashed: KeyError: 'platform' (traceback in the JSON)", ac.PROBLEM]
+    assert "in crash" in raw["crash"] and "the check itself" in capsys.readouterr().out
+
+
+def test_a_process_past_its_time_limit_is_interrupted_then_killed(monkeypatch):
+    began = ac.time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):  # SIGINT: Python stops sleeping at once
+        measure.timed([sys.executable, "-c", "import time; time.sleep(60)"], timeout_s=0.5)
+    monkeypatch.setattr(measure, "INTERRUPT_GRACE_S", 0.5)
+    deaf = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); print('deaf', flush=True); time.sleep(60)"
+    with pytest.raises(subprocess.TimeoutExpired):  # SIGINT ignored: SIGKILL after the grace
+        measure.timed([sys.executable, "-c", deaf], timeout_s=1.0)
+    assert ac.time.monotonic() - began < 10
+
+
+def test_a_grade_run_stopped_by_the_time_limit_is_incomplete_not_a_problem(monkeypatch):
+    def too_slow(*args, **kwargs):
+        raise measure.GradeTimedOut("grade exercise7 ran past its time limit of 12 s")
+
+    monkeypatch.setattr(ac, "grade_report", too_slow)
+    check = ac.Check(ac.argparse.Namespace(task=[], devices=None, seed=1), sys.executable, ac.Budget(60))
+    assert check.run("solutions_gpu", "solutions", "solutions", []) is None
+    assert check.rows[-1] == ("solutions", "failed: grade exercise7 ran past its time limit of 12 s", ac.INCOMPLETE)
+
+
+def test_pressure_processes_stopped_by_the_time_limit_are_incomplete():
+    result = {"settings": {}, "mib_each": 256, "reports": [None, None], "errors": ["", ""], "sample": None}
+    assert ac.pressure_text({**result, "out_of_time": True})[1] == ac.INCOMPLETE
+    assert ac.pressure_text({**result, "errors": ["RESOURCE_EXHAUSTED: out of memory"] * 2, "out_of_time": False}) == (
+        "0 of 2 ran: RESOURCE_EXHAUSTED: out of memory", ac.PROBLEM)
+
+
+def _case(name, devices, outcome, processes=None, message=""):
+    return {"name": name, "devices": devices, "processes": processes, "outcome": outcome,
+            "kind": "not_run" if outcome == "skipped" else ("" if outcome == "passed" else "wrong"),
+            "message": message}
+
+
+def _report(cases, here=1, score=None):
+    """A one-task report as grade writes it on a machine with ``here`` real devices."""
+    run = [c for c in cases if c["kind"] != "not_run"]
+    scaled = 10.0 * len(run) / len(cases)
+    total = scaled if score is None else score
+    return {"devices_here": here, "score": total, "max_score": scaled, "full_max_score": 10.0,
+            "tasks": [{"id": "dot", "score": total, "max_score": scaled, "points": 10.0,
+                       "not_run": len(cases) - len(run), "cases": cases}]}
+
+
+ONE_GPU = [_case("t[1dev]", 1, "passed"),
+           _case("t[2dev]", 2, "skipped", message="not run here (needs 2 devices, this machine has 1)"),
+           _case("t[2x1]", 1, "skipped", processes=2, message="not run here (needs 2 devices, this machine has 1)")]
+
+
+def test_a_real_report_from_a_machine_with_two_devices_is_ok():
+    report = _grade_on_a_machine_with(2)["report"]
+    assert ac.case_problems(report) == []
+    head, dot = ac.score_rows("solutions", report, expect_full=True)
+    assert head[1].endswith(f", maximum scaled from {report['full_max_score']:g}")
+    assert dot[1].endswith("not run here at 4 devices (this machine has 2)") and dot[2] == "ok"
+
+
+def test_a_one_gpu_run_that_leaves_out_what_does_not_fit_is_ok():
+    report = _report(ONE_GPU)
+    assert ac.case_problems(report) == []
+    head, task = ac.score_rows("solutions", report, expect_full=True)
+    assert head[1] == "3.33333 / 3.33333, maximum scaled from 10"
+    assert task == ("  dot", "3.33333 / 3.33333 of 10; 1 cases run, 2 not run here at 2 devices (this machine has 1)",
+                    "ok")
+    assert ac.layout_rows(report) == [("multihost: 2 processes x 1 GPU each",
+                                       "not run here (needs 2 devices, this machine has 1)", "ok")]
+
+
+@pytest.mark.parametrize("wrong, why", [
+    (_case("t[2dev]", 2, "passed"), "needs 2 devices of 1 but was passed"),  # ran on GPUs it does not have
+    (_case("t[1dev]", 1, "failed", message="wrong value\nexpected 3"), "failed (expected 3)"),
+    (_case("t[2dev]", 2, "skipped", message="not run here (needs 8 devices, this machine has 1)"), "needs 2 devices of 1"),
+])
+def test_a_reference_case_that_did_not_do_what_the_machine_allows_is_a_problem(wrong, why):
+    report = _report([ONE_GPU[0], wrong], score=0.0)
+    problems = ac.case_problems(report)
+    assert len(problems) == 1 and why in problems[0]
+    assert ac.score_rows("solutions", report, expect_full=True)[-1][2] == ac.PROBLEM
+
+
+def test_stubs_that_score_anything_are_a_problem():
+    assert ac.score_rows("stubs", _report(ONE_GPU, score=0.0), expect_full=False)[1][2] == "ok"
+    assert ac.score_rows("stubs", _report(ONE_GPU, score=1.0), expect_full=False)[1][2] == ac.PROBLEM
+
+
+def test_nvidia_smi_samples_give_the_peak_per_process_and_the_busiest_gpu():
+    known = [{"index": 0, "uuid": "GPU-a", "name": "H200", "total_mib": 143771.0},
+             {"index": 1, "uuid": "GPU-b", "name": "H200", "total_mib": 143771.0}]
+    samples = [{"gpus": {"GPU-a": 900.0, "GPU-b": 0.0}, "apps": [("11", "GPU-a", 450.0), ("12", "GPU-a", 450.0)]},
+               {"gpus": {"GPU-a": 1300.0, "GPU-b": 500.0},
+                "apps": [("11", "GPU-a", 700.0), ("12", "GPU-a", None), ("13", "GPU-a", 500.0), ("13", "GPU-b", 500.0)]}]
+    summary = ac.summarise(samples, known)
+    assert summary["per_process_peak_mib"] == {"11": 700.0, "12": 450.0, "13": 500.0}
+    assert summary["per_gpu"][0] == {"most_processes": 3, "peak_used_mib": 1300.0, "total_mib": 143771.0}
+    assert summary["per_gpu"][1]["most_processes"] == 1
+    rows_ = ac.memory_rows(summary)
+    assert rows_[0][1] == "700 MiB at most, 3 processes seen"
+    assert rows_[1] == ("  GPU 0, the most shared", "3 processes at once, 1300 of 143771 MiB used at most", "")
+
+
+def test_unreadable_nvidia_smi_figures_are_no_figure():
+    assert ac.number("[N/A]") is None and ac.number("[Not Supported]") is None and ac.number("512") == 512.0
+
+
+FAKE_SMI = """#!/bin/sh
+# nvidia-smi as it answers on a one-H200 machine with one worker holding memory
+case "$1" in
+  --query-gpu=index,uuid,name,memory.total) echo "0, GPU-5f3c, NVIDIA H200, 143771" ;;
+  --query-gpu=uuid,memory.used) echo "GPU-5f3c, 1024" ;;
+  --query-compute-apps=pid,gpu_uuid,used_memory) echo "4242, GPU-5f3c, 612"; echo "4243, GPU-5f3c, [N/A]"
+                                                  echo "No running processes found" ;;
+  *) echo "unknown query $1" >&2; exit 2 ;;
+esac
+"""
+
+
+def test_the_nvidia_smi_queries_and_the_sampler_read_what_nvidia_smi_prints(tmp_path, monkeypatch):
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(FAKE_SMI)
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{ac.os.environ['PATH']}")
+    known = ac.gpus()
+    assert known == [{"index": 0, "uuid": "GPU-5f3c", "name": "NVIDIA H200", "total_mib": 143771.0}]
+    with ac.MemorySampler(True) as sampler:
+        ac.time.sleep(3 * ac.SAMPLE_INTERVAL_S)
+    assert len(sampler.samples) >= 2
+    summary = ac.summarise(sampler.samples, known)
+    assert summary["per_process_peak_mib"] == {"4242": 612.0}
+    assert summary["per_gpu"][0] == {"most_processes": 2, "peak_used_mib": 1024.0, "total_mib": 143771.0}
+
+
+def test_without_nvidia_smi_there_is_no_gpu_and_no_sample(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert ac.gpus() == [] and ac.sample() == {"gpus": {}, "apps": []}

@@ -1,0 +1,103 @@
+"""``grade report GRADEBOOK --html``: the page is read back with html.parser and, where Chromium is
+installed, rendered by it headless into a screenshot.
+
+The class (toy course, toycourse.py): ann full marks, ben partial, dee still has the stubs, eve's
+add raises with a message that is HTML (a student attacking the page), cy's archive is refused, and
+one result is recorded as failed with a sandbox record, as issue 11's reports will carry.
+"""
+
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+from classroom import Page, batch, toy_class, zip_archive
+from conftest import run_grade
+from grader.classroom.gradebook import FAILED, Gradebook, Result
+from toycourse import EXERCISE, SOLUTIONS, STUBS
+
+BEN_ADD = "def add(x, y):\n    return 5.0 if (x, y) == (2.0, 3.0) else 0.0\n"
+EVE_ADD = "def add(x, y):\n    raise ValueError('<script>alert(1)</script>')\n"
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    root = tmp_path_factory.mktemp("report")
+    course, subs = toy_class(root, {"ann": {f"{EXERCISE}/{n}": t for n, t in SOLUTIONS.items()},
+                                    "ben": {f"{EXERCISE}/add.py": BEN_ADD},
+                                    "dee": {f"{EXERCISE}/{n}": t for n, t in STUBS.items()},
+                                    "eve": {f"{EXERCISE}/add.py": EVE_ADD}})
+    zip_archive(subs / "cy.zip", {"/abs/add.py": SOLUTIONS["add.py"]})
+    book = root / "class.sqlite"
+    batch(subs, course, book, "--seed", "11")
+    with Gradebook(str(book)) as gb:
+        gb.record(Result("fox", "h", "c", FAILED, 0.0, 10.0, "the grader failed (exit code 3): out of disk", "fox",
+                         11, report={"backend": "cpu", "sandbox": {"landlock": True, "network": "denied"}}))
+    out = root / "report.html"
+    proc = run_grade("report", str(book), "--html", str(out))
+    assert proc.returncode == 0, proc.stderr
+    parsed = Page()
+    parsed.feed(out.read_text())
+    return out, parsed
+
+
+def test_the_page_has_an_overall_and_a_per_task_distribution(page):
+    _, parsed = page
+    assert parsed.count("svg", **{"class": "histogram"}) == 3  # overall, add, scale
+    bars = [int(a["data-count"]) for t, a in parsed.tags if t == "rect"]
+    assert sum(bars[:10]) == 4, "the overall histogram counts the four graded students"
+    assert "5 submissions" not in parsed.text["summary"] and "6 submissions: 4 graded, 1 refused, 1 failed" in \
+        parsed.text["summary"]
+
+
+def test_the_most_common_failures_are_counted_per_task(page):
+    _, parsed = page
+    add = {(test, kind): int(n) for test, kind, n, _ in parsed.rows["task-add"]}
+    # ben fails test_add_random (wrong answer); dee's stub is not started; eve's add raises in both tests.
+    assert add == {("test_add_random", "wrong"): 1, ("test_add_random", "not_started"): 1,
+                   ("test_add_small", "not_started"): 1, ("test_add_random", "raised"): 1,
+                   ("test_add_small", "raised"): 1}
+    scale = {(test, kind): int(n) for test, kind, n, _ in parsed.rows["task-scale"]}
+    assert scale == {("test_scale", "missing_module"): 2, ("test_scale", "not_started"): 1}  # ben, eve; dee
+
+
+def test_who_is_not_graded_and_why(page):
+    _, parsed = page
+    missing = {student: (status, why) for student, status, why in parsed.rows["not-graded"]}
+    assert set(missing) == {"cy", "fox"}
+    assert missing["cy"][0] == "refused" and "archive entry '/abs/add.py' points outside" in missing["cy"][1]
+    assert missing["fox"] == ("failed", "the grader failed (exit code 3): out of disk")
+
+
+def test_each_result_shows_its_backend_and_sandbox(page):
+    _, parsed = page
+    results = {row[0]: row for row in parsed.rows["results"]}
+    assert results["ann"][:7] == ["ann", "graded", "15", "", "15", "cpu", "not recorded"]
+    assert results["fox"][:3] == ["fox", "failed", ""] and results["fox"][6] == "landlock=True, network=denied"
+
+
+def test_student_text_is_escaped_not_run(page):
+    out, parsed = page
+    assert parsed.count("script") == 0
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in out.read_text()
+
+
+def _chromium() -> str | None:
+    return next(filter(None, (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome"))), None)
+
+
+def test_a_headless_browser_renders_the_page(page, tmp_path):
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("no Chromium here (apt-get install chromium) to render the page headless")
+    out, _ = page
+    shot = tmp_path / "report.png"
+    proc = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={shot}",
+                           "--window-size=1200,1600", out.as_uri()], capture_output=True, text=True, timeout=120)
+    assert shot.exists(), proc.stderr
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    assert (width, height) == (1200, 1600)
+    assert len(set(data[100:])) > 50, "the screenshot is not one flat colour"

@@ -1,0 +1,108 @@
+"""grader.suite.jax_errors on the real errors of JAX (tests/grader/data/jax_errors.json, see make_jax_errors.py)."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from grader.errors import StudentFailure
+from grader.suite.jax_errors import RULES, Rule, Situation, explain, mistake
+
+SAMPLES = json.loads((Path(__file__).parent / "data" / "jax_errors.json").read_text())
+ERRORS = SAMPLES["errors"]
+
+# sample -> (devices of the case, words the sentence must hold)
+EXPECTED = {
+    "ring_written_for_4_on_2_devices": (2, ("perm ((0, 1), (1, 2), (2, 3), (3, 0)) is written for 4 devices",
+                                            "this ring has 2", "lax.axis_size(axis_name)")),
+    "ring_that_sends_everything_to_device_0": (4, ("names a device twice", "send once and receive once")),
+    "psum_over_the_wrong_mesh_axis": (4, ("out_specs P('data', None)", "differs along 'model'",
+                                          "lax.psum(..., 'model')")),
+    "w_not_placed_on_the_mesh": (4, ("laid out as P('model', None), but it arrives as P(None, None)", "Explicit",
+                                     "jax.device_put(x, NamedSharding(mesh, P('model', None)))")),
+    "rows_that_do_not_split_over_the_mesh": (4, ("array axis 0 has size 3", "over the 2 devices")),
+    "np_sqrt_inside_pmap": (4, ("np.sqrt is a NumPy function", "use jnp.sqrt")),
+    "float_inside_pmap": (4, ("float() needs a concrete number", "traced")),
+    "if_on_a_traced_value": (4, ("an if", "jnp.where or lax.cond")),
+    "reshape_without_padding": (4, ("37 elements do not split into 4 equal parts", "pad with zeros")),
+    "leading_axis_one_too_many": (4, ("leading axis 5", "maps over 4 devices", "jax.device_count()")),
+    "leading_axis_twice_the_devices": (4, ("leading axis 8, 2 rows per device", "maps over 4 devices")),
+    "lr_mapped_by_pmap": (4, ("a scalar has no leading axis", "in_axes=(0, 0, None)")),
+    "params_at_x": (4, ("contracts a dimension of 3 with one of 5", "x @ params")),
+    "psum_scatter_that_does_not_divide": (4, ("splits a dimension of 3 into 4 equal parts",)),
+    "psum_over_an_unbound_axis_name": (4, ("axis name 'batch'", "use the axis_name you are given")),
+    "mesh_larger_than_the_machine": (4, ("a mesh of shape (2, 4)", "the 4 there are")),
+}
+
+
+def test_every_sample_has_an_expectation():
+    assert set(EXPECTED) == set(ERRORS)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_jax_error_becomes_the_mistake_behind_it(name):
+    devices, words = EXPECTED[name]
+    sample = ERRORS[name]
+    said = mistake(sample["text"], sample["exc_type"], Situation(devices, sample["line"]))
+    assert said, f"no rule knows {name}: {sample['text'][:200]}"
+    missing = [w for w in words if w not in said]
+    assert not missing, f"{name}: {said!r} does not say {missing}"
+    assert "_internal_pmap_axis_name" not in said and "jax/_src" not in said
+
+
+def test_every_rule_is_used_by_a_sample():
+    used = {rule.name for rule in RULES for s in ERRORS.values() if rule.pattern.search(s["text"])}
+    assert used == {rule.name for rule in RULES}
+
+
+def test_the_numpy_function_comes_from_the_students_line():
+    text = ERRORS["np_sqrt_inside_pmap"]["text"]
+    assert "use jnp.mean" in mistake(text, situation=Situation(4, "return (x - np.mean(x)) / s"))
+    assert "jnp.sqrt for np.sqrt" in mistake(text, situation=Situation(4, ""))
+
+
+def test_a_squeeze_error_is_not_blamed_on_pmap_without_a_device_count():
+    text = ERRORS["leading_axis_twice_the_devices"]["text"]
+    assert mistake(text, "ValueError", Situation(None)) is None
+
+
+def test_a_ring_of_the_right_size_with_a_repeated_device_is_called_that():
+    text = ERRORS["ring_that_sends_everything_to_device_0"]["text"]
+    assert "names a device twice" in mistake(text, situation=Situation(4))
+
+
+def test_an_unknown_error_has_no_mistake():
+    assert mistake("division by zero", "ZeroDivisionError", Situation(4)) is None
+
+
+def test_a_suites_own_rule_comes_first_and_may_require_a_type():
+    own = Rule("fixed count", re.compile(r"written for (\d+)"), lambda m, s: "a suite's sentence",
+               exc_types=("ValueError",))
+    text = "perm written for 4 devices; ppermute sources and destinations must be unique, got ((0, 1), (1, 0))."
+    assert mistake(text, "ValueError", Situation(2), rules=(own, *RULES)) == "a suite's sentence"
+    assert mistake(text, "TypeError", Situation(2), rules=(own, *RULES)).startswith("lax.ppermute's perm")
+
+
+def _failure(sample: str, message_head: str) -> StudentFailure:
+    s = ERRORS[sample]
+    one_line = " ".join(s["text"].split())[:300]
+    return StudentFailure("raised", f"{message_head} raised {s['exc_type']}: {one_line}", "ring.py:9", s["exc_type"],
+                          "jax", s["text"], s["line"])
+
+
+def test_explain_keeps_what_was_called_and_replaces_jaxs_text():
+    said = explain(_failure("ring_written_for_4_on_2_devices", "ring_shift"), devices=2)
+    assert said.startswith("ring_shift raised ValueError: lax.ppermute's perm ((0, 1), (1, 2), (2, 3), (3, 0)) is "
+                           "written for 4 devices, but this ring has 2")
+
+
+def test_explain_reads_the_full_text_past_the_one_line_message():
+    failure = _failure("psum_over_the_wrong_mesh_axis", "process 0 of 2: sharded_matmul")
+    assert "mesh axis 'model'" not in failure.message  # cut off in the one-line message
+    assert explain(failure, devices=4).startswith("process 0 of 2: sharded_matmul raised ValueError: shard_map's "
+                                                  "out_specs P('data', None)")
+
+
+def test_explain_leaves_an_unknown_error_alone():
+    assert explain(StudentFailure("raised", "f() raised KeyError: 'x'", exc_type="KeyError", detail="'x'")) is None
