@@ -19,6 +19,7 @@ from conftest import ROOT, run_grade
 SOLUTION = (ROOT / "solutions" / "exercise7" / "dot.py").read_text()
 SUITE = (ROOT / "tests" / "exercise7" / "test_dot.py").read_text()
 STRUCTURAL = "test_dot_uses_one_all_reduce"
+POINTS, WEIGHT = 6, 2  # each task's points, and the structural test's weight (each value test weighs 1)
 
 SUBMISSIONS = {
     # Attack 1: a single-device dot, with every way JAX prints a program patched to print a one-psum one.
@@ -146,8 +147,8 @@ def distributed_dot(x, y):
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("program")
-    tasks = "\n".join(f"      - {{id: {m}, title: {m}, points: 6, hint: 'one psum', tests: {{{STRUCTURAL}: {{weight: 2}}}}}}"
-                      for m in SUBMISSIONS)
+    tasks = "\n".join(f"      - {{id: {m}, title: {m}, points: {POINTS}, hint: 'one psum', "
+                      f"tests: {{{STRUCTURAL}: {{weight: {WEIGHT}}}}}}}" for m in SUBMISSIONS)
     (root / "course.yaml").write_text(textwrap.dedent("""\
         course: program-mode
         defaults: {devices: [2], timeout_s: 30}
@@ -176,8 +177,8 @@ def _value_cases(task) -> list[dict]:
 
 
 @pytest.mark.parametrize("module, words", [
-    ("patched_text", "runs 0 all-reduce operations of its own"),
-    ("plain_dot", "runs 0 all-reduce operations of its own"),
+    ("patched_text", "runs no all-reduce of its own"),
+    ("plain_dot", "runs no all-reduce of its own"),
     ("traced_token", "distributed_dot(x, x) compiled with jax.jit returned 0, expected"),
     ("pure_callback", "calls back into Python on the host"),
     ("io_callback", "calls back into Python on the host"),
@@ -187,7 +188,8 @@ def test_a_single_device_dot_keeps_the_value_points_and_loses_the_structural_one
     assert all(c["outcome"] == "passed" for c in _value_cases(task)), task["cases"]
     assert _structural(task)["outcome"] == "failed"
     assert words in _structural(task)["message"], _structural(task)["message"]
-    assert task["score"] == 4, task
+    values = len(_value_cases(task))
+    assert task["score"] == pytest.approx(POINTS * values / (values + WEIGHT), abs=1e-4), task
 
 
 @pytest.mark.parametrize("module, kind, words", [
@@ -204,4 +206,4 @@ def test_a_program_that_cannot_be_graded_gets_a_verdict_naming_why(graded, modul
 
 
 def test_the_reference_keeps_full_marks_after_the_clean_workers_met_all_of_them(graded):
-    assert graded["unchanged"]["score"] == 6, graded["unchanged"]["cases"]
+    assert graded["unchanged"]["score"] == POINTS, graded["unchanged"]["cases"]
