@@ -4,7 +4,7 @@ The floor of a grading run is the time the workers themselves spent compiling an
 calls (``timing.worker_s`` of the JSON report); everything above it is overhead: process start,
 imports, worker start-up, pytest, IPC. This script grades the reference solutions and prints one
 table: wall time and floor of ``grade EXERCISE`` and of ``grade EXERCISE --task TASK`` (each with
-and without the zygote), a batch of copies with one and two jobs, peak memory, and the start-up time
+and without the zygote, and without the sandbox), a batch of copies with one and two jobs, peak memory, and the start-up time
 of ``grade --help`` and ``grade list``. It writes every raw figure as JSON, so a figure can be
 compared across commits. Run it from anywhere: ``python bench/bench.py [--output PATH]``.
 """
@@ -26,6 +26,7 @@ TARGETS = {  # name: (target, True if the measured value must be at most the tar
     "batch_jobs1_ratio": (1.3, True),
     "batch_speedup": (1.7, False),
     "help_s": (0.3, True),
+    "confinement_cost": (0.05, True),  # wall / floor confined over unconfined, minus 1 (issue 11)
 }
 
 
@@ -43,11 +44,13 @@ def breakdown(run: dict) -> dict:
 
 
 def single(label: str, extra: list[str], repeat: int, seed: int) -> dict:
-    """``repeat`` runs with the zygote and as many without, interleaved so load drifts hit both alike."""
-    runs = {"zygote": [], "fresh": []}
+    """``repeat`` runs with the zygote, as many without, and as many unconfined (GRADE_SANDBOX=0, the
+    zygote on), interleaved so load drifts hit all alike."""
+    runs = {"zygote": [], "fresh": [], "unconfined": []}
     for _ in range(repeat):
         runs["zygote"].append(grade_once(ROOT / "solutions", extra, seed))
         runs["fresh"].append(grade_once(ROOT / "solutions", extra, seed, {"GRADE_ZYGOTE": "0"}))
+        runs["unconfined"].append(grade_once(ROOT / "solutions", extra, seed, {"GRADE_SANDBOX": "0"}))
     out = {"label": label, "command": " ".join(["grade", "exercise7", "--submission", "solutions", *extra]),
            "runs": runs}
     for mode, rs in runs.items():
@@ -115,12 +118,16 @@ def verdict(name: str, value: float) -> str:
 def table(result: dict) -> str:
     rows = [("figure", "value", "target")]
     for s in result["single"]:
-        z, f = s["zygote"], s["fresh"]
+        z, f, u = s["zygote"], s["fresh"], s["unconfined"]
+        cost = z["ratio"] / u["ratio"] - 1
         rows += [(f"{s['command']}: wall", f"{z['wall_s']:.2f} s", ""),
                  ("  floor (worker_s)", f"{z['floor_s']:.2f} s", ""),
                  ("  wall / floor", f"{z['ratio']:.2f}",
                   verdict("exercise_ratio", z["ratio"]) if "--task" not in s["command"] else ""),
-                 ("  without zygote: wall / floor", f"{f['ratio']:.2f}  ({f['wall_s']:.2f} s / {f['floor_s']:.2f} s)", "")]
+                 ("  without zygote: wall / floor", f"{f['ratio']:.2f}  ({f['wall_s']:.2f} s / {f['floor_s']:.2f} s)", ""),
+                 ("  unconfined (GRADE_SANDBOX=0): wall / floor",
+                  f"{u['ratio']:.2f}  ({u['wall_s']:.2f} s / {u['floor_s']:.2f} s)", ""),
+                 ("  confinement's cost on wall / floor", f"{cost:+.1%}", verdict("confinement_cost", cost))]
         rows += [(f"    {k}", f"{v:.2f} s", "") for k, v in z["breakdown"].items()]
     b = result["batch"]
     for jobs in (1, 2):

@@ -1,4 +1,4 @@
-"""Ending a worker and everything it started: kill its process group, then collect its exit.
+"""Ending a worker and everything it started: kill its descendants and process group, then collect its exit.
 
 A worker runs in its own session, so its process group holds the worker and whatever the student's
 code started. The group is killed *before* the worker is reaped: while the worker is an unreaped
@@ -9,8 +9,10 @@ the zygote reaps the workers it forked (only a process's parent can collect its 
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
+import sys
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -24,13 +26,93 @@ class Exit:
     maxrss_kb: int
 
 
-def kill_group(pid: int) -> None:
-    """SIGKILL the process group ``pid`` leads, and ``pid`` itself should it have left that group."""
-    for kill in (os.killpg, os.kill):
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every live (not zombie) process this one can see in /proc (none without /proc)."""
+    parents = {}
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not name.isdigit():
+            continue
         try:
-            kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()  # the command name may hold spaces and ")"
+        except OSError:  # it ended meanwhile
+            continue
+        if fields[0] != b"Z":
+            parents[int(name)] = int(fields[1])
+    return parents
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid``, children first."""
+    children: dict[int, list[int]] = {}
+    for child, parent in _parents().items():
+        children.setdefault(parent, []).append(child)
+    found, queue = [], [pid]
+    while queue:
+        kids = children.get(queue.pop(0), [])
+        found += kids
+        queue += kids
+    return found
+
+
+def _kill(kill, pid: int) -> None:
+    try:
+        kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+started: set[int] = set()  # processes the engine started in this process (workers, zygotes); see kill_adopted
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def adopt_orphans() -> None:
+    """Make this process a child subreaper (Linux): a worker's orphans come here, not to init.
+
+    A confined worker keeps everything it starts in its own tree while it lives; if it exits
+    first, its orphans are adopted by the nearest subreaper above it, where kill_adopted ends them.
+    """
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def kill_adopted() -> None:
+    """Kill every child of this process (and its tree) that it did not start: a dead worker's orphans.
+
+    A child the engine did not register, but that shares this process's session, is the embedding
+    program's own and is left alone; a worker and its descendants always run in sessions of their own.
+    """
+    me, session = os.getpid(), os.getsid(0)
+    for child, parent in _parents().items():
+        if parent != me or child in started:
+            continue
+        try:
+            if os.getsid(child) == session:
+                continue
+        except ProcessLookupError:
+            continue
+        kill_group(child)
+        try:
+            os.waitpid(child, 0)  # it is this process's child now: collect it, or it stays a zombie
+        except ChildProcessError:
             pass
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL everything ``pid`` started, its process group, and ``pid`` itself.
+
+    A confined worker is a child subreaper (grader.sandbox.confine), so while it lives every process
+    it started is its descendant, whatever setsid and double forks it used: those are killed
+    first, again until none is left (a fork bomb forks between two passes), then the worker.
+    """
+    for _ in range(100):
+        tree = descendants(pid)
+        if not tree:
+            break
+        for child in tree:
+            _kill(os.kill, child)
+    for kill in (os.killpg, os.kill):
+        _kill(kill, pid)
 
 
 def _has_exited(pid: int) -> bool:
@@ -53,6 +135,8 @@ def reap(pid: int, timeout: float | None) -> Exit | None:
         delay = min(delay * 2, 0.02)
     kill_group(pid)
     _, status, usage = os.wait4(pid, 0)
+    started.discard(pid)
+    kill_adopted()
     return Exit(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
 
 

@@ -189,6 +189,7 @@ class WorkerSettings:
     memory_mb: int = 0
     distributed: dict | None = None
     clean: bool = False
+    sandbox_off: tuple[str, ...] = ()  # mechanisms to leave out, for measuring only (grader.sandbox.confine.MECHANISMS)
 
     def send(self, fd: int) -> None:
         send(fd, {"op": "settings", "settings": asdict(self)})

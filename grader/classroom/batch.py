@@ -27,6 +27,7 @@ from grader.classroom import fingerprint, regrade, roster, unpack
 from grader.classroom.deadlines import Deadlines, priced
 from grader.course import Course, Exercise
 from grader.errors import EXIT_USAGE
+from grader.grading import confinement
 from grader.classroom.gradebook import FAILED, GRADED, REFUSED, Gradebook, Result
 from grader.classroom.progress import Progress
 
@@ -49,6 +50,7 @@ class Settings:
     backend: str
     deadlines: Deadlines | None = None  # prices late submissions; None when the exercise has no due date
     fingerprints: dict[str, str] = field(default_factory=dict)  # task id -> fingerprint (see fingerprint.py)
+    require_sandbox: str = "none"  # checked on each child's recorded sandbox (see Batch._result)
 
 
 @dataclass
@@ -143,7 +145,7 @@ class Batch:
     def _command(self, folder: str, output: str, tasks: tuple[str, ...]) -> list[str]:
         s = self.settings
         cmd = [sys.executable, "-m", "grader", s.exercise.name, "--submission", folder, "--format", "json",
-               "--seed", str(s.seed), "--output", output, "--course", s.course.path]
+               "--output", output, "--course", s.course.path]  # the seed travels in GRADE_SEED (see _start)
         cmd += [arg for t in tasks for arg in ("--task", t)] + ["--backend", s.backend]
         return cmd + (["--devices", ",".join(map(str, s.devices))] if s.devices else [])
 
@@ -168,7 +170,7 @@ class Batch:
             return None
         folder = unpack.content_root(folder, self.settings.exercise.name)
         pythonpath = os.pathsep.join(p for p in (ENGINE_PARENT, os.environ.get("PYTHONPATH")) if p)
-        env = dict(os.environ, PYTHONPATH=pythonpath)
+        env = dict(os.environ, PYTHONPATH=pythonpath, GRADE_SEED=str(self.settings.seed))  # not on a command line
         with open(os.path.join(scratch, "log.txt"), "wb") as log:
             tasks = planned.tasks or tuple(t.id for t in self.settings.exercise.tasks)
             proc = subprocess.Popen(self._command(folder, os.path.join(scratch, "report.json"), tasks), cwd=scratch,
@@ -208,6 +210,11 @@ class Batch:
             except (OSError, ValueError) as exc:
                 return self._base(planned, status=FAILED, error=f"the grader wrote no readable report ({exc})",
                                   **common)
+            lacking = confinement.shortfall(self.settings.require_sandbox, report.get("sandbox", {}))
+            if lacking:  # the machine, not the student: a rerun grades it again
+                return self._base(planned, status=FAILED, error="its workers were not confined enough for "
+                                  f"--require-sandbox {self.settings.require_sandbox}: missing "
+                                  f"{confinement.reasons(lacking)}", **common)
             report = regrade.stamp(dict(report, submission=", ".join(planned.entry.paths)), self.settings.fingerprints)
             if planned.previous:
                 report = regrade.join(planned.previous, report, list(self.settings.fingerprints))

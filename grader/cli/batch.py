@@ -9,6 +9,7 @@ import click
 
 from grader.course import BACKENDS
 from grader.errors import EXIT_INTERNAL, EXIT_INTERRUPTED
+from grader.grading import confinement
 
 
 def default_jobs() -> int:
@@ -62,7 +63,7 @@ def _regrade_tasks(regrade: str | None, exercise) -> bool | set[str]:
 
 
 def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, seed, regrade, devices_text,
-           course_path, timeout_s, backend, roster_path, times_path):
+           course_path, timeout_s, backend, roster_path, times_path, require_sandbox):
     from grader.classroom import batch, fingerprint, roster
     from grader.classroom.deadlines import for_batch, reprice
     from grader.classroom.regrade import describe
@@ -73,6 +74,7 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
     from grader.course import find_course
     from grader.workers.backends import resolve
 
+    confinement.require_here(require_sandbox)  # once here, not once per student
     course = find_course(explicit=course_path)
     exercise = course.exercise(exercise_name).only(tasks)
     devices = parse_devices(devices_text)
@@ -98,7 +100,7 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
         if repriced:
             click.echo(f"{repriced} kept results had a new deadline or submission time: late penalty updated", err=True)
         settings = batch.Settings(course, exercise, seed, devices, course_hash, jobs, timeout_s, backend, deadlines,
-                                  fingerprints)
+                                  fingerprints, require_sandbox=require_sandbox)
         progress = Progress(len(todo))
         try:
             batch.Batch(settings, book, progress).run(todo)
@@ -136,6 +138,8 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
               help="class list CSV; its due:EXERCISE column gives extensions")
 @click.option("--submitted-at", "times_path", type=click.Path(),
               help="CSV student,submitted_at: submission times that override the files' timestamps")
+@click.option("--require-sandbox", type=click.Choice(confinement.LEVELS), default=confinement.DEFAULT["batch"],
+              show_default=True, help=confinement.HELP)
 def batch_command(**kw):
     """Grade SUBMISSIONS (folders, .zip / .tar.gz, or folders of them) into a gradebook.
 

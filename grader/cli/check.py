@@ -12,6 +12,7 @@ import sys
 import click
 
 from grader.errors import EXIT_BELOW
+from grader.grading import confinement
 
 
 def _points(score) -> str:
@@ -44,6 +45,7 @@ def _check(exercise_name, devices_text, seed, course_path):
                 click.echo(f"  - {problem}")
         else:
             click.echo(f"{name} is sound")
+    click.echo(confinement.here_line())
     if unsound:
         sys.exit(EXIT_BELOW)
 

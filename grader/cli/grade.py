@@ -9,10 +9,11 @@ import click
 
 from grader.course import BACKENDS
 from grader.errors import EXIT_BELOW
+from grader.grading.confinement import DEFAULT, HELP, LEVELS
 
 
 def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, course_path, backend, timeout,
-           allow_jax_mismatch):
+           allow_jax_mismatch, require_sandbox):
     from grader.cli.options import parse_devices
     from grader.course import find_course
     from grader.grading.pipeline import grade_submission
@@ -21,7 +22,7 @@ def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, c
     exercise = course.exercise(name).only(tasks)
     report = grade_submission(course, exercise, submission or os.path.join(course.root, exercise.stubs),
                               devices=parse_devices(devices), seed=seed, backend=backend, timeout_s=timeout,
-                              allow_jax_mismatch=allow_jax_mismatch)
+                              allow_jax_mismatch=allow_jax_mismatch, require_sandbox=require_sandbox)
     text = report.render(fmt)
     score = report.score
     if output:
@@ -41,7 +42,8 @@ def exercise_command(name: str) -> click.Command:
     @click.option("--task", "tasks", multiple=True, help="grade only this task (repeatable)")
     @click.option("--devices", help="device counts to test, e.g. 1,2,4,8 (default: course.yaml); "
                                     "multi-process layouts run if their devices per process are listed")
-    @click.option("--seed", type=click.IntRange(0, 2**31 - 1), help="reproduce a run (the seed is always printed)")
+    @click.option("--seed", type=click.IntRange(0, 2**31 - 1), envvar="GRADE_SEED",
+                  help="reproduce a run (the seed is always printed); also read from GRADE_SEED")
     @click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope", "junit"]), default="text",
                   show_default=True)
     @click.option("--output", type=click.Path(), help="write the report here instead of stdout")
@@ -53,6 +55,8 @@ def exercise_command(name: str) -> click.Command:
     @click.option("--course", "course_path", type=click.Path(), help="course.yaml or the folder holding it")
     @click.option("--allow-jax-mismatch", is_flag=True,
                   help="grade even if JAX is another series than the course was released for (0.x: another minor)")
+    @click.option("--require-sandbox", type=click.Choice(LEVELS), default=DEFAULT["grade"], show_default=True,
+                  help=HELP)
     def command(**kw):
         _grade(name, **kw)
 

@@ -82,7 +82,8 @@ def results(report: dict) -> dict:
         "stdout_visibility": STDOUT_VISIBILITY,
         "tests": tests,
         "extra_data": {"schema": report["schema"], "schema_version": report["schema_version"],
-                       "grader_version": report["grader_version"], "seed": report["seed"]},
+                       "grader_version": report["grader_version"], "seed": report["seed"],
+                       "sandbox": report.get("sandbox", {})},
     }
 
 

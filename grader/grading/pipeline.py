@@ -3,6 +3,9 @@
 ``grade EXERCISE``, ``grade autograde`` and ``grade check`` all need the same chain: the JAX
 version check, the submission located once, the run, the score, the notes the report carries. It
 lives here so no caller reassembles it by hand.
+
+Its imports stay at the top: scoring and every report format (report imports gradescope and junit)
+are loaded before any worker runs student code, so none of them is read from disk afterwards.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import os
 
 from grader import submission
 from grader.course import Course, Exercise
-from grader.grading import runner, scoring, versions
+from grader.grading import confinement, runner, scoring, versions
 from grader.grading.report import Report
 from grader.workers.backends import Backend
 
@@ -32,8 +35,13 @@ def public_only_note(course: Course, exercise: Exercise) -> str:
 
 def grade_submission(course: Course, exercise: Exercise, path: str, *, devices=None, seed: int | None = None,
                      backend: str | Backend | None = None, timeout_s: float | None = None,
-                     allow_jax_mismatch: bool = False) -> Report:
-    """Grade the submission at ``path`` against ``exercise`` (cut to the graded tasks with Exercise.only)."""
+                     allow_jax_mismatch: bool = False, require_sandbox: str = "none") -> Report:
+    """Grade the submission at ``path`` against ``exercise`` (cut to the graded tasks with Exercise.only).
+
+    ``require_sandbox``: refuse (SandboxRefused, a usage error) a machine, and then a run, that
+    cannot confine student code that much.
+    """
+    confinement.require_here(require_sandbox)
     notes = versions.check_jax(course, allow_jax_mismatch)
     if course.release and course.release.public_only:
         notes.append(public_only_note(course, exercise))
@@ -41,5 +49,5 @@ def grade_submission(course: Course, exercise: Exercise, path: str, *, devices=N
     if found.note:
         notes.insert(0, found.note)
     run = runner.grade(course, exercise, found, devices=devices, seed=seed, backend=backend or course.backend,
-                       timeout_s=timeout_s)
+                       timeout_s=timeout_s, require_sandbox=require_sandbox)
     return Report(run, scoring.score(exercise, run.cases), course.name, notes)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from grader import __version__
 from grader.grading import gradescope, junit
+from grader.grading.confinement import describe
 from grader.grading.runner import RunResult
 from grader.grading.scoring import Score
 from grader.layout import summary
@@ -108,9 +109,10 @@ def to_dict(run: RunResult, score: Score, course_name: str, notes=()) -> dict:
         ],
         "timing": {"wall_s": round(run.wall_s, 3), "worker_s": round(run.worker_s, 3),
                    "start_s": round(run.start_s, 3), "grader_rss_mb": round(run.grader_rss_mb, 1),
-                   "worker_rss_mb": round(run.worker_rss_mb, 1)},
+                   "worker_rss_mb": round(run.worker_rss_mb, 1), "confine_ms": round(run.confine_ms, 3)},
         "student_output": run.student_output,
         "notes": list(notes),
+        "sandbox": run.sandbox,
     }
 
 
@@ -153,4 +155,6 @@ def to_text(run: RunResult, score: Score, course_name: str, notes=()) -> str:
     subset = "" if run.exercise.complete else "".join(f" --task {t.id}" for t in run.exercise.tasks)
     devices = f" --devices {','.join(map(str, run.devices))}" if run.devices else ""
     lines.append(f"reproduce: grade {run.exercise.name} --seed {run.seed}{subset}{devices}")
+    if run.sandbox.get("workers"):
+        lines.append(f"sandbox: {describe(run.sandbox)}")
     return "\n".join(lines) + "\n"

@@ -13,14 +13,17 @@ import os
 import resource
 import secrets
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from grader import processes
 from grader import submission as submissions
 from grader.course import Course, Exercise
 from grader.errors import GraderError, UsageError
+from grader.grading import confinement, integrity
 from grader.layout import Layout
 from grader.submission import Submission
 from grader.workers.backends import Backend, resolve
@@ -50,6 +53,8 @@ class RunResult:
     student_output: dict[str, str] = field(default_factory=dict)
     unmapped_files: tuple[str, ...] = ()
     devices_here: int | None = None  # real devices of the backend; None: emulated
+    sandbox: dict = field(default_factory=dict)  # what confined the workers (grader.grading.confinement.combine)
+    confine_ms: float = 0.0  # how long one worker took to confine itself (median)
 
 
 def new_seed() -> int:
@@ -62,6 +67,51 @@ def _engine_link(scratch: str) -> str:
     os.makedirs(path)
     os.symlink(ENGINE_DIR, os.path.join(path, "grader"))
     return path
+
+
+def _copy_probes(suite: str, scratch: str) -> str:
+    """The suite's probe modules (every .py but tests and conftest) copied beside the submission.
+
+    Workers import probes from here: the suite folder itself, with the hidden tests, stays out of
+    their reach.
+    """
+    probes = os.path.join(scratch, "probes")
+    os.makedirs(probes)
+    for name in os.listdir(suite):
+        if name.endswith(".py") and not name.startswith("test_") and name != "conftest.py":
+            shutil.copyfile(os.path.join(suite, name), os.path.join(probes, name))
+    return probes
+
+
+@contextlib.contextmanager
+def _private_bytecode(scratch: str):
+    """Compile the suite into the scratch; never read or write a __pycache__ beside it (one could be planted)."""
+    saved, sys.pycache_prefix = sys.pycache_prefix, os.path.join(scratch, "pycache")
+    try:
+        yield
+    finally:
+        sys.pycache_prefix = saved
+
+
+def _guarded(course: Course, suite: str) -> list[str]:
+    """course.yaml, the suite folder and the engine's sources: what no grading may change."""
+    engine = [os.path.join(folder, name) for folder, _, names in os.walk(ENGINE_DIR) for name in names
+              if name.endswith(".py")]
+    return [course.path, suite, *sorted(engine)]
+
+
+def _remove_scratch(scratch: str) -> None:
+    """Remove the scratch even where student code left a folder it made unreadable (mode 000).
+
+    Runs once every worker is gone; links are never followed (chmod would change their target).
+    """
+    for folder, dirs, _ in os.walk(scratch):
+        for name in dirs:
+            path = os.path.join(folder, name)
+            if not os.path.islink(path):
+                with contextlib.suppress(OSError):
+                    os.chmod(path, 0o700)
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _single_layouts(exercise: Exercise, devices) -> list[Layout]:
@@ -83,9 +133,13 @@ def pytest_args(suite: str, files: list[str]) -> list[str]:
 
 
 def grade(course: Course, exercise: Exercise, submission: Submission, devices=None, seed: int | None = None,
-          backend: str | Backend = "cpu", timeout_s: float | None = None) -> RunResult:
+          backend: str | Backend = "cpu", timeout_s: float | None = None, require_sandbox: str = "none") -> RunResult:
     """Grade ``submission`` against the hidden suite of ``exercise``'s tasks (``backend``: a name or a
-    resolved Backend)."""
+    resolved Backend).
+
+    ``require_sandbox`` (grader.grading.confinement.LEVELS) refuses a run whose workers were not
+    confined that much (pipeline.grade_submission also refuses such a machine before the run).
+    """
     started = time.perf_counter()
     backend = resolve(backend) if isinstance(backend, str) else backend
     seed = new_seed() if seed is None else seed
@@ -93,11 +147,15 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
     if not os.path.isdir(suite):
         raise UsageError(f"the suite folder {suite} for {exercise.name} does not exist")
     files = suite_files(course, exercise)
+    guarded = _guarded(course, suite)
+    before = integrity.snapshot(guarded)
     scratch = tempfile.mkdtemp(prefix="grade-")
+    os.chmod(scratch, 0o711)  # a worker with a uid of its own must reach its folder, and list none
     try:
         code = submissions.copy_to_scratch(submission.found, scratch)
-        run = RunSettings(code=code, probes=suite, backend=backend,
-                          memory_mb=backend.memory_limit_mb(course.memory_mb), timeout_s=timeout_s or exercise.timeout_s)
+        run = RunSettings(code=code, probes=_copy_probes(suite, scratch), backend=backend,
+                          memory_mb=backend.memory_limit_mb(course.memory_mb),
+                          timeout_s=timeout_s or exercise.timeout_s, sandbox_off=confinement.switched_off())
         pool = WorkerPool(run, _engine_link(scratch), use_zygote=os.environ.get("GRADE_ZYGOTE", "1") != "0")
         log = io.StringIO()
         try:
@@ -107,11 +165,15 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
             from grader.grading.plugin import GraderPlugin
 
             plugin = GraderPlugin(exercise, pool, seed, tuple(devices) if devices else None, timeout_s)
-            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log), _private_bytecode(scratch):
                 if files:
                     pytest.main(pytest_args(suite, files), plugins=[plugin])
         finally:
             pool.close()
+            processes.kill_adopted()  # what a worker that exited on its own left behind
+        integrity.verify(before, guarded)
+        sandbox = confinement.combine(pool.sandbox_records)
+        confinement.require(require_sandbox, sandbox, "this run's workers")
         if plugin.grader_errors:
             raise GraderError(plugin.grader_errors[0])
         if plugin.collection_errors:
@@ -124,6 +186,7 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
                          grader_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                          worker_rss_mb=pool.peak_worker_rss_kb / 1024,
                          student_output=pool.student_output, unmapped_files=tuple(sorted(plugin.unmapped_files)),
-                         devices_here=backend.available)
+                         devices_here=backend.available, sandbox=sandbox,
+                         confine_ms=confinement.median_cost_ms(pool.sandbox_records))
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        _remove_scratch(scratch)

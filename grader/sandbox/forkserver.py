@@ -106,6 +106,7 @@ def _spawn(sock: socket.socket, request: dict, fds: list[int], children: set[int
         if pid == 0:
             _become_worker(sock, request, fds)
         children.add(pid)
+        processes.started.add(pid)
         return {"pid": pid}
     finally:
         for fd in fds:
@@ -133,6 +134,9 @@ def _preload() -> None:
     linalg.initialize_lapack()  # else each clean worker's first program imports SciPy for it (0.2 s)
 
     import grader.sandbox.worker  # noqa: F401
+    from grader.sandbox import confine
+
+    confine.python_paths()  # computed once, for every fork
 
 
 def serve(sock: socket.socket) -> None:
@@ -157,10 +161,12 @@ def serve(sock: socket.socket) -> None:
         for pid in children:
             processes.kill_group(pid)
             processes.reap(pid, None)
+        processes.kill_adopted()
 
 
 def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
+    processes.adopt_orphans()  # a worker that exits leaves its orphans here, where reap ends them
     try:
         _preload()
         if hazards := fork_hazards():

@@ -2,7 +2,8 @@
 
 Started by :mod:`grader.workers` (forked from the zygote, or as a fresh ``python -I``) in a scratch
 copy of the submission, with a sanitised environment. It reads its :class:`WorkerSettings` from
-the request pipe, configures JAX for one backend configuration, then answers requests read from
+the request pipe, confines itself (:mod:`grader.sandbox.confine`: before JAX starts a thread or any
+student code is read), configures JAX for one backend configuration, then answers requests read from
 that pipe (never stdin/stdout, which belong to the student and are captured by the grader). Every
 reply is plain data (:mod:`grader.protocol`); every failure of student code is a StudentFailure
 the grader can explain in one sentence.
@@ -24,6 +25,7 @@ import time
 from grader import protocol
 from grader.errors import StudentFailure
 from grader.protocol import REPLY_FD, REQUEST_FD, WorkerSettings
+from grader.sandbox import confine
 from grader.sandbox.program_export import export_program
 from grader.sandbox.program_runner import run_program
 from grader.sandbox.student_code import check_signature, classify, first_line, student_function, \
@@ -143,11 +145,13 @@ def main(request_fd: int = REQUEST_FD, reply_fd: int = REPLY_FD) -> None:
     else:
         _probes_folder = os.path.abspath(settings.probes)
     try:
+        sandbox = confine.confine_worker(settings.code, _probes_folder, settings.backend, settings.distributed,
+                                         settings.sandbox_off)
         info = configure_jax(settings)
     except BaseException as exc:  # noqa: BLE001 - reported to the grader, which explains it
         protocol.send(reply_fd, {"ready": False, "message": f"{type(exc).__name__}: {first_line(exc)}"})
         return
     if not _clean:
         use_submission(settings.code)
-    protocol.send(reply_fd, dict(info, ready=True))
+    protocol.send(reply_fd, dict(info, ready=True, sandbox=sandbox))
     serve(request_fd, reply_fd)

@@ -76,12 +76,18 @@ class WorkerGroup:
         self.info: dict = {}
         self.start_s = 0.0
         self.peak_rss_kb = 0
+        self._past_records: list[dict] = []  # of members replaced since
 
     @property
     def alive(self) -> bool:
         return bool(self.members) and all(m.alive for m in self.members)
 
+    @property
+    def sandbox_records(self) -> list[dict]:
+        return self._past_records + [r for m in self.members for r in m.sandbox_records]
+
     def _spawn(self, port: int) -> None:
+        self._past_records = self.sandbox_records
         self.members = []
         for i in range(self.layout.processes):
             group = {"coordinator": f"127.0.0.1:{port}", "process": i, "processes": self.layout.processes,

@@ -47,6 +47,7 @@ def spawn_fresh(engine_path: str, env: dict[str, str], cwd: str) -> Started:
         raise
     finally:
         _close(req_r, rep_w)
+    processes.started.add(popen.pid)
 
     def reap(pid: int, timeout: float | None) -> processes.Exit | None:
         ended = processes.reap(pid, timeout)
@@ -77,6 +78,7 @@ class Launcher:
 
     def __init__(self, engine_path: str, use_zygote: bool, startup_timeout_s: float):
         self.engine_path, self.use_zygote, self.startup_timeout_s = engine_path, use_zygote, startup_timeout_s
+        processes.adopt_orphans()
         self._zygotes: dict[tuple, Zygote | None] = {}
         self.fallback_reason = ""
 

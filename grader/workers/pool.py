@@ -59,6 +59,11 @@ class WorkerPool:
         return sum(w.start_s for w in (*self._workers.values(), *self._clean.values()))
 
     @property
+    def sandbox_records(self) -> list[dict]:
+        """What confined each worker process started so far (a group's: each member's; clean workers too)."""
+        return [r for w in (*self._workers.values(), *self._clean.values()) for r in w.sandbox_records]
+
+    @property
     def peak_worker_rss_kb(self) -> int:
         return max((w.peak_rss_kb for w in (*self._workers.values(), *self._clean.values())), default=0)
 

@@ -37,13 +37,15 @@ _MEMORY_MARKERS = (b"RESOURCE_EXHAUSTED", b"bad_alloc", b"MemoryError", b"Cannot
 @dataclass(frozen=True)
 class RunSettings:
     """What every worker of one grading run shares: the scratch copy of the submission (``code``),
-    the suite folder its probes come from, the backend, the memory limit and the per-call time limit."""
+    the folder its probes come from, the backend, the memory limit, the per-call time limit and the
+    sandbox mechanisms to leave out (for measuring only; grader.grading.confinement.switched_off)."""
 
     code: str
     probes: str
     backend: Backend
     memory_mb: int
     timeout_s: float
+    sandbox_off: tuple[str, ...] = ()
 
 
 class Handle(Protocol):
@@ -53,6 +55,7 @@ class Handle(Protocol):
     info: dict
     start_s: float  # seconds spent waiting for its processes to be ready
     peak_rss_kb: int
+    sandbox_records: list[dict]  # what confined each process it started (grader.sandbox.confine)
 
     @property
     def alive(self) -> bool: ...
@@ -133,6 +136,7 @@ class Worker:
         self.output: CapturedOutput | None = None
         self.transcripts: list[str] = []  # captured output of each process this worker has run
         self.info: dict = {}
+        self.sandbox_records: list[dict] = []
 
     def start(self) -> None:
         began = time.perf_counter()
@@ -153,7 +157,7 @@ class Worker:
         settings = protocol.WorkerSettings(code=home, probes="" if self.clean_dir else self.run.probes,
                                            backend=self.run.backend.name, devices=self.layout.devices,
                                            memory_mb=self.run.memory_mb, distributed=self.distributed,
-                                           clean=self.clean_dir is not None)
+                                           clean=self.clean_dir is not None, sandbox_off=self.run.sandbox_off)
         try:
             settings.send(self._req)
         except BrokenPipeError:
@@ -173,6 +177,7 @@ class Worker:
             self.kill()
             raise GraderError(f"a worker for {self.layout} could not set up JAX: {header.get('message')}")
         self.info = header
+        self.sandbox_records.append(header["sandbox"])
 
     @property
     def alive(self) -> bool:

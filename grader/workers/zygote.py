@@ -43,6 +43,7 @@ class Zygote:
                 pass_fds=(theirs.fileno(),), start_new_session=True)
         finally:
             theirs.close()
+        processes.started.add(self.proc.pid)
         self._sock = ours
         self._lock = threading.Lock()
         self._ready_by = time.monotonic() + startup_timeout_s

@@ -159,8 +159,8 @@ def test_worker_cannot_see_the_graders_file_descriptors(pool, tmp_path):
     assert len(others) == 2 and all(v.startswith("pipe:") for v in others.values()), fds
 
 
-def test_xla_flags_of_the_sanitised_environment_reach_the_worker(pool, tmp_path, monkeypatch):
-    dump = tmp_path / "xla-dump"
+def test_xla_flags_of_the_sanitised_environment_reach_the_worker(pool, spy_dirs, monkeypatch):
+    dump = spy_dirs[0] / "xla-dump"  # in the submission's folder: the only one a confined worker may write
 
     def with_dump(*args):
         env = worker_environment(*args)

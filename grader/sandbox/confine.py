@@ -1,0 +1,348 @@
+"""Confine a worker before it reads student code: every layer this machine allows, and a record of each.
+
+A worker calls :func:`confine` once, after it has its pipes and before it imports anything of the
+student's. Each layer is applied where the machine allows it; where it does not, the record says
+why, and the worker still grades (the grader decides with ``--require-sandbox`` whether that is
+enough). The layers, by the names the record and the reports use:
+
+- ``files``: Landlock. Read-only the Python installation, site-packages, the engine, the system
+  programs (/bin, /usr/bin: a program it runs is confined the same way) and libraries, /dev/null,
+  /dev/urandom, the CPU topology JAX reads and the worker's own /proc entry; read-write the
+  scratch only. Nothing else: not the course, the suites, /tmp, another process's /proc entry, a
+  classmate's scratch.
+- ``network``: no socket but the TCP a multi-process group needs (seccomp), and TCP only to the
+  ports given (Landlock, ABI 4); abstract unix sockets outside the worker are out of reach
+  (Landlock scope, ABI 6, and no AF_UNIX ``socket()`` at all).
+- ``signals``: no signal to a process outside the worker's own (Landlock scope, ABI 6), no ptrace
+  or process_vm_* at all (seccomp).
+- ``syscalls``: the seccomp filter of :mod:`grader.sandbox.seccomp`.
+- ``uid``: when the worker starts as root, it becomes ``UID_BASE + its pid`` (gid the same, no
+  supplementary groups) and owns only the scratch. Pids are unique among live processes, so no
+  two live workers share a uid, and the range sits above pid_max and the usual /etc/subuid ranges.
+- ``lifetime``: the worker is a child subreaper, so whatever it starts stays its descendant even
+  after setsid and a double fork; the grader kills that whole tree (grader.processes.kill_group).
+- ``limits``: file size (a write past it fails with EFBIG), open files, no core dumps, and a process
+  count when the uid is its own (it counts threads too; XLA starts a few per core).
+
+Applying all of it costs about a millisecond; the record carries the measured figure.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import json
+import os
+import resource
+import signal
+import stat
+import sys
+import sysconfig
+import time
+from dataclasses import dataclass, field
+
+from grader.sandbox import landlock, seccomp
+
+LAYERS = ("files", "network", "signals", "syscalls", "uid", "lifetime", "limits")
+MECHANISMS = ("landlock", "seccomp", "uid", "subreaper", "limits")
+UID_BASE = 2_000_000_000
+FILE_SIZE_LIMIT = 256 << 20
+OPEN_FILES_LIMIT = 4096
+PROCESS_LIMIT = 1024
+_PR_SET_CHILD_SUBREAPER = 36
+_SYSTEM_READ_ONLY = ("/bin", "/usr/bin", "/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib",
+                     "/etc/ld.so.cache", "/etc/localtime", "/usr/share/zoneinfo", "/dev/urandom", "/dev/random",
+                     "/dev/zero", "/sys/devices/system/cpu",
+                     "/proc/self")  # the worker's own entry (resolved when the rule is made), not its children's
+_SYSTEM_READ_WRITE = ("/dev/null",)
+_ACCELERATOR_READ_ONLY = ("/sys", "/proc/driver")
+# gloo, in a multi-process group, resolves the host name and lists network interfaces and PCI devices.
+_GROUP_READ_ONLY = ("/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/resolv.conf", "/etc/gai.conf",
+                    "/sys/bus/pci", "/sys/devices", "/sys/class/net")
+ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What one worker may reach.
+
+    ``scratch``: the one writable folder (the worker's copy of the submission). ``read_only``:
+    folders or files beyond the Python installation and the system libraries (the engine, by
+    default). ``devices``: files, or folders of them, it may open for reading and writing but not
+    create or remove (an accelerator's device nodes). ``tcp_ports``: None for no TCP at all; else
+    the ports a multi-process group binds and connects to (its coordinator's; 0 allows binding an
+    ephemeral port). ``tcp_connect_any``: let it connect to any port (gloo's peers listen on
+    ephemeral ports nobody knows in advance). ``off``: mechanisms to leave out as if this machine
+    lacked them (a test and measurement switch), out of MECHANISMS. ``max_landlock_abi``: pretend
+    the kernel's Landlock is no newer than this (1 or more). ``process_limit``: RLIMIT_NPROC when
+    the worker has a uid of its own. ``limits``: the other resource limits, by RLIMIT_* number.
+    """
+
+    scratch: str
+    read_only: tuple[str, ...] = (ENGINE_DIR,)
+    devices: tuple[str, ...] = ()
+    tcp_ports: tuple[int, ...] | None = None
+    tcp_connect_any: bool = False
+    off: frozenset[str] = frozenset()
+    max_landlock_abi: int | None = None
+    process_limit: int = PROCESS_LIMIT
+    limits: dict[int, int] = field(default_factory=lambda: {resource.RLIMIT_FSIZE: FILE_SIZE_LIMIT,
+                                                             resource.RLIMIT_NOFILE: OPEN_FILES_LIMIT,
+                                                             resource.RLIMIT_CORE: 0})
+
+
+class _Record:
+    """What held and what did not, by mechanism, turned into layers at the end."""
+
+    def __init__(self, policy: Policy):
+        unknown = set(policy.off) - set(MECHANISMS)
+        if unknown:
+            raise ValueError(f"unknown sandbox mechanisms {sorted(unknown)}; known: {', '.join(MECHANISMS)}")
+        self.policy = policy
+        self.why_not: dict[str, str] = {m: "switched off for this run" for m in policy.off}
+        self.landlock_abi = 0
+        self.landlock_parts: set[str] = set()  # fs, net, scopes
+        self.uid: int | None = None
+
+    def held(self, mechanism: str) -> bool:
+        return mechanism not in self.why_not
+
+    def layers(self) -> dict[str, str]:
+        """Layer -> "" when it held, else the reason in words."""
+        ll, sc = self.why_not.get("landlock", ""), self.why_not.get("seccomp", "")
+        scopes_missing = ll or ("" if "scopes" in self.landlock_parts else
+                                f"Landlock ABI {self.landlock_abi} has no scopes (ABI {landlock.SCOPE_ABI} does)")
+        net_missing = ll or ("" if "net" in self.landlock_parts else
+                             f"Landlock ABI {self.landlock_abi} has no TCP rules (ABI {landlock.NET_ABI} does)")
+        tcp = self.policy.tcp_ports is not None
+        if tcp and self.policy.tcp_connect_any and not net_missing:
+            net_missing = "a multi-process group's gloo connects to its peers' ephemeral ports"
+        return {
+            "files": ll,
+            "network": f"other sockets are open: {sc}" if sc else (
+                f"TCP connections are open: {net_missing}" if tcp and net_missing else ""),
+            "signals": f"ptrace is open: {sc}" if sc else (
+                f"signals to other processes are open: {scopes_missing}" if scopes_missing else ""),
+            "syscalls": sc,
+            "uid": self.why_not.get("uid", ""),
+            "lifetime": self.why_not.get("subreaper", ""),
+            "limits": self.why_not.get("limits", ""),
+        }
+
+    def as_dict(self, cost_ms: float) -> dict:
+        layers = self.layers()
+        return {"held": [n for n in LAYERS if not layers[n]], "missing": {n: r for n, r in layers.items() if r},
+                "landlock_abi": self.landlock_abi, "uid": self.uid,
+                "tcp_ports": list(self.policy.tcp_ports) if self.policy.tcp_ports is not None else None,
+                "cost_ms": round(cost_ms, 3)}
+
+
+@functools.lru_cache(maxsize=1)
+def python_paths() -> tuple[str, ...]:
+    """The Python installation and the environment's site-packages (never a folder on sys.path like the cwd).
+
+    Cached: a zygote that calls it once hands the answer to every worker it forks.
+    """
+    paths = {sys.base_prefix, *(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib"))}
+    return tuple(sorted(p for p in paths if os.path.exists(p)))
+
+
+def _threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def _set_limits(record: _Record, own_uid: bool) -> None:
+    if not record.held("limits"):
+        return
+    limits = dict(record.policy.limits)
+    if own_uid:
+        limits[resource.RLIMIT_NPROC] = record.policy.process_limit
+    for which, value in limits.items():
+        _, hard = resource.getrlimit(which)
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(which, (value, value))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the size limit fails with EFBIG instead
+
+
+def _subreaper(record: _Record) -> None:
+    if not record.held("subreaper"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        record.why_not["subreaper"] = f"prctl(PR_SET_CHILD_SUBREAPER) failed: {os.strerror(ctypes.get_errno())}"
+
+
+def _check_landlock(record: _Record) -> int:
+    """The Landlock ABI to use (0: none, and the record says why)."""
+    if not record.held("landlock"):
+        return 0
+    abi, why = landlock.abi_version()
+    if why:
+        record.why_not["landlock"] = why
+        return 0
+    if record.policy.max_landlock_abi is not None:
+        abi = min(abi, record.policy.max_landlock_abi)
+    record.landlock_abi = abi
+    record.landlock_parts = {"fs"} | ({"net"} if abi >= landlock.NET_ABI else set()) | (
+        {"scopes"} if abi >= landlock.SCOPE_ABI else set())
+    return abi
+
+
+def _ruleset(record: _Record) -> landlock.Ruleset | None:
+    """The Landlock ruleset, built now (opening every path, with the rights the worker starts with)."""
+    abi = _check_landlock(record)
+    if not abi:
+        return None
+    policy = record.policy
+    tcp = landlock.BIND_TCP | (0 if policy.tcp_connect_any else landlock.CONNECT_TCP)
+    ruleset = landlock.Ruleset(abi, net=tcp, scopes=landlock.SCOPE_ABSTRACT_UNIX_SOCKET | landlock.SCOPE_SIGNAL)
+    group = _GROUP_READ_ONLY if policy.tcp_ports is not None else ()
+    for path in (*python_paths(), *_SYSTEM_READ_ONLY, *group, *policy.read_only):
+        if os.path.exists(path):
+            ruleset.allow_path(path, landlock.READ)
+    for path in (*_SYSTEM_READ_WRITE, *policy.devices):
+        if os.path.exists(path):
+            ruleset.allow_path(path, landlock.READ | landlock.READ_WRITE_FILE)
+    ruleset.allow_path(policy.scratch, landlock.fs_rights(abi))
+    for port in (policy.tcp_ports or ()) if ruleset.net_handled else ():
+        ruleset.allow_port(port, tcp)
+    return ruleset
+
+
+def _unreadable_for_others(paths, read: bool = True) -> str:
+    """The first path a uid with no groups could not reach (as "other"), with the mode in the way; "" if none.
+
+    Every folder on the way must be searchable; with ``read`` the path itself must be readable too.
+    """
+    for path in paths:
+        parts = os.path.abspath(path).split(os.sep)
+        for depth in range(2, len(parts) + 1):
+            here = os.sep.join(parts[:depth]) or os.sep
+            st = os.stat(here)
+            last = depth == len(parts)
+            needs = stat.S_IXOTH if not last or stat.S_ISDIR(st.st_mode) else 0
+            needs |= stat.S_IROTH if last and read else 0
+            if st.st_mode & needs != needs:
+                return f"{here} (mode {stat.S_IMODE(st.st_mode):04o})"
+    return ""
+
+
+def _check_uid(record: _Record) -> bool:
+    """Whether the worker can become a uid of its own (if not, the record says why)."""
+    if not record.held("uid"):
+        return False
+    if os.geteuid() != 0:
+        record.why_not["uid"] = "the grader is not root, so workers keep its uid"
+        return False
+    scratch_parent = os.path.dirname(os.path.abspath(record.policy.scratch))
+    blocked = (_unreadable_for_others([*python_paths(), *record.policy.read_only])
+               or _unreadable_for_others([scratch_parent], read=False))
+    if blocked:
+        record.why_not["uid"] = (f"another uid could not read {blocked}, which the worker needs; a Python "
+                                 "installed where every user can read it (e.g. /usr or /opt) gets this layer")
+    return not blocked
+
+
+def _drop_uid(record: _Record) -> None:
+    """Become UID_BASE + pid with no groups, owning the scratch; only when started as root."""
+    if not _check_uid(record):
+        return
+    scratch = record.policy.scratch
+    uid = UID_BASE + os.getpid()
+    for folder, dirs, files in os.walk(scratch):
+        for name in (folder, *(os.path.join(folder, n) for n in dirs + files)):
+            os.lchown(name, uid, uid)
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    record.uid = uid
+
+
+def _check_seccomp(record: _Record) -> bool:
+    why = seccomp.availability() if record.held("seccomp") else ""
+    if why:
+        record.why_not["seccomp"] = why
+    return record.held("seccomp")
+
+
+def _seccomp(record: _Record) -> None:
+    if not _check_seccomp(record):
+        return
+    try:
+        seccomp.load(tcp=record.policy.tcp_ports is not None)
+    except seccomp.SeccompError as exc:
+        record.why_not["seccomp"] = str(exc)
+
+
+def _not_linux(record: _Record) -> bool:
+    """Every mechanism here is Linux's; elsewhere the record says so for each."""
+    if sys.platform.startswith("linux"):
+        return False
+    record.why_not.update(dict.fromkeys(MECHANISMS, f"{sys.platform} is not Linux"))
+    return True
+
+
+def confine(policy: Policy) -> dict:
+    """Apply every layer this machine allows to this process, for good; returns the sandbox record.
+
+    Call it single-threaded (Landlock confines only the calling thread). The order matters:
+    paths are opened for Landlock while the worker may still read them all, the uid is dropped
+    before no_new_privs, and seccomp comes last because it would refuse nothing earlier steps need.
+    """
+    started = time.perf_counter()
+    record = _Record(policy)
+    if _not_linux(record):
+        return record.as_dict(0.0)
+    threads = _threads()
+    if threads != 1:  # neither confines threads that already run
+        for mechanism in ("landlock", "seccomp"):
+            record.why_not.setdefault(mechanism, f"{threads} threads were running; only the calling one would "
+                                                 "be confined")
+    _subreaper(record)
+    ruleset = _ruleset(record)
+    _drop_uid(record)
+    _set_limits(record, own_uid=record.uid is not None)
+    if ruleset is not None:
+        seccomp.no_new_privs()
+        ruleset.restrict_self()
+    _seccomp(record)
+    return record.as_dict((time.perf_counter() - started) * 1000)
+
+
+def survey(policy: Policy) -> dict:
+    """What :func:`confine` would apply here with ``policy``, without applying anything (cost_ms 0).
+
+    The grader asks this before starting any worker, to refuse a run that ``--require-sandbox``
+    rules out and to print what the machine supports.
+    """
+    record = _Record(policy)
+    if not _not_linux(record):
+        _check_landlock(record)
+        _check_seccomp(record)
+        _check_uid(record)
+    return record.as_dict(0.0)
+
+
+def confine_worker(code: str, probes: str, backend: str, distributed: dict | None, off=()) -> dict:
+    """Confine a worker: it may write its copy of the submission (``code``) and read the ``probes`` copied beside it.
+
+    A process of a multi-process group (``distributed``: its coordinator's ``host:port``) may also
+    bind that port and ephemeral ones, and connect to its peers. On a real accelerator (``backend``
+    other than cpu) it may open the device nodes in /dev and read /sys and the driver's /proc
+    files (worked out from the drivers' documentation, not yet tried on a GPU or TPU).
+    """
+    ports = (int(distributed["coordinator"].rpartition(":")[2]), 0) if distributed else None
+    accelerator = backend != "cpu"
+    read_only = (ENGINE_DIR, probes, *(_ACCELERATOR_READ_ONLY if accelerator else ()))
+    return confine(Policy(scratch=code, read_only=read_only, devices=("/dev",) if accelerator else (),
+                          tcp_ports=ports, tcp_connect_any=bool(distributed), off=_mechanisms(off)))
+
+
+def _mechanisms(off) -> frozenset[str]:
+    """``off`` as mechanism names; "all" stands for every one."""
+    return frozenset(MECHANISMS) if "all" in off else frozenset(off)
+
+
+def print_survey(scratch: str, off) -> None:
+    """Print :func:`survey` as one JSON line (for the grader, which asks it in a fresh Python)."""
+    print(json.dumps(survey(Policy(scratch=scratch, off=_mechanisms(off)))))

@@ -1,0 +1,177 @@
+"""A seccomp filter for workers: the few system calls student code has no business making fail with EPERM.
+
+Landlock governs files, TCP ports, abstract unix sockets and signals. What it does not cover is
+closed here, in a classic BPF program built by hand (libseccomp's Python bindings are not on PyPI):
+
+- other processes: ptrace, process_vm_readv/writev, pidfd_getfd, kcmp (Landlock's signal scope
+  does not stop these);
+- sockets: socket() only for the families a worker needs: none, or for a multi-process group TCP
+  over IPv4/IPv6 (whose ports Landlock restricts) and NETLINK_ROUTE (gloo lists the interfaces
+  with getifaddrs; without CAP_NET_ADMIN it can only read). socketpair() only AF_UNIX. So no UDP,
+  raw or packet sockets, and no unix socket that could connect to a path outside;
+- ways around the filter or the sandbox: io_uring (its operations bypass seccomp), new namespaces
+  (unshare, setns, clone with CLONE_NEW*), bpf, perf_event_open, userfaultfd, keyrings,
+  open_by_handle_at, mount, chroot, pivot_root. clone3 gets ENOSYS, as in Docker's profile: its
+  flags sit in memory a filter cannot read, and glibc falls back to clone, whose flags it can.
+
+Denied calls return an errno instead of killing the process, so the student's code sees an
+ordinary OSError. The filter also refuses every call made through another architecture's entry
+(i386 ``int 0x80``, x32), whose numbers mean different calls.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import platform
+import socket
+import struct
+
+_PR_SET_NO_NEW_PRIVS, _PR_GET_SECCOMP, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 21, 22, 2
+_RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
+_LD_W_ABS, _JEQ, _JSET, _JGE, _AND, _RET = 0x20, 0x15, 0x45, 0x35, 0x54, 0x06
+_NR, _ARCH, _ARG0, _ARG1, _ARG2 = 0, 4, 16, 24, 32  # offsets in struct seccomp_data (low 32 bits of each argument)
+_X32_BIT = 0x40000000
+_CLONE_NEW_ANY = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
+_SOCK_TYPE_MASK = 0xF
+_NETLINK_ROUTE = 0
+
+DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp", "io_uring_setup",
+          "io_uring_enter", "io_uring_register", "unshare", "setns", "bpf", "perf_event_open", "userfaultfd",
+          "keyctl", "add_key", "request_key", "open_by_handle_at", "mount", "umount2", "chroot", "pivot_root")
+
+# System call numbers: x86_64 from asm/unistd_64.h, aarch64 from asm-generic/unistd.h.
+_TABLES = {
+    "x86_64": (0xC000003E, True, {
+        "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438, "kcmp": 312,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "unshare": 272, "setns": 308,
+        "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "keyctl": 250, "add_key": 248,
+        "request_key": 249, "open_by_handle_at": 304, "mount": 165, "umount2": 166, "chroot": 161,
+        "pivot_root": 155, "clone": 56, "clone3": 435, "socket": 41, "socketpair": 53}),
+    "aarch64": (0xC00000B7, False, {
+        "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438, "kcmp": 272,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "unshare": 97, "setns": 268,
+        "bpf": 280, "perf_event_open": 241, "userfaultfd": 282, "keyctl": 219, "add_key": 217,
+        "request_key": 218, "open_by_handle_at": 265, "mount": 40, "umount2": 39, "chroot": 51,
+        "pivot_root": 41, "clone": 220, "clone3": 435, "socket": 198, "socketpair": 199}),
+}
+
+
+class SeccompError(OSError):
+    """The filter could not be loaded; ``str()`` says why."""
+
+
+class _Filter(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_prctl = getattr(_libc, "prctl", None)  # Linux only; elsewhere availability() says so
+if _prctl is not None:
+    _prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+
+def availability() -> str:
+    """"" where a filter can be loaded here, else why not (for the sandbox record)."""
+    if _prctl is None:
+        return "this system has no prctl (not Linux)"
+    if platform.machine() not in _TABLES:
+        return f"no system call table for {platform.machine()}"
+    if _prctl(_PR_GET_SECCOMP, 0, 0, 0, 0) < 0:
+        return f"the kernel has no seccomp filters ({os.strerror(ctypes.get_errno())})"
+    return ""
+
+
+class _Program:
+    """A BPF program with forward jumps to named labels, resolved when assembled."""
+
+    def __init__(self):
+        self.code: list[tuple[int, object, object, int]] = []
+        self.labels: dict[str, int] = {}
+
+    def load(self, offset: int) -> None:
+        self.code.append((_LD_W_ABS, 0, 0, offset))
+
+    def jump(self, op: int, value: int, if_true: str | None, if_false: str | None = None) -> None:
+        """``op value``: go to ``if_true`` / ``if_false`` (None: the next instruction)."""
+        self.code.append((op, if_true, if_false, value))
+
+    def mask(self, value: int) -> None:
+        self.code.append((_AND, 0, 0, value))
+
+    def label(self, name: str) -> None:
+        self.labels[name] = len(self.code)
+
+    def ret(self, value: int) -> None:
+        self.code.append((_RET, 0, 0, value))
+
+    def assemble(self) -> bytes:
+        out = []
+        for i, (op, jt, jf, k) in enumerate(self.code):
+            def offset(target):
+                return 0 if target in (None, 0) else self.labels[target] - i - 1
+            out.append(struct.pack("=HBBI", op, offset(jt), offset(jf), k))
+        return b"".join(out)
+
+
+def program(tcp: bool) -> bytes:
+    """The filter for this machine's architecture; ``tcp``: a worker that may open TCP sockets."""
+    arch, has_x32, numbers = _TABLES[platform.machine()]
+    p = _Program()
+    p.load(_ARCH)
+    p.jump(_JEQ, arch, None, "deny")
+    p.load(_NR)
+    if has_x32:
+        p.jump(_JGE, _X32_BIT, "deny")
+    for name in DENIED:
+        p.jump(_JEQ, numbers[name], "deny")
+    p.jump(_JEQ, numbers["clone3"], "enosys")
+    p.jump(_JEQ, numbers["clone"], "clone")
+    p.jump(_JEQ, numbers["socket"], "socket")
+    p.jump(_JEQ, numbers["socketpair"], "socketpair")
+    p.ret(_RET_ALLOW)
+    p.label("clone")
+    p.load(_ARG0)
+    p.jump(_JSET, _CLONE_NEW_ANY, "deny", "allow")
+    p.label("socket")
+    p.load(_ARG0)
+    if tcp:  # IPv4 or IPv6, and a stream (TCP): the ports are Landlock's to restrict
+        p.jump(_JEQ, socket.AF_INET, "stream")
+        p.jump(_JEQ, socket.AF_INET6, "stream")
+        p.jump(_JEQ, socket.AF_NETLINK, None, "deny")
+        p.load(_ARG2)
+        p.jump(_JEQ, _NETLINK_ROUTE, "allow", "deny")
+        p.label("stream")
+        p.load(_ARG1)
+        p.mask(_SOCK_TYPE_MASK)
+        p.jump(_JEQ, socket.SOCK_STREAM, "allow", "deny")
+    else:
+        p.ret(_RET_ERRNO | errno.EPERM)
+    p.label("socketpair")
+    p.load(_ARG0)
+    p.jump(_JEQ, socket.AF_UNIX, "allow", "deny")
+    p.label("deny")
+    p.ret(_RET_ERRNO | errno.EPERM)
+    p.label("enosys")
+    p.ret(_RET_ERRNO | errno.ENOSYS)
+    p.label("allow")
+    p.ret(_RET_ALLOW)
+    return p.assemble()
+
+
+def no_new_privs() -> None:
+    """Set no_new_privs (needed by seccomp and Landlock without CAP_SYS_ADMIN; setuid binaries lose their bit)."""
+    if _prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise SeccompError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+
+
+def load(tcp: bool) -> None:
+    """Install the filter on this thread and everything it starts; it cannot be removed."""
+    code = program(tcp)
+    buf = ctypes.create_string_buffer(code, len(code))
+    prog = _Filter(len(code) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    no_new_privs()
+    if _prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise SeccompError(err, f"prctl(PR_SET_SECCOMP) refused the filter: {os.strerror(err)}")

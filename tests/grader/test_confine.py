@@ -1,0 +1,583 @@
+"""Every rule of grader.sandbox.confine, tried with real system calls in a confined subprocess.
+
+Each test starts a fresh Python, confines it with a Policy, then attempts things a hostile
+submission would: each denied action must fail inside that process (with the errno the student's
+code would see) and each allowed one must work. The switches that pretend a layer is unavailable
+must give a record that says so, and must really leave that layer out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from grader import processes
+from grader.sandbox import confine as confine_mod
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux's")
+
+# Runs in the confined process: confine, then the test's lines, which fill `result`; printed as JSON.
+_PRELUDE = """
+import errno, json, os, socket, sys
+sys.path.insert(0, {root!r})
+from grader.sandbox import confine
+def attempt(fn):
+    try:
+        fn()
+        return "ok"
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, str(exc.errno))
+record = confine.confine(confine.Policy(**{policy}))
+result = {{"record": record}}
+"""
+
+
+def _everyone_can_read(python: str) -> bool:
+    """Whether a uid with no groups can use ``python`` (a uid drop needs that)."""
+    probe = "import sys; sys.path.insert(0, %r); from grader.sandbox import confine; " \
+            "print(confine._unreadable_for_others(confine.python_paths()))" % str(ROOT)
+    out = subprocess.run([python, "-I", "-c", probe], capture_output=True, text=True)
+    return out.returncode == 0 and out.stdout.strip() == ""
+
+
+def _python_for_uid_drop() -> str | None:
+    for python in (sys.executable, "/usr/bin/python3"):
+        if os.path.exists(python) and _everyone_can_read(python):
+            return python
+    return None
+
+
+UID_PYTHON = _python_for_uid_drop() if os.geteuid() == 0 else None
+NOBODY = 65534
+
+
+def run_confined(code: str, python: str = sys.executable, user: int | None = None, timeout: float = 60,
+                 **policy) -> dict:
+    """Confine a fresh ``python`` with ``Policy(**policy)``, run ``code``, return its ``result`` dict."""
+    policy_src = "{" + ", ".join(f"{k!r}: {v!r}" for k, v in policy.items()) + "}"
+    script = _PRELUDE.format(root=str(ROOT), policy=policy_src) + textwrap.dedent(code) + \
+        "\nprint('RESULT' + json.dumps(result), flush=True)\n"
+    preexec = None
+    if user is not None:
+        def preexec():
+            os.setgroups([])
+            os.setresgid(user, user, user)
+            os.setresuid(user, user, user)
+    proc = subprocess.run([python, "-I", "-c", script], capture_output=True, text=True, timeout=timeout,
+                          cwd=policy.get("scratch", "/"), preexec_fn=preexec, stdin=subprocess.DEVNULL)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT")]
+    assert lines, f"the confined process failed (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    return json.loads(lines[-1][len("RESULT"):])
+
+
+@pytest.fixture
+def place():
+    """A scratch (the worker's), a classmate's scratch, and a private file, in a world-traversable folder."""
+    base = Path(tempfile.mkdtemp(prefix="confine-test-"))
+    base.chmod(0o755)
+    scratch, classmate = base / "scratch", base / "classmate"
+    for folder in (scratch, classmate):
+        folder.mkdir()
+        folder.chmod(0o777)
+    (classmate / "dot.py").write_text("ANSWER = 42\n")
+    (classmate / "dot.py").chmod(0o644)
+    secret = base / "secret.txt"
+    secret.write_text("root only\n")
+    secret.chmod(0o600)
+    yield {"base": base, "scratch": str(scratch), "classmate": str(classmate), "secret": str(secret)}
+    subprocess.run(["rm", "-rf", str(base)], check=False)
+
+
+# ---------------------------------------------------------------- files
+
+
+def test_files_reach_only_the_scratch_and_what_python_needs(place):
+    site = confine_mod.python_paths()[-1]
+    result = run_confined(f"""
+        result["course"] = attempt(lambda: open({str(ROOT / 'course.yaml')!r}).read())
+        result["solution"] = attempt(lambda: open({str(ROOT / 'solutions/exercise7/dot.py')!r}).read())
+        result["list_course"] = attempt(lambda: os.listdir({str(ROOT)!r}))
+        result["classmate"] = attempt(lambda: open({place['classmate'] + '/dot.py'!r}).read())
+        result["overwrite_classmate"] = attempt(lambda: open({place['classmate'] + '/dot.py'!r}, "w"))
+        result["tmp"] = attempt(lambda: open("/tmp/confine-test-planted", "w"))
+        result["engine"] = attempt(lambda: open({str(ROOT / 'grader/scoring.py')!r}, "a"))
+        result["engine_read"] = attempt(lambda: open({str(ROOT / 'grader/protocol.py')!r}).read())
+        result["pth"] = attempt(lambda: open({site + '/evil.pth'!r}, "w"))
+        result["site_read"] = attempt(lambda: os.listdir({site!r}))
+        result["stdlib"] = attempt(lambda: open(os.__file__).read())
+        result["parent_environ"] = attempt(lambda: open(f"/proc/{{os.getppid()}}/environ").read())
+        result["parent_cmdline"] = attempt(lambda: open(f"/proc/{{os.getppid()}}/cmdline").read())
+        result["parent_cwd"] = attempt(lambda: os.listdir(f"/proc/{{os.getppid()}}/cwd"))
+        result["scratch_write"] = attempt(lambda: open("mine.txt", "w").write("x"))
+        result["scratch_mkdir"] = attempt(lambda: os.makedirs("sub/dir"))
+        result["scratch_remove"] = attempt(lambda: os.remove("mine.txt"))
+        result["devnull"] = attempt(lambda: open("/dev/null", "w").write("x"))
+        result["urandom"] = attempt(lambda: open("/dev/urandom", "rb").read(8))
+        import numpy  # site-packages can be imported after confinement
+        result["numpy"] = "ok"
+    """, scratch=place["scratch"])
+    assert "files" in result["record"]["held"]
+    denied = ("course", "solution", "list_course", "classmate", "overwrite_classmate", "tmp", "engine", "pth",
+              "parent_environ", "parent_cmdline", "parent_cwd")
+    assert {k: result[k] for k in denied} == dict.fromkeys(denied, "EACCES")
+    allowed = ("engine_read", "site_read", "stdlib", "scratch_write", "scratch_mkdir", "scratch_remove", "devnull",
+               "urandom", "numpy")
+    assert {k: result[k] for k in allowed} == dict.fromkeys(allowed, "ok")
+    assert not os.path.exists("/tmp/confine-test-planted")
+    assert not os.path.exists(site + "/evil.pth")
+
+
+def test_switching_landlock_off_says_so_and_leaves_files_open(place):
+    result = run_confined(f"""
+        result["course"] = attempt(lambda: open({str(ROOT / 'course.yaml')!r}).read())
+    """, scratch=place["scratch"], off=frozenset({"landlock"}))
+    assert result["course"] == "ok"
+    assert result["record"]["missing"]["files"] == "switched off for this run"
+    assert "files" not in result["record"]["held"]
+
+
+# ---------------------------------------------------------------- network
+
+
+@pytest.fixture
+def listeners():
+    """A TCP listener on localhost and an abstract unix socket listener, both outside the sandbox."""
+    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen(8)
+    abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    name = f"\0pmap-confine-test-{os.getpid()}"
+    abstract.bind(name)
+    abstract.listen(8)
+    yield {"tcp_port": tcp.getsockname()[1], "abstract": name}
+    tcp.close()
+    abstract.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+NETWORK_ATTEMPTS = """
+def connect(family, kind, address):
+    with socket.socket(family, kind) as s:
+        s.settimeout(2)
+        s.connect(address)
+def bind(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", port))
+result["tcp_connect"] = attempt(lambda: connect(socket.AF_INET, socket.SOCK_STREAM, ("127.0.0.1", {tcp_port})))
+result["tcp_bind"] = attempt(lambda: bind({bind_port}))
+result["udp"] = attempt(lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
+result["udp6"] = attempt(lambda: socket.socket(socket.AF_INET6, socket.SOCK_DGRAM))
+result["raw"] = attempt(lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))
+result["netlink"] = attempt(lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW))
+result["abstract"] = attempt(lambda: connect(socket.AF_UNIX, socket.SOCK_STREAM, {abstract!r}))
+result["socketpair"] = attempt(lambda: socket.socketpair())
+"""
+
+
+def test_a_single_worker_has_no_network(place, listeners):
+    result = run_confined(NETWORK_ATTEMPTS.format(bind_port=_free_port(), **listeners), scratch=place["scratch"])
+    assert "network" in result["record"]["held"]
+    for name in ("tcp_connect", "tcp_bind", "udp", "udp6", "raw", "netlink", "abstract"):
+        assert result[name] == "EPERM", name
+    assert result["socketpair"] == "ok"
+
+
+def test_landlock_alone_stops_tcp_and_abstract_sockets(place, listeners):
+    """With seccomp switched off, Landlock's TCP rules and abstract-socket scope still hold (UDP does not)."""
+    result = run_confined(NETWORK_ATTEMPTS.format(bind_port=_free_port(), **listeners), scratch=place["scratch"],
+                          off=frozenset({"seccomp"}))
+    assert result["tcp_connect"] == "EACCES" and result["tcp_bind"] == "EACCES"
+    assert result["abstract"] == "EPERM"
+    assert result["udp"] == "ok"  # what seccomp is there for; the record must not claim the network
+    assert result["record"]["missing"]["network"].startswith("other sockets are open")
+
+
+def test_a_group_reaches_its_own_ports_only(place, listeners):
+    own = _free_port()
+    code = NETWORK_ATTEMPTS.format(bind_port=_free_port(), **listeners) + f"""
+with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
+    result["own_bind"] = attempt(lambda: server.bind(("127.0.0.1", {own})))
+    server.listen(1)
+    result["own_connect"] = attempt(lambda: connect(socket.AF_INET, socket.SOCK_STREAM, ("127.0.0.1", {own})))
+"""
+    result = run_confined(code, scratch=place["scratch"], tcp_ports=(own,))
+    assert result["own_bind"] == "ok" and result["own_connect"] == "ok"
+    assert result["tcp_connect"] == "EACCES" and result["tcp_bind"] == "EACCES"
+    assert result["udp"] == "EPERM" and result["abstract"] == "EPERM"
+    assert result["record"]["tcp_ports"] == [own] and "network" in result["record"]["held"]
+
+
+def test_a_gloo_group_may_connect_anywhere_and_the_record_says_so(place, listeners):
+    own = _free_port()
+    result = run_confined(NETWORK_ATTEMPTS.format(bind_port=_free_port(), **listeners), scratch=place["scratch"],
+                          tcp_ports=(own, 0), tcp_connect_any=True)
+    assert result["tcp_connect"] == "ok" and result["tcp_bind"] == "EACCES"
+    assert result["udp"] == "EPERM" and result["abstract"] == "EPERM"
+    assert result["record"]["missing"]["network"] == ("TCP connections are open: a multi-process group's gloo "
+                                                      "connects to its peers' ephemeral ports")
+
+
+def test_an_old_landlock_without_tcp_rules_is_reported(place):
+    result = run_confined("", scratch=place["scratch"], tcp_ports=(_free_port(),), max_landlock_abi=3)
+    record = result["record"]
+    assert record["landlock_abi"] == 3 and "files" in record["held"]
+    assert record["missing"]["network"] == "TCP connections are open: Landlock ABI 3 has no TCP rules (ABI 4 does)"
+    assert record["missing"]["signals"].startswith("signals to other processes are open: Landlock ABI 3 has no scopes")
+
+
+# ---------------------------------------------------------------- signals and other processes
+
+
+@pytest.fixture
+def bystander():
+    """A process outside the sandbox (a sibling grading, the grader)."""
+    proc = subprocess.Popen(["sleep", "60"])
+    yield proc.pid
+    proc.kill()
+    proc.wait()
+
+
+SIGNAL_ATTEMPTS = """
+import ctypes, signal
+libc = ctypes.CDLL(None, use_errno=True)
+def ptrace_attach(pid):
+    if libc.ptrace(16, pid, None, None) != 0:  # PTRACE_ATTACH
+        raise OSError(ctypes.get_errno(), "ptrace")
+class IOVec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+def vm_read(pid):
+    buf = ctypes.create_string_buffer(8)
+    local, remote = IOVec(ctypes.addressof(buf), 8), IOVec(0x400000, 8)
+    if libc.process_vm_readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0) < 0:
+        raise OSError(ctypes.get_errno(), "process_vm_readv")
+result["kill_bystander"] = attempt(lambda: os.kill({pid}, signal.SIGKILL))
+result["kill_parent"] = attempt(lambda: os.kill(os.getppid(), 0))  # 0: only asks; the parent is pytest
+result["ptrace_bystander"] = attempt(lambda: ptrace_attach({pid}))
+result["vm_read_bystander"] = attempt(lambda: vm_read({pid}))
+child = os.fork()
+if child == 0:
+    import time
+    time.sleep(30)
+    os._exit(0)
+result["kill_own_child"] = attempt(lambda: os.kill(child, signal.SIGKILL))
+os.waitpid(child, 0)
+"""
+
+
+def test_signals_and_ptrace_reach_only_own_processes(place, bystander):
+    result = run_confined(SIGNAL_ATTEMPTS.format(pid=bystander), scratch=place["scratch"])
+    assert {"signals", "syscalls"} <= set(result["record"]["held"])
+    assert result["kill_bystander"] == "EPERM" and result["kill_parent"] == "EPERM"
+    assert result["ptrace_bystander"] == "EPERM" and result["vm_read_bystander"] == "EPERM"
+    assert result["kill_own_child"] == "ok"
+    assert os.waitid(os.P_PID, bystander, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None  # still running
+
+
+def test_landlock_signal_scope_holds_without_seccomp(place, bystander):
+    result = run_confined(SIGNAL_ATTEMPTS.format(pid=bystander), scratch=place["scratch"],
+                          off=frozenset({"seccomp"}))
+    assert result["kill_bystander"] == "EPERM" and result["kill_parent"] == "EPERM"
+    assert result["kill_own_child"] == "ok"
+    assert result["record"]["missing"]["signals"].startswith("ptrace is open")
+
+
+def test_escape_hatches_fail_with_an_error_not_a_kill(place):
+    result = run_confined("""
+        import ctypes, threading
+        libc = ctypes.CDLL(None, use_errno=True)
+        def call(number, *args):
+            if libc.syscall(number, *args) < 0:
+                raise OSError(ctypes.get_errno(), "syscall")
+        result["unshare_user"] = attempt(lambda: call(272, 0x10000000))  # CLONE_NEWUSER
+        result["io_uring"] = attempt(lambda: call(425, 8, ctypes.create_string_buffer(120)))
+        result["clone3"] = attempt(lambda: call(435, None, 0))
+        result["bpf"] = attempt(lambda: call(321, 0, None, 0))
+        t = threading.Thread(target=lambda: None)
+        t.start(); t.join()
+        result["thread"] = "ok"
+        child = os.fork()
+        if child == 0:
+            os._exit(7)
+        result["fork_exit"] = os.waitpid(child, 0)[1] >> 8
+    """, scratch=place["scratch"])
+    if sys.platform == "linux" and os.uname().machine != "x86_64":
+        pytest.skip("the raw system call numbers above are x86_64's")
+    assert result["unshare_user"] == "EPERM" and result["io_uring"] == "EPERM" and result["bpf"] == "EPERM"
+    assert result["clone3"] == "ENOSYS"
+    assert result["thread"] == "ok" and result["fork_exit"] == 7
+
+
+# ---------------------------------------------------------------- uid
+
+
+@pytest.mark.skipif(UID_PYTHON is None, reason="needs root and a Python that another uid can read")
+def test_as_root_a_worker_gets_its_own_uid(place):
+    place["base"].chmod(0o711)  # as the grader leaves a scratch's parent: searchable, not listable
+    result = run_confined(f"""
+        result["ids"] = [os.getuid(), os.geteuid(), os.getgid(), os.getegid(), os.getgroups()]
+        result["pid"] = os.getpid()
+        result["secret"] = attempt(lambda: open({place['secret']!r}).read())
+        result["scratch_owner"] = os.stat(".").st_uid
+        result["write"] = attempt(lambda: open("mine.txt", "w").write("x"))
+        result["setuid_back"] = attempt(lambda: os.setuid(0))
+    """, python=UID_PYTHON, scratch=place["scratch"], off=frozenset({"landlock"}))  # the uid alone keeps them out
+    uid = confine_mod.UID_BASE + result["pid"]
+    assert result["ids"] == [uid, uid, uid, uid, []]
+    assert result["record"]["uid"] == uid and "uid" in result["record"]["held"]
+    assert result["secret"] == "EACCES" and result["setuid_back"] == "EPERM"
+    assert result["scratch_owner"] == uid and result["write"] == "ok"
+
+
+@pytest.mark.skipif(UID_PYTHON is None, reason="needs root and a Python that another uid can read")
+def test_own_uid_bounds_a_fork_bomb(place):
+    result = run_confined("""
+        children = []
+        def bomb():
+            while len(children) < 500:
+                pid = os.fork()
+                if pid == 0:
+                    import time
+                    time.sleep(30)
+                    os._exit(0)
+                children.append(pid)
+        result["bomb"] = attempt(bomb)
+        result["forked"] = len(children)
+        for pid in children:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+    """, python=UID_PYTHON, scratch=place["scratch"], process_limit=20)
+    assert result["bomb"] == "EAGAIN" and result["forked"] < 20
+
+
+def test_not_root_keeps_the_uid_and_says_why(place):
+    python = "/usr/bin/python3" if os.geteuid() == 0 else sys.executable
+    if os.geteuid() == 0 and not (os.path.exists(python) and _everyone_can_read(python)):
+        pytest.skip("needs a Python that an unprivileged user can run")
+    user = NOBODY if os.geteuid() == 0 else None
+    result = run_confined(f"""
+        result["course"] = attempt(lambda: open({str(ROOT / 'course.yaml')!r}).read())
+        result["write"] = attempt(lambda: open("mine.txt", "w").write("x"))
+    """, python=python, user=user, scratch=place["scratch"])
+    record = result["record"]
+    assert record["missing"] == {"uid": "the grader is not root, so workers keep its uid"}
+    assert record["uid"] is None
+    assert result["course"] == "EACCES" and result["write"] == "ok"
+
+
+@pytest.mark.skipif(UID_PYTHON is None, reason="needs root and a Python that another uid can read")
+def test_a_path_only_root_can_read_is_named_instead_of_breaking_the_worker(place):
+    """Like pyenv under /root (mode 0700): the worker could not import after a uid drop, so it keeps root's."""
+    hidden = place["base"] / "private"
+    hidden.mkdir(mode=0o700)
+    result = run_confined("result['uid'] = os.getuid()", python=UID_PYTHON, scratch=place["scratch"],
+                          read_only=(str(hidden),))
+    assert result["record"]["missing"]["uid"] == (f"another uid could not read {hidden} (mode 0700), which the "
+                                                  "worker needs; a Python installed where every user can read it "
+                                                  "(e.g. /usr or /opt) gets this layer")
+    assert result["uid"] == 0
+
+
+# ---------------------------------------------------------------- lifetime and limits
+
+
+def test_a_setsid_double_fork_survivor_stays_in_the_tree_and_is_killed(place):
+    """The worker is a subreaper: the orphaned grandchild is adopted by it, so kill_group finds it."""
+    script = _PRELUDE.format(root=str(ROOT), policy=repr({"scratch": place["scratch"]})) + textwrap.dedent("""
+        import time
+        r, w = os.pipe()
+        if os.fork() == 0:
+            os.setsid()
+            middle = os.getpid()
+            if os.fork() == 0:
+                while os.getppid() == middle:  # until the middle process has exited and it is adopted
+                    time.sleep(0.01)
+                os.write(w, f"{os.getpid()} {os.getppid()}".encode())
+                time.sleep(60)
+            os._exit(0)
+        result["survivor"], result["adopted_by"] = map(int, os.read(r, 64).split())
+        result["me"] = os.getpid()
+        print("RESULT" + json.dumps(result), flush=True)
+        time.sleep(60)
+    """)
+    proc = subprocess.Popen([sys.executable, "-I", "-c", script], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True, cwd=place["scratch"])
+    line = proc.stdout.readline()
+    assert line.startswith("RESULT"), line
+    result = json.loads(line[len("RESULT"):])
+    assert result["adopted_by"] == result["me"] == proc.pid
+    processes.kill_group(proc.pid)
+    proc.wait(10)
+    time.sleep(0.1)
+    assert not os.path.exists(f"/proc/{result['survivor']}") or \
+        open(f"/proc/{result['survivor']}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def test_file_size_and_core_limits(place):
+    result = run_confined("""
+        import resource
+        def big():
+            with open("big.bin", "wb") as f:
+                f.write(b"x" * (2 << 20))
+        result["big"] = attempt(big)
+        result["size"] = os.path.getsize("big.bin")
+        result["core"] = resource.getrlimit(resource.RLIMIT_CORE)
+        result["nofile"] = resource.getrlimit(resource.RLIMIT_NOFILE)
+    """, scratch=place["scratch"], limits={1: 1 << 20, 4: 0, 7: 64})  # RLIMIT_FSIZE, RLIMIT_CORE, RLIMIT_NOFILE
+    assert result["big"] == "EFBIG" and result["size"] <= 1 << 20
+    assert result["core"] == [0, 0] and result["nofile"] == [64, 64]
+    assert "limits" in result["record"]["held"]
+
+
+# ---------------------------------------------------------------- the record, the switch, the cost
+
+
+def test_everything_switched_off_holds_nothing_and_says_why(place):
+    result = run_confined(f"""
+        result["course"] = attempt(lambda: open({str(ROOT / 'course.yaml')!r}).read())
+        result["udp"] = attempt(lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
+    """, scratch=place["scratch"], off=frozenset(confine_mod.MECHANISMS))
+    record = result["record"]
+    assert record["held"] == []
+    assert set(record["missing"]) == set(confine_mod.LAYERS)
+    assert result["course"] == "ok" and result["udp"] == "ok"
+    assert record["missing"]["files"] == "switched off for this run"
+
+
+def test_an_unknown_mechanism_is_refused():
+    with pytest.raises(ValueError, match="unknown sandbox mechanisms"):
+        confine_mod.confine(confine_mod.Policy(scratch="/nonexistent", off=frozenset({"landlok"})))
+
+
+def test_jax_pmap_psum_runs_confined_in_a_fork_of_a_jax_importing_parent(place):
+    """What a zygote does: import JAX, fork, confine the child, then pmap + psum on 4 emulated devices."""
+    python = UID_PYTHON or sys.executable
+    probe = subprocess.run([python, "-c", "import jax"], capture_output=True)
+    if probe.returncode != 0:
+        python = sys.executable
+    script = textwrap.dedent(f"""
+        import json, os, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        import jax, jax.numpy as jnp
+        from grader.sandbox import confine
+        confine.python_paths()
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            record = confine.confine(confine.Policy(scratch={place['scratch']!r}))
+            jax.config.update("jax_num_cpu_devices", 4)
+            from jax import lax
+            out = jax.pmap(lambda x: lax.psum(x, "i"), axis_name="i")(jnp.arange(4.0))
+            hlo = jax.jit(lambda x: x @ x).lower(jnp.ones((3, 3))).compile().as_text()
+            os.write(w, json.dumps({{"record": record, "out": out.tolist(), "hlo": "HloModule" in hlo}}).encode())
+            os._exit(0)
+        os.close(w)
+        data = os.read(r, 1 << 16)
+        print("RESULT" + data.decode(), "EXIT", os.waitpid(pid, 0)[1])
+    """)
+    env = {"PATH": os.defpath, "JAX_PLATFORMS": "cpu", "OPENBLAS_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    proc = subprocess.run([python, "-I", "-c", script], capture_output=True, text=True, timeout=120, env=env,
+                          cwd=place["scratch"])
+    assert "RESULT" in proc.stdout, proc.stderr[-3000:]
+    data = json.loads(proc.stdout.split("RESULT", 1)[1].rsplit(" EXIT", 1)[0])
+    assert data["out"] == [6.0, 6.0, 6.0, 6.0] and data["hlo"]
+    assert {"files", "network", "signals", "syscalls", "lifetime", "limits"} <= set(data["record"]["held"])
+    assert data["record"]["cost_ms"] < 50  # about 1-2 ms measured; generous for a loaded CI machine
+
+
+def test_confining_costs_milliseconds(place):
+    result = run_confined("", scratch=place["scratch"])
+    assert 0 < result["record"]["cost_ms"] < 50
+
+
+def test_survey_predicts_the_record_without_confining(place):
+    """survey() runs in the grader: it must say what confine() will do, and leave the caller unconfined."""
+    result = run_confined("", scratch=place["scratch"])
+    predicted = confine_mod.survey(confine_mod.Policy(scratch=place["scratch"]))
+    assert predicted["held"] == result["record"]["held"] and predicted["missing"] == result["record"]["missing"]
+    assert open(ROOT / "course.yaml").read()  # this process is still free
+    off = confine_mod.survey(confine_mod.Policy(scratch=place["scratch"], off=frozenset({"seccomp"})))
+    assert off["missing"]["syscalls"] == "switched off for this run"
+
+
+def test_the_worker_reads_its_own_proc_entry_only(place):
+    result = run_confined(f"""
+        result["own_fds"] = attempt(lambda: os.listdir("/proc/self/fd"))
+        result["own_status"] = attempt(lambda: open("/proc/self/status").read())
+        result["init"] = attempt(lambda: open("/proc/1/cmdline").read())
+        result["via_root_link"] = attempt(lambda: open("/proc/self/root" + {str(ROOT / 'course.yaml')!r}).read())
+        result["via_cwd_link"] = attempt(lambda: os.listdir("/proc/self/cwd/.."))
+    """, scratch=place["scratch"])
+    assert result["own_fds"] == "ok" and result["own_status"] == "ok" and result["init"] == "EACCES"
+    assert result["via_root_link"] == "EACCES" and result["via_cwd_link"] == "EACCES"  # links do not widen it
+
+
+def test_device_nodes_open_for_writing_but_nothing_is_created_beside_them(place):
+    """What an accelerator's /dev gets: its files may be written (like /dev/nvidia0), nothing new made there."""
+    devices = place["base"] / "dev"
+    devices.mkdir(mode=0o777)
+    (devices / "accel0").write_text("")
+    (devices / "accel0").chmod(0o666)
+    result = run_confined(f"""
+        result["write"] = attempt(lambda: open({str(devices / 'accel0')!r}, "w").write("x"))
+        result["create"] = attempt(lambda: open({str(devices / 'new')!r}, "w"))
+        result["remove"] = attempt(lambda: os.remove({str(devices / 'accel0')!r}))
+    """, scratch=place["scratch"], devices=(str(devices),))
+    assert result["write"] == "ok" and result["create"] == "EACCES" and result["remove"] == "EACCES"
+
+
+def test_elsewhere_than_linux_every_layer_is_missing_and_nothing_breaks(place):
+    script = textwrap.dedent(f"""
+        import json, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from grader.sandbox import confine
+        sys.platform = "darwin"
+        print(json.dumps(confine.confine(confine.Policy(scratch={place['scratch']!r}))))
+    """)
+    record = json.loads(subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True,
+                                       check=True).stdout)
+    assert record["held"] == [] and set(record["missing"]) == set(confine_mod.LAYERS)
+    assert record["missing"]["files"] == "darwin is not Linux"
+
+
+def test_the_grader_kills_and_collects_the_orphans_it_adopts():
+    """A worker's orphan, adopted by the subreaper above it, is killed and reaped (no zombie left behind)."""
+    script = textwrap.dedent(f"""
+        import os, sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from grader import processes
+        processes.adopt_orphans()
+        r, w = os.pipe()
+        worker = os.fork()
+        if worker == 0:  # a worker in a session of its own that leaves a grandchild and exits
+            os.setsid()
+            if os.fork() == 0:
+                os.write(w, str(os.getpid()).encode())
+                time.sleep(60)
+            os._exit(0)
+        os.waitpid(worker, 0)
+        orphan = int(os.read(r, 32))
+        time.sleep(0.2)
+        adopted = processes.descendants(os.getpid()) == [orphan]
+        processes.kill_adopted()
+        print(adopted, os.path.exists(f"/proc/{{orphan}}"))
+    """)
+    out = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["True", "False"], out.stdout + out.stderr
