@@ -41,6 +41,8 @@ sharding tiles, 8 raises "cannot select an axis to squeeze out", and 3 raises no
 quietly runs on 3 of the 4 devices. So each function checks its inputs first: if the leading axis
 of x (of X, or of Y) is not jax.device_count(), raise ValueError with a message that names both
 numbers, e.g. "x has leading axis 5, but there are 4 devices: reshape it to (4, ...)".
+
+Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """
 
 import jax
@@ -57,3 +59,8 @@ def per_device_sum(x):
 
 def per_device_matmul(X, Y):
     raise NotImplementedError("per_device_matmul: X[d] @ Y[d] on device d")
+
+
+if __name__ == "__main__":  # python basics.py: how to grade this task
+    from grader.cli.stub import explain
+    explain(__file__)

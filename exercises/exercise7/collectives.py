@@ -33,6 +33,8 @@ standardize_across_devices(x) -> shape (n, m)
 Write both with jax.pmap, an axis_name and jax.numpy / lax only. The grader compiles them with
 jax.jit and reads the program: it should communicate with all-reduces (psum, pmean, pmax), not
 gather the whole array onto every device (lax.all_gather), nor compute on one device alone.
+
+Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """
 
 import jax
@@ -46,3 +48,8 @@ def all_reduce_stats(x):
 
 def standardize_across_devices(x):
     raise NotImplementedError("standardize_across_devices: (x - global mean) / global std")
+
+
+if __name__ == "__main__":  # python collectives.py: how to grade this task
+    from grader.cli.stub import explain
+    explain(__file__)

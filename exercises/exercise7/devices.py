@@ -32,6 +32,8 @@ Where the chapter is out of date (checked on JAX 0.10.2):
     laid out over them. Check your placement with y.devices() == {jax.devices()[index]}.
   * jax.devices()[-1] is valid Python, but a device index here is never negative: reject it
     instead of quietly using the last device.
+
+Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """
 
 import jax
@@ -43,3 +45,8 @@ def count_devices(platform=None):
 
 def put_on_device(x, index):
     raise NotImplementedError("put_on_device: x on device jax.devices()[index]")
+
+
+if __name__ == "__main__":  # python devices.py: how to grade this task
+    from grader.cli.stub import explain
+    explain(__file__)

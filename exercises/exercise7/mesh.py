@@ -32,6 +32,8 @@ The grader picks mesh shapes from the device count (1 x 1, 1 x 2, 2 x 1, 2 x 2, 
 and hands shard_matrix and sharded_matmul a mesh of its own, made by
 ``jax.make_mesh((n_rows, n_cols), ("data", "model"))`` (so Explicit axes), with x and w as NumPy
 arrays.
+
+Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """
 
 import jax
@@ -50,3 +52,8 @@ def shard_matrix(x, mesh):
 
 def sharded_matmul(x, w, mesh):
     raise NotImplementedError("sharded_matmul: shard_map the block product, then one lax.psum over 'model'")
+
+
+if __name__ == "__main__":  # python mesh.py: how to grade this task
+    from grader.cli.stub import explain
+    explain(__file__)

@@ -26,6 +26,8 @@ How:
 
 The grader runs your function as 2 processes x 2 devices and as 4 processes x 1 device, joined by
 ``jax.distributed`` on one machine. Extra credit: its points come on top of the exercise's.
+
+Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """
 
 import jax
@@ -37,3 +39,8 @@ from jax.sharding import PartitionSpec as P
 
 def global_mean(local_batch):
     raise NotImplementedError("global_mean: check the row counts agree, build one global array, mean over axis 0")
+
+
+if __name__ == "__main__":  # python multihost.py: how to grade this task
+    from grader.cli.stub import explain
+    explain(__file__)

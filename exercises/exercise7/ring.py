@@ -35,6 +35,8 @@ devices. The grader runs on 1, 2, 4 and 8.
    of them. Each device then sends 2(n - 1) chunks of size/n, about 2x the block whatever n is,
    instead of (n - 1)x. The grader checks the bytes your ppermutes send (read from the compiled
    program, loops included) are at most 2(n - 1) * ceil(size / n) elements.
+
+Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """
 
 import jax.numpy as jnp
@@ -51,3 +53,8 @@ def ring_allreduce(x, axis_name):
 
 def ring_allreduce_optimal(x, axis_name):
     raise NotImplementedError("ring_allreduce_optimal (extra credit): reduce-scatter, then all-gather")
+
+
+if __name__ == "__main__":  # python ring.py: how to grade this task
+    from grader.cli.stub import explain
+    explain(__file__)

@@ -5,7 +5,8 @@ From the instructors' copy of the course (solutions, hidden tests), for one exer
 - ``student/`` and ``student.zip``: the engine, the stubs, course.yaml trimmed to this exercise and
   to the visible tests (with ``release: {kind: student}``, so reports say hidden tests run at
   submission), public copies of the suites (:mod:`grader.authoring.public_suite`), a README, and the exact
-  versions (requirements.txt, pyproject.toml, course.yaml's release block).
+  versions (requirements.txt, pyproject.toml, course.yaml's release block), and the exercise as a
+  notebook, ``EXERCISE.ipynb`` (:mod:`grader.authoring.student_notebook`).
 - ``autograder/`` and ``autograder.zip`` in Gradescope's layout (setup.sh and run_autograder at the
   root, the rest lands in /autograder/source): the engine, the stubs (they name the modules a
   submission must have), the full suites and course.yaml.
@@ -30,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 
 import yaml
 
-from grader.authoring import pins, release_scan
+from grader.authoring import pins, release_scan, student_notebook
 from grader.authoring.hidden_cases import hidden_cases
 from grader.course import Course, Exercise, Release
 from grader.authoring.public_suite import public_copy, references
@@ -181,6 +182,7 @@ def _readme(course: Course, exercise: Exercise, released: Released) -> str:
     files = ", ".join(f"`{m}.py`" for m in expected_modules(os.path.join(course.root, exercise.stubs)))
     loop = [(f".venv/bin/grade {exercise.name}", "every task, at every device count"),
             (f".venv/bin/grade {exercise.name} --task {exercise.tasks[0].id}", "one task"),
+            (f".venv/bin/grade {exercise.name} --task {exercise.tasks[0].id} --watch", "regrade on every save"),
             (f".venv/bin/grade {exercise.name} --devices 1,2", "fewer device counts: faster while you work")]
     width = max(len(command) for command, _ in loop)
     loop_text = "\n".join(f"    {command:<{width}}   # {comment}" for command, comment in loop)
@@ -235,6 +237,8 @@ def release(course: Course, exercise: Exercise, out: str) -> Released:
     _common(course, exercise, student, _record(STUDENT, released), released)
     _public_suite(course, exercise, os.path.join(student, "tests", exercise.name), released)
     _write(os.path.join(student, "README.md"), _readme(course, exercise, released))
+    _write(os.path.join(student, f"{exercise.name}.ipynb"),
+           student_notebook.build(exercise, os.path.join(course.root, exercise.stubs)))
     _write(os.path.join(student, "pyproject.toml"), _pyproject(dist, released))
     _common(course, exercise, autograder, _record(AUTOGRADER, released), released)
     shutil.copytree(os.path.join(course.root, exercise.suite), os.path.join(autograder, "tests", exercise.name),

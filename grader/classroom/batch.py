@@ -83,7 +83,8 @@ def _plan_one(entry: roster.Entry) -> Planned:
         return Planned(entry, digest, f"{len(entry.paths)} submissions for this student id "
                                       f"({', '.join(entry.paths)}); keep one and run the batch again")
     path = entry.paths[0]
-    refusal = "" if roster.kind(path) else f"{os.path.basename(path)} is not a folder, a .zip or a .tar.gz archive"
+    refusal = "" if roster.kind(path) else (f"{os.path.basename(path)} is not a folder, a .zip or a .tar.gz archive, "
+                                            "or a notebook")
     return Planned(entry, fingerprint.submission_hash(path), refusal)
 
 
@@ -158,17 +159,18 @@ class Batch:
         os.makedirs(scratch)
         path = planned.entry.paths[0]
         try:
-            if roster.kind(path) == "folder":
-                unpack.refuse_links(path)
+            if roster.kind(path) == "notebook":  # graded as it is: grade reads its marked cells
                 folder = path
+            elif roster.kind(path) == "folder":
+                unpack.refuse_links(path)
+                folder = unpack.content_root(path, self.settings.exercise.name)
             else:
                 unpack.unpack(path, os.path.join(scratch, "unpacked"))
-                folder = os.path.join(scratch, "unpacked")
+                folder = unpack.content_root(os.path.join(scratch, "unpacked"), self.settings.exercise.name)
         except unpack.Refused as exc:
             shutil.rmtree(scratch, ignore_errors=True)
             self._record(self._base(planned, status=REFUSED, error=str(exc)))
             return None
-        folder = unpack.content_root(folder, self.settings.exercise.name)
         pythonpath = os.pathsep.join(p for p in (ENGINE_PARENT, os.environ.get("PYTHONPATH")) if p)
         env = dict(os.environ, PYTHONPATH=pythonpath, GRADE_SEED=str(self.settings.seed))  # not on a command line
         with open(os.path.join(scratch, "log.txt"), "wb") as log:

@@ -78,11 +78,11 @@ def failure_reasons(results: list[Result], task_id: str) -> list[tuple[str, str,
 def _sandbox(report: dict | None) -> str:
     """The report's sandbox record in a few words (absent before the grader recorded one)."""
     record = (report or {}).get("sandbox")
-    if record is None:
+    if not isinstance(record, dict):
         return "not recorded"
-    if isinstance(record, dict):
-        return ", ".join(f"{k}={v}" for k, v in record.items() if isinstance(v, (str, int, float, bool)))
-    return str(record)
+    held = ", ".join(map(str, record.get("held", ()))) or "none"
+    missing = ", ".join(map(str, record.get("missing", {})))
+    return f"{held}; not: {missing}" if missing else held
 
 
 def _table(header: list[str], rows: list[list[str]], css: str) -> str:

@@ -1,8 +1,8 @@
 """Which submissions a batch grades, under which student ids, and which shard each belongs to.
 
 A path on the command line is a submission (a folder holding the exercise's modules or the
-exercise folder, or a ``.zip`` / ``.tar.gz`` archive) or a class folder holding submissions. The
-student id is the folder's name, or the archive's name without its suffix. An id that turns up
+exercise folder, a ``.zip`` / ``.tar.gz`` archive, or a notebook, ``.ipynb``) or a class folder
+holding submissions. The student id is the folder's name, or the file's name without its suffix. An id that turns up
 twice is kept as one entry with both paths, so the batch can refuse it by name instead of silently
 grading whichever came last.
 """
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from grader.classroom.unpack import archive_kind, strip_suffix
 from grader.errors import UsageError
+from grader.notebook.cells import SUFFIX as NOTEBOOK
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ def _is_submission_folder(path: str, exercise: str) -> bool:
 
 
 def _student_id(path: str) -> str:
-    return strip_suffix(os.path.basename(os.path.normpath(os.path.abspath(path))))
+    return strip_suffix(os.path.basename(os.path.normpath(os.path.abspath(path)))).removesuffix(NOTEBOOK)
 
 
 def _expand(path: str, exercise: str) -> list[str]:
@@ -51,8 +52,10 @@ def discover(paths: list[str], exercise: str) -> list[Entry]:
 
 
 def kind(path: str) -> str | None:
-    """"folder", "zip" or "tar" for something we can grade, None for anything else."""
-    return "folder" if os.path.isdir(path) else archive_kind(path)
+    """"folder", "zip", "tar" or "notebook" for something we can grade, None for anything else."""
+    if os.path.isdir(path):
+        return "folder"
+    return "notebook" if path.endswith(NOTEBOOK) else archive_kind(path)
 
 
 SLURM_ID, SLURM_COUNT, SLURM_MIN = "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN"

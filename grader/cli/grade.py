@@ -13,17 +13,28 @@ from grader.grading.confinement import DEFAULT, HELP, LEVELS
 
 
 def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, course_path, backend, timeout,
-           allow_jax_mismatch, require_sandbox):
+           allow_jax_mismatch, require_sandbox, show_output, watch):
     from grader.cli.options import parse_devices
     from grader.course import find_course
     from grader.grading.pipeline import grade_submission
 
     course = find_course(explicit=course_path)
     exercise = course.exercise(name).only(tasks)
-    report = grade_submission(course, exercise, submission or os.path.join(course.root, exercise.stubs),
-                              devices=parse_devices(devices), seed=seed, backend=backend, timeout_s=timeout,
-                              allow_jax_mismatch=allow_jax_mismatch, require_sandbox=require_sandbox)
-    text = report.render(fmt)
+    path = submission or os.path.join(course.root, exercise.stubs)
+
+    def grade(workspace=None):
+        return grade_submission(course, exercise, path, devices=parse_devices(devices), seed=seed, backend=backend,
+                                timeout_s=timeout, allow_jax_mismatch=allow_jax_mismatch,
+                                require_sandbox=require_sandbox, workspace=workspace)
+
+    if watch:
+        return _watch(grade, course, exercise, path, fmt=fmt, output=output, fail_under=fail_under, show_output=show_output)
+    report = grade()
+    text = _report_text(report, fmt, show_output)
+    if show_output and fmt != "text":
+        from grader.grading.printed import printed
+
+        click.echo(printed(report.run.student_output), err=True, nl=False)
     score = report.score
     if output:
         with open(output, "w", encoding="utf-8") as f:
@@ -34,6 +45,29 @@ def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, c
         click.echo(text, nl=False)
     if fail_under is not None and score.percent < fail_under:
         sys.exit(EXIT_BELOW)
+
+
+def _report_text(report, fmt: str, show_output: bool) -> str:
+    """The report as ``fmt``; a text report ends with what the student's code printed when asked."""
+    text = report.render(fmt)
+    if show_output and fmt == "text":
+        from grader.grading.printed import printed
+
+        text += "\n" + printed(report.run.student_output)
+    return text
+
+
+def _watch(grade, course, exercise, path, *, fmt, output, fail_under, show_output):
+    """--watch: regrade on every save until Ctrl-C (which run_safely turns into exit 130)."""
+    from grader import submission as submissions
+    from grader.errors import UsageError
+    from grader.grading.watch import watch
+
+    if fmt != "text" or output or fail_under is not None:
+        raise UsageError("--watch draws the text report on the terminal; leave out --format, --output and --fail-under")
+    watched = path if os.path.isfile(path) else submissions.find(path, exercise.name,
+                                                                 os.path.join(course.root, exercise.stubs)).found
+    watch(grade, lambda report: _report_text(report, "text", show_output), watched)
 
 
 def exercise_command(name: str) -> click.Command:
@@ -52,6 +86,10 @@ def exercise_command(name: str) -> click.Command:
                   help="cpu: emulated devices; gpu/tpu: this machine's own; auto: an accelerator if JAX sees one, "
                        "else cpu (default: course.yaml)")
     @click.option("--timeout", type=click.FloatRange(min=0.1), help="per-call time limit in seconds (default: course.yaml)")
+    @click.option("--show-output", is_flag=True,
+                  help="print what your code printed, per device count (capped); with --format other than text, "
+                       "to stderr")
+    @click.option("--watch", is_flag=True, help="grade, then regrade each time you save a file; Ctrl-C stops")
     @click.option("--course", "course_path", type=click.Path(), help="course.yaml or the folder holding it")
     @click.option("--allow-jax-mismatch", is_flag=True,
                   help="grade even if JAX is another series than the course was released for (0.x: another minor)")

@@ -41,6 +41,9 @@ def _test_output(task: dict, cases: list[dict]) -> str:
         lines.append(f"- {at}{reason}")
     if task.get("hint"):
         lines.append(f"hint: {task['hint']}")
+    shown = next((c for c in failed if c.get("feedback")), None)  # what the program communicated, where data lived
+    for note in shown["feedback"] if shown else ():
+        lines += note["text"]
     return "\n".join(lines)
 
 

@@ -10,12 +10,15 @@ are loaded before any worker runs student code, so none of them is read from dis
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from grader import submission
 from grader.course import Course, Exercise
 from grader.grading import confinement, runner, scoring, versions
 from grader.grading.report import Report
+from grader.grading.workspace import Workspace
+from grader.notebook import cells
 from grader.workers.backends import Backend
 
 PUBLIC_ONLY_NOTE = ("public tests only: the full suite, with any hidden tests, runs when you submit, "
@@ -35,19 +38,26 @@ def public_only_note(course: Course, exercise: Exercise) -> str:
 
 def grade_submission(course: Course, exercise: Exercise, path: str, *, devices=None, seed: int | None = None,
                      backend: str | Backend | None = None, timeout_s: float | None = None,
-                     allow_jax_mismatch: bool = False, require_sandbox: str = "none") -> Report:
+                     allow_jax_mismatch: bool = False, require_sandbox: str = "none",
+                     workspace: Workspace | None = None) -> Report:
     """Grade the submission at ``path`` against ``exercise`` (cut to the graded tasks with Exercise.only).
 
     ``require_sandbox``: refuse (SandboxRefused, a usage error) a machine, and then a run, that
-    cannot confine student code that much.
+    cannot confine student code that much. ``workspace``: one kept between runs (watch mode), else
+    the run makes its own.
     """
     confinement.require_here(require_sandbox)
     notes = versions.check_jax(course, allow_jax_mismatch)
     if course.release and course.release.public_only:
         notes.append(public_only_note(course, exercise))
-    found = submission.find(path, exercise.name, os.path.join(course.root, exercise.stubs))
-    if found.note:
-        notes.insert(0, found.note)
-    run = runner.grade(course, exercise, found, devices=devices, seed=seed, backend=backend or course.backend,
-                       timeout_s=timeout_s, require_sandbox=require_sandbox)
+    stubs = os.path.join(course.root, exercise.stubs)
+    with cells.as_folder(path, submission.expected_modules(stubs)) as (folder, notebook_note):
+        found = submission.find(folder, exercise.name, stubs)
+        for note in (found.note, notebook_note if exercise.complete else ""):
+            if note:
+                notes.insert(0, note)
+        if folder != path:  # a notebook: the report names it, not the folder its cells were written to
+            found = dataclasses.replace(found, given=os.path.abspath(path))
+        run = runner.grade(course, exercise, found, devices=devices, seed=seed, backend=backend or course.backend,
+                           timeout_s=timeout_s, require_sandbox=require_sandbox, workspace=workspace)
     return Report(run, scoring.score(exercise, run.cases), course.name, notes)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
@@ -19,7 +19,7 @@ from grader.course import Exercise
 from grader.errors import GraderError, StudentFailure
 from grader.grading.student import Student
 from grader.layout import Layout, label
-from grader.suite import jax_errors
+from grader.suite import feedback, jax_errors
 from grader.workers.pool import WorkerPool
 
 
@@ -38,6 +38,7 @@ class Case:
     error: str = ""  # the exception's own full text (JAX's, Python's) when the failure was one; for instructors
     duration_s: float = 0.0
     processes: int | None = None  # set for a multi-process layout; devices is then per process
+    feedback: list[dict] = field(default_factory=list)  # what the test attached (grader.suite.feedback)
 
     @property
     def label(self) -> str:
@@ -118,6 +119,7 @@ class GraderPlugin(CasePlan):
         self.unmapped_files: set[str] = set()
         self.collection_errors: list[str] = []
         self.grader_errors: list[str] = []
+        self._feedback: dict[str, list[dict]] = {}
 
     def pytest_collection_modifyitems(self, session, config, items):
         keep = []
@@ -149,6 +151,12 @@ class GraderPlugin(CasePlan):
         return np.random.default_rng([self.seed, zlib.crc32(request.node.nodeid.encode())])
 
     @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        with feedback.recording() as notes:
+            yield
+        self._feedback[item.nodeid] = notes
+
+    @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
         outcome = yield
         report = outcome.get_result()
@@ -156,7 +164,8 @@ class GraderPlugin(CasePlan):
             params = _params(item)
             case = Case(nodeid=item.nodeid, test=item.originalname, task=self._task(item.path).id,
                         devices=params.get("devices"), processes=params.get("processes"),
-                        outcome=report.outcome, duration_s=report.duration)
+                        outcome=report.outcome, duration_s=report.duration,
+                        feedback=self._feedback.pop(item.nodeid, []))
             if report.failed and isinstance(getattr(call.excinfo, "value", None), GraderError):
                 self.grader_errors.append(str(call.excinfo.value))
                 item.session.shouldstop = "the grader cannot go on"

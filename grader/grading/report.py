@@ -87,6 +87,7 @@ def to_dict(run: RunResult, score: Score, course_name: str, notes=()) -> dict:
                 "status": ts.status,
                 "reason": ts.reason,
                 "hint": ts.task.hint if ts.score < ts.max_score else "",
+                "feedback": _feedback_dict(ts),
                 "cases": [
                     {
                         "test": c.test,
@@ -101,6 +102,7 @@ def to_dict(run: RunResult, score: Score, course_name: str, notes=()) -> dict:
                         "weight": ts.task.rule(c.test).weight,
                         "visibility": ts.task.rule(c.test).visibility,
                         "duration_s": round(c.duration_s, 4),
+                        "feedback": c.feedback,
                     }
                     for c in ts.cases
                 ],
@@ -114,6 +116,33 @@ def to_dict(run: RunResult, score: Score, course_name: str, notes=()) -> dict:
         "notes": list(notes),
         "sandbox": run.sandbox,
     }
+
+
+def _shown_case(ts):
+    """The case whose pictures (grader.suite.feedback) a task shows: its first failed case that has some,
+    else its last case that has some, else None."""
+    with_notes = [c for c in ts.cases if c.feedback]
+    failed = [c for c in with_notes if c.outcome == "failed"]
+    return failed[0] if failed else (with_notes[-1] if with_notes else None)
+
+
+def _feedback_dict(ts) -> dict | None:
+    case = _shown_case(ts)
+    return {"test": case.test, "devices": case.devices, "processes": case.processes, "outcome": case.outcome,
+            "items": case.feedback} if case else None
+
+
+def _feedback_lines(ts, indent: str) -> list[str]:
+    """The pictures of the failed case a failing task shows, indented under it."""
+    case = _shown_case(ts)
+    if case is None or case.outcome != "failed":
+        return []
+    lines = []
+    for note in case.feedback:
+        head = [f"communication ({case.label}):"] if note["kind"] == "communication" else []
+        body = ["  " + line for line in note["text"]] if head else note["text"]
+        lines += [indent + line for line in head + body]
+    return lines
 
 
 def _machine(run: RunResult) -> str:
@@ -141,6 +170,7 @@ def to_text(run: RunResult, score: Score, course_name: str, notes=()) -> str:
             lines += textwrap.wrap(ts.reason, 100, initial_indent=indent, subsequent_indent=indent + "  ")
         if ts.score < ts.max_score and ts.task.hint:
             lines += textwrap.wrap("hint: " + ts.task.hint, 100, initial_indent=indent, subsequent_indent=indent + "  ")
+        lines += _feedback_lines(ts, indent)
     lines += ["", f"  {'total':<{width}}  {_fmt(score.total):>5} / {_fmt(score.max_total):<3}  ({score.percent:.0f}%)"]
     if score.scaled:
         lines.append(f"  maximum scaled from {_fmt(score.full_max_total)} to {_fmt(score.max_total)}: cases not run "
@@ -151,7 +181,7 @@ def to_text(run: RunResult, score: Score, course_name: str, notes=()) -> str:
     lines.append(f"seed {run.seed} · backend {run.backend} ({_machine(run)}) · ran on {_ran_on(run)} · {run.wall_s:.1f} s")
     if run.student_output:
         size = sum(len(v) for v in run.student_output.values())
-        lines.append(f"your code printed {size} characters (see --format json for the text)")
+        lines.append(f"your code printed {size} characters (--show-output shows them)")
     subset = "" if run.exercise.complete else "".join(f" --task {t.id}" for t in run.exercise.tasks)
     devices = f" --devices {','.join(map(str, run.devices))}" if run.devices else ""
     lines.append(f"reproduce: grade {run.exercise.name} --seed {run.seed}{subset}{devices}")

@@ -12,18 +12,16 @@ import io
 import os
 import resource
 import secrets
-import shutil
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from grader import processes
-from grader import submission as submissions
 from grader.course import Course, Exercise
 from grader.errors import GraderError, UsageError
 from grader.grading import confinement, integrity
+from grader.grading.workspace import ENGINE_DIR, Workspace
 from grader.layout import Layout
 from grader.submission import Submission
 from grader.workers.backends import Backend, resolve
@@ -32,9 +30,6 @@ from grader.workers.worker import RunSettings
 
 if TYPE_CHECKING:
     from grader.grading.plugin import Case
-
-ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 
 @dataclass
 class RunResult:
@@ -61,28 +56,6 @@ def new_seed() -> int:
     return secrets.randbelow(2**31)
 
 
-def _engine_link(scratch: str) -> str:
-    """A folder holding only the ``grader`` package, so workers can import it and nothing beside it."""
-    path = os.path.join(scratch, "engine")
-    os.makedirs(path)
-    os.symlink(ENGINE_DIR, os.path.join(path, "grader"))
-    return path
-
-
-def _copy_probes(suite: str, scratch: str) -> str:
-    """The suite's probe modules (every .py but tests and conftest) copied beside the submission.
-
-    Workers import probes from here: the suite folder itself, with the hidden tests, stays out of
-    their reach.
-    """
-    probes = os.path.join(scratch, "probes")
-    os.makedirs(probes)
-    for name in os.listdir(suite):
-        if name.endswith(".py") and not name.startswith("test_") and name != "conftest.py":
-            shutil.copyfile(os.path.join(suite, name), os.path.join(probes, name))
-    return probes
-
-
 @contextlib.contextmanager
 def _private_bytecode(scratch: str):
     """Compile the suite into the scratch; never read or write a __pycache__ beside it (one could be planted)."""
@@ -98,20 +71,6 @@ def _guarded(course: Course, suite: str) -> list[str]:
     engine = [os.path.join(folder, name) for folder, _, names in os.walk(ENGINE_DIR) for name in names
               if name.endswith(".py")]
     return [course.path, suite, *sorted(engine)]
-
-
-def _remove_scratch(scratch: str) -> None:
-    """Remove the scratch even where student code left a folder it made unreadable (mode 000).
-
-    Runs once every worker is gone; links are never followed (chmod would change their target).
-    """
-    for folder, dirs, _ in os.walk(scratch):
-        for name in dirs:
-            path = os.path.join(folder, name)
-            if not os.path.islink(path):
-                with contextlib.suppress(OSError):
-                    os.chmod(path, 0o700)
-    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _single_layouts(exercise: Exercise, devices) -> list[Layout]:
@@ -133,12 +92,14 @@ def pytest_args(suite: str, files: list[str]) -> list[str]:
 
 
 def grade(course: Course, exercise: Exercise, submission: Submission, devices=None, seed: int | None = None,
-          backend: str | Backend = "cpu", timeout_s: float | None = None, require_sandbox: str = "none") -> RunResult:
+          backend: str | Backend = "cpu", timeout_s: float | None = None, require_sandbox: str = "none",
+          workspace: Workspace | None = None) -> RunResult:
     """Grade ``submission`` against the hidden suite of ``exercise``'s tasks (``backend``: a name or a
     resolved Backend).
 
     ``require_sandbox`` (grader.grading.confinement.LEVELS) refuses a run whose workers were not
     confined that much (pipeline.grade_submission also refuses such a machine before the run).
+    ``workspace``: one that outlives this run (watch mode); by default a new one.
     """
     started = time.perf_counter()
     backend = resolve(backend) if isinstance(backend, str) else backend
@@ -149,14 +110,12 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
     files = suite_files(course, exercise)
     guarded = _guarded(course, suite)
     before = integrity.snapshot(guarded)
-    scratch = tempfile.mkdtemp(prefix="grade-")
-    os.chmod(scratch, 0o711)  # a worker with a uid of its own must reach its folder, and list none
+    space = workspace or Workspace()
     try:
-        code = submissions.copy_to_scratch(submission.found, scratch)
-        run = RunSettings(code=code, probes=_copy_probes(suite, scratch), backend=backend,
-                          memory_mb=backend.memory_limit_mb(course.memory_mb),
+        code, probes = space.fresh_copy(submission.found, suite)
+        run = RunSettings(code=code, probes=probes, backend=backend, memory_mb=backend.memory_limit_mb(course.memory_mb),
                           timeout_s=timeout_s or exercise.timeout_s, sandbox_off=confinement.switched_off())
-        pool = WorkerPool(run, _engine_link(scratch), use_zygote=os.environ.get("GRADE_ZYGOTE", "1") != "0")
+        pool = WorkerPool(run, space.engine, launcher=space.launcher)
         log = io.StringIO()
         try:
             pool.prestart(_single_layouts(exercise, devices))
@@ -165,7 +124,7 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
             from grader.grading.plugin import GraderPlugin
 
             plugin = GraderPlugin(exercise, pool, seed, tuple(devices) if devices else None, timeout_s)
-            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log), _private_bytecode(scratch):
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log), _private_bytecode(space.root):
                 if files:
                     pytest.main(pytest_args(suite, files), plugins=[plugin])
         finally:
@@ -189,4 +148,5 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
                          devices_here=backend.available, sandbox=sandbox,
                          confine_ms=confinement.median_cost_ms(pool.sandbox_records))
     finally:
-        _remove_scratch(scratch)
+        if workspace is None:
+            space.close()

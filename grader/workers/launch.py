@@ -101,6 +101,15 @@ class Launcher:
                 self._zygotes[tuple(sorted(env.items()))] = None
         return spawn_fresh(self.engine_path, env, cwd)
 
+    def forget_dead(self) -> None:
+        """Forget every zygote that has exited or failed, so the next worker of its environment starts a
+        new one (a launcher kept across grading runs, as in watch mode, must not fall back for good)."""
+        for key, zygote in list(self._zygotes.items()):
+            if zygote is None or zygote.proc.poll() is not None:
+                if zygote is not None:
+                    zygote.close()
+                del self._zygotes[key]
+
     def close(self) -> None:
         for zygote in self._zygotes.values():
             if zygote is not None:

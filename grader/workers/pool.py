@@ -23,11 +23,14 @@ from grader.workers.worker import STARTUP_TIMEOUT_S, Handle, RunSettings, Worker
 
 
 class WorkerPool:
-    def __init__(self, run: RunSettings, engine_path: str, use_zygote: bool = True):
+    def __init__(self, run: RunSettings, engine_path: str, use_zygote: bool = True, launcher: Launcher | None = None):
+        """``launcher``: one that outlives this pool (watch mode keeps its zygote between runs); by default
+        the pool starts its own and closes it with the pool."""
         self.run = run
         self.backend = run.backend
         self._engine_path = engine_path
-        self._launcher = Launcher(engine_path, use_zygote, STARTUP_TIMEOUT_S)
+        self._owns_launcher = launcher is None
+        self._launcher = launcher or Launcher(engine_path, use_zygote, STARTUP_TIMEOUT_S)
         self._workers: dict[Layout, Handle] = {}
         self._clean: dict[Layout, Worker] = {}
         self._clean_dir = ""
@@ -116,6 +119,7 @@ class WorkerPool:
             self._keep_output(layout, w.stop())
         for w in self._clean.values():
             w.stop()  # what XLA printed while compiling is not the student's output
-        self._launcher.close()
+        if self._owns_launcher:
+            self._launcher.close()
         if self._clean_dir:
             shutil.rmtree(self._clean_dir, ignore_errors=True)

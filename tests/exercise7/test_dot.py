@@ -7,7 +7,7 @@ The visible test runs two lengths at 1, 2 and 4 devices; the hidden ones (course
 import numpy as np
 import pytest
 
-from grader.suite import expect_close, expect_shape, hlo
+from grader.suite import expect_close, expect_shape, feedback, hlo
 
 
 def _check_dot(student, rng, devices, length):
@@ -43,6 +43,8 @@ def test_dot_uses_one_all_reduce(student, rng, devices):
     program = student.program("dot.distributed_dot", x, x)
     expect_close(program.value, np.dot(x, x), what="distributed_dot(x, x) compiled with jax.jit", rtol=1e-4, atol=1e-4)
     text = program.hlo
+    feedback.communication(text, needed="1 all-reduce (your psum) of 4 bytes per device, and no all-gather",
+                           by_student=False)
     gathers = hlo.count(text, "all-gather")
     assert gathers == 0, (f"distributed_dot gathers whole vectors onto every device ({gathers} all-gather); "
                           "each device only needs its own slices and one psum of the partial dot products")

@@ -9,7 +9,7 @@ the compiled matmul for one psum among the devices of a mesh row.
 import numpy as np
 import pytest
 
-from grader.suite import expect_close, expect_shape, hlo
+from grader.suite import expect_close, expect_shape, feedback, hlo
 
 
 def factor_pairs(n: int) -> list[tuple[int, int]]:
@@ -31,6 +31,21 @@ def spec_text(spec) -> str:
     return f"P({', '.join(entries)})"
 
 
+def _block_text(device, block) -> str:
+    return f"d{device}: x[{block[0][0]}:{block[0][1]}, {block[1][0]}:{block[1][1]}]" if block else f"d{device}: nothing"
+
+
+def show_blocks(call: str, out: dict, rows: int, cols: int) -> None:
+    """The picture of which device holds which block, expected against the student's array."""
+    if "blocks" not in out:
+        return
+    ids = out["device_ids"]
+    expected = [[_block_text(d, [[i * rows, (i + 1) * rows], [j * cols, (j + 1) * cols]]) for j, d in enumerate(row)]
+                for i, row in enumerate(ids.tolist())]
+    got = [[_block_text(d, out["blocks"].get(str(d))) for d in row] for row in ids.tolist()]
+    feedback.layout(call, expected, got)
+
+
 def test_make_2d_mesh_names_and_uses_every_device(student, devices):
     for n_rows, n_cols in factor_pairs(devices):
         call = f"make_2d_mesh({n_rows}, {n_cols}) on {devices} devices"
@@ -49,6 +64,7 @@ def _check_shard_matrix(student, rng, n_rows, n_cols):
     x = rng.normal(size=(3 * n_rows, 5 * n_cols)).astype(np.float32)
     call = f"shard_matrix(x, mesh) on a {n_rows} x {n_cols} mesh"
     out = student.probe("probes_mesh.shard_matrix", x, n_rows, n_cols)
+    show_blocks(call, out, x.shape[0] // n_rows, x.shape[1] // n_cols)
     if "spec" not in out:
         raise AssertionError(f"{call} returned {out['type']} with {out['sharding']}, not a NamedSharding: "
                              "jax.device_put(x, NamedSharding(mesh, P('data', 'model'))) places it on the mesh")
@@ -118,6 +134,8 @@ def test_sharded_matmul_matches_numpy(student, rng, devices):
 
 def test_sharded_matmul_is_row_parallel_with_one_psum(student, rng, devices):
     x, w, out = _matmul(student, rng, devices)
+    feedback.communication(out["hlo"], needed=f"1 all-reduce (psum over 'model') of {3 * 5 * 4} bytes per device: "
+                           "each device's partial product of its blocks")
     mine = hlo.select(out["hlo"], by_student=True)
     for c in mine:
         if c.op != "all-reduce":

@@ -9,7 +9,7 @@ Visible tests run shifts of 1 and -1 and one block shape at 1, 2 and 4 devices; 
 import numpy as np
 import pytest
 
-from grader.suite import expect_close, expect_shape, hlo
+from grader.suite import expect_close, expect_shape, feedback, hlo
 
 
 def _whose_block(got_row, x) -> int | None:
@@ -71,6 +71,8 @@ def test_ring_shift_default_is_one_ppermute(student, rng, devices):
     x = rng.normal(size=(devices, 2, 3)).astype(np.float32)
     out = student.program("probes_ring.ring_shift", x)
     check_shift(out.value, x, 1, "ring_shift(x, axis_name)")
+    feedback.communication(out.hlo, needed=f"1 collective-permute (ppermute) of {x[0].nbytes} bytes per device"
+                           if devices > 1 else "nothing (one device has no neighbour)")
     permutes = expect_ppermute_only(out.hlo, "ring_shift")
     if permutes is None or permutes > 1 or (permutes == 0 and devices > 1):
         runs = "an unknown number of" if permutes is None else permutes
@@ -102,6 +104,8 @@ def test_ring_allreduce_block_of_another_shape(student, rng, devices):
 def test_ring_allreduce_uses_ppermute_only(student, rng, devices):
     x = rng.normal(size=(devices, 6)).astype(np.float32)
     out = student.program("probes_ring.ring_allreduce", x)
+    feedback.communication(out.hlo, needed=f"{devices - 1} collective-permute (ppermute) of {x[0].nbytes} bytes "
+                           "per device (n - 1 shifts of the block), and no psum")
     expect_ppermute_only(out.hlo, "ring_allreduce")
     expect_close(out.value, np.broadcast_to(x.astype(np.float64).sum(axis=0), x.shape),
                  what=f"ring_allreduce on {devices} devices")

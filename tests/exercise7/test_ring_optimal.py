@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from grader.suite import expect_close, hlo
+from grader.suite import expect_close, feedback, hlo
 
 
 def expect_sum(got, x):
@@ -38,6 +38,10 @@ def test_optimal_sends_2_n_minus_1_chunks(student, rng, devices):
     program = student.program("probes_ring.ring_allreduce_optimal", x.astype(np.float32))
     expect_sum(program.value, x)
     text = program.hlo
+    limit = 2 * (devices - 1) * math.ceil(size / devices) * 4
+    feedback.communication(text, needed=f"collective-permutes (ppermute) only, {limit} bytes per device in all: "
+                           f"2(n - 1) chunks of ceil({size} / n) numbers, against {(devices - 1) * size * 4} "
+                           "for n - 1 whole blocks")
     for c in hlo.select(text, by_student=True):
         if c.op != "collective-permute":
             raise AssertionError(f"ring_allreduce_optimal runs an {c.op} (from lax.{c.origin}): "
@@ -46,7 +50,6 @@ def test_optimal_sends_2_n_minus_1_chunks(student, rng, devices):
     if sent is None:
         raise AssertionError("ring_allreduce_optimal runs a ppermute in a loop whose length is not known when it "
                              "compiles (lax.while_loop?): use lax.fori_loop(0, n - 1, ...) so the steps can be counted")
-    limit = 2 * (devices - 1) * math.ceil(size / devices) * 4
     if sent > limit:
         raise AssertionError(f"on {devices} devices each device sends {sent} bytes to all-reduce a block of "
                              f"{size * 4} bytes; the reduce-scatter + all-gather ring sends 2(n - 1) chunks of "

@@ -8,7 +8,7 @@ all zeros, and uint8 / bool batches whose dtype the padding must keep.
 import numpy as np
 import pytest
 
-from grader.suite import as_array, expect_close, expect_raises, expect_sequence, expect_shape
+from grader.suite import as_array, expect_close, expect_raises, expect_sequence, expect_shape, feedback
 
 
 def _n_devices(devices):
@@ -58,10 +58,23 @@ def _expect_blocks(got, expected, transposed, what, mistake):
     _expect_dtype(got, expected, what)
 
 
-def _check_shard_batch(student, x, n, devices):
+def show_rows(what, x, got, n):
+    """The picture of which rows of x each device's block holds, expected against the student's array."""
+    per = len(x) // n
+    expected = [[f"d{d}: {feedback.rows_held(x, x[d * per:(d + 1) * per])}"] for d in range(n)]
+    if got.ndim and got.shape[0] == n:
+        mine = [[f"d{d}: {feedback.rows_held(x, got[d])}"] for d in range(n)]
+    else:
+        mine = [[f"shape {got.shape}: no block per device"]]
+    feedback.layout(what, expected, mine)
+
+
+def _check_shard_batch(student, x, n, devices, picture=False):
     rows, rest = x.shape[0], x.shape[1:]
     what = f"shard_batch(x, {n}) with x of shape {x.shape}"
     got = as_array(student.call("shard.shard_batch", x, n), what)
+    if picture:
+        show_rows(what, x, got, n)
     if got.shape[:1] == (devices,) and n != devices:
         raise AssertionError(f"{what} returned shape {got.shape}, expected {(n, rows // n, *rest)}: use the "
                              f"n_devices argument ({n}), not the number of devices JAX has ({devices})")
@@ -73,7 +86,7 @@ def _check_shard_batch(student, x, n, devices):
 def test_shard_batch(student, rng, devices):
     for n in _n_devices(devices):
         for per, rest, dtype in [(8, (), np.float32), (2, (5,), np.float32), (3, (), np.int32)]:
-            _check_shard_batch(student, _batch(rng, n * per, rest, dtype), n, devices)
+            _check_shard_batch(student, _batch(rng, n * per, rest, dtype), n, devices, picture=n == devices and per == 8)
 
 
 def test_shard_batch_edges(student, rng, devices):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import sqlite3
+import json
 import tarfile
 import textwrap
 import zipfile
@@ -65,6 +66,14 @@ def tar_archive(path: Path, files: dict[str, str]) -> Path:
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tf.addfile(info, io.BytesIO(data))
+    return path
+
+
+def notebook(path: Path, modules: dict[str, str]) -> Path:
+    """A notebook at ``path`` with one code cell marked ``# grade: MODULE`` per module."""
+    cells = [{"cell_type": "code", "id": name, "metadata": {}, "execution_count": None, "outputs": [],
+              "source": f"# grade: {name}\n{text}"} for name, text in modules.items()]
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     return path
 
 

@@ -91,3 +91,12 @@ def test_a_submission_that_cannot_be_graded_still_gets_results(autograder, tmp_p
     results = run_autograder(archive, tmp_path, {f"copy{i}.py": b"x = 1\n" for i in range(300)})
     assert results["score"] == 0 and results["tests"] == []
     assert results["output"].startswith("This submission could not be graded: ") and "too large" in results["output"]
+
+
+def test_a_notebook_of_the_solutions_scores_full(autograder, tmp_path):
+    archive, _, max_points = autograder
+    cells = [{"cell_type": "code", "id": p.stem, "metadata": {}, "execution_count": None, "outputs": [],
+              "source": f"# grade: {p.stem}\n{p.read_text()}"} for p in (ROOT / "solutions" / EXERCISE).glob("*.py")]
+    notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    results = run_autograder(archive, tmp_path, {"work.ipynb": json.dumps(notebook).encode()})
+    assert results["score"] == pytest.approx(max_points), results

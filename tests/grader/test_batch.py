@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from classroom import dot_files, folder, rows, source, tar_archive, zip_archive
+from classroom import dot_files, folder, notebook, rows, source, tar_archive, zip_archive
 from conftest import GRADE, ROOT, run_grade
 from grader.course import load_course
 from grader.classroom.gradebook import Gradebook
@@ -32,11 +32,12 @@ EXPECTED = {  # student: (status, score, what the task status or the refusal say
     "fay": ("refused", 0.0, "archive is empty"),
     "gus": ("refused", 0.0, "2 submissions for this student id"),
     "hal": ("graded", DOT, "passed"),
+    "ivy": ("graded", DOT, "passed"),
 }
 
 
 def make_class(parent):
-    """One of each: correct, partly correct, broken, crashing, escaping, empty, duplicate id, nested."""
+    """One of each: correct, partly correct, broken, crashing, escaping, empty, duplicate id, nested, notebook."""
     folder(parent, "alice", dot_files("correct"))
     folder(parent, "bob", dot_files("partial"))
     zip_archive(parent / "carol.zip", dot_files("broken"))
@@ -46,6 +47,7 @@ def make_class(parent):
     folder(parent, "gus", dot_files("correct"))
     zip_archive(parent / "gus.zip", dot_files("partial"))
     tar_archive(parent / "hal.tar.gz", dot_files("correct", prefix="hal/"))
+    notebook(parent / "ivy.ipynb", {"dot": source("correct")})
     return parent
 
 
@@ -80,13 +82,13 @@ def test_each_student_gets_the_expected_result(graded_class):
 def test_summary_and_progress(graded_class):
     _, book, proc = graded_class
     graded = [score for status, score, _ in EXPECTED.values() if status == "graded"]
-    assert "exercise7: 8 submissions, 5 graded, 3 refused, 0 failed" in proc.stdout
+    assert "exercise7: 9 submissions, 6 graded, 3 refused, 0 failed" in proc.stdout
     assert f"mean {statistics.mean(graded):.2f}".rstrip("0").rstrip(".") + " /" in proc.stdout
     assert f"median {statistics.median(graded):.2f}".rstrip("0").rstrip(".") + " " in proc.stdout
     for student in ("erin", "fay", "gus"):
         assert f"    {student}  " in proc.stdout
     assert f"seed {SEED}" in proc.stderr and "2 jobs" in proc.stderr
-    assert "[8/8 · 3 errors" in proc.stderr
+    assert "[9/9 · 3 errors" in proc.stderr
 
 
 def test_a_rerun_skips_what_stands_and_regrades_what_changed(graded_class, tmp_path):
@@ -98,12 +100,12 @@ def test_a_rerun_skips_what_stands_and_regrades_what_changed(graded_class, tmp_p
 
     again = run_grade(*args)
     assert again.returncode == 0, again.stderr
-    assert "grading 0, 8 already graded" in again.stderr
+    assert "grading 0, 9 already graded" in again.stderr
     assert rows(tmp_path / "class.sqlite", "history") == history
 
     (tmp_path / "submissions/bob/exercise7/dot.py").write_text(source("correct"))
     changed = run_grade(*args)
-    assert "grading 1, 7 already graded" in changed.stderr
+    assert "grading 1, 8 already graded" in changed.stderr
     with Gradebook(str(tmp_path / "class.sqlite"), readonly=True) as gb:
         assert (gb.get("bob").status, gb.get("bob").score) == ("graded", DOT)
     assert len(rows(tmp_path / "class.sqlite", "history")) == len(history) + 1

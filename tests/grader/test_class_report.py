@@ -33,7 +33,7 @@ def page(tmp_path_factory):
     batch(subs, course, book, "--seed", "11")
     with Gradebook(str(book)) as gb:
         gb.record(Result("fox", "h", "c", FAILED, 0.0, 10.0, "the grader failed (exit code 3): out of disk", "fox",
-                         11, report={"backend": "cpu", "sandbox": {"landlock": True, "network": "denied"}}))
+                         11, report={"backend": "cpu", "sandbox": {"held": ["files", "limits"], "missing": {"uid": "not root"}}}))
     out = root / "report.html"
     proc = run_grade("report", str(book), "--html", str(out))
     assert proc.returncode == 0, proc.stderr
@@ -73,8 +73,10 @@ def test_who_is_not_graded_and_why(page):
 def test_each_result_shows_its_backend_and_sandbox(page):
     _, parsed = page
     results = {row[0]: row for row in parsed.rows["results"]}
-    assert results["ann"][:7] == ["ann", "graded", "15", "", "15", "cpu", "not recorded"]
-    assert results["fox"][:3] == ["fox", "failed", ""] and results["fox"][6] == "landlock=True, network=denied"
+    ann = results["ann"]
+    assert ann[:6] == ["ann", "graded", "15", "", "15", "cpu"]
+    assert ann[6].startswith("files") and "lifetime" in ann[6], "the layers that held when ann was graded"
+    assert results["fox"][:3] == ["fox", "failed", ""] and results["fox"][6] == "files, limits; not: uid"
 
 
 def test_student_text_is_escaped_not_run(page):

@@ -271,6 +271,12 @@ def test_a_malformed_release_block_is_named(tmp_path, block, complaint):
         load_course(str(course / "course.yaml"))
 
 
+def test_the_student_bundle_holds_the_exercise_as_a_notebook(hidden_release):
+    notebook = json.loads((hidden_release["out"] / "student" / f"{EXERCISE}.ipynb").read_text())
+    code = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+    stubs = sorted(p.stem for p in (hidden_release["course"] / "exercises" / EXERCISE).glob("*.py"))
+    assert sorted(source.splitlines()[0].removeprefix("# grade: ") for source in code[:-1]) == stubs
+    assert "notebook.check()" in code[-1]
 def test_the_public_only_note_counts_the_graded_tasks_hidden_cases():
     course = find_course(explicit=str(ROOT))
     exercise = course.exercise(EXERCISE)

@@ -1,0 +1,128 @@
+"""Pictures a case can attach for the student: what the program communicated, where the array lived.
+
+This chapter is about what devices send each other and which device holds which data, so a verdict
+reads better next to the evidence. A test attaches it while it runs; the report shows it under a
+failing task (text) and keeps it with every case (JSON ``feedback``):
+
+* :func:`communication`: the collectives a compiled program runs, with bytes per device, next to
+  what the task needs, e.g. "ran: 2 all-reduce (psum) of 4 bytes per device; needed: 1 all-reduce
+  of 4 bytes";
+* :func:`layout`: which device holds which rows or block, expected against what the student's array
+  had, as a small text grid (one grid row per mesh row; ``*`` marks a cell that differs);
+  :func:`rows_held` names the rows of an input a block holds, for cells of such a grid.
+
+Outside a grading run (a suite's own unit test) attaching does nothing. Everything here runs in the
+grader's process on plain data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+
+import numpy as np
+
+from grader.suite import hlo
+
+_recording: list[list[dict]] = []
+
+
+@contextlib.contextmanager
+def recording():
+    """Collect what the code inside attaches (the grader wraps each test call in this)."""
+    notes: list[dict] = []
+    _recording.append(notes)
+    try:
+        yield notes
+    finally:
+        _recording.remove(notes)
+
+
+def _attach(note: dict) -> dict:
+    if _recording:
+        _recording[-1].append(note)
+    return note
+
+
+def _bytes(n: int) -> str:
+    return f"{n} byte{'s' if n != 1 else ''}"
+
+
+def ran(text: str, by_student: bool = True) -> list[str]:
+    """The collectives of the HLO ``text`` as phrases: "2 all-reduce (psum) of 4 bytes per device"."""
+    tally: Counter = Counter()
+    unknown: Counter = Counter()
+    for c in hlo.select(text, by_student=by_student):
+        key = (c.op, c.origin, c.bytes)
+        if c.times is None:
+            unknown[key] += 1
+        else:
+            tally[key] += c.times
+    phrases = [f"{times} {op} {_source(origin)}of {_bytes(size)} per device"
+               for (op, origin, size), times in sorted(tally.items())]
+    phrases += [f"{op} {_source(origin)}of {_bytes(size)} in a loop of unknown length"
+                for (op, origin, size) in sorted(unknown)]
+    return phrases
+
+
+def _source(origin: str) -> str:
+    """Who asked for a collective: the student's primitive, or XLA's partitioner (and for what)."""
+    if origin in hlo.STUDENT_PRIMITIVES:
+        return f"({origin}) "
+    return f"(added by XLA for {origin}) " if origin else "(added by XLA) "
+
+
+def communication(text: str, needed: str, by_student: bool = True) -> dict:
+    """Attach what the compiled program ``text`` communicates (the collectives the student wrote, or all
+    of them with ``by_student=False``), next to ``needed``, one phrase saying what the task needs."""
+    phrases = ran(text, by_student)
+    sent = hlo.bytes_moved(text, by_student=by_student)
+    shown = (phrases or ["no collectives"]) + ([f"{_bytes(sent)} per device in all"] if sent and len(phrases) > 1 else [])
+    text = [("ran:    " if i == 0 else " " * 8) + phrase for i, phrase in enumerate(shown)] + [f"needed: {needed}"]
+    return _attach({"kind": "communication", "ran": phrases, "bytes_per_device": sent, "needed": needed, "text": text})
+
+
+def _ranges(indices: list[int]) -> str:
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    parts = [f"{a}" if a == b else f"{a}-{b}" for a, b in runs]
+    return ", ".join(parts if len(parts) <= 4 else parts[:3] + ["..."])
+
+
+def rows_held(x, block) -> str:
+    """Which rows of ``x`` the rows of ``block`` are, in order ("rows 0-2", "rows 0, 2, 4"); "?" marks a
+    row that is none of x's (padding, or a value computed instead of moved)."""
+    x, block = np.asarray(x), np.asarray(block)
+    found = [next((i for i, r in enumerate(x) if np.array_equal(row, r)), None) for row in block] if block.ndim else []
+    if not found:
+        return "nothing"
+    if None in found:
+        known = [i for i in found if i is not None]
+        return f"rows {_ranges(known)} + {found.count(None)} other" if known else f"{len(found)} other rows"
+    return f"row{'s' if len(found) > 1 else ''} {_ranges(found)}"
+
+
+def _grid_lines(grid: list[list[str]], width: int, marks: list[list[bool]] | None = None) -> list[str]:
+    return ["| " + " | ".join(("*" if marks and marks[r][c] else "") + cell.ljust(width + 1 - bool(marks and marks[r][c]))
+                              for c, cell in enumerate(row)) + " |" for r, row in enumerate(grid)]
+
+
+def layout(what: str, expected: list[list[str]], got: list[list[str]]) -> dict:
+    """Attach a device-layout picture of ``what``: ``expected`` and ``got`` are grids of cell labels such
+    as "d0: rows 0-2", one grid row per mesh row (a line of devices: one device per grid row), drawn
+    side by side with a ``*`` on each of the student's cells that differs."""
+    width = max(len(cell) for grid in (expected, got) for row in grid for cell in row)
+    same_shape = [len(r) for r in expected] == [len(r) for r in got]
+    marks = [[cell != want for cell, want in zip(row, wanted)] for row, wanted in zip(got, expected)] \
+        if same_shape else None
+    left, right = _grid_lines(expected, width), _grid_lines(got, width, marks)
+    pad = max(len(line) for line in left)
+    differs = "  (* differs)" if marks and any(map(any, marks)) else ""
+    lines = [f"device layout of {what}:", f"  {'expected'.ljust(pad)}   yours{differs}"]
+    lines += [f"  {a.ljust(pad)}   {b}" for a, b in zip(left + [""] * len(right), right + [""] * len(left))
+              if a or b]
+    return _attach({"kind": "layout", "what": what, "expected": expected, "got": got, "text": lines})
