@@ -28,6 +28,7 @@ STATUS = {
     "exited": "crashed",
     "bad_return": "wrong type",
     "not_traceable": "not traceable",
+    "not_exportable": "not one program",
     "timeout": "timed out",
     "deadlock": "deadlock",
     "died": "crashed",

@@ -178,7 +178,8 @@ class WorkerSettings:
     ``code`` is the scratch copy of the submission (the worker's cwd), ``probes`` the folder of the
     suite's probe modules; ``distributed`` (coordinator, process, processes, timeout_s) makes the
     worker one process of a group joined by ``jax.distributed``, ``devices`` then being its local
-    device count.
+    device count. A ``clean`` worker never imports student code: ``code`` is then its own empty
+    folder and it only runs programs other workers exported.
     """
 
     code: str
@@ -187,6 +188,7 @@ class WorkerSettings:
     devices: int
     memory_mb: int = 0
     distributed: dict | None = None
+    clean: bool = False
     sandbox_off: tuple[str, ...] = ()  # mechanisms to leave out, for measuring only (grader.sandbox.confine.MECHANISMS)
 
     def send(self, fd: int) -> None:

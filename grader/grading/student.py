@@ -8,8 +8,19 @@ returns a list with one result per process, in process order.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from grader.layout import Layout
 from grader.workers.pool import WorkerPool
+
+
+@dataclass(frozen=True)
+class Program:
+    """One compiled program of the student's, run by a clean worker: what it returned for the test's
+    inputs (``value``) and its optimised HLO text (``hlo``, read it with grader.suite.hlo)."""
+
+    value: object
+    hlo: str
 
 
 class Student:
@@ -38,9 +49,17 @@ class Student:
         """Call ``module.function`` from the submission with plain data; returns plain data."""
         return self._ask("call", target, args, kwargs, f"{target.rpartition('.')[2]}()", timeout_s)
 
-    def compiled(self, target: str, *args, timeout_s: float | None = None, **kwargs) -> str:
-        """Optimised HLO text of ``jax.jit(module.function)`` compiled for these arguments."""
-        return self._ask("compiled", target, args, kwargs, f"compiling {target.rpartition('.')[2]}()", timeout_s)
+    def program(self, target: str, *args, timeout_s: float | None = None, **kwargs) -> Program:
+        """``jax.jit(module.function)`` on ``args`` as one program: exported by the student's worker,
+        compiled and run on ``args`` by a clean worker that never imported student code.
+
+        ``args`` are the program's inputs (arrays, or tuples/lists/dicts of them); ``kwargs`` are fixed
+        while it is traced. For a probe module of the suite, ``target`` names a probe that takes
+        ``kwargs`` and returns the function to export (e.g. a per-device function in jax.pmap).
+        """
+        what = f"{target.rpartition('.')[2]}()"
+        value, hlo = self._pool.program(self.layout, target, args, kwargs, what, timeout_s or self.timeout_s)
+        return Program(value, hlo)
 
     def jaxpr(self, target: str, *args, timeout_s: float | None = None, **kwargs) -> str:
         """``jax.make_jaxpr(module.function)(*args)`` as text."""

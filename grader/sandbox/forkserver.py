@@ -129,6 +129,9 @@ def _preload() -> None:
     import jax  # noqa: F401
     import jax.numpy  # noqa: F401
     import jaxlib.mlir.dialects.mhlo  # noqa: F401 - first lowering imports it; do it once here
+    from jax._src.lax import linalg
+
+    linalg.initialize_lapack()  # else each clean worker's first program imports SciPy for it (0.2 s)
 
     import grader.sandbox.worker  # noqa: F401
     from grader.sandbox import confine

@@ -7,10 +7,16 @@ student code is read), configures JAX for one backend configuration, then answer
 that pipe (never stdin/stdout, which belong to the student and are captured by the grader). Every
 reply is plain data (:mod:`grader.protocol`); every failure of student code is a StudentFailure
 the grader can explain in one sentence.
+
+A *clean* worker (``WorkerSettings.clean``) is the same process for the same configuration that
+never imports student code: it only compiles and runs programs another worker exported
+(:mod:`grader.sandbox.program_runner`), so what the grader reads of a program is never produced
+where student code ran.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import resource
 import sys
@@ -21,10 +27,13 @@ from grader.errors import StudentFailure
 from grader.layout import plural
 from grader.protocol import REPLY_FD, REQUEST_FD, WorkerSettings
 from grader.sandbox import confine
-from grader.sandbox.student_code import check_signature, classify, exception_facts, first_line, student_function, \
+from grader.sandbox.program_export import export_program
+from grader.sandbox.program_runner import run_program
+from grader.sandbox.student_code import check_signature, classify, first_line, student_function, \
     use_submission
 
 _probes_folder = ""
+_clean = False  # a clean worker: runs programs handed over as data, never student code (see main)
 
 
 def _load_probes(module: str):
@@ -39,27 +48,36 @@ def _load_probes(module: str):
     return sys.modules[key]
 
 
+def _program_function(target: str, args, kwargs):
+    """The function program mode exports: a student function with ``kwargs`` fixed, or the function
+    a probe returns when called with ``kwargs`` (e.g. a student's per-device function in jax.pmap)."""
+    module, _, name = target.rpartition(".")
+    if os.path.isfile(os.path.join(_probes_folder, module + ".py")):
+        return getattr(_load_probes(module), name)(**kwargs)
+    fn = student_function(target)
+    check_signature(fn, target, args, kwargs)
+    return functools.partial(fn, **kwargs) if kwargs else fn
+
+
 def run_request(op: str, target: str, args, kwargs):
     """Run one request and return the plain value to send back."""
     import jax
 
+    if _clean:
+        if op != "run_program":
+            raise ValueError(f"a clean worker only runs programs, not {op!r}")
+        return run_program(kwargs["program"], args, target.rpartition(".")[2])
     if op == "probe":
         module, _, name = target.rpartition(".")
         return getattr(_load_probes(module), name)(*args, **kwargs)
+    if op == "program":
+        return export_program(_program_function(target, args, kwargs), args, target.rpartition(".")[2])
     fn = student_function(target)
     check_signature(fn, target, args, kwargs)
     if op == "call":
         return fn(*args, **kwargs)
     if op == "jaxpr":
         return str(jax.make_jaxpr(fn)(*args, **kwargs))
-    if op == "compiled":
-        try:
-            lowered = jax.jit(fn).lower(*args, **kwargs)
-        except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError) as exc:
-            raise StudentFailure("not_traceable", f"{target.rpartition('.')[2]} cannot be compiled "
-                                 "with jax.jit (it turns a traced value into a concrete NumPy value or "
-                                 f"Python number): {first_line(exc, 160)}", **exception_facts(exc)) from None
-        return lowered.compile().as_text()
     raise ValueError(f"unknown request {op!r}")
 
 
@@ -117,12 +135,16 @@ def configure_jax(settings: WorkerSettings) -> dict:
 
 
 def main(request_fd: int = REQUEST_FD, reply_fd: int = REPLY_FD) -> None:
-    global _probes_folder
+    global _probes_folder, _clean
     settings = WorkerSettings.receive(request_fd)
     if settings.memory_mb:
         limit = settings.memory_mb << 20
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    _probes_folder = os.path.abspath(settings.probes)
+    _clean = settings.clean
+    if _clean:  # nothing of the student's: its own folder for cwd, HOME and TMPDIR, no probes
+        os.environ.update(HOME=settings.code, TMPDIR=os.path.join(settings.code, ".tmp"))
+    else:
+        _probes_folder = os.path.abspath(settings.probes)
     try:
         sandbox = confine.confine_worker(settings.code, _probes_folder, settings.backend, settings.distributed,
                                          settings.sandbox_off)
@@ -130,6 +152,7 @@ def main(request_fd: int = REQUEST_FD, reply_fd: int = REPLY_FD) -> None:
     except BaseException as exc:  # noqa: BLE001 - reported to the grader, which explains it
         protocol.send(reply_fd, {"ready": False, "message": f"{type(exc).__name__}: {first_line(exc)}"})
         return
-    use_submission(settings.code)
+    if not _clean:
+        use_submission(settings.code)
     protocol.send(reply_fd, dict(info, ready=True, sandbox=sandbox))
     serve(request_fd, reply_fd)

@@ -1,7 +1,7 @@
 """Reading compiled HLO text: which collectives a program runs, how often, and how many bytes.
 
-Structural checks ("one all-reduce, no all-gather") are graded from the optimised HLO that
-``jax.jit(f).lower(...).compile().as_text()`` prints in the worker. That text is not the program
+Structural checks ("one all-reduce, no all-gather") are graded from the optimised HLO of the
+student's exported program, compiled by a clean worker (``student.program``). That text is not the program
 the student wrote, so reading it right means knowing what XLA did to it (each rule below has a
 unit test on real HLO in tests/grader/test_hlo.py):
 

@@ -3,10 +3,19 @@
 One worker per layout (e.g. 4 emulated CPU devices) serves every test of a run. A layout with
 ``processes`` gets a :class:`grader.workers.group.WorkerGroup`, which answers the same calls. On a
 backend whose devices cannot be shared (TPU), starting one layout's worker first stops the others.
+
+Program mode (:meth:`WorkerPool.program`) asks the student's worker for the exported program and a
+*clean* worker of the same layout (forked from the same zygote, started in a folder of its own,
+never importing student code) to compile and run it. A clean worker whose program failed is
+replaced before the next case.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+
+from grader.errors import GraderError, StudentFailure
 from grader.layout import Layout
 from grader.workers.group import WorkerGroup
 from grader.workers.launch import Launcher
@@ -23,6 +32,8 @@ class WorkerPool:
         self._owns_launcher = launcher is None
         self._launcher = launcher or Launcher(engine_path, use_zygote, STARTUP_TIMEOUT_S)
         self._workers: dict[Layout, Handle] = {}
+        self._clean: dict[Layout, Worker] = {}
+        self._clean_dir = ""
         self.student_output: dict[str, str] = {}
         self.worker_seconds = 0.0
 
@@ -48,21 +59,42 @@ class WorkerPool:
 
     @property
     def start_seconds(self) -> float:
-        return sum(w.start_s for w in self._workers.values())
+        return sum(w.start_s for w in (*self._workers.values(), *self._clean.values()))
 
     @property
     def sandbox_records(self) -> list[dict]:
-        """What confined each worker process started so far (a group's: each member's)."""
-        return [r for w in self._workers.values() for r in w.sandbox_records]
+        """What confined each worker process started so far (a group's: each member's; clean workers too)."""
+        return [r for w in (*self._workers.values(), *self._clean.values()) for r in w.sandbox_records]
 
     @property
     def peak_worker_rss_kb(self) -> int:
-        return max((w.peak_rss_kb for w in self._workers.values()), default=0)
+        return max((w.peak_rss_kb for w in (*self._workers.values(), *self._clean.values())), default=0)
 
     def request(self, layout: Layout, op: str, target: str, args, kwargs, what: str, timeout_s=None):
         value, elapsed = self.worker(layout).request(op, target, args, kwargs, what, timeout_s)
         self.worker_seconds += elapsed
         return value
+
+    def program(self, layout: Layout, target: str, args, kwargs, what: str, timeout_s=None):
+        """Export ``target`` in the student's worker, run the program in a clean one: (value, hlo text)."""
+        if layout.processes:
+            raise GraderError(f"program mode runs one process; {target} is asked for on {layout}")
+        blob = self.request(layout, "program", target, args, kwargs, what, timeout_s)
+        clean = self._clean_worker(layout)
+        try:
+            out, elapsed = clean.request("run_program", target, args, {"program": blob}, what, timeout_s)
+        except StudentFailure:
+            clean.kill()  # whatever the program did to this process stays out of the next case
+            raise
+        self.worker_seconds += elapsed
+        return out["value"], out["hlo"]
+
+    def _clean_worker(self, layout: Layout) -> Worker:
+        if layout not in self._clean:
+            if not self._clean_dir:
+                self._clean_dir = tempfile.mkdtemp(prefix="grade-clean-")
+            self._clean[layout] = Worker(layout, self.run, self._launcher, clean_dir=self._clean_dir)
+        return self._clean[layout]
 
     def info(self) -> dict:
         """What the workers reported about JAX and their devices (from any one that started)."""
@@ -83,7 +115,7 @@ class WorkerPool:
     def close(self) -> None:
         """Ask every worker to exit, give each a moment, then end whatever is left (and the zygotes)."""
         try:
-            for w in self._workers.values():
+            for w in (*self._workers.values(), *self._clean.values()):
                 w.ask_to_exit()
             for layout, w in self._workers.items():
                 self._keep_output(layout, w.stop())
@@ -94,5 +126,9 @@ class WorkerPool:
         """End every worker and zygote now, without waiting for a student call in flight (Ctrl-C)."""
         for layout, w in self._workers.items():
             self._keep_output(layout, w.stop(grace_s=0))
+        for w in self._clean.values():
+            w.stop(grace_s=0)  # what XLA printed while compiling is not the student's output
         if self._owns_launcher:
             self._launcher.close()
+        if self._clean_dir:
+            shutil.rmtree(self._clean_dir, ignore_errors=True)

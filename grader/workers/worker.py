@@ -119,11 +119,14 @@ def worker_environment(scratch: str, backend: str, timeout_s: float) -> dict[str
 
 class Worker:
     """One worker process for one layout; ``env`` holds this process's own variables (its share of the
-    devices), ``distributed`` its place in a multi-process group."""
+    devices), ``distributed`` its place in a multi-process group. With ``clean_dir`` it is a clean
+    worker: same environment (so the same zygote forks it), but it starts in that empty folder and
+    never imports student code."""
 
     def __init__(self, layout: Layout, run: RunSettings, launcher: Launcher, env: dict[str, str] | None = None,
-                 distributed: dict | None = None):
+                 distributed: dict | None = None, clean_dir: str | None = None):
         self.layout, self.run, self.launcher = layout, run, launcher
+        self.clean_dir = clean_dir
         self.env = env if env is not None else run.backend.worker_variables(layout.devices)
         self.distributed = distributed
         self.timeout_s = run.timeout_s
@@ -146,13 +149,15 @@ class Worker:
 
     def spawn(self) -> None:
         """Start the process and send its settings; it reports ready (or why not) on the reply pipe."""
-        os.makedirs(os.path.join(self.run.code, ".tmp"), exist_ok=True)
-        started = self.launcher.start(self.environment(), self.run.code)
+        home = self.clean_dir or self.run.code
+        os.makedirs(os.path.join(home, ".tmp"), exist_ok=True)
+        started = self.launcher.start(self.environment(), home)
         self.proc, self._req, self._rep = started.process, started.request_w, started.reply_r
         self.output = CapturedOutput(started.output)
-        settings = protocol.WorkerSettings(code=self.run.code, probes=self.run.probes, backend=self.run.backend.name,
-                                           devices=self.layout.devices, memory_mb=self.run.memory_mb,
-                                           distributed=self.distributed, sandbox_off=self.run.sandbox_off)
+        settings = protocol.WorkerSettings(code=home, probes="" if self.clean_dir else self.run.probes,
+                                           backend=self.run.backend.name, devices=self.layout.devices,
+                                           memory_mb=self.run.memory_mb, distributed=self.distributed,
+                                           clean=self.clean_dir is not None, sandbox_off=self.run.sandbox_off)
         try:
             settings.send(self._req)
         except BrokenPipeError:

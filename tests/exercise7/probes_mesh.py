@@ -53,8 +53,8 @@ def shard_matrix(x, n_rows, n_cols) -> dict:
     return description
 
 
-def sharded_matmul(x, w, n_rows, n_cols) -> dict:
+def sharded_matmul(n_rows, n_cols):
+    """sharded_matmul on a mesh built here, for student.program."""
     mesh = _mesh(n_rows, n_cols)
     fn = student_function("mesh.sharded_matmul")
-    compiled = jax.jit(lambda a, b: fn(a, b, mesh)).lower(x, w).compile()
-    return {"values": np.asarray(compiled(x, w)), "hlo": compiled.as_text(), "device_ids": _device_ids(mesh)}
+    return lambda x, w: fn(x, w, mesh)

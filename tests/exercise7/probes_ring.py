@@ -1,8 +1,10 @@
 """Worker-side half of the ring suites: wrap the student's per-device functions in jax.pmap.
 
 A per-device function needs an axis name bound by pmap, so the wrapping must happen next to the
-student's code, in the worker. Each probe compiles the pmapped function once, runs it, and returns
-plain data: the values every device ended with and the compiled HLO text.
+student's code, in the worker. Each probe returns the pmapped function. A structural test asks for
+it with ``student.program``, which exports it and has a clean worker compile and run it, so the
+values every device ended with and the compiled HLO come from one program; a test of values alone
+runs it here with ``student.probe("probes_ring.values", name, x)``.
 """
 
 import jax
@@ -13,20 +15,24 @@ from grader.sandbox import student_function
 AXIS = "ring"  # not the chapter's 'batch' or 'i': the student's code must use the name it is given
 
 
-def _run(target: str, x, **kwargs) -> dict:
+def _pmapped(target: str, **kwargs):
     fn = student_function(target)
-    pmapped = jax.pmap(lambda block: fn(block, AXIS, **kwargs), axis_name=AXIS)
-    compiled = jax.jit(pmapped).lower(x).compile()
-    return {"values": np.asarray(compiled(x)), "hlo": compiled.as_text()}
+    return jax.pmap(lambda block: fn(block, AXIS, **kwargs), axis_name=AXIS)
 
 
-def ring_shift(x, **kwargs) -> dict:
-    return _run("ring.ring_shift", x, **kwargs)
+def ring_shift(**kwargs):
+    return _pmapped("ring.ring_shift", **kwargs)
 
 
-def ring_allreduce(x) -> dict:
-    return _run("ring.ring_allreduce", x)
+def ring_allreduce():
+    return _pmapped("ring.ring_allreduce")
 
 
-def ring_allreduce_optimal(x) -> dict:
-    return _run("ring.ring_allreduce_optimal", x)
+def ring_allreduce_optimal():
+    return _pmapped("ring.ring_allreduce_optimal")
+
+
+def values(probe: str, x, **kwargs):
+    """What every device ends with (row i = device i) when probe ``probe``'s function runs on x."""
+    return np.asarray({"ring_shift": ring_shift, "ring_allreduce": ring_allreduce,
+                       "ring_allreduce_optimal": ring_allreduce_optimal}[probe](**kwargs)(x))

@@ -132,9 +132,24 @@ def test_standardize_other_width(student, rng, devices):
     _check_standardize(student, rng, devices, 2)
 
 
+def _expect_reference(got, name, x):
+    """``got``, what the compiled ``name`` returned for x, must be the float64 reference."""
+    what = f"{name}(x) compiled with jax.jit"
+    if name == "standardize_across_devices":
+        expect_close(got, _standardized(x, x.mean(), x.var()), what=what, rtol=RTOL, atol=ATOL)
+        return
+    ones = np.ones((len(x), 1))
+    for stat, value, expected in zip(PRIMITIVE, expect_sequence(got, 3, what), (ones * x.sum(0), ones * x.mean(0),
+                                                                               ones * x.max(0))):
+        expect_close(value, expected, what=f"the {stat} from {what}", rtol=RTOL, atol=ATOL)
+
+
 @pytest.mark.parametrize("name", ["all_reduce_stats", "standardize_across_devices"])
 def test_communicates_with_all_reduce(student, rng, devices, name):
-    text = student.compiled(f"collectives.{name}", _per_device_data(rng, devices, 5))
+    x = _per_device_data(rng, devices, 5)
+    program = student.program(f"collectives.{name}", x)
+    _expect_reference(program.value, name, x.astype(np.float64))
+    text = program.hlo
     gathers = hlo.count(text, "all-gather")
     if gathers:
         raise AssertionError(f"{name} gathers the whole array onto every device ({gathers} all-gather); each "

@@ -93,12 +93,14 @@ def test_shard_matrix_on_a_wide_mesh(student, rng, devices):
 
 
 def _matmul(student, rng, devices):
-    """x, w and what the probe saw, on a wide mesh (the psum over 'model' adds from 2 devices on)."""
+    """x, w and the values and HLO of one program, on a wide mesh (the psum over 'model' adds from 2 devices on)."""
     n_rows, n_cols = wide(devices)
     x = rng.normal(size=(3 * n_rows, 4 * n_cols))
     w = rng.normal(size=(4 * n_cols, 5))
-    return x, w, student.probe("probes_mesh.sharded_matmul", x.astype(np.float32), w.astype(np.float32), n_rows,
-                               n_cols)
+    program = student.program("probes_mesh.sharded_matmul", x.astype(np.float32), w.astype(np.float32),
+                              n_rows=n_rows, n_cols=n_cols)
+    device_ids = np.arange(devices).reshape(n_rows, n_cols)  # the program's devices, in mesh order
+    return x, w, {"values": program.value, "hlo": program.hlo, "device_ids": device_ids}
 
 
 def _psum_over_the_wrong_devices(psum, out) -> str | None:

@@ -1,9 +1,9 @@
 """Suite for task ring: ring_shift moves blocks around the ring, ring_allreduce is made of ppermutes.
 
-Both are per-device functions; probes_ring.py wraps them in jax.pmap in the worker and returns the
-values (row i = device i) and the compiled HLO. Visible tests run shifts of 1 and -1 and one block
-shape at 1, 2 and 4 devices; the hidden ones (course.yaml) try longer shifts, another block shape
-and every count, and read the compiled programs.
+Both are per-device functions; probes_ring.py wraps them in jax.pmap in the worker; the structural
+tests get the values (row i = device i) and the compiled HLO of one program from student.program.
+Visible tests run shifts of 1 and -1 and one block shape at 1, 2 and 4 devices; the hidden ones
+(course.yaml) try longer shifts, another block shape and every count, and read the compiled programs.
 """
 
 import numpy as np
@@ -52,7 +52,7 @@ def expect_ppermute_only(text: str, name: str) -> int:
 
 def _check_ring_shift(student, rng, devices, shift):
     x = rng.normal(size=(devices, 5)).astype(np.float32)
-    got = student.probe("probes_ring.ring_shift", x, shift=shift)["values"]
+    got = student.probe("probes_ring.values", "ring_shift", x, shift=shift)
     check_shift(got, x, shift, f"ring_shift(x, axis_name, shift={shift})")
 
 
@@ -69,11 +69,11 @@ def test_ring_shift_longer_shifts(student, rng, devices, shift):
 
 def test_ring_shift_default_is_one_ppermute(student, rng, devices):
     x = rng.normal(size=(devices, 2, 3)).astype(np.float32)
-    out = student.probe("probes_ring.ring_shift", x)
-    check_shift(out["values"], x, 1, "ring_shift(x, axis_name)")
-    feedback.communication(out["hlo"], needed=f"1 collective-permute (ppermute) of {x[0].nbytes} bytes per device"
+    out = student.program("probes_ring.ring_shift", x)
+    check_shift(out.value, x, 1, "ring_shift(x, axis_name)")
+    feedback.communication(out.hlo, needed=f"1 collective-permute (ppermute) of {x[0].nbytes} bytes per device"
                            if devices > 1 else "nothing (one device has no neighbour)")
-    permutes = expect_ppermute_only(out["hlo"], "ring_shift")
+    permutes = expect_ppermute_only(out.hlo, "ring_shift")
     if permutes is None or permutes > 1 or (permutes == 0 and devices > 1):
         runs = "an unknown number of" if permutes is None else permutes
         raise AssertionError(f"ring_shift runs {runs} ppermutes on {devices} devices, expected exactly one: "
@@ -83,7 +83,7 @@ def test_ring_shift_default_is_one_ppermute(student, rng, devices):
 def _check_ring_allreduce(student, rng, devices, shape):
     x = rng.normal(size=(devices, *shape))
     what = f"ring_allreduce on {devices} devices (row i is what device i returned)"
-    got = expect_shape(student.probe("probes_ring.ring_allreduce", x.astype(np.float32))["values"], x.shape, what)
+    got = expect_shape(student.probe("probes_ring.values", "ring_allreduce", x.astype(np.float32)), x.shape, what)
     if devices > 1 and np.allclose(got, x.sum(axis=0) + x, rtol=1e-4, atol=1e-5):
         raise AssertionError(f"ring_allreduce on {devices} devices adds every device's own block twice: after n - 1 "
                              "shifts each block has visited every device once; an n-th shift brings it home again")
@@ -103,9 +103,9 @@ def test_ring_allreduce_block_of_another_shape(student, rng, devices):
 
 def test_ring_allreduce_uses_ppermute_only(student, rng, devices):
     x = rng.normal(size=(devices, 6)).astype(np.float32)
-    out = student.probe("probes_ring.ring_allreduce", x)
-    feedback.communication(out["hlo"], needed=f"{devices - 1} collective-permute (ppermute) of {x[0].nbytes} bytes "
+    out = student.program("probes_ring.ring_allreduce", x)
+    feedback.communication(out.hlo, needed=f"{devices - 1} collective-permute (ppermute) of {x[0].nbytes} bytes "
                            "per device (n - 1 shifts of the block), and no psum")
-    expect_ppermute_only(out["hlo"], "ring_allreduce")
-    expect_close(out["values"], np.broadcast_to(x.astype(np.float64).sum(axis=0), x.shape),
+    expect_ppermute_only(out.hlo, "ring_allreduce")
+    expect_close(out.value, np.broadcast_to(x.astype(np.float64).sum(axis=0), x.shape),
                  what=f"ring_allreduce on {devices} devices")

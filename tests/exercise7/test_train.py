@@ -122,7 +122,11 @@ def test_train_step_returns_the_global_loss(student, rng, devices):
 def test_train_step_sends_only_gradient_and_loss(student, rng, devices):
     params, X, y = problem(rng, devices * B)
     batch = f32(X.reshape(devices, B, D), y.reshape(devices, B))
-    text = student.probe("probes_train.train_step", *f32(np.broadcast_to(params, (devices, D))), batch, 0.05)
+    program = student.program("probes_train.train_step", *f32(np.broadcast_to(params, (devices, D))), batch, lr=0.05)
+    new, _ = expect_sequence(program.value, 2, "train_step(params, batch, lr) compiled with jax.jit")
+    expect_close(expect_shape(new, (devices, D), "train_step's new params"), np.broadcast_to(sgd(params, X, y, 0.05)[0],
+                 (devices, D)), what=f"params after one compiled train_step on {devices} devices", rtol=1e-4, atol=1e-5)
+    text = program.hlo
     gathered = hlo.select(text, ("all-gather", "all-to-all", "collective-permute"), by_student=True)
     if gathered:
         raise AssertionError(f"train_step runs an {gathered[0].op} (from lax.{gathered[0].origin}): the data stays "

@@ -4,7 +4,7 @@ import textwrap
 
 import pytest
 
-from catalogue import check_wrong_submission
+from catalogue import check_wrong_submission, expect_full_marks
 
 HEADER = """
 import jax
@@ -97,3 +97,39 @@ SUBMISSIONS = {
 def test_wrong_collectives_loses_points_on_collectives_only(make_submission, name):
     source, mistakes = SUBMISSIONS[name]
     check_wrong_submission(make_submission, "collectives", "devices", HEADER + textwrap.dedent(source), mistakes)
+
+
+RIGHT = {
+    "shard_map under jit, psum then divide by the axis size": """
+        from jax.sharding import Mesh
+        from jax.sharding import PartitionSpec as P
+
+
+        def _over_devices(fn, outputs):
+            mesh = Mesh(jax.devices(), ("d",))
+            return jax.jit(jax.shard_map(fn, mesh=mesh, in_specs=P("d"), out_specs=outputs))
+
+
+        def _stats(r):
+            return lax.psum(r, "d"), lax.psum(r, "d") / lax.axis_size("d"), lax.pmax(r, "d")
+
+
+        def _standardize(r):
+            mean = lax.psum(jnp.mean(r), "d") / lax.axis_size("d")
+            variance = lax.psum(jnp.mean((r - mean) ** 2), "d") / lax.axis_size("d")
+            return (r - mean) / jnp.sqrt(variance)
+
+
+        def all_reduce_stats(x):
+            return _over_devices(_stats, (P("d"),) * 3)(x)
+
+
+        def standardize_across_devices(x):
+            return _over_devices(_standardize, P("d"))(x)
+        """,
+}
+
+
+@pytest.mark.parametrize("way", RIGHT)
+def test_other_right_collectives_keeps_full_marks(make_submission, way):
+    expect_full_marks(make_submission({"collectives": HEADER + textwrap.dedent(RIGHT[way])}), "collectives", "1,4")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from catalogue import expect_caught, mutate
+from catalogue import expect_caught, expect_full_marks, mutate
 
 PMAPPED = ('local = jax.pmap(lambda a, b: lax.psum(jnp.dot(a, b), axis_name="i"), axis_name="i")\n'
            "    return local(_split(x, n), _split(y, n))[0]")
@@ -40,3 +40,30 @@ WRONG = {
 def test_wrong_dot_is_caught(make_submission, mistake):
     source, devices, reason = WRONG[mistake]
     expect_caught(make_submission({"dot": source}), "dot", "ring", devices, reason)
+
+
+RIGHT = {
+    "shard_map under jit on a mesh of its own": """
+        import jax
+        import jax.numpy as jnp
+        from jax import lax
+        from jax.sharding import Mesh
+        from jax.sharding import PartitionSpec as P
+
+
+        def distributed_dot(x, y):
+            n = jax.device_count()
+            pad = (-x.shape[0]) % n
+            mesh = Mesh(jax.devices(), ("i",))
+            local = jax.shard_map(lambda a, b: lax.psum(jnp.dot(a, b), "i"), mesh=mesh, in_specs=(P("i"), P("i")),
+                                  out_specs=P())
+            return jax.jit(local)(jnp.pad(x, (0, pad)), jnp.pad(y, (0, pad)))
+        """,
+    "pmap with out_axes=None": mutate("dot", ('axis_name="i")\n', 'axis_name="i", out_axes=None)\n'),
+                                      ("local(_split(x, n), _split(y, n))[0]", "local(_split(x, n), _split(y, n))")),
+}
+
+
+@pytest.mark.parametrize("way", RIGHT)
+def test_other_right_dot_keeps_full_marks(make_submission, way):
+    expect_full_marks(make_submission({"dot": RIGHT[way]}), "dot", "1,4")

@@ -1,0 +1,75 @@
+"""What a program handed over by a student's worker may contain before a clean worker compiles it.
+
+The clean worker (:mod:`grader.sandbox.program_runner`) runs no student Python, but a StableHLO
+module can still ask the host to run code: a host callback is a ``custom_call`` to
+``xla_ffi_python_cpu_callback`` (or its GPU twin) carrying an index into the *sending* process's
+table of Python functions, and other custom calls name arbitrary C++ handlers registered in the
+process. Infeed, outfeed, send and recv move data between the program and the host. So every
+operation of the module is read before anything is compiled, and the program is refused if it has
+an operation of a dialect outside :data:`DIALECTS`, a host transfer, or a custom call whose target
+is not in :data:`CUSTOM_CALLS`.
+
+The allowlist is what correct solutions of this course produce on CPU with JAX 0.10 (pmap,
+shard_map, jit with shardings, at 1 to 8 devices): with the default Shardy partitioner no custom
+call at all, with the GSPMD partitioner (``jax_use_shardy_partitioner=False``) the three sharding
+annotations below, which XLA's partitioner consumes and which run nothing. Everything else is
+refused with its name, host callbacks with what to do instead; LAPACK kernels (``jnp.linalg``) are
+refused too, since no task of the course needs them.
+"""
+
+from __future__ import annotations
+
+import functools
+
+# Dialects whose operations are computation, control flow or sharding annotations.
+DIALECTS = frozenset({"builtin", "func", "stablehlo", "chlo", "sdy"})
+# Operations that move data between the program and the host.
+HOST_TRANSFERS = frozenset({"stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send", "stablehlo.recv"})
+CUSTOM_CALL = "stablehlo.custom_call"
+# Custom-call targets that only annotate shardings for XLA's partitioner.
+CUSTOM_CALLS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"})
+CALLBACK_TARGETS = ("xla_ffi_python_cpu_callback", "xla_ffi_python_gpu_callback", "xla_python_cpu_callback",
+                    "xla_python_gpu_callback")
+
+
+def refusal(operations) -> str | None:
+    """Why a program with these operations may not run, or None. ``operations`` yields
+    (op name, custom-call target or None) pairs, one per operation of the module."""
+    for name, target in operations:
+        if name.split(".", 1)[0] not in DIALECTS:
+            return f"it contains an operation the grader does not run ({name})"
+        if name in HOST_TRANSFERS:
+            return f"it exchanges data with the host ({name}), which a graded program may not do"
+        if name == CUSTOM_CALL and target not in CUSTOM_CALLS:
+            if target in CALLBACK_TARGETS:
+                return ("it calls back into Python on the host (jax.pure_callback, io_callback, jax.debug.print "
+                        "or jax.debug.callback); compute with jax.numpy and lax only")
+            return f"it calls the external function {target!r}, which the grader does not run"
+    return None
+
+
+@functools.cache
+def _context():
+    """One MLIR context with JAX's dialects, made once per process (each costs about 2 ms)."""
+    from jax._src.interpreters import mlir
+
+    return mlir.make_ir_context()
+
+
+def module_operations(module_text: str):
+    """(op name, custom-call target or None) for every operation of a StableHLO module's text."""
+    from jaxlib.mlir import ir
+
+    found: list[tuple[str, str | None]] = []
+
+    def visit(op):
+        op = op.operation
+        target = None
+        if op.name == CUSTOM_CALL and "call_target_name" in op.attributes:
+            target = ir.StringAttr(op.attributes["call_target_name"]).value
+        found.append((op.name, target))
+        return ir.WalkResult.ADVANCE
+
+    with _context():
+        ir.Module.parse(module_text).operation.walk(visit)
+    return found

@@ -1,0 +1,84 @@
+"""The clean worker's one job: compile and run a program a student's worker handed over as data.
+
+A clean worker is forked from the same zygote as the student's worker (same backend configuration,
+same device count) but never imports student code: no submission on its ``sys.path``, its own
+empty folder as cwd, HOME and TMPDIR, no probes. It deserialises the ``jax.export`` blob, refuses
+it if it could run code on the host (:mod:`grader.sandbox.program_check`), compiles it for this
+worker's devices, runs it on the test's inputs and returns the values together with the compiled
+HLO text: the structural checks and the value checks of a case read the same program.
+
+Anything that goes wrong here is the program's failure (``not_exportable`` with the reason); the
+grader replaces this worker after any failure, so a program that upset it cannot reach the next case.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grader.errors import StudentFailure
+from grader.sandbox.program_check import module_operations, refusal
+from grader.sandbox.student_code import first_line
+
+
+def _refuse(name: str, why: str) -> StudentFailure:
+    return StudentFailure("not_exportable", f"{name}'s program was refused: {why}")
+
+
+def _mesh(exported, devices):
+    """This worker's devices arranged as the mesh the program was exported with (JAX keeps its axis
+    names, sizes and types, not which devices it held), or in one axis if it named none."""
+    from jax.sharding import Mesh
+
+    for sharding in (*exported._in_named_shardings, *exported._out_named_shardings):
+        if sharding is not None and sharding.mesh.axis_names:
+            abstract = sharding.mesh
+            return Mesh(np.array(devices[:abstract.size]).reshape(abstract.axis_sizes), abstract.axis_names,
+                        axis_types=abstract.axis_types)
+    return Mesh(np.array(devices[:exported.nr_devices]), ("devices",))
+
+
+def _shardings(exported, mesh):
+    """Where each input goes and each output comes from: the exported shardings on this worker's
+    devices; an input the program left unspecified is replicated (as a NumPy argument to jax.jit is),
+    an output left unspecified is wherever the compiled program puts it."""
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    replicated = NamedSharding(mesh, PartitionSpec())
+    ins = [s or replicated for s in exported.in_shardings_jax(mesh)]
+    return jax.tree.unflatten(exported.in_tree, ins)[0], jax.tree.unflatten(exported.out_tree,
+                                                                           list(exported.out_shardings_jax(mesh)))
+
+
+def run_program(blob: np.ndarray, args: tuple, name: str) -> dict:
+    """{"value": what the program returns for ``args``, "hlo": its compiled HLO text}."""
+    import jax
+
+    if not isinstance(blob, np.ndarray) or blob.dtype != np.uint8 or blob.ndim != 1:
+        raise _refuse(name, "it is not a serialized program")
+    try:
+        exported = jax.export.deserialize(bytearray(blob.tobytes()))
+        operations = module_operations(exported.mlir_module())
+    except Exception as exc:  # noqa: BLE001 - bytes that do not parse are the sender's fault
+        raise _refuse(name, f"it cannot be read as a jax.export program ({first_line(exc, 160)})") from None
+    why = refusal(operations)
+    if why is None and (exported.ordered_effects or exported.unordered_effects):
+        why = f"it has side effects ({', '.join(map(str, exported.ordered_effects + exported.unordered_effects))})"
+    if why is not None:
+        raise _refuse(name, why)
+    devices = jax.devices()
+    if exported.nr_devices not in (1, len(devices)):
+        raise _refuse(name, f"it was built for {exported.nr_devices} devices; this case has {len(devices)}")
+    try:
+        in_shardings, out_shardings = _shardings(exported, _mesh(exported, devices))
+        compiled = jax.jit(exported.call, in_shardings=in_shardings, out_shardings=out_shardings).lower(*args).compile()
+        value = compiled(*args)
+        jax.block_until_ready(value)
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a program that does not compile or run for these inputs
+        if "RESOURCE_EXHAUSTED" in str(exc):
+            raise  # reported as the memory limit, like any call
+        raise StudentFailure("not_exportable", f"{name}'s program does not run on the test's inputs: "
+                             f"{first_line(exc, 200)}", None, type(exc).__name__) from None
+    return {"value": value, "hlo": compiled.as_text()}

@@ -1,0 +1,209 @@
+"""Program mode: the structure and the values graded are those of one program, compiled and run by a
+clean worker, so what a submission does inside its own process cannot change either.
+
+One generated course holds one task per submission, each graded by exercise 7's own dot suite
+(test_dot.py with the module name changed): four value tests through ``student.call`` and the
+structural test through ``student.program``. Every submission below is hostile or wrong in one way;
+``unchanged`` is the reference solution, graded after all of them by the same clean workers.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from conftest import ROOT, run_grade
+
+SOLUTION = (ROOT / "solutions" / "exercise7" / "dot.py").read_text()
+SUITE = (ROOT / "tests" / "exercise7" / "test_dot.py").read_text()
+STRUCTURAL = "test_dot_uses_one_all_reduce"
+POINTS, WEIGHT = 6, 2  # each task's points, and the structural test's weight (each value test weighs 1)
+
+SUBMISSIONS = {
+    # Attack 1: a single-device dot, with every way JAX prints a program patched to print a one-psum one.
+    "patched_text": '''
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+        from jax import lax
+
+        def _honest(x, y):
+            return jax.pmap(lambda a, b: lax.psum(jnp.dot(a, b), "i"), axis_name="i")(
+                x.reshape(jax.device_count(), -1), y.reshape(jax.device_count(), -1))[0]
+
+        _ones = np.ones(2 * jax.device_count(), np.float32)
+        _lowered = jax.jit(_honest).lower(_ones, _ones)
+        CANNED_HLO, CANNED_MLIR = _lowered.compile().as_text(), _lowered.as_text()
+        jax.stages.Compiled.as_text = lambda self, *a, **k: CANNED_HLO
+        jax.stages.Lowered.as_text = lambda self, *a, **k: CANNED_MLIR
+        _compile = jax.stages.Lowered.compile
+        jax.stages.Lowered.compile = lambda self, *a, **k: _compile(_lowered, *a, **k)
+        jax.export.Exported.mlir_module = lambda self: CANNED_MLIR
+
+        def distributed_dot(x, y):
+            return jnp.dot(x, y)
+        ''',
+    # Attack 2: NumPy on concrete arrays, a token psum (of zeros) only when traced.
+    "traced_token": '''
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+        from jax import lax
+
+        def distributed_dot(x, y):
+            if isinstance(x, jax.core.Tracer):
+                token = jax.pmap(lambda v: lax.psum(v, "i"), axis_name="i")
+                return token(jnp.zeros(jax.device_count(), x.dtype))[0]
+            return np.dot(np.asarray(x), np.asarray(y))
+        ''',
+    "plain_dot": '''
+        import jax.numpy as jnp
+
+        def distributed_dot(x, y):
+            return jnp.dot(x, y)
+        ''',
+    "pure_callback": '''
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        def distributed_dot(x, y):
+            result = jax.ShapeDtypeStruct((), jnp.float32)
+            return jax.pure_callback(lambda a, b: np.dot(a, b).astype(np.float32), result, x, y)
+        ''',
+    "io_callback": '''
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+        from jax.experimental import io_callback
+
+        def distributed_dot(x, y):
+            result = jax.ShapeDtypeStruct((), jnp.float32)
+            return io_callback(lambda a, b: np.dot(a, b).astype(np.float32), result, x, y)
+        ''',
+    "debug_callback": SOLUTION + '''
+_dot = distributed_dot
+
+
+def distributed_dot(x, y):
+    jax.debug.callback(lambda v: None, x)
+    return _dot(x, y)
+''',
+    # The export check switched off, so a callback reaches the clean worker. The modules of this
+    # course share one worker, so the patches of jax.export here undo themselves after one use.
+    "forged_callback": '''
+        import jax
+        import jax._src.export._export as _export
+        import jax.numpy as jnp
+        import numpy as np
+
+        _real_check, _real_export = _export._check_lowering, jax.export.export
+        _anything = [jax.export.DisabledSafetyCheck.custom_call("xla_ffi_python_cpu_callback")]
+
+        def _forge(fn, **kwargs):
+            jax.export.export = _real_export
+
+            def export_with_callbacks(*args):
+                _export._check_lowering = lambda lowering: None
+                try:
+                    return _real_export(fn, disabled_checks=_anything)(*args)
+                finally:
+                    _export._check_lowering = _real_check
+            return export_with_callbacks
+
+        jax.export.export = _forge
+
+        def distributed_dot(x, y):
+            result = jax.ShapeDtypeStruct((), jnp.float32)
+            return jax.pure_callback(lambda a, b: np.dot(a, b).astype(np.float32), result, x, y)
+        ''',
+    # A program for other inputs than the test's: it fails in the clean worker, which must recover.
+    "bad_blob": SOLUTION + '''
+_real_export = jax.export.export
+
+
+def _for_three_numbers(fn, **kwargs):
+    jax.export.export = _real_export
+    return lambda *args: _real_export(fn, **kwargs)(*[a[:3] for a in args])
+
+
+jax.export.export = _for_three_numbers
+''',
+    "python_if": SOLUTION + '''
+_dot = distributed_dot
+
+
+def distributed_dot(x, y):
+    if x[0] > 100:
+        return 0.0
+    return _dot(x, y)
+''',
+    "unchanged": SOLUTION,
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("program")
+    tasks = "\n".join(f"      - {{id: {m}, title: {m}, points: {POINTS}, hint: 'one psum', "
+                      f"tests: {{{STRUCTURAL}: {{weight: {WEIGHT}}}}}}}" for m in SUBMISSIONS)
+    (root / "course.yaml").write_text(textwrap.dedent("""\
+        course: program-mode
+        defaults: {devices: [2], timeout_s: 30}
+        exercises:
+          ex:
+            title: Program mode against hostile submissions
+            tasks:
+        """) + tasks + "\n")
+    for folder in ("exercises/ex", "tests/ex"):
+        (root / folder).mkdir(parents=True)
+    for module, source in SUBMISSIONS.items():
+        (root / "exercises/ex" / f"{module}.py").write_text(textwrap.dedent(source))
+        (root / "tests/ex" / f"test_{module}.py").write_text(SUITE.replace('"dot.distributed_dot"',
+                                                                             f'"{module}.distributed_dot"'))
+    proc = run_grade("ex", "--course", str(root), "--format", "json", "--seed", "5", timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return {t["id"]: t for t in json.loads(proc.stdout)["tasks"]}
+
+
+def _structural(task) -> dict:
+    return next(c for c in task["cases"] if c["test"] == STRUCTURAL)
+
+
+def _value_cases(task) -> list[dict]:
+    return [c for c in task["cases"] if c["test"] != STRUCTURAL]
+
+
+@pytest.mark.parametrize("module, words", [
+    ("patched_text", "runs no all-reduce of its own"),
+    ("plain_dot", "runs no all-reduce of its own"),
+    ("traced_token", "distributed_dot(x, x) compiled with jax.jit returned 0, expected"),
+    ("pure_callback", "calls back into Python on the host"),
+    ("io_callback", "calls back into Python on the host"),
+])
+def test_a_single_device_dot_keeps_the_value_points_and_loses_the_structural_ones(graded, module, words):
+    task = graded[module]
+    assert all(c["outcome"] == "passed" for c in _value_cases(task)), task["cases"]
+    assert _structural(task)["outcome"] == "failed"
+    assert words in _structural(task)["message"], _structural(task)["message"]
+    values = len(_value_cases(task))
+    assert task["score"] == pytest.approx(POINTS * values / (values + WEIGHT), abs=1e-4), task
+
+
+@pytest.mark.parametrize("module, kind, words", [
+    ("pure_callback", "not_exportable", "jax.pure_callback, io_callback, jax.debug.print or jax.debug.callback"),
+    ("debug_callback", "not_exportable", "calls back into Python on the host"),
+    ("forged_callback", "not_exportable", "distributed_dot's program was refused: it calls back into Python"),
+    ("bad_blob", "not_exportable", "program does not run on the test's inputs"),
+    ("python_if", "not_traceable", "cannot be compiled with jax.jit"),
+])
+def test_a_program_that_cannot_be_graded_gets_a_verdict_naming_why(graded, module, kind, words):
+    case = _structural(graded[module])
+    assert case["kind"] == kind, case
+    assert words in case["message"], case["message"]
+
+
+def test_the_reference_keeps_full_marks_after_the_clean_workers_met_all_of_them(graded):
+    assert graded["unchanged"]["score"] == POINTS, graded["unchanged"]["cases"]
