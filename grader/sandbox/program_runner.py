@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.errors import StudentFailure
+from grader.layout import plural
 from grader.sandbox.program_check import module_operations, refusal
 from grader.sandbox.student_code import first_line
 
@@ -68,7 +69,7 @@ def run_program(blob: np.ndarray, args: tuple, name: str) -> dict:
         raise _refuse(name, why)
     devices = jax.devices()
     if exported.nr_devices not in (1, len(devices)):
-        raise _refuse(name, f"it was built for {exported.nr_devices} devices; this case has {len(devices)}")
+        raise _refuse(name, f"it was built for {plural(exported.nr_devices, 'device')}; this case has {len(devices)}")
     try:
         in_shardings, out_shardings = _shardings(exported, _mesh(exported, devices))
         compiled = jax.jit(exported.call, in_shardings=in_shardings, out_shardings=out_shardings).lower(*args).compile()
