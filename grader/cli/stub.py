@@ -1,4 +1,4 @@
-"""What a stub says when a student runs it: ``python exercises/exercise7/dot.py``.
+"""What a stub says when a student runs it: ``python exercises/<exercise>/<module>.py``.
 
 A stub defines functions and does nothing when run, which leaves a student wondering whether it
 worked. Each stub's ``if __name__ == "__main__":`` block calls :func:`explain` instead, which says
