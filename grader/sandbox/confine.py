@@ -8,7 +8,7 @@ enough). The layers, by the names the record and the reports use:
 - ``files``: Landlock. Read-only the Python installation, site-packages, the engine, the system
   programs (/bin, /usr/bin: a program it runs is confined the same way) and libraries, /dev/null,
   /dev/urandom, the CPU topology JAX reads and the worker's own /proc entry; read-write the
-  scratch only. Nothing else: not the course, the suites, /tmp, another process's /proc entry, a
+  scratch only (in watch mode, also its own compile cache). Nothing else: not the course, the suites, /tmp, another process's /proc entry, a
   classmate's scratch.
 - ``network``: no socket but the TCP a multi-process group needs (seccomp), and TCP only to the
   ports given (Landlock, ABI 4); abstract unix sockets outside the worker are out of reach
@@ -66,7 +66,9 @@ ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 class Policy:
     """What one worker may reach.
 
-    ``scratch``: the one writable folder (the worker's copy of the submission). ``read_only``:
+    ``scratch``: the writable folder (the worker's copy of the submission). ``kept``: folders it may
+    write too, which outlive it (watch mode's compile cache; the worker owns them like the scratch).
+    ``read_only``:
     folders or files beyond the Python installation and the system libraries (the engine, by
     default). ``devices``: files, or folders of them, it may open for reading and writing but not
     create or remove (an accelerator's device nodes). ``tcp_ports``: None for no TCP at all; else
@@ -79,6 +81,7 @@ class Policy:
     """
 
     scratch: str
+    kept: tuple[str, ...] = ()
     read_only: tuple[str, ...] = (ENGINE_DIR,)
     devices: tuple[str, ...] = ()
     tcp_ports: tuple[int, ...] | None = None
@@ -203,7 +206,8 @@ def _ruleset(record: _Record) -> landlock.Ruleset | None:
     for path in (*_SYSTEM_READ_WRITE, *policy.devices):
         if os.path.exists(path):
             ruleset.allow_path(path, landlock.READ | landlock.READ_WRITE_FILE)
-    ruleset.allow_path(policy.scratch, landlock.fs_rights(abi))
+    for path in (policy.scratch, *policy.kept):
+        ruleset.allow_path(path, landlock.fs_rights(abi))
     for port in (policy.tcp_ports or ()) if ruleset.net_handled else ():
         ruleset.allow_port(port, tcp)
     return ruleset
@@ -234,9 +238,9 @@ def _check_uid(record: _Record) -> bool:
     if os.geteuid() != 0:
         record.why_not["uid"] = "the grader is not root, so workers keep its uid"
         return False
-    scratch_parent = os.path.dirname(os.path.abspath(record.policy.scratch))
+    parents = [os.path.dirname(os.path.abspath(p)) for p in (record.policy.scratch, *record.policy.kept)]
     blocked = (_unreadable_for_others([*python_paths(), *record.policy.read_only])
-               or _unreadable_for_others([scratch_parent], read=False))
+               or _unreadable_for_others(parents, read=False))
     if blocked:
         record.why_not["uid"] = (f"another uid could not read {blocked}, which the worker needs; a Python "
                                  "installed where every user can read it (e.g. /usr or /opt) gets this layer")
@@ -244,14 +248,15 @@ def _check_uid(record: _Record) -> bool:
 
 
 def _drop_uid(record: _Record) -> None:
-    """Become UID_BASE + pid with no groups, owning the scratch; only when started as root."""
+    """Become UID_BASE + pid with no groups, owning the scratch (and the kept folders); only when
+    started as root."""
     if not _check_uid(record):
         return
-    scratch = record.policy.scratch
     uid = UID_BASE + os.getpid()
-    for folder, dirs, files in os.walk(scratch):
-        for name in (folder, *(os.path.join(folder, n) for n in dirs + files)):
-            os.lchown(name, uid, uid)
+    for top in (record.policy.scratch, *record.policy.kept):
+        for folder, dirs, files in os.walk(top):
+            for name in (folder, *(os.path.join(folder, n) for n in dirs + files)):
+                os.lchown(name, uid, uid)
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
@@ -323,8 +328,9 @@ def survey(policy: Policy) -> dict:
     return record.as_dict(0.0)
 
 
-def confine_worker(code: str, probes: str, backend: str, distributed: dict | None, off=()) -> dict:
-    """Confine a worker: it may write its copy of the submission (``code``) and read the ``probes`` copied beside it.
+def confine_worker(code: str, probes: str, backend: str, distributed: dict | None, off=(), kept: str = "") -> dict:
+    """Confine a worker: it may write its copy of the submission (``code``) and the folder ``kept``
+    (watch mode's compile cache, when given), and read the ``probes`` copied beside it.
 
     A process of a multi-process group (``distributed``: its coordinator's ``host:port``) may also
     bind that port and ephemeral ones, and connect to its peers. On a real accelerator (``backend``
@@ -334,7 +340,7 @@ def confine_worker(code: str, probes: str, backend: str, distributed: dict | Non
     ports = (int(distributed["coordinator"].rpartition(":")[2]), 0) if distributed else None
     accelerator = backend != "cpu"
     read_only = (ENGINE_DIR, probes, *(_ACCELERATOR_READ_ONLY if accelerator else ()))
-    return confine(Policy(scratch=code, read_only=read_only, devices=("/dev",) if accelerator else (),
+    return confine(Policy(scratch=code, kept=(kept,) if kept else (), read_only=read_only, devices=("/dev",) if accelerator else (),
                           tcp_ports=ports, tcp_connect_any=bool(distributed), off=_mechanisms(off)))
 
 

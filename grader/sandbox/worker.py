@@ -111,6 +111,47 @@ def serve(request_fd: int, reply_fd: int) -> None:
         protocol.send(reply_fd, reply, reply_blobs)
 
 
+def use_compile_cache(folder: str) -> None:
+    """Keep every program JAX compiles in ``folder``, and look for it there before compiling.
+
+    Only watch mode gives a worker such a folder, one per layout and kind of worker, kept for the
+    session: a student's next save mostly compiles what the last one did (the same pads and reshapes
+    at the same shapes; every unchanged task), and compiling is most of a round. JAX keys an entry by
+    a hash of the program, the compile options, the devices and the versions, so an entry is only
+    ever used for the same program; what a student's code writes there itself can only reach later
+    rounds of the same student's workers, which run that student's code anyway: never a clean
+    worker (it keeps no cache) and never a grade of record (no other command keeps one).
+    """
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", folder)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # the default keeps only >1 s compiles
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)  # (its size cap needs filelock; the
+    # grader's Workspace empties the cache instead once it passes COMPILE_CACHE_LIMIT_BYTES)
+
+
+def warm_up(clean: bool) -> None:
+    """Compile and run one small collective program over every local device, so the first program
+    of the student's (in a clean worker: the first exported one, by the same path) does not also pay
+    for setting up XLA and JAX in this process: the work a spare does before the save that needs it."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax import lax
+
+    n = jax.local_device_count()
+
+    def total(v):
+        return jax.pmap(lambda part: lax.psum(jnp.dot(part, part), "warm"), axis_name="warm")(
+            jnp.pad(v, (0, n * 3 - v.shape[0])).reshape(n, 3))[0]
+
+    values = (np.ones(n * 3 - 1, np.float32),)
+    if clean:
+        run_program(export_program(total, values, "warm_up"), values, "warm_up")
+    else:
+        jax.block_until_ready(total(*values))
+
+
 def configure_jax(settings: WorkerSettings) -> dict:
     """Import JAX for one configuration and return a description of what it sees."""
     import jax
@@ -147,8 +188,12 @@ def main(request_fd: int = REQUEST_FD, reply_fd: int = REPLY_FD) -> None:
         _probes_folder = os.path.abspath(settings.probes)
     try:
         sandbox = confine.confine_worker(settings.code, _probes_folder, settings.backend, settings.distributed,
-                                         settings.sandbox_off)
+                                         settings.sandbox_off, settings.compile_cache)
         info = configure_jax(settings)
+        if settings.warm_up:
+            warm_up(_clean)  # before the cache is on, so XLA's compiler is what it sets up
+        if settings.compile_cache:
+            use_compile_cache(settings.compile_cache)
     except BaseException as exc:  # noqa: BLE001 - reported to the grader, which explains it
         protocol.send(reply_fd, {"ready": False, "message": f"{type(exc).__name__}: {first_line(exc)}"})
         return

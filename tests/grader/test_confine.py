@@ -140,6 +140,21 @@ def test_files_reach_only_the_scratch_and_what_python_needs(place):
     assert not os.path.exists(site + "/evil.pth")
 
 
+def test_a_kept_folder_is_writable_and_the_folders_beside_it_are_not(place):
+    cache = place["base"] / "compile-cache"
+    for layout in ("devices-1", "devices-2"):
+        (cache / layout).mkdir(parents=True)
+    result = run_confined(f"""
+        result["kept"] = attempt(lambda: open({str(cache / 'devices-1' / 'entry')!r}, "w").write("x"))
+        result["beside"] = attempt(lambda: open({str(cache / 'devices-2' / 'entry')!r}, "w"))
+        result["parent"] = attempt(lambda: open({str(cache / 'entry')!r}, "w"))
+        result["scratch"] = attempt(lambda: open("mine.txt", "w").write("x"))
+    """, scratch=place["scratch"], kept=(str(cache / "devices-1"),))
+    assert "files" in result["record"]["held"]
+    assert (result["kept"], result["scratch"]) == ("ok", "ok")
+    assert (result["beside"], result["parent"]) == ("EACCES", "EACCES")
+
+
 def test_switching_landlock_off_says_so_and_leaves_files_open(place):
     result = run_confined(f"""
         result["course"] = attempt(lambda: open({str(ROOT / 'course.yaml')!r}).read())
@@ -331,19 +346,24 @@ def test_escape_hatches_fail_with_an_error_not_a_kill(place):
 @pytest.mark.skipif(UID_PYTHON is None, reason="needs root and a Python that another uid can read")
 def test_as_root_a_worker_gets_its_own_uid(place):
     place["base"].chmod(0o711)  # as the grader leaves a scratch's parent: searchable, not listable
+    kept = place["base"] / "kept"
+    (kept / "entries").mkdir(parents=True)  # root's, as an earlier worker's uid may have left it
     result = run_confined(f"""
         result["ids"] = [os.getuid(), os.geteuid(), os.getgid(), os.getegid(), os.getgroups()]
         result["pid"] = os.getpid()
         result["secret"] = attempt(lambda: open({place['secret']!r}).read())
         result["scratch_owner"] = os.stat(".").st_uid
         result["write"] = attempt(lambda: open("mine.txt", "w").write("x"))
+        result["kept_write"] = attempt(lambda: open({str(kept / 'entries' / 'new')!r}, "w").write("x"))
         result["setuid_back"] = attempt(lambda: os.setuid(0))
-    """, python=UID_PYTHON, scratch=place["scratch"], off=frozenset({"landlock"}))  # the uid alone keeps them out
+    """, python=UID_PYTHON, scratch=place["scratch"], kept=(str(kept),),
+        off=frozenset({"landlock"}))  # the uid alone keeps them out
     uid = confine_mod.UID_BASE + result["pid"]
     assert result["ids"] == [uid, uid, uid, uid, []]
     assert result["record"]["uid"] == uid and "uid" in result["record"]["held"]
     assert result["secret"] == "EACCES" and result["setuid_back"] == "EPERM"
     assert result["scratch_owner"] == uid and result["write"] == "ok"
+    assert result["kept_write"] == "ok" and os.stat(kept / "entries").st_uid == uid
 
 
 @pytest.mark.skipif(UID_PYTHON is None, reason="needs root and a Python that another uid can read")
