@@ -131,7 +131,7 @@ def copy_to_scratch(source: str, scratch: str) -> str:
     a stray archive) are copied while they fit and left out after that, since they are not graded.
     """
     dest = os.path.join(scratch, "submission")
-    os.makedirs(dest)
+    os.makedirs(dest, exist_ok=True)  # a workspace keeps the (emptied) folder between runs
     count = size = 0
     for rel, src in files(source):
         target = os.path.join(dest, rel)

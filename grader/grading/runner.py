@@ -27,7 +27,6 @@ from grader.layout import Layout
 from grader.submission import Submission
 from grader.workers.backends import Backend, resolve
 from grader.workers.pool import WorkerPool
-from grader.workers.worker import RunSettings
 
 if TYPE_CHECKING:
     from grader.grading.plugin import Case
@@ -118,10 +117,10 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
     before = integrity.snapshot(guarded)
     space = workspace or Workspace()
     try:
-        code, probes = space.fresh_copy(submission.found, suite)
-        run = RunSettings(code=code, probes=probes, backend=backend, memory_mb=backend.memory_limit_mb(course.memory_mb),
-                          timeout_s=timeout_s or exercise.timeout_s, sandbox_off=confinement.switched_off())
-        pool = WorkerPool(run, space.engine, launcher=space.launcher)
+        space.fresh_copy(submission.found, suite)
+        run = space.settings(backend=backend, memory_mb=backend.memory_limit_mb(course.memory_mb),
+                             timeout_s=timeout_s or exercise.timeout_s, sandbox_off=confinement.switched_off())
+        pool = WorkerPool(run, space.engine, launcher=space.launcher, spares=space.spares)
         log = io.StringIO()
         try:
             progress.starting()
@@ -157,6 +156,7 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
                            interrupted=plugin.interrupted, unfinished=plugin.unfinished() if plugin.interrupted else ())
         if result.interrupted:
             raise Interrupted(result)  # the scratch is removed (finally) before the caller sees it
+        space.note_run(run, *pool.layouts())
         integrity.verify(before, guarded)
         confinement.require(require_sandbox, sandbox, "this run's workers")
         if plugin.grader_errors:

@@ -6,11 +6,14 @@ file-watching library), and a change is graded once the files have been still fo
 editors save in bursts (a temporary file, a rename, a second write). Each round clears the screen,
 draws the report, and says which file was saved and which tasks changed since the round before.
 
-Between rounds only the :class:`grader.grading.workspace.Workspace` is kept: its zygote has imported
-JAX and never runs student code, so the import is paid once per session. Every round still forks
-fresh workers and copies the submission into an emptied folder, so no state of an earlier round
-(a module global, a file the code wrote) reaches the next. Ctrl-C stops the session: whatever
-round is running is abandoned, every worker and the zygote end, and ``grade`` exits with 130.
+Between rounds the :class:`grader.grading.workspace.Workspace` is kept ``warm``: its zygote has
+imported JAX and never runs student code, the student's workers keep a compile cache (an entry is a
+program JAX compiled, found by a hash of that program: it is only ever reused for the same one), and
+once a round is over the next round's workers are forked and warmed up, with no student code in
+them. Every round still gets those fresh workers and a copy of the submission in an emptied folder,
+so no state of an earlier round (a module global, a file the code wrote) reaches the next. Ctrl-C
+stops the session: whatever round is running is abandoned, every worker and the zygote end, and
+``grade`` exits with 130.
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ from grader.grading.report import Report
 from grader.grading.workspace import Workspace
 from grader.layout import plural
 
-POLL_S = 0.05
-QUIET_S = 0.15
+POLL_S = 0.02
+QUIET_S = 0.05
 CLEAR = "\x1b[H\x1b[2J"
 
 Snapshot = dict[str, tuple[int, int]]
@@ -113,7 +116,7 @@ def watch(grade: Callable[[Workspace], Report], render: Callable[[Report], str],
     out = out or sys.stdout
     clear = CLEAR if out.isatty() else "\n"
     where = os.path.relpath(watched) if not os.path.relpath(watched).startswith("..") else watched
-    workspace = Workspace(prefix="grade-watch-")
+    workspace = Workspace(prefix="grade-watch-", warm=True)
     previous, saved = None, ""
     try:
         with _Interrupts() as interrupts:
@@ -134,6 +137,7 @@ def watch(grade: Callable[[Workspace], Report], render: Callable[[Report], str],
                 lines.append(f"watching {where} ({plural(len(files), 'file')}): save to regrade, Ctrl-C to stop")
                 out.write(clear + "\n".join(lines) + "\n")
                 out.flush()
+                workspace.ready_next()
                 after = wait_for_change(watched, files, poll_s, quiet_s)
                 saved = ", ".join(changed_files(files, after))
     finally:

@@ -1,12 +1,24 @@
 """Where grading runs put the submission for their workers, and what starts those workers.
 
-A workspace is a scratch folder (the submission's copy, the suite's probes, the link to the engine)
-plus the :class:`grader.workers.launch.Launcher` whose zygote forks the workers. One grading run
-normally has its own and closes it at the end. Watch mode keeps one for a whole session so the
-zygote, which has imported JAX and never runs student code, stays warm between runs; each run still
-gets fresh workers forked from it, and :meth:`Workspace.fresh_copy` empties the folder first, so
-nothing an earlier run's code wrote there survives. The path stays the same between runs because
-workers' environment names it, and a zygote serves only workers of its own environment.
+A workspace is a scratch folder (the submission's copy, the suite's probes, the clean workers' home,
+the link to the engine) plus the :class:`grader.workers.launch.Launcher` whose zygote forks the
+workers. One grading run normally has its own and closes it at the end.
+
+Watch mode keeps one ``warm`` for a whole session: its zygote, which has imported JAX and never
+runs student code, stays up between runs, and so do two things that hold no state of a run:
+
+- a compile cache for the student's workers, by a hash of each program (why that is safe to keep:
+  grader.sandbox.worker.use_compile_cache), emptied if it ever grows past
+  COMPILE_CACHE_LIMIT_BYTES;
+- spare workers (grader.workers.spares), forked once a run's workers are all gone, its report is
+  drawn and the folders have been emptied (:meth:`Workspace.ready_next`), which wait, without
+  student code, for the next run.
+
+Every run still gets fresh workers and a folder emptied of whatever the code of an earlier run
+wrote: :meth:`Workspace.fresh_copy` empties it first, unless :meth:`Workspace.ready_next` did so
+after the last run and nothing has run since. The folders keep their paths (and, being emptied
+rather than replaced, their inodes, which the spares' file rules name), because workers'
+environment names them and a zygote serves only workers of its own environment.
 """
 
 from __future__ import annotations
@@ -17,10 +29,14 @@ import shutil
 import tempfile
 
 from grader import submission as submissions
+from grader.layout import Layout
 from grader.workers.launch import Launcher
-from grader.workers.worker import STARTUP_TIMEOUT_S
+from grader.workers.spares import Spares
+from grader.workers.worker import STARTUP_TIMEOUT_S, RunSettings
 
 ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROBES, CLEAN, ENGINE, COMPILE_CACHE = "probes", "clean", "engine", "compile-cache"
+COMPILE_CACHE_LIMIT_BYTES = 1 << 30  # past this (a student's code may write there too) the cache starts over
 
 
 def use_zygote() -> bool:
@@ -47,39 +63,120 @@ def _copy_probes(suite: str, probes: str) -> str:
     Workers import probes from there: the suite folder itself, with the hidden tests, stays out of
     their reach.
     """
-    os.makedirs(probes)
     for name in os.listdir(suite):
         if name.endswith(".py") and not name.startswith("test_") and name != "conftest.py":
             shutil.copyfile(os.path.join(suite, name), os.path.join(probes, name))
     return probes
 
 
+def _size(folder: str) -> int:
+    total = 0
+    for parent, _, names in os.walk(folder):
+        for name in names:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(parent, name)).st_size
+    return total
+
+
+def _empty(folder: str) -> None:
+    """Remove everything in ``folder`` but the folder itself (a link in it is removed, never followed)."""
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+
+
+def _own_like_folder(folder: str) -> None:
+    """As root, give what was just copied into ``folder`` to the folder's owner: the uid a spare took
+    when it confined itself (grader.sandbox.confine), as a worker started after the copy would."""
+    if os.geteuid() != 0:
+        return
+    uid = os.stat(folder).st_uid
+    for parent, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            os.lchown(os.path.join(parent, name), uid, uid)
+
+
 class Workspace:
-    def __init__(self, prefix: str = "grade-"):
+    def __init__(self, prefix: str = "grade-", warm: bool = False):
+        """``warm``: keep a compile cache and spare workers between runs (watch mode)."""
         self.root = tempfile.mkdtemp(prefix=prefix)
         os.chmod(self.root, 0o711)  # a worker with a uid of its own must reach its folder, and list none
-        self.engine = os.path.join(self.root, "engine")  # holds only the ``grader`` package, for the workers
+        self.engine = os.path.join(self.root, ENGINE)  # holds only the ``grader`` package, for the workers
+        self.code = os.path.join(self.root, "submission")  # where submission.copy_to_scratch puts it
+        self.probes, self.clean = os.path.join(self.root, PROBES), os.path.join(self.root, CLEAN)
+        self.compile_cache = os.path.join(self.root, COMPILE_CACHE) if warm else ""
+        self.spares = Spares() if warm else None
         self.launcher = Launcher(self.engine, use_zygote(), STARTUP_TIMEOUT_S)
+        self._emptied = False  # by ready_next, with nothing run since
+        self._last_run: tuple[RunSettings, list[Layout], list[Layout]] | None = None
 
-    def fresh_copy(self, source: str, suite: str) -> tuple[str, str]:
-        """Empty the folder, then copy the submission at ``source`` and the probes of ``suite`` into it;
-        returns (the submission's copy, the probes' folder). A zygote that died since the last run (a
-        student's code may kill its parent) is replaced."""
-        self.launcher.forget_dead()
+    def _reset(self) -> None:
+        """Empty every folder of the workspace (the compile cache only past its limit), keeping the fixed ones."""
         _make_removable(self.root)
+        cache = self.compile_cache
+        if cache and os.path.isdir(cache) and _size(cache) > COMPILE_CACHE_LIMIT_BYTES:
+            shutil.rmtree(cache)
+        kept = {self.code, self.probes, self.clean}
         for name in os.listdir(self.root):
             path = os.path.join(self.root, name)
-            if os.path.isdir(path) and not os.path.islink(path):
+            if path == cache:
+                continue
+            if path in kept and os.path.isdir(path) and not os.path.islink(path):
+                _empty(path)
+            elif os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path)
             else:
                 os.unlink(path)
-        os.makedirs(self.engine)
+        for folder in (self.engine, *kept):
+            os.makedirs(folder, exist_ok=True)
+        if cache:
+            os.makedirs(cache, exist_ok=True)
+            os.chmod(cache, 0o711)  # every worker's uid passes through to its own folder (_make_removable closed it)
         os.symlink(ENGINE_DIR, os.path.join(self.engine, "grader"))
-        return submissions.copy_to_scratch(source, self.root), _copy_probes(suite, os.path.join(self.root, "probes"))
+
+    def fresh_copy(self, source: str, suite: str) -> tuple[str, str]:
+        """Empty the folder (unless :meth:`ready_next` just did), then copy the submission at ``source`` and
+        the probes of ``suite`` into it; returns (the submission's copy, the probes' folder). A zygote that
+        died since the last run (a student's code may kill its parent) is replaced."""
+        self.launcher.forget_dead()
+        if not self._emptied:
+            if self.spares is not None:
+                self.spares.close()  # they were forked for a folder about to be emptied
+            self._reset()
+        self._emptied = False
+        submissions.copy_to_scratch(source, self.root)
+        _copy_probes(suite, self.probes)
+        _own_like_folder(self.code)
+        return self.code, self.probes
+
+    def settings(self, **run) -> RunSettings:
+        """The RunSettings of a run in this workspace (``run``: the rest of its fields)."""
+        return RunSettings(code=self.code, probes=self.probes, clean_home=self.clean,
+                           compile_cache=self.compile_cache, **run)
+
+    def note_run(self, run: RunSettings, layouts: list[Layout], clean: list[Layout]) -> None:
+        """Remember a finished run's settings and the layouts it started workers for (``layouts``: the
+        student's, ``clean``: clean ones), for :meth:`ready_next`."""
+        self._last_run = (run, layouts, clean)
+
+    def ready_next(self) -> None:
+        """Once the last run's workers are all gone: in a warm workspace, empty the folders and fork spares
+        for a next run like the last one. Watch mode calls it once a round's report is drawn."""
+        if self.spares is None or self._last_run is None:
+            return
+        self.launcher.forget_dead()
+        self._reset()
+        self._emptied = True
+        self.spares.start(self._last_run[0], self.launcher, *self._last_run[1:])
 
     def close(self) -> None:
-        """End the zygotes and remove the folder."""
+        """End the spares and the zygotes, and remove the folder."""
         try:
+            if self.spares is not None:
+                self.spares.close()
             self.launcher.close()
         finally:
             _make_removable(self.root)

@@ -8,6 +8,9 @@ Program mode (:meth:`WorkerPool.program`) asks the student's worker for the expo
 *clean* worker of the same layout (forked from the same zygote, started in a folder of its own,
 never importing student code) to compile and run it. A clean worker whose program failed is
 replaced before the next case.
+
+Given :class:`grader.workers.spares.Spares` (watch mode), the pool takes a layout's first worker,
+student's or clean, from there when one is waiting, and starts one otherwise.
 """
 
 from __future__ import annotations
@@ -19,13 +22,15 @@ from grader.errors import GraderError, StudentFailure
 from grader.layout import Layout
 from grader.workers.group import WorkerGroup
 from grader.workers.launch import Launcher
+from grader.workers.spares import Spares
 from grader.workers.worker import STARTUP_TIMEOUT_S, Handle, RunSettings, Worker
 
 
 class WorkerPool:
-    def __init__(self, run: RunSettings, engine_path: str, use_zygote: bool = True, launcher: Launcher | None = None):
+    def __init__(self, run: RunSettings, engine_path: str, use_zygote: bool = True, launcher: Launcher | None = None,
+                 spares: Spares | None = None):
         """``launcher``: one that outlives this pool (watch mode keeps its zygote between runs); by default
-        the pool starts its own and closes it with the pool."""
+        the pool starts its own and closes it with the pool. ``spares``: workers started before this run."""
         self.run = run
         self.backend = run.backend
         self._engine_path = engine_path
@@ -33,7 +38,9 @@ class WorkerPool:
         self._launcher = launcher or Launcher(engine_path, use_zygote, STARTUP_TIMEOUT_S)
         self._workers: dict[Layout, Handle] = {}
         self._clean: dict[Layout, Worker] = {}
-        self._clean_dir = ""
+        self._clean_dir = run.clean_home
+        self._owns_clean_dir = not run.clean_home
+        self._spares = spares
         self.student_output: dict[str, str] = {}
         self.worker_seconds = 0.0
 
@@ -42,13 +49,20 @@ class WorkerPool:
             if layout.processes:
                 self._workers[layout] = WorkerGroup(layout, self.run, self._engine_path)
             else:
-                self._workers[layout] = Worker(layout, self.run, self._launcher)  # forked from this run's zygote
+                self._workers[layout] = self._spare(layout, clean=False) or Worker(layout, self.run, self._launcher)
         chosen = self._workers[layout]
         if self.backend.exclusive and not chosen.alive:
             for other in self._workers:
                 if other != layout and self._workers[other].alive:
                     self._retire(other)
         return chosen
+
+    def _spare(self, layout: Layout, clean: bool) -> Worker | None:
+        return self._spares.take(layout, self.run, clean) if self._spares is not None else None
+
+    def layouts(self) -> tuple[list[Layout], list[Layout]]:
+        """The layouts this run started workers for: (student's, clean ones')."""
+        return list(self._workers), list(self._clean)
 
     def prestart(self, layouts) -> None:
         """Start (in the background) what workers for ``layouts`` will be forked from."""
@@ -93,7 +107,8 @@ class WorkerPool:
         if layout not in self._clean:
             if not self._clean_dir:
                 self._clean_dir = tempfile.mkdtemp(prefix="grade-clean-")
-            self._clean[layout] = Worker(layout, self.run, self._launcher, clean_dir=self._clean_dir)
+            self._clean[layout] = (self._spare(layout, clean=True)
+                                   or Worker(layout, self.run, self._launcher, clean_dir=self._clean_dir))
         return self._clean[layout]
 
     def info(self) -> dict:
@@ -130,5 +145,5 @@ class WorkerPool:
             w.stop(grace_s=0)  # what XLA printed while compiling is not the student's output
         if self._owns_launcher:
             self._launcher.close()
-        if self._clean_dir:
+        if self._clean_dir and self._owns_clean_dir:
             shutil.rmtree(self._clean_dir, ignore_errors=True)

@@ -37,8 +37,10 @@ _MEMORY_MARKERS = (b"RESOURCE_EXHAUSTED", b"bad_alloc", b"MemoryError", b"Cannot
 @dataclass(frozen=True)
 class RunSettings:
     """What every worker of one grading run shares: the scratch copy of the submission (``code``),
-    the folder its probes come from, the backend, the memory limit, the per-call time limit and the
-    sandbox mechanisms to leave out (for measuring only; grader.grading.confinement.switched_off)."""
+    the folder its probes come from, the backend, the memory limit, the per-call time limit, the
+    sandbox mechanisms to leave out (for measuring only; grader.grading.confinement.switched_off), the
+    folder clean workers start in (``clean_home``; "": the pool makes one) and, in watch mode, the
+    folder of the session's compile caches (see :meth:`Worker.compile_cache`)."""
 
     code: str
     probes: str
@@ -46,6 +48,8 @@ class RunSettings:
     memory_mb: int
     timeout_s: float
     sandbox_off: tuple[str, ...] = ()
+    clean_home: str = ""
+    compile_cache: str = ""
 
 
 class Handle(Protocol):
@@ -121,12 +125,14 @@ class Worker:
     """One worker process for one layout; ``env`` holds this process's own variables (its share of the
     devices), ``distributed`` its place in a multi-process group. With ``clean_dir`` it is a clean
     worker: same environment (so the same zygote forks it), but it starts in that empty folder and
-    never imports student code."""
+    never imports student code. With ``warm_up`` it compiles a small program of the grader's once JAX
+    is set up (a spare, see grader.workers.spares)."""
 
     def __init__(self, layout: Layout, run: RunSettings, launcher: Launcher, env: dict[str, str] | None = None,
-                 distributed: dict | None = None, clean_dir: str | None = None):
+                 distributed: dict | None = None, clean_dir: str | None = None, warm_up: bool = False):
         self.layout, self.run, self.launcher = layout, run, launcher
         self.clean_dir = clean_dir
+        self.warm_up = warm_up
         self.env = env if env is not None else run.backend.worker_variables(layout.devices)
         self.distributed = distributed
         self.timeout_s = run.timeout_s
@@ -147,6 +153,19 @@ class Worker:
     def environment(self) -> dict[str, str]:
         return {**worker_environment(self.run.code, self.run.backend.name, self.timeout_s), **self.env}
 
+    def compile_cache(self) -> str:
+        """This worker's folder of the session's compile cache, made now; "" when the run keeps none.
+
+        One folder per device count, for the student's workers only: a clean worker compiles what
+        the grader reads (program mode), so nothing a student's code could write may reach it. A
+        process of a multi-process group keeps none either (its programs span the group).
+        """
+        if not self.run.compile_cache or self.clean_dir is not None or self.distributed:
+            return ""
+        folder = os.path.join(self.run.compile_cache, f"devices-{self.layout.devices}")
+        os.makedirs(folder, exist_ok=True)
+        return folder
+
     def spawn(self) -> None:
         """Start the process and send its settings; it reports ready (or why not) on the reply pipe."""
         home = self.clean_dir or self.run.code
@@ -157,7 +176,8 @@ class Worker:
         settings = protocol.WorkerSettings(code=home, probes="" if self.clean_dir else self.run.probes,
                                            backend=self.run.backend.name, devices=self.layout.devices,
                                            memory_mb=self.run.memory_mb, distributed=self.distributed,
-                                           clean=self.clean_dir is not None, sandbox_off=self.run.sandbox_off)
+                                           clean=self.clean_dir is not None, sandbox_off=self.run.sandbox_off,
+                                           compile_cache=self.compile_cache(), warm_up=self.warm_up)
         try:
             settings.send(self._req)
         except BrokenPipeError:

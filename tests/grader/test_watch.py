@@ -183,7 +183,7 @@ def test_the_workspace_is_emptied_between_rounds(tmp_path):
         locked.chmod(0)  # a folder the student's code made unreadable must not stop the next round
         assert space.fresh_copy(source, suite) == (code, probes)
         assert sorted(os.listdir(code)) == ["dot.py"]
-        assert sorted(os.listdir(space.root)) == ["engine", "probes", "submission"]
+        assert sorted(os.listdir(space.root)) == ["clean", "engine", "probes", "submission"]
         assert os.listdir(space.engine) == ["grader"] and os.listdir(probes) == ["probes_dot.py"]
     finally:
         space.close()
