@@ -23,6 +23,16 @@ def _num(x: float) -> str:
     return f"{round(x, 4):g}"
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_text(text: str) -> str:
+    """``text`` as a CSV cell a spreadsheet shows and never runs: a cell that starts like a formula
+    (a student id or name chosen as ``=HYPERLINK(...)``, an error quoting one) gets a leading ``'``,
+    which Excel, LibreOffice and Google Sheets read as "this is text"."""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
 def task_scores(result: Result) -> dict[str, float]:
     return {t["id"]: t["score"] for t in result.report["tasks"]} if result.status == GRADED else {}
 
@@ -42,7 +52,7 @@ def gradebook_csv(book: Gradebook) -> str:
     final score) and the submission time and deadline after it.
 
     A refused submission totals 0; one the grader failed on has no total, so it cannot be
-    uploaded as a grade by mistake.
+    uploaded as a grade by mistake. Student ids and errors are written as spreadsheet text.
     """
     task_ids = [t["id"] for t in book.meta_value("tasks")]
     results = book.results()
@@ -58,9 +68,9 @@ def gradebook_csv(book: Gradebook) -> str:
         else:
             total, percent = _num(r.score), _num(100 * r.score / r.max_score if r.max_score else 0)
         record = late(r) or {}
-        writer.writerow([r.student, *(_num(scores[t]) if t in scores else "" for t in task_ids),
+        writer.writerow([spreadsheet_text(r.student), *(_num(scores[t]) if t in scores else "" for t in task_ids),
                          *(str(record.get(c, "")) for c in (LATE_COLUMNS if dated else ())), total,
-                         _num(r.max_score), percent, r.status, r.error,
+                         _num(r.max_score), percent, r.status, spreadsheet_text(r.error),
                          *(record.get(c, "") for c in (LATE_TIMES if dated else ()))])
     return out.getvalue()
 

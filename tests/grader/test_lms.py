@@ -89,6 +89,14 @@ def test_a_submission_the_grader_failed_on_gets_no_mark(graded, tmp_path):
     assert "the grader failed on 1 submission;" in proc.stderr
 
 
+def test_canvas_writes_names_as_text_and_ids_as_they_are(graded, tmp_path):
+    book, _ = graded
+    roster = tmp_path / "roster.csv"
+    roster.write_text('student,name,canvas_id,section\nann,"=HYPERLINK(""http://evil.example"")",-101,@A\n')
+    table, _ = export(book, roster, "canvas", "--assignment", "Week 7")
+    assert table[2] == ["'=HYPERLINK(\"http://evil.example\")", "-101", "", "", "'@A", "15"]
+
+
 def test_canvas_needs_an_id_canvas_can_match(graded, tmp_path):
     book, _ = graded
     roster = tmp_path / "r.csv"
