@@ -25,7 +25,8 @@ INTERRUPTED = ("INTERRUPTED: this run was stopped before it finished; tasks not 
                "so this is not your grade")
 
 
-def _fmt(x: float) -> str:
+def points(x: float) -> str:
+    """A score as the report shows it: at most one decimal, none for a whole number."""
     return f"{x:.1f}".rstrip("0").rstrip(".") if x != int(x) else str(int(x))
 
 
@@ -167,7 +168,7 @@ def to_text(run: RunResult, score: Score, course_name: str, notes=(), options=()
     if run.interrupted:
         lines[1:1] = [INTERRUPTED]
     for ts in score.tasks:
-        pts = f"{_fmt(ts.score):>5} / {_fmt(ts.max_score):<3}"
+        pts = f"{points(ts.score):>5} / {points(ts.max_score):<3}"
         extra = " (extra credit)" if ts.task.extra_credit else ""
         cases = f"{ts.passed}/{ts.counted} cases" if ts.cases else ""
         if ts.not_run and ts.counted:
@@ -182,9 +183,9 @@ def to_text(run: RunResult, score: Score, course_name: str, notes=(), options=()
         if ts.score < ts.max_score and ts.task.hint and not ts.unfinished:
             lines += textwrap.wrap("hint: " + ts.task.hint, 100, initial_indent=indent, subsequent_indent=indent + "  ")
         lines += _feedback_lines(ts, indent)
-    lines += ["", f"  {'total':<{width}}  {_fmt(score.total):>5} / {_fmt(score.max_total):<3}  ({score.percent:.0f}%)"]
+    lines += ["", f"  {'total':<{width}}  {points(score.total):>5} / {points(score.max_total):<3}  ({score.percent:.0f}%)"]
     if score.scaled:
-        lines.append(f"  maximum scaled from {_fmt(score.full_max_total)} to {_fmt(score.max_total)}: cases not run "
+        lines.append(f"  maximum scaled from {points(score.full_max_total)} to {points(score.max_total)}: cases not run "
                      "on this machine count neither for nor against you")
     lines.append("")
     for note in notes:

@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from grader import submission as submissions
 from grader.errors import GraderError, UsageError
-from grader.grading.report import Report
+from grader.grading.report import Report, points
 from grader.grading.workspace import Workspace
 from grader.layout import plural
 
@@ -80,8 +80,8 @@ def task_changes(before: Report | None, after: Report) -> str:
     if before is None:
         return ""
     old, new = _points(before), _points(after)
-    moved = [f"{task} {old[task][0]:g} -> {score:g} ({old[task][1]} -> {status})" if old[task][1] != status
-             else f"{task} {old[task][0]:g} -> {score:g}"
+    moved = [f"{task} {points(old[task][0])} -> {points(score)} ({old[task][1]} -> {status})" if old[task][1] != status
+             else f"{task} {points(old[task][0])} -> {points(score)}"
              for task, (score, status) in new.items() if task in old and old[task] != (score, status)]
     return "changed: " + "; ".join(moved) if moved else "no task changed"
 

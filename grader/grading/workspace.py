@@ -132,6 +132,7 @@ class Workspace:
                 os.unlink(path)
         for folder in (self.engine, *kept):
             os.makedirs(folder, exist_ok=True)
+            os.chmod(folder, 0o755)  # as new: another uid reads the probes (_make_removable closed them)
         if cache:
             os.makedirs(cache, exist_ok=True)
             os.chmod(cache, 0o711)  # every worker's uid passes through to its own folder (_make_removable closed it)

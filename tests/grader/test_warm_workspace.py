@@ -18,6 +18,7 @@ from grader.course import load_course
 from grader.grading import pipeline
 from grader.grading.workspace import Workspace
 from grader.layout import Layout
+from grader.sandbox import confine
 from grader.workers.backends import resolve
 from grader.workers.launch import Launcher
 from grader.workers.spares import Spares
@@ -73,6 +74,9 @@ def test_rounds_take_spares_and_grade_each_save_anew(dot_only, make_submission):
         assert {(layout.devices, clean) for layout, clean in waiting} == {(1, False), (2, False), (1, True), (2, True)}
         assert all(w.alive for w in waiting.values())
         assert os.listdir(space.code) == [".tmp"]  # spares wait in an emptied folder: no student code to read
+        # and a worker with a uid of its own can still read the probes and reach its folders
+        assert confine._unreadable_for_others([space.probes, space.engine]) == ""
+        assert confine._unreadable_for_others([space.code, space.clean, space.compile_cache], read=False) == ""
         entries = {n: os.listdir(os.path.join(space.compile_cache, f"devices-{n}")) for n in DEVICES}
         assert all(entries.values()), entries  # the student's workers kept what they compiled
 
@@ -97,7 +101,7 @@ def test_a_dead_spare_is_replaced(dot_only, make_submission):
         _grade(dot_only, right, space)
         space.ready_next()
         for worker in space.spares._waiting.values():
-            os.killpg(worker.proc.pid, signal.SIGKILL)  # e.g. the out-of-memory killer, between two saves
+            os.kill(worker.proc.pid, signal.SIGKILL)  # e.g. the out-of-memory killer, between two saves
         report = _grade(dot_only, right, space)
         assert _dot(report).score == _dot(report).task.points
     finally:

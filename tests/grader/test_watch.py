@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import signal
 import subprocess
 import threading
@@ -14,6 +15,7 @@ import pytest
 from conftest import GRADE, ROOT
 
 from grader.grading import watch
+from grader.sandbox import confine
 
 # Correct, but fails if it finds state an earlier round left: a key it has seen in this process
 # (a module global) or a marker file in its cwd. Each round calls it once per length and device count.
@@ -102,7 +104,7 @@ def test_a_save_regrades_with_fresh_state_and_ctrl_c_ends_the_session(session):
     planted = session.report()
     assert planted.startswith("\nsaved seen-1-3.txt · graded in ")
     assert "state from an earlier round: 1-3" in planted
-    assert "changed: dot 15 -> " in planted
+    assert re.search(r"^changed: dot 15 -> \d+(\.\d)? \(passed -> (partial|failed)\)$", planted, re.M), planted
 
     (session.folder / "seen-1-3.txt").unlink()  # now only what earlier rounds left could trip it
     dot = session.folder / "dot.py"
@@ -185,6 +187,7 @@ def test_the_workspace_is_emptied_between_rounds(tmp_path):
         assert sorted(os.listdir(code)) == ["dot.py"]
         assert sorted(os.listdir(space.root)) == ["clean", "engine", "probes", "submission"]
         assert os.listdir(space.engine) == ["grader"] and os.listdir(probes) == ["probes_dot.py"]
+        assert confine._unreadable_for_others([probes, space.engine]) == ""  # a worker's own uid reads them
     finally:
         space.close()
     assert not os.path.exists(space.root)
