@@ -6,24 +6,10 @@ has to delete a lock file by hand). The file itself stays; only the lock on it m
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 
 from grader.errors import UsageError
-
-
-def try_hold(path: str, create: bool = True) -> int | None:
-    """A descriptor holding an exclusive lock on ``path``; None if another process holds it.
-
-    With ``create`` False a missing file raises FileNotFoundError instead of being created.
-    """
-    fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0), 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    return fd
+from grader.grading.held_folder import try_hold
 
 
 def _holder(path: str) -> str:

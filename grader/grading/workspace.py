@@ -2,7 +2,9 @@
 
 A workspace is a scratch folder (the submission's copy, the suite's probes, the clean workers' home,
 the link to the engine) plus the :class:`grader.workers.launch.Launcher` whose zygote forks the
-workers. One grading run normally has its own and closes it at the end.
+workers. One grading run normally has its own and closes it at the end. The folder is a held one
+(grader.grading.held_folder): a run that was killed cannot remove it, so the next workspace made
+with the same prefix does.
 
 Watch mode keeps one ``warm`` for a whole session: its zygote, which has imported JAX and never
 runs student code, stays up between runs, and so do two things that hold no state of a run:
@@ -26,9 +28,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
 
 from grader import submission as submissions
+from grader.grading import held_folder
 from grader.layout import Layout
 from grader.workers.launch import Launcher
 from grader.workers.spares import Spares
@@ -102,7 +104,9 @@ def _own_like_folder(folder: str) -> None:
 class Workspace:
     def __init__(self, prefix: str = "grade-", warm: bool = False):
         """``warm``: keep a compile cache and spare workers between runs (watch mode)."""
-        self.root = tempfile.mkdtemp(prefix=prefix)
+        held_folder.remove_stale(prefix)  # what runs that were killed (SIGKILL, a crash) left behind
+        self._held = held_folder.HeldFolder(prefix)
+        self.root = self._held.path
         os.chmod(self.root, 0o711)  # a worker with a uid of its own must reach its folder, and list none
         self.engine = os.path.join(self.root, ENGINE)  # holds only the ``grader`` package, for the workers
         self.code = os.path.join(self.root, "submission")  # where submission.copy_to_scratch puts it
@@ -122,7 +126,7 @@ class Workspace:
         kept = {self.code, self.probes, self.clean}
         for name in os.listdir(self.root):
             path = os.path.join(self.root, name)
-            if path == cache:
+            if path == cache or name == held_folder.LOCK:
                 continue
             if path in kept and os.path.isdir(path) and not os.path.islink(path):
                 _empty(path)
@@ -181,4 +185,4 @@ class Workspace:
             self.launcher.close()
         finally:
             _make_removable(self.root)
-            shutil.rmtree(self.root, ignore_errors=True)
+            self._held.remove()

@@ -136,3 +136,31 @@ def test_only_a_warm_workspace_keeps_a_cache_and_only_for_student_workers(tmp_pa
     assert Worker(Layout(4), run, launcher=None, clean_dir=str(tmp_path)).compile_cache() == ""
     group_member = Worker(Layout(2, 2), run, launcher=None, env={}, distributed={"coordinator": "127.0.0.1:1"})
     assert group_member.compile_cache() == ""
+
+
+def test_a_workspace_a_killed_run_left_is_removed_by_the_next_one(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+    import tempfile
+
+    made = subprocess.Popen([sys.executable, "-c", "import sys, time; sys.path.insert(0, sys.argv[1]); "
+                             "from grader.grading.workspace import Workspace; "
+                             "print(Workspace(prefix='grade-').root, flush=True); time.sleep(60)", str(ROOT)],
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp_path)})
+    left = made.stdout.readline().strip()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    alive = Workspace()  # its maker still runs: left alone
+    try:
+        assert os.path.isdir(left)
+    finally:
+        alive.close()
+    made.kill()  # SIGKILL: no chance to clean up
+    made.wait()
+    assert os.path.isdir(left)
+    (tmp_path / "grade-not-a-workspace").mkdir()  # no lock: not the grader's to judge
+    space = Workspace()
+    try:
+        assert not os.path.exists(left)
+        assert sorted(os.listdir(tmp_path)) == sorted(["grade-not-a-workspace", os.path.basename(space.root)])
+    finally:
+        space.close()
