@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -14,6 +15,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 GRADE = [sys.executable, "-c", "from grader.cli import main; main()"]
+
+# A shell without job control starts a background command (`bash .ci/run &`) with SIGINT ignored,
+# and every process the tests start would inherit that, so no Ctrl-C test could interrupt one (the
+# grader rightly keeps an ignore it inherits). The tests' own processes start with Python's default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def run_grade(*args: str, cwd: Path | str = ROOT, timeout: float = 600, env: dict | None = None):
