@@ -40,7 +40,7 @@ class Spares:
             worker = Worker(layout, run, launcher, clean_dir=run.clean_home if is_clean else None, warm_up=True)
             try:
                 worker.spawn()
-            except (OSError, GraderError):
+            except OSError:  # no process to be had now (e.g. too many): the next run starts its own
                 worker.kill()
                 continue
             self._waiting[(layout, is_clean)] = worker
