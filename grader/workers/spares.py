@@ -16,12 +16,10 @@ multi-process group needs its coordinator's port when it starts.
 
 from __future__ import annotations
 
-import time
-
 from grader.errors import GraderError
 from grader.layout import Layout
 from grader.workers.launch import Launcher
-from grader.workers.worker import STARTUP_TIMEOUT_S, RunSettings, Worker
+from grader.workers.worker import RunSettings, Worker
 
 
 class Spares:
@@ -54,13 +52,11 @@ class Spares:
         if worker.run != run or not worker.alive:
             worker.kill()
             return None
-        began = time.perf_counter()
         try:
-            worker.wait_ready(time.monotonic() + STARTUP_TIMEOUT_S)
+            worker.await_ready()
         except GraderError:
             worker.kill()
             return None
-        worker.start_s += time.perf_counter() - began
         return worker
 
     def close(self) -> None:

@@ -147,6 +147,12 @@ class Worker:
     def start(self) -> None:
         began = time.perf_counter()
         self.spawn()
+        self.await_ready(began)
+
+    def await_ready(self, began: float | None = None) -> None:
+        """Wait (up to STARTUP_TIMEOUT_S) for a spawned worker to be ready, counting the time since
+        ``began`` (by default: now) into ``start_s``; GraderError if it does not start."""
+        began = time.perf_counter() if began is None else began
         self.wait_ready(time.monotonic() + STARTUP_TIMEOUT_S)
         self.start_s += time.perf_counter() - began
 
