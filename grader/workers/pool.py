@@ -15,9 +15,6 @@ student's or clean, from there when one is waiting, and starts one otherwise.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-
 from grader.errors import GraderError, StudentFailure
 from grader.layout import Layout
 from grader.workers.group import WorkerGroup
@@ -38,8 +35,6 @@ class WorkerPool:
         self._launcher = launcher or Launcher(engine_path, use_zygote, STARTUP_TIMEOUT_S)
         self._workers: dict[Layout, Handle] = {}
         self._clean: dict[Layout, Worker] = {}
-        self._clean_dir = run.clean_home
-        self._owns_clean_dir = not run.clean_home
         self._spares = spares
         self.student_output: dict[str, str] = {}
         self.worker_seconds = 0.0
@@ -105,10 +100,10 @@ class WorkerPool:
 
     def _clean_worker(self, layout: Layout) -> Worker:
         if layout not in self._clean:
-            if not self._clean_dir:
-                self._clean_dir = tempfile.mkdtemp(prefix="grade-clean-")
+            if not self.run.clean_home:  # else a clean worker would start in the student's scratch
+                raise GraderError("program mode needs RunSettings.clean_home, a folder for clean workers")
             self._clean[layout] = (self._spare(layout, clean=True)
-                                   or Worker(layout, self.run, self._launcher, clean_dir=self._clean_dir))
+                                   or Worker(layout, self.run, self._launcher, clean_dir=self.run.clean_home))
         return self._clean[layout]
 
     def info(self) -> dict:
@@ -145,5 +140,3 @@ class WorkerPool:
             w.stop(grace_s=0)  # what XLA printed while compiling is not the student's output
         if self._owns_launcher:
             self._launcher.close()
-        if self._clean_dir and self._owns_clean_dir:
-            shutil.rmtree(self._clean_dir, ignore_errors=True)

@@ -39,7 +39,7 @@ class RunSettings:
     """What every worker of one grading run shares: the scratch copy of the submission (``code``),
     the folder its probes come from, the backend, the memory limit, the per-call time limit, the
     sandbox mechanisms to leave out (for measuring only; grader.grading.confinement.switched_off), the
-    folder clean workers start in (``clean_home``; "": the pool makes one) and, in watch mode, the
+    folder clean workers start in (``clean_home``, which program mode needs) and, in watch mode, the
     folder of the session's compile caches (see :meth:`Worker.compile_cache`)."""
 
     code: str

@@ -38,7 +38,8 @@ def pool(tmp_path):
     (submission / "dot.py").write_text(SOLUTION)
     (submission / "shapes.py").write_text(WRONG_SHAPES)
     (engine / "grader").symlink_to(ROOT / "grader")
-    pool = WorkerPool(RunSettings(str(submission), str(suite), EMULATED, 2048, 30.0), str(engine))
+    pool = WorkerPool(RunSettings(str(submission), str(suite), EMULATED, 2048, 30.0, clean_home=str(tmp_path / "clean")),
+                      str(engine))
     yield pool
     pool.close()
 
