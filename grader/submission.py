@@ -124,13 +124,16 @@ def files(source: str) -> list[tuple[str, str]]:
     return sorted(found, key=lambda item: not item[0].endswith(".py"))
 
 
+SCRATCH_FOLDER = "submission"  # the copy's folder inside a scratch
+
+
 def copy_to_scratch(source: str, scratch: str) -> str:
     """Copy a submission folder into ``scratch``: Python files normalised, other files as they are.
 
     Python files must fit the limits (MAX_FILES files, MAX_BYTES in all); other files (data, notes,
     a stray archive) are copied while they fit and left out after that, since they are not graded.
     """
-    dest = os.path.join(scratch, "submission")
+    dest = os.path.join(scratch, SCRATCH_FOLDER)
     os.makedirs(dest, exist_ok=True)  # a workspace keeps the (emptied) folder between runs
     count = size = 0
     for rel, src in files(source):

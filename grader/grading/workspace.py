@@ -109,7 +109,7 @@ class Workspace:
         self.root = self._held.path
         os.chmod(self.root, 0o711)  # a worker with a uid of its own must reach its folder, and list none
         self.engine = os.path.join(self.root, ENGINE)  # holds only the ``grader`` package, for the workers
-        self.code = os.path.join(self.root, "submission")  # where submission.copy_to_scratch puts it
+        self.code = os.path.join(self.root, submissions.SCRATCH_FOLDER)
         self.probes, self.clean = os.path.join(self.root, PROBES), os.path.join(self.root, CLEAN)
         self.compile_cache = os.path.join(self.root, COMPILE_CACHE) if warm else ""
         self.spares = Spares() if warm else None
