@@ -2,7 +2,8 @@
 
 course.yaml writes a multi-process layout as ``PxD``; reports, exports and the worker pool all use
 :class:`Layout`, and every output labels a case with :func:`label`, so a 2x2 case reads
-"2 processes x 2 devices" everywhere.
+"2 processes x 2 devices" everywhere. Counts and scores in words (:func:`plural`, :func:`number`)
+are written here too, once for every output.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ _SPEC = re.compile(r"([1-9][0-9]*)x([1-9][0-9]*)")
 def plural(n: int, word: str, many: str | None = None) -> str:
     """``1 device``, ``2 devices``; ``many`` for words whose plural is not word + s."""
     return f"{n} {word if n == 1 else many or word + 's'}"
+
+
+def number(x: float, places: int) -> str:
+    """``x`` to at most ``places`` decimals, without trailing zeros: ``15``, ``2.5``, ``6.43``."""
+    return f"{x:.{places}f}".rstrip("0").rstrip(".")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import statistics
 from collections import Counter
 
 from grader.classroom.gradebook import FAILED, GRADED, REFUSED, Gradebook, Result
-from grader.layout import plural
+from grader.layout import number, plural
 
 BINS = 10
 TOP_REASONS = 5
@@ -35,7 +35,7 @@ def _e(value) -> str:
 
 
 def _num(x: float) -> str:
-    return f"{round(x, 2):g}"
+    return number(x, 2)
 
 
 def histogram(fractions: list[float], title: str) -> str:

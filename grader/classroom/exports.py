@@ -14,13 +14,14 @@ import json
 
 from grader.classroom.gradebook import FAILED, GRADED, Gradebook, Result
 from grader.grading.junit import junit_xml
+from grader.layout import number
 
 GRADEBOOK_SCHEMA = "pmap-course/gradebook"
 GRADEBOOK_SCHEMA_VERSION = 1
 
 
-def _num(x: float) -> str:
-    return f"{round(x, 4):g}"
+def cell_number(x: float) -> str:
+    return number(x, 4)  # 4 decimals: enough that a spreadsheet adds the tasks up to the total
 
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -66,11 +67,11 @@ def gradebook_csv(book: Gradebook) -> str:
         if r.status == FAILED:
             total = percent = ""
         else:
-            total, percent = _num(r.score), _num(100 * r.score / r.max_score if r.max_score else 0)
+            total, percent = cell_number(r.score), cell_number(100 * r.score / r.max_score if r.max_score else 0)
         record = late(r) or {}
-        writer.writerow([spreadsheet_text(r.student), *(_num(scores[t]) if t in scores else "" for t in task_ids),
+        writer.writerow([spreadsheet_text(r.student), *(cell_number(scores[t]) if t in scores else "" for t in task_ids),
                          *(str(record.get(c, "")) for c in (LATE_COLUMNS if dated else ())), total,
-                         _num(r.max_score), percent, r.status, spreadsheet_text(r.error),
+                         cell_number(r.max_score), percent, r.status, spreadsheet_text(r.error),
                          *(record.get(c, "") for c in (LATE_TIMES if dated else ()))])
     return out.getvalue()
 

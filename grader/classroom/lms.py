@@ -20,18 +20,14 @@ import csv
 import io
 
 from grader.classroom.classlist import ClassList, Student
-from grader.classroom.exports import spreadsheet_text
+from grader.classroom.exports import cell_number, spreadsheet_text
 from grader.classroom.gradebook import FAILED, Gradebook, Result
 
 CANVAS_IDS = (("ID", "canvas_id"), ("SIS User ID", "sis_user_id"), ("SIS Login ID", "sis_login_id"))
 
 
-def _num(x: float) -> str:
-    return f"{round(x, 4):g}"
-
-
 def _mark(result: Result | None) -> str:
-    return "" if result is None or result.status == FAILED else _num(result.score)
+    return "" if result is None or result.status == FAILED else cell_number(result.score)
 
 
 def _count(n: int, what: str) -> str:
@@ -69,7 +65,7 @@ def _write(header: list[str], rows: list[list[str]]) -> str:
 def canvas_csv(book: Gradebook, roster: ClassList, assignment: str) -> tuple[str, list[str]]:
     """(Canvas gradebook import CSV, warnings for stderr)."""
     results = {r.student: r for r in book.results()}
-    rows = [["Points Possible", "", "", "", "", _num(book.meta_value("max_score"))]]
+    rows = [["Points Possible", "", "", "", "", cell_number(book.meta_value("max_score"))]]
     for s in roster.students:
         _require(roster, s, tuple(c for _, c in CANVAS_IDS), "Canvas matches a row to a student by one of them")
         rows.append([spreadsheet_text(s.name), *(s.get(c) for _, c in CANVAS_IDS), spreadsheet_text(s.get("section")),

@@ -5,11 +5,11 @@ from __future__ import annotations
 import statistics
 
 from grader.classroom.gradebook import FAILED, GRADED, REFUSED, Result
-from grader.layout import plural
+from grader.layout import number, plural
 
 
 def _num(x: float) -> str:
-    return f"{x:.2f}".rstrip("0").rstrip(".")
+    return number(x, 2)
 
 
 def summarize(results: list[Result], tasks: list[dict], title: str) -> str:

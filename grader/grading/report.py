@@ -17,7 +17,7 @@ from grader.grading import gradescope, junit
 from grader.grading.confinement import describe
 from grader.grading.runner import RunResult
 from grader.grading.scoring import Score
-from grader.layout import summary
+from grader.layout import number, summary
 
 SCHEMA = "pmap-course/report"
 SCHEMA_VERSION = 1
@@ -27,7 +27,7 @@ INTERRUPTED = ("INTERRUPTED: this run was stopped before it finished; tasks not 
 
 def points(x: float) -> str:
     """A score as the report shows it: at most one decimal, none for a whole number."""
-    return f"{x:.1f}".rstrip("0").rstrip(".") if x != int(x) else str(int(x))
+    return number(x, 1)
 
 
 @dataclass
