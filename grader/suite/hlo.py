@@ -3,7 +3,7 @@
 Structural checks ("one all-reduce, no all-gather") are graded from the optimised HLO of the
 student's exported program, compiled by a clean worker (``student.program``). That text is not the program
 the student wrote, so reading it right means knowing what XLA did to it (each rule below has a
-unit test on real HLO in tests/grader/test_hlo.py):
+unit test on real HLO in tests/grader/suite/test_hlo.py):
 
 * XLA may merge independent psums into one tuple all-reduce and drop a duplicate psum of the
   same value: one instruction then carries several arrays (``operands``), and its bytes are the

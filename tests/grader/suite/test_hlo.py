@@ -1,7 +1,7 @@
 """The rules for reading compiled HLO, each checked on real HLO text.
 
-The programs are in tests/grader/data/make_hlo.py (4 emulated CPU devices, the grader's own
-compile call); their HLO is committed under tests/grader/data/hlo/.
+The programs are in tests/grader/suite/data/make_hlo.py (4 emulated CPU devices, the grader's own
+compile call); their HLO is committed under tests/grader/suite/data/hlo/.
 """
 
 from pathlib import Path

@@ -1,6 +1,6 @@
-"""Write the real HLO that tests/grader/test_hlo.py reads: one program per rule of grader/hlo.py.
+"""Write the real HLO that tests/grader/suite/test_hlo.py reads: one program per rule of grader/hlo.py.
 
-Run it again after a JAX upgrade (``python tests/grader/data/make_hlo.py``) and rerun the tests:
+Run it again after a JAX upgrade (``python tests/grader/suite/data/make_hlo.py``) and rerun the tests:
 each file is what ``jax.jit(f).lower(...).compile().as_text()`` prints for a small program on
 4 emulated CPU devices, the same call the grader's workers make.
 """

@@ -26,7 +26,7 @@ import pytest
 from grader import processes
 from grader.sandbox import confine as confine_mod
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux's")
 
 # Runs in the confined process: confine, then the test's lines, which fill `result`; printed as JSON.

@@ -1,6 +1,6 @@
-"""Write the real JAX errors that tests/grader/test_jax_errors.py reads: one per rule of grader.suite.jax_errors.
+"""Write the real JAX errors that tests/grader/suite/test_jax_errors.py reads: one per rule of grader.suite.jax_errors.
 
-Run it again after a JAX upgrade (``python tests/grader/data/make_jax_errors.py``) and rerun the
+Run it again after a JAX upgrade (``python tests/grader/suite/data/make_jax_errors.py``) and rerun the
 tests: each entry is a mistake students make, on 4 emulated CPU devices, with the exception's type,
 its full text, and the line of this file that raised (what the worker reports as the student's line).
 """

@@ -1,4 +1,4 @@
-"""Helpers for the catalogues of wrong submissions (tests/grader/test_catalogue_*.py).
+"""Helpers for the catalogues of wrong submissions (tests/grader/catalogues/test_catalogue_*.py).
 
 A wrong submission is a reference solution with one realistic mistake edited in (``mutate``) or a
 module replaced; grading it must cost points on the task the mistake belongs to, at the device

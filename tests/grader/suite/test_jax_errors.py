@@ -1,4 +1,4 @@
-"""grader.suite.jax_errors on the real errors of JAX (tests/grader/data/jax_errors.json, see make_jax_errors.py)."""
+"""grader.suite.jax_errors on the real errors of JAX (tests/grader/suite/data/jax_errors.json, see make_jax_errors.py)."""
 
 import json
 import re
