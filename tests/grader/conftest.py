@@ -44,21 +44,22 @@ def task(report: dict, task_id: str) -> dict:
     return next(t for t in report["tasks"] if t["id"] == task_id)
 
 
+def build_submission(folder: Path, modules: dict[str, str], base: str = "solutions",
+                     exercise: str = "exercise7") -> Path:
+    """``folder`` with ``exercise``/ inside: a copy of ``base``/``exercise`` (the solutions, or the stubs
+    with base="exercises") whose given modules are replaced by the given (dedented) source."""
+    shutil.copytree(ROOT / base / exercise, folder / exercise, ignore=shutil.ignore_patterns("__pycache__"))
+    for name, source in modules.items():
+        (folder / exercise / f"{name}.py").write_text(textwrap.dedent(source))
+    return folder
+
+
 @pytest.fixture
 def make_submission(tmp_path):
-    """make_submission({"dot": "source"}, base="solutions") -> a folder with exercise7/ inside.
-
-    Starts from a copy of solutions/exercise7 (or the stubs with base="exercises") and replaces the
-    given modules with the given (dedented) source.
-    """
+    """make_submission({"dot": "source"}, base="solutions") -> a new folder from :func:`build_submission`."""
     counter = iter(range(10**6))
 
     def make(modules: dict[str, str], base: str = "solutions", exercise: str = "exercise7") -> Path:
-        folder = tmp_path / f"submission{next(counter)}"
-        shutil.copytree(ROOT / base / exercise, folder / exercise,
-                        ignore=shutil.ignore_patterns("__pycache__"))
-        for name, source in modules.items():
-            (folder / exercise / f"{name}.py").write_text(textwrap.dedent(source))
-        return folder
+        return build_submission(tmp_path / f"submission{next(counter)}", modules, base, exercise)
 
     return make

@@ -1,76 +1,140 @@
-"""Helpers for the catalogues of wrong submissions (tests/grader/catalogues/test_catalogue_*.py).
+"""The catalogues of wrong submissions (tests/grader/catalogues/test_catalogue_*.py) and how they are graded.
 
-A wrong submission is a reference solution with one realistic mistake edited in (``mutate``) or a
-module replaced; grading it must cost points on the task the mistake belongs to, at the device
-counts where it shows, with a reason that names the mistake, and leave another task at full points.
+A wrong submission is a reference solution with one realistic mistake edited in (:func:`mutate`) or
+a module replaced (:class:`Wrong`); grading it must cost points on its task, with a reason that
+names the mistake and holds none of the advice that would be wrong for it. A correct submission
+written another way than the reference (:class:`Right`) must keep every point.
+
+Each entry is a real ``grade`` run of its own submission, as a student's would be. What makes a
+catalogue cheap: the first test of a catalogue starts the gradings of all its entries, a few
+``grade`` processes at a time (one per core; ``CATALOGUE_JOBS`` overrides), and each test waits
+for its own; and the task the mistake does not belong to (``intact``) is graded with the first wrong
+submission only, since that a mistake in one module costs nothing on another task is the engine's
+property, not the entry's (an entry names its own ``intact`` where the two tasks share a module).
 """
 
 from __future__ import annotations
 
-from conftest import ROOT, grade_json, task
+import atexit
+import json
+import os
+import shutil
+import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conftest import ROOT, build_submission, run_grade, task
 
 DEVICES = "1,2,4"
+SEED = 1234
+_JOBS = int(os.environ.get("CATALOGUE_JOBS") or len(os.sched_getaffinity(0)))
+_pool = ThreadPoolExecutor(max_workers=max(1, _JOBS), thread_name_prefix="catalogue")
+_scratch = Path(tempfile.mkdtemp(prefix="grade-catalogues-"))
+atexit.register(shutil.rmtree, _scratch, ignore_errors=True)
 
 
-def grade_tasks(submission, *task_ids: str, devices: str = DEVICES) -> dict:
-    """The JSON report of grading only ``task_ids`` of exercise7 at ``devices``."""
-    args = [arg for t in task_ids for arg in ("--task", t)]
-    return grade_json(submission, *args, "--devices", devices)
+@dataclass(frozen=True)
+class Wrong:
+    """A wrong submission: the modules it replaces, the device counts it is graded at, the words its
+    task's reason must hold (``says``), the words no message of the task may hold (``never``: advice
+    that would be wrong for this mistake), and, optionally, ``fails``: (test, words, device counts)
+    for each test that must fail at exactly those counts with a message holding every word (of a
+    parametrised test, only the failed cases whose message holds the first word count, so one
+    submission can carry a mistake per parameter). ``intact``: a task that must keep full points
+    with this submission (else the catalogue's, checked with its first wrong submission only)."""
+
+    modules: dict[str, str]
+    devices: str = DEVICES
+    says: tuple[str, ...] = ()
+    never: tuple[str, ...] = ()
+    fails: tuple[tuple[str, tuple[str, ...], set[int]], ...] = ()
+    intact: str | None = None
 
 
-def expect_full(report: dict, task_id: str) -> None:
-    t = task(report, task_id)
-    assert t["score"] == t["max_score"], f"{task_id} should keep full points: {t['reason']}"
+@dataclass(frozen=True)
+class Right:
+    """A correct submission written another way than the reference, graded at ``devices``."""
+
+    modules: dict[str, str]
+    devices: str = "1,4"
 
 
-def expect_mistake(report: dict, task_id: str, test: str, words: tuple[str, ...], devices: set[int]) -> None:
-    """``test`` of ``task_id`` fails exactly at ``devices`` with a message containing every one of ``words``.
+@dataclass
+class Catalogue:
+    """The wrong and right submissions of one ``task`` of ``exercise``; ``intact`` is another task."""
 
-    For a parametrised test, only the failed cases whose message names ``words[0]`` count, so one
-    submission can carry a mistake per parameter.
-    """
-    t = task(report, task_id)
-    assert t["score"] < t["max_score"], f"{task_id} kept full points"
-    failed = [c for c in t["cases"] if c["test"] == test and c["outcome"] != "passed" and words[0] in c["message"]]
-    assert {c["devices"] for c in failed} == devices, (
+    task: str
+    wrong: dict[str, Wrong]
+    right: dict[str, Right] = field(default_factory=dict)
+    intact: str | None = None
+    exercise: str = "exercise7"
+    _graded: dict[str, Future] = field(default_factory=dict, init=False, repr=False)
+
+    def _tasks(self, name: str, entry) -> tuple[str, ...]:
+        if isinstance(entry, Right):
+            return (self.task,)
+        first = next(iter(self.wrong)) == name
+        intact = entry.intact or (self.intact if first else None)
+        return (self.task, intact) if intact else (self.task,)
+
+    def _grade(self, name: str, entry, folder: Path) -> dict:
+        build_submission(folder, entry.modules, exercise=self.exercise)
+        tasks = [arg for t in self._tasks(name, entry) for arg in ("--task", t)]
+        proc = run_grade(self.exercise, "--submission", str(folder), "--format", "json", "--seed", str(SEED),
+                         *tasks, "--devices", entry.devices)
+        assert proc.returncode == 0, f"grade exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+        return json.loads(proc.stdout)
+
+    def report(self, name: str) -> dict:
+        """The JSON report of entry ``name``, grading every entry of the catalogue on the first call."""
+        if not self._graded:
+            folder = Path(tempfile.mkdtemp(prefix=f"{self.exercise}-{self.task}-", dir=_scratch))
+            entries = {**self.wrong, **self.right}
+            for i, (key, entry) in enumerate(entries.items()):
+                self._graded[key] = _pool.submit(self._grade, key, entry, folder / f"submission{i}")
+        return self._graded[name].result()
+
+    def expect_caught(self, name: str) -> dict:
+        """Wrong submission ``name`` loses points on the task as its entry says; returns the task's report."""
+        entry, report = self.wrong[name], self.report(name)
+        lost = task(report, self.task)
+        assert lost["score"] < lost["max_score"], f"{self.task} kept full points"
+        for word in entry.says:
+            assert word in lost["reason"], f"{self.task}'s reason does not say {word!r}: {lost['reason']}"
+        messages = [lost["reason"], *(c["message"] for c in lost["cases"] if c["outcome"] != "passed")]
+        for word in entry.never:
+            wrong = [m for m in messages if word in m]
+            assert not wrong, f"{self.task}'s messages give advice wrong for this mistake ({word!r}): {wrong[0]}"
+        for test, words, devices in entry.fails:
+            expect_mistake(lost, test, words, devices)
+        for other in self._tasks(name, entry)[1:]:
+            kept = task(report, other)
+            assert kept["score"] == kept["max_score"], f"{other} lost points: {kept['reason']}"
+        return lost
+
+    def expect_full_marks(self, name: str) -> None:
+        """Correct submission ``name`` keeps every point of the task."""
+        graded = task(self.report(name), self.task)
+        assert graded["score"] == graded["max_score"], graded["reason"]
+
+
+def expect_mistake(graded: dict, test: str, words: tuple[str, ...], devices: set[int]) -> None:
+    """``test`` of the task report ``graded`` fails exactly at ``devices`` with a message containing every
+    one of ``words``; of a parametrised test only the failed cases naming ``words[0]`` count."""
+    failed = [c for c in graded["cases"] if c["test"] == test and c["outcome"] != "passed" and words[0] in c["message"]]
+    assert {c["devices"] for c in failed} == set(devices), (
         f"{test} should fail at {sorted(devices)} naming {words[0]!r}; failed cases: "
-        f"{[(c['devices'], c['message']) for c in t['cases'] if c['outcome'] != 'passed']}")
+        f"{[(c['devices'], c['message']) for c in graded['cases'] if c['outcome'] != 'passed']}")
     for c in failed:
         missing = [w for w in words if w not in c["message"]]
         assert not missing, f"{test} at {c['devices']} devices does not say {missing}: {c['message']}"
 
 
-def check_wrong_submission(make_submission, task_id: str, other: str, source: str, mistakes) -> None:
-    """Replace ``task_id``'s module of the solutions by ``source``, grade it with ``other``, check each mistake.
-
-    ``mistakes`` lists (test, words, devices) as :func:`expect_mistake` takes them.
-    """
-    report = grade_tasks(make_submission({task_id: source}), task_id, other)
-    for test, words, devices in mistakes:
-        expect_mistake(report, task_id, test, words, devices)
-    expect_full(report, other)
-
-
-def mutate(module: str, *edits: tuple[str, str]) -> str:
-    """solutions/exercise7/<module>.py with each (old, new) edit applied; old must occur exactly once."""
-    source = (ROOT / "solutions" / "exercise7" / f"{module}.py").read_text()
+def mutate(module: str, *edits: tuple[str, str], exercise: str = "exercise7") -> str:
+    """solutions/<exercise>/<module>.py with each (old, new) edit applied; old must occur exactly once."""
+    source = (ROOT / "solutions" / exercise / f"{module}.py").read_text()
     for old, new in edits:
-        assert source.count(old) == 1, f"{old!r} does not occur exactly once in solutions/exercise7/{module}.py"
+        assert source.count(old) == 1, f"{old!r} does not occur exactly once in solutions/{exercise}/{module}.py"
         source = source.replace(old, new)
     return source
-
-
-def expect_caught(submission, wrong: str, intact: str, devices: str, reason: str) -> dict:
-    """Grade tasks ``wrong`` and ``intact`` at ``devices``: the first loses points for ``reason``, the second none."""
-    report = grade_json(submission, "--task", wrong, "--task", intact, "--devices", devices)
-    lost, kept = task(report, wrong), task(report, intact)
-    assert lost["score"] < lost["max_score"], f"{wrong} kept full points"
-    assert reason in lost["reason"], f"{wrong}'s reason does not say {reason!r}: {lost['reason']}"
-    assert kept["score"] == kept["max_score"], f"{intact} lost points: {kept['reason']}"
-    return lost
-
-
-def expect_full_marks(submission, task_id: str, devices: str) -> None:
-    """A correct submission written another way than the reference keeps every point."""
-    graded = task(grade_json(submission, "--task", task_id, "--devices", devices), task_id)
-    assert graded["score"] == graded["max_score"], graded["reason"]

@@ -2,13 +2,13 @@
 
 import pytest
 
-from catalogue import check_wrong_submission, expect_full_marks
+from catalogue import Catalogue, Right, Wrong
 
 # Each submission carries one mistake per function; each mistake is (test it fails, words its
 # message must contain, the first of them naming the function, device counts at which it shows up).
 SUBMISSIONS = {
-    "vmap for pmap, psum in a per-device sum, only X checked": (
-        """
+    "vmap for pmap, psum in a per-device sum, only X checked": Wrong(
+        {"basics": """
         import jax
         import jax.numpy as jnp
         from jax import lax
@@ -28,13 +28,13 @@ SUBMISSIONS = {
         def per_device_matmul(X, Y):
             _check("X", X)
             return jax.pmap(jnp.matmul)(X, Y)
-        """,
-        [("test_results_live_on_every_device", ("square_plus_one's result lives on 1 device",
+        """},
+        fails=(("test_results_live_on_every_device", ("square_plus_one's result lives on 1 device",
                                                 "jax.vmap (one device) instead of jax.pmap"), {2, 4}),
-         ("test_per_device_sum", ("per_device_sum", "every device holds the sum over all devices"), {2, 4}),
-         ("test_rejects_other_leading_axes", ("per_device_matmul with X (", "and Y ("), {1, 2, 4})]),
-    "hard-coded 4 devices, no check, a check that names nothing": (
-        """
+               ("test_per_device_sum", ("per_device_sum", "every device holds the sum over all devices"), {2, 4}),
+               ("test_rejects_other_leading_axes", ("per_device_matmul with X (", "and Y ("), {1, 2, 4}))),
+    "hard-coded 4 devices, no check, a check that names nothing": Wrong(
+        {"basics": """
         import jax
         import jax.numpy as jnp
 
@@ -50,12 +50,12 @@ SUBMISSIONS = {
             if X.shape[0] != jax.device_count() or Y.shape[0] != jax.device_count():
                 raise ValueError("the leading axis must equal the number of devices")
             return jax.pmap(jnp.matmul)(X, Y)
-        """,
-        [("test_square_plus_one", ("square_plus_one() raised ValueError", "there are 4 devices"), {1, 2}),
-         ("test_rejects_wrong_leading_axis", ("per_device_sum with x (", "ValueError"), {1, 2, 4}),
-         ("test_rejects_wrong_leading_axis", ("per_device_matmul with X (", "does not name"), {1, 2, 4})]),
-    "a Python loop of device_puts, no pmap": (
-        """
+        """},
+        fails=(("test_square_plus_one", ("square_plus_one() raised ValueError", "there are 4 devices"), {1, 2}),
+               ("test_rejects_wrong_leading_axis", ("per_device_sum with x (", "ValueError"), {1, 2, 4}),
+               ("test_rejects_wrong_leading_axis", ("per_device_matmul with X (", "does not name"), {1, 2, 4}))),
+    "a Python loop of device_puts, no pmap": Wrong(
+        {"basics": """
         import jax
         import jax.numpy as jnp
         import numpy as np
@@ -83,11 +83,11 @@ SUBMISSIONS = {
             _check("X", X)
             _check("Y", Y)
             return jax.pmap(jnp.matmul)(X, Y)
-        """,
-        [("test_each_function_runs_a_pmap", ("square_plus_one cannot be traced with jax.make_jaxpr",
-                                             "keep to jax.numpy"), {1, 2, 4})]),
-    "computed on one device, spread with device_put": (
-        """
+        """},
+        fails=(("test_each_function_runs_a_pmap", ("square_plus_one cannot be traced with jax.make_jaxpr",
+                                             "keep to jax.numpy"), {1, 2, 4}))),
+    "computed on one device, spread with device_put": Wrong(
+        {"basics": """
         import jax
         import jax.numpy as jnp
         from jax.sharding import NamedSharding, PartitionSpec as P
@@ -112,20 +112,14 @@ SUBMISSIONS = {
             _check("X", X)
             _check("Y", Y)
             return jax.pmap(jnp.matmul)(X, Y)
-        """,
-        [("test_each_function_runs_a_pmap", ("per_device_sum's program has no jax.pmap", "jax.device_put"),
-          {1, 2, 4})]),
+        """},
+        fails=(("test_each_function_runs_a_pmap", ("per_device_sum's program has no jax.pmap", "jax.device_put"),
+          {1, 2, 4}))),
 }
 
 
-@pytest.mark.parametrize("name", SUBMISSIONS)
-def test_wrong_basics_loses_points_on_basics_only(make_submission, name):
-    source, mistakes = SUBMISSIONS[name]
-    check_wrong_submission(make_submission, "basics", "devices", source, mistakes)
-
-
 RIGHT = {
-    "pmaps built at each call, a shared check on len(), jnp.asarray first": """
+    "pmaps built at each call, a shared check on len(), jnp.asarray first": Right({"basics": """
         import jax
         import jax.numpy as jnp
 
@@ -147,10 +141,18 @@ RIGHT = {
         def per_device_matmul(X, Y):
             _fits(X=X, Y=Y)
             return jax.pmap(lambda a, b: a @ b)(X, Y)
-        """,
+        """}),
 }
 
 
+CATALOGUE = Catalogue("basics", SUBMISSIONS, RIGHT, intact="devices")
+
+
+@pytest.mark.parametrize("name", SUBMISSIONS)
+def test_wrong_basics_loses_points_on_basics_only(name):
+    CATALOGUE.expect_caught(name)
+
+
 @pytest.mark.parametrize("way", RIGHT)
-def test_other_right_basics_keeps_full_marks(make_submission, way):
-    expect_full_marks(make_submission({"basics": RIGHT[way]}), "basics", "1,4")
+def test_other_right_basics_keeps_full_marks(way):
+    CATALOGUE.expect_full_marks(way)

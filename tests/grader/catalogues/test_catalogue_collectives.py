@@ -4,7 +4,7 @@ import textwrap
 
 import pytest
 
-from catalogue import check_wrong_submission, expect_full_marks
+from catalogue import Catalogue, Right, Wrong
 
 HEADER = """
 import jax
@@ -16,19 +16,20 @@ from jax import lax
 # message must contain, device counts at which it shows up). With one device, local and global
 # statistics agree, so most of these mistakes show only from two devices on.
 SUBMISSIONS = {
-    "local max, local standardisation": (
-        """
+    "local max, local standardisation": Wrong(
+        {"collectives": HEADER + textwrap.dedent("""
         def all_reduce_stats(x):
             stats = lambda r: (lax.psum(r, "i"), lax.pmean(r, "i"), jnp.maximum(r, r))
             return jax.pmap(stats, axis_name="i")(x)
 
         def standardize_across_devices(x):
             return jax.pmap(lambda r: (r - jnp.mean(r)) / jnp.std(r))(x)
-        """,
-        [("test_all_reduce_stats", ("device 1 holds its own local maximum", "jnp.max instead of lax.pmax"), {2, 4}),
-         ("test_standardize_across_devices", ("its own local mean and variance", "lax.pmean"), {2, 4})]),
-    "psum for the mean, averaged local variances": (
-        """
+        """)},
+        fails=(("test_all_reduce_stats", ("device 1 holds its own local maximum", "jnp.max instead of lax.pmax"),
+                {2, 4}),
+               ("test_standardize_across_devices", ("its own local mean and variance", "lax.pmean"), {2, 4}))),
+    "psum for the mean, averaged local variances": Wrong(
+        {"collectives": HEADER + textwrap.dedent("""
         def all_reduce_stats(x):
             stats = lambda r: (lax.psum(r, "i"), lax.psum(r, "i"), lax.pmax(r, "i"))
             return jax.pmap(stats, axis_name="i")(x)
@@ -40,11 +41,11 @@ SUBMISSIONS = {
 
         def standardize_across_devices(x):
             return jax.pmap(_standardize, axis_name="i")(x)
-        """,
-        [("test_all_reduce_stats", ("the mean from", "lax.psum where lax.pmean was meant"), {2, 4}),
-         ("test_standardize_across_devices", ("average of the devices' own variances",), {2, 4})]),
-    "hard-coded 4 devices, psum for the global mean": (
-        """
+        """)},
+        fails=(("test_all_reduce_stats", ("the mean from", "lax.psum where lax.pmean was meant"), {2, 4}),
+               ("test_standardize_across_devices", ("average of the devices' own variances",), {2, 4}))),
+    "hard-coded 4 devices, psum for the global mean": Wrong(
+        {"collectives": HEADER + textwrap.dedent("""
         def all_reduce_stats(x):
             stats = lambda r: (lax.psum(r, "i"), lax.psum(r, "i") / 4, lax.pmax(r, "i"))
             return jax.pmap(stats, axis_name="i")(x)
@@ -56,11 +57,11 @@ SUBMISSIONS = {
 
         def standardize_across_devices(x):
             return jax.pmap(_standardize, axis_name="i")(x)
-        """,
-        [("test_all_reduce_stats", ("sum divided by 4, but there are", "do not hard-code"), {1, 2}),
-         ("test_standardize_across_devices", ("lax.psum where lax.pmean was meant",), {2, 4})]),
-    "all_gather instead of all-reduces, one device only": (
-        """
+        """)},
+        fails=(("test_all_reduce_stats", ("sum divided by 4, but there are", "do not hard-code"), {1, 2}),
+               ("test_standardize_across_devices", ("lax.psum where lax.pmean was meant",), {2, 4}))),
+    "all_gather instead of all-reduces, one device only": Wrong(
+        {"collectives": HEADER + textwrap.dedent("""
         def _stats(r):
             everything = lax.all_gather(r, "i")
             return everything.sum(0), everything.mean(0), everything.max(0)
@@ -70,12 +71,12 @@ SUBMISSIONS = {
 
         def standardize_across_devices(x):
             return (x - jnp.mean(x)) / jnp.std(x)
-        """,
-        [("test_communicates_with_all_reduce", ("all_reduce_stats gathers the whole array", "all-gather"),
+        """)},
+        fails=(("test_communicates_with_all_reduce", ("all_reduce_stats gathers the whole array", "all-gather"),
           {1, 2, 4}),
-         ("test_communicates_with_all_reduce", ("standardize_across_devices runs no all-reduce",), {1, 2, 4})]),
-    "an epsilon under the square root, pmean for the total": (
-        """
+               ("test_communicates_with_all_reduce", ("standardize_across_devices runs no all-reduce",), {1, 2, 4}))),
+    "an epsilon under the square root, pmean for the total": Wrong(
+        {"collectives": HEADER + textwrap.dedent("""
         def all_reduce_stats(x):
             stats = lambda r: (lax.pmean(r, "i"), lax.pmean(r, "i"), lax.pmax(r, "i"))
             return jax.pmap(stats, axis_name="i")(x)
@@ -87,20 +88,14 @@ SUBMISSIONS = {
 
         def standardize_across_devices(x):
             return jax.pmap(_standardize, axis_name="i")(x)
-        """,
-        [("test_all_reduce_stats", ("the total from", "lax.pmean where lax.psum was meant"), {2, 4}),
-         ("test_standardize_across_devices", ("close to the answer but off by up to", "epsilon"), {1, 2, 4})]),
+        """)},
+        fails=(("test_all_reduce_stats", ("the total from", "lax.pmean where lax.psum was meant"), {2, 4}),
+               ("test_standardize_across_devices", ("close to the answer but off by up to", "epsilon"), {1, 2, 4}))),
 }
 
 
-@pytest.mark.parametrize("name", SUBMISSIONS)
-def test_wrong_collectives_loses_points_on_collectives_only(make_submission, name):
-    source, mistakes = SUBMISSIONS[name]
-    check_wrong_submission(make_submission, "collectives", "devices", HEADER + textwrap.dedent(source), mistakes)
-
-
 RIGHT = {
-    "shard_map under jit, psum then divide by the axis size": """
+    "shard_map under jit, psum then divide by the axis size": Right({"collectives": HEADER + textwrap.dedent("""
         from jax.sharding import Mesh
         from jax.sharding import PartitionSpec as P
 
@@ -126,10 +121,18 @@ RIGHT = {
 
         def standardize_across_devices(x):
             return _over_devices(_standardize, P("d"))(x)
-        """,
+        """)}),
 }
 
 
+CATALOGUE = Catalogue("collectives", SUBMISSIONS, RIGHT, intact="devices")
+
+
+@pytest.mark.parametrize("name", SUBMISSIONS)
+def test_wrong_collectives_loses_points_on_collectives_only(name):
+    CATALOGUE.expect_caught(name)
+
+
 @pytest.mark.parametrize("way", RIGHT)
-def test_other_right_collectives_keeps_full_marks(make_submission, way):
-    expect_full_marks(make_submission({"collectives": HEADER + textwrap.dedent(RIGHT[way])}), "collectives", "1,4")
+def test_other_right_collectives_keeps_full_marks(way):
+    CATALOGUE.expect_full_marks(way)

@@ -2,13 +2,13 @@
 
 import pytest
 
-from catalogue import check_wrong_submission
+from catalogue import Catalogue, Wrong
 
 # Each submission carries one mistake in count_devices and one in put_on_device; each mistake is
 # (test it fails, words its message must contain, device counts at which it shows up).
 SUBMISSIONS = {
-    "platform ignored, index ignored": (
-        """
+    "platform ignored, index ignored": Wrong(
+        {"devices": """
         import jax
 
         def count_devices(platform=None):
@@ -19,11 +19,11 @@ SUBMISSIONS = {
             if not 0 <= index < n:
                 raise ValueError(f"no device {index}: there are {n} devices")
             return jax.device_put(x, jax.devices()[0])
-        """,
-        [("test_count_devices", ("count_devices('gpu') returned", "counts every device"), {1, 2, 4}),
-         ("test_put_on_device_places_array", ("returned an array on device 0, expected device",), {2, 4})]),
-    "device_count(platform) unguarded, IndexError": (
-        """
+        """},
+        fails=(("test_count_devices", ("count_devices('gpu') returned", "counts every device"), {1, 2, 4}),
+               ("test_put_on_device_places_array", ("returned an array on device 0, expected device",), {2, 4}))),
+    "device_count(platform) unguarded, IndexError": Wrong(
+        {"devices": """
         import jax
 
         def count_devices(platform=None):
@@ -31,11 +31,11 @@ SUBMISSIONS = {
 
         def put_on_device(x, index):
             return jax.device_put(x, jax.devices()[index])
-        """,
-        [("test_count_devices", ("count_devices('gpu') raised RuntimeError", "0 devices"), {1, 2, 4}),
-         ("test_put_on_device_rejects_bad_index", ("raised IndexError, expected ValueError",), {1, 2, 4})]),
-    "hard-coded 4 devices, silent error message": (
-        """
+        """},
+        fails=(("test_count_devices", ("count_devices('gpu') raised RuntimeError", "0 devices"), {1, 2, 4}),
+               ("test_put_on_device_rejects_bad_index", ("raised IndexError, expected ValueError",), {1, 2, 4}))),
+    "hard-coded 4 devices, silent error message": Wrong(
+        {"devices": """
         import jax
 
         def count_devices(platform=None):
@@ -45,11 +45,11 @@ SUBMISSIONS = {
             if not 0 <= index < jax.device_count():
                 raise ValueError("bad device index")
             return jax.device_put(x, jax.devices()[index])
-        """,
-        [("test_count_devices", ("count_devices() returned 4, expected",), {1, 2}),
-         ("test_put_on_device_rejects_bad_index", ("does not name", "bad device index"), {1, 2, 4})]),
-    "upper-case platform filter, NumPy result": (
-        """
+        """},
+        fails=(("test_count_devices", ("count_devices() returned 4, expected",), {1, 2}),
+               ("test_put_on_device_rejects_bad_index", ("does not name", "bad device index"), {1, 2, 4}))),
+    "upper-case platform filter, NumPy result": Wrong(
+        {"devices": """
         import jax
         import numpy as np
 
@@ -60,11 +60,11 @@ SUBMISSIONS = {
             if not 0 <= index < jax.device_count():
                 raise ValueError(f"index {index} of {jax.device_count()} devices")
             return np.asarray(jax.device_put(x, jax.devices()[index]))
-        """,
-        [("test_count_devices", ("count_devices('cpu') returned 0",), {1, 2, 4}),
-         ("test_put_on_device_places_array", ("expected a jax.Array",), {1, 2, 4})]),
-    "every array turned float": (
-        """
+        """},
+        fails=(("test_count_devices", ("count_devices('cpu') returned 0",), {1, 2, 4}),
+               ("test_put_on_device_places_array", ("expected a jax.Array",), {1, 2, 4}))),
+    "every array turned float": Wrong(
+        {"devices": """
         import jax
         import jax.numpy as jnp
 
@@ -77,12 +77,14 @@ SUBMISSIONS = {
             if not 0 <= index < jax.device_count():
                 raise ValueError(f"no device {index} among {jax.device_count()}")
             return jax.device_put(jnp.asarray(x, jnp.float32), jax.devices()[index])
-        """,
-        [("test_put_on_device_other_arrays", ("returned dtype float32", "keeps x's dtype (int32)"), {1, 2, 4})]),
+        """},
+        fails=(("test_put_on_device_other_arrays", ("returned dtype float32", "keeps x's dtype (int32)"), {1, 2, 4}))),
 }
 
 
+CATALOGUE = Catalogue("devices", SUBMISSIONS, intact="basics")
+
+
 @pytest.mark.parametrize("name", SUBMISSIONS)
-def test_wrong_devices_loses_points_on_devices_only(make_submission, name):
-    source, mistakes = SUBMISSIONS[name]
-    check_wrong_submission(make_submission, "devices", "basics", source, mistakes)
+def test_wrong_devices_loses_points_on_devices_only(name):
+    CATALOGUE.expect_caught(name)

@@ -2,13 +2,13 @@
 
 import pytest
 
-from catalogue import check_wrong_submission, expect_full_marks, mutate
+from catalogue import Catalogue, Right, Wrong, mutate
 
 # Each submission carries one mistake per function; each mistake is (test it fails, words its
 # message must contain, device counts at which it shows up). n_devices = 3 is tried at every count.
 SUBMISSIONS = {
-    "rows dealt like cards, rows dropped": (
-        """
+    "rows dealt like cards, rows dropped": Wrong(
+        {"shard": """
         import jax.numpy as jnp
 
         def shard_batch(x, n_devices):
@@ -24,11 +24,11 @@ SUBMISSIONS = {
 
         def unshard(x):
             return x.reshape(-1, *x.shape[2:])
-        """,
-        [("test_shard_batch", ("deals the rows out like cards",), {1, 2, 4}),
-         ("test_pad_and_shard", ("round up: ceil(",), {1, 2, 4})]),
-    "jax.device_count() for n_devices, padding counted, interleaved unshard": (
-        """
+        """},
+        fails=(("test_shard_batch", ("deals the rows out like cards",), {1, 2, 4}),
+               ("test_pad_and_shard", ("round up: ceil(",), {1, 2, 4}))),
+    "jax.device_count() for n_devices, padding counted, interleaved unshard": Wrong(
+        {"shard": """
         import jax
         import jax.numpy as jnp
 
@@ -46,12 +46,12 @@ SUBMISSIONS = {
 
         def unshard(x):
             return jnp.swapaxes(x, 0, 1).reshape(-1, *x.shape[2:])
-        """,
-        [("test_shard_batch", ("use the n_devices argument (3)",), {1, 2, 4}),
-         ("test_pad_and_shard", ("the mask says every row is real", "padding"), {1, 2, 4}),
-         ("test_unshard", ("interleaves the devices' rows",), {1, 2, 4})]),
-    "assert for ValueError, padding in front, everything flattened": (
-        """
+        """},
+        fails=(("test_shard_batch", ("use the n_devices argument (3)",), {1, 2, 4}),
+               ("test_pad_and_shard", ("the mask says every row is real", "padding"), {1, 2, 4}),
+               ("test_unshard", ("interleaves the devices' rows",), {1, 2, 4}))),
+    "assert for ValueError, padding in front, everything flattened": Wrong(
+        {"shard": """
         import jax.numpy as jnp
 
         def shard_batch(x, n_devices):
@@ -66,12 +66,12 @@ SUBMISSIONS = {
 
         def unshard(x):
             return jnp.ravel(x)
-        """,
-        [("test_shard_batch_rejects_uneven_batch", ("raised AssertionError, expected ValueError",), {1, 2, 4}),
-         ("test_pad_and_shard", ("puts the padding first",), {1, 2, 4}),
-         ("test_unshard", ("unshard(x) with x of shape", "returned shape (", ", expected shape ("), {1, 2, 4})]),
-    "mask and unshard judge rows by their values": (
-        """
+        """},
+        fails=(("test_shard_batch_rejects_uneven_batch", ("raised AssertionError, expected ValueError",), {1, 2, 4}),
+               ("test_pad_and_shard", ("puts the padding first",), {1, 2, 4}),
+               ("test_unshard", ("unshard(x) with x of shape", "returned shape (", ", expected shape ("), {1, 2, 4}))),
+    "mask and unshard judge rows by their values": Wrong(
+        {"shard": """
         import jax.numpy as jnp
 
         def _nonzero(rows):
@@ -90,12 +90,13 @@ SUBMISSIONS = {
         def unshard(x):
             flat = x.reshape(-1, *x.shape[2:])
             return flat[_nonzero(flat)]
-        """,
-        [("test_pad_and_shard_edges", ("is padding, but it is a real row", "all zeros", "by position"), {1, 2, 4}),
-         ("test_unshard_keeps_every_row", ("drops the rows", "a real row can be all zeros"), {1, 2, 4}),
-         ("test_round_trip", ("unshard(sharded) has", "unshard keeps every row"), {2, 4})]),
-    "int batches turned float": (
-        """
+        """},
+        fails=(("test_pad_and_shard_edges", ("is padding, but it is a real row", "all zeros", "by position"),
+                {1, 2, 4}),
+               ("test_unshard_keeps_every_row", ("drops the rows", "a real row can be all zeros"), {1, 2, 4}),
+               ("test_round_trip", ("unshard(sharded) has", "unshard keeps every row"), {2, 4}))),
+    "int batches turned float": Wrong(
+        {"shard": """
         import jax.numpy as jnp
 
         def shard_batch(x, n_devices):
@@ -112,30 +113,24 @@ SUBMISSIONS = {
 
         def unshard(x):
             return jnp.reshape(x, (-1, *x.shape[2:]))
-        """,
-        [("test_shard_batch", ("returned dtype float32 for a batch of dtype int32", "keep x's dtype"), {1, 2, 4}),
-         ("test_pad_and_shard", ("returned dtype float32 for a batch of dtype int32", "pad with zeros of x.dtype"),
+        """},
+        fails=(("test_shard_batch", ("returned dtype float32 for a batch of dtype int32", "keep x's dtype"), {1, 2, 4}),
+               ("test_pad_and_shard", ("returned dtype float32 for a batch of dtype int32", "pad with zeros of x.dtype"),
           {1, 2, 4}),
-         ("test_pad_and_shard_edges", ("returned dtype float32 for a batch of dtype uint8",), {1, 2, 4})]),
-    "unshard strips the trailing zero rows": (
-        mutate("shard", ("    return x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])",
+               ("test_pad_and_shard_edges", ("returned dtype float32 for a batch of dtype uint8",), {1, 2, 4}))),
+    "unshard strips the trailing zero rows": Wrong(
+        {"shard": mutate("shard", ("    return x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])",
                          "    flat = x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])\n"
                          "    filled = jnp.any(flat.reshape(flat.shape[0], -1) != 0, axis=1)\n"
-                         "    return flat[: int(jnp.max(jnp.where(filled, jnp.arange(flat.shape[0]), -1))) + 1]")),
-        [("test_unshard_keeps_every_row", ("unshard(x) with x of shape", "expected n_devices * per",
+                         "    return flat[: int(jnp.max(jnp.where(filled, jnp.arange(flat.shape[0]), -1))) + 1]"))},
+        fails=(("test_unshard_keeps_every_row", ("unshard(x) with x of shape", "expected n_devices * per",
                                            "padding included"), {1, 2, 4}),
-         ("test_round_trip_with_rows_of_zeros", ("unshard(sharded) has",), {1, 2, 4})]),
+               ("test_round_trip_with_rows_of_zeros", ("unshard(sharded) has",), {1, 2, 4}))),
 }
 
 
-@pytest.mark.parametrize("name", SUBMISSIONS)
-def test_wrong_shard_loses_points_on_shard_only(make_submission, name):
-    source, mistakes = SUBMISSIONS[name]
-    check_wrong_submission(make_submission, "shard", "devices", source, mistakes)
-
-
 RIGHT = {
-    "NumPy throughout, padding from zeros of x's dtype": """
+    "NumPy throughout, padding from zeros of x's dtype": Right({"shard": """
         import numpy as np
 
         def shard_batch(x, n_devices):
@@ -153,10 +148,18 @@ RIGHT = {
 
         def unshard(x):
             return np.concatenate(list(np.asarray(x)))
-        """,
+        """}),
 }
 
 
+CATALOGUE = Catalogue("shard", SUBMISSIONS, RIGHT, intact="devices")
+
+
+@pytest.mark.parametrize("name", SUBMISSIONS)
+def test_wrong_shard_loses_points_on_shard_only(name):
+    CATALOGUE.expect_caught(name)
+
+
 @pytest.mark.parametrize("way", RIGHT)
-def test_other_right_shard_keeps_full_marks(make_submission, way):
-    expect_full_marks(make_submission({"shard": RIGHT[way]}), "shard", "1,4")
+def test_other_right_shard_keeps_full_marks(way):
+    CATALOGUE.expect_full_marks(way)
