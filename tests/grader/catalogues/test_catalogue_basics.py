@@ -85,7 +85,7 @@ SUBMISSIONS = {
             return jax.pmap(jnp.matmul)(X, Y)
         """},
         fails=(("test_each_function_runs_a_pmap", ("square_plus_one cannot be traced with jax.make_jaxpr",
-                                             "keep to jax.numpy"), {1, 2, 4}))),
+                                                   "keep to jax.numpy"), {1, 2, 4}),)),
     "computed on one device, spread with device_put": Wrong(
         {"basics": """
         import jax
@@ -114,7 +114,7 @@ SUBMISSIONS = {
             return jax.pmap(jnp.matmul)(X, Y)
         """},
         fails=(("test_each_function_runs_a_pmap", ("per_device_sum's program has no jax.pmap", "jax.device_put"),
-          {1, 2, 4}))),
+                {1, 2, 4}),)),
 }
 
 

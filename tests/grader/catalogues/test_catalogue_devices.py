@@ -78,7 +78,7 @@ SUBMISSIONS = {
                 raise ValueError(f"no device {index} among {jax.device_count()}")
             return jax.device_put(jnp.asarray(x, jnp.float32), jax.devices()[index])
         """},
-        fails=(("test_put_on_device_other_arrays", ("returned dtype float32", "keeps x's dtype (int32)"), {1, 2, 4}))),
+        fails=(("test_put_on_device_other_arrays", ("returned dtype float32", "keeps x's dtype (int32)"), {1, 2, 4}),)),
 }
 
 
