@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from conftest import ROOT
-from test_not_run_here import _grade_on_a_machine_with
+from fake_machine import grade_on_a_machine_with
 
 sys.path.insert(0, str(ROOT / "bench"))
 import accelerator_check as ac  # noqa: E402 - bench/ is not a package
@@ -158,7 +158,7 @@ ONE_GPU = [_case("t[1dev]", 1, "passed"),
 
 
 def test_a_real_report_from_a_machine_with_two_devices_is_ok():
-    report = _grade_on_a_machine_with(2)["report"]
+    report = grade_on_a_machine_with(2)["report"]
     assert ac.case_problems(report) == []
     head, dot = ac.score_rows("solutions", report, expect_full=True)
     assert head[1].endswith(f", maximum scaled from {report['full_max_score']:g}")

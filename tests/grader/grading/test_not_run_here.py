@@ -1,10 +1,5 @@
 """Cases a machine cannot run: left out of the score, the maximum scaled, and both said so."""
 
-import json
-import subprocess
-import sys
-import textwrap
-
 from grader import course
 from grader.course import find_course
 from grader.grading.plugin import Case
@@ -13,6 +8,7 @@ from grader.grading.runner import RunResult
 from grader.grading.scoring import Score, score_task
 from grader.submission import Submission
 from conftest import ROOT
+from fake_machine import grade_on_a_machine_with
 
 NOT_RUN = "not run here (needs 8 devices, this machine has 2)"
 
@@ -52,26 +48,8 @@ def test_a_task_with_nothing_run_here_has_no_maximum():
     assert score.scaled and score.full_max_total == 20 and score.percent == 0
 
 
-def _grade_on_a_machine_with(devices_here: int, *task_args) -> dict:
-    """Grade the solutions in a fresh process that believes the machine has ``devices_here`` real CPU devices."""
-    script = textwrap.dedent(f"""
-        import json
-        from grader.course import find_course
-        from grader.grading.pipeline import grade_submission
-        from grader.workers.backends import Backend
-        course = find_course({str(ROOT)!r})
-        ex = course.exercise("exercise7").only(["dot"])
-        machine = Backend(name="cpu", platform="cpu", kind="cpu", available={devices_here})
-        report = grade_submission(course, ex, {str(ROOT / "solutions")!r}, devices=(1, 2, 4), seed=7, backend=machine)
-        print(json.dumps({{"report": report.to_dict(), "text": report.to_text()}}))
-    """)
-    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
-
-
 def test_report_says_what_did_not_run_and_scales_the_maximum():
-    out = _grade_on_a_machine_with(2)
+    out = grade_on_a_machine_with(2)
     report, text = out["report"], out["text"]
     dot = report["tasks"][0]
     points = find_course(str(ROOT)).exercise("exercise7").task("dot").points
