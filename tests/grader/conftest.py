@@ -63,3 +63,8 @@ def make_submission(tmp_path):
         return build_submission(tmp_path / f"submission{next(counter)}", modules, base, exercise)
 
     return make
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: one pytest process per core, at most 4 (each test's gradings start several workers)."""
+    return min(4, len(os.sched_getaffinity(0)))

@@ -28,7 +28,9 @@ from conftest import ROOT, build_submission, run_grade, task
 
 DEVICES = "1,2,4"
 SEED = 1234
-_JOBS = int(os.environ.get("CATALOGUE_JOBS") or len(os.sched_getaffinity(0)))
+# One grading per core, shared with the other pytest processes of a parallel run (pytest-xdist).
+_JOBS = int(os.environ.get("CATALOGUE_JOBS") or
+            len(os.sched_getaffinity(0)) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
 _pool = ThreadPoolExecutor(max_workers=max(1, _JOBS), thread_name_prefix="catalogue")
 _scratch = Path(tempfile.mkdtemp(prefix="grade-catalogues-"))
 atexit.register(shutil.rmtree, _scratch, ignore_errors=True)

@@ -18,10 +18,8 @@ def _report(proc, output):
 
 def test_an_endless_loop_costs_one_limit_per_layout_and_cuts_the_rest_short(tmp_path):
     root = make_course(tmp_path / "course", timeout_s=FULL_S, local_timeout_s=LOCAL_S)
-    common = ("--course", str(root), "--devices", "1,2", "--seed", "3", "--format", "json")
-    normal = _report(run_grade("ex1", *common, "--task", "fine,tail", "--output", str(tmp_path / "n.json")),
-                     tmp_path / "n.json")
-    proc = run_grade("ex1", *common, "--output", str(tmp_path / "r.json"))
+    proc = run_grade("ex1", "--course", str(root), "--devices", "1,2", "--seed", "3", "--format", "json",
+                     "--output", str(tmp_path / "r.json"))
     report = _report(proc, tmp_path / "r.json")
     spin = next(t for t in report["tasks"] if t["id"] == "spin")
     # 3 tests x 2 layouts: at each layout the first times out, the other two are cut short with its reason.
@@ -36,8 +34,9 @@ def test_an_endless_loop_costs_one_limit_per_layout_and_cuts_the_rest_short(tmp_
         assert all(c["cut_short"] and (c["kind"], c["message"]) == ("timeout", first["message"]) for c in rest)
         assert all(c["duration_s"] < 0.5 for c in rest), "a cut-short case must not run"
     assert {t["id"]: t["status"] for t in report["tasks"]} == {"fine": "passed", "spin": "timed out", "tail": "passed"}
-    budget = 2 * LOCAL_S + normal["timing"]["wall_s"]
-    assert report["timing"]["wall_s"] < budget + 2.0, (report["timing"], budget)
+    # What the loop cost, read from the cases the grader timed (the run's wall time moves with the machine's load).
+    spent = sum(c["duration_s"] for c in spin["cases"])
+    assert spent < len(by_layout) * (LOCAL_S + 1.0), f"the endless loop cost {spent:.1f} s, more than one limit a layout"
     assert any(f"the autograder allows {FULL_S:g} s" in note for note in report["notes"])
 
 
