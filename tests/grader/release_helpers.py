@@ -19,12 +19,15 @@ def suite_tests(path: Path) -> list[str]:
     return [n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
 
 
-def copy_course(dest: Path, devices=(1, 2), hidden: dict[str, list[str]] | None = None) -> Path:
+def copy_course(dest: Path, devices=(1, 2), hidden: dict[str, list[str]] | None = None,
+                tasks: tuple[str, ...] | None = None) -> Path:
     """The course (course.yaml and each exercise's stubs, solutions and suite) copied to ``dest``,
     every task at ``devices``, the tests in ``hidden`` ({task: [test, ...]}) hidden and every other test
-    visible, whatever course.yaml says."""
+    visible, whatever course.yaml says; with ``tasks``, EXERCISE cut to those tasks."""
     data = yaml.safe_load((ROOT / "course.yaml").read_text())
     data.setdefault("defaults", {})["devices"] = list(devices)
+    if tasks:
+        data["exercises"][EXERCISE]["tasks"] = [t for t in data["exercises"][EXERCISE]["tasks"] if t["id"] in tasks]
     for name, exercise in data["exercises"].items():
         exercise.pop("devices", None)
         for key, default in (("stubs", "exercises"), ("solutions", "solutions"), ("suite", "tests")):
@@ -62,11 +65,12 @@ def bundle_files(top: Path) -> dict[str, str]:
             if p.is_file() and "__pycache__" not in p.parts}
 
 
-def release_with_a_hidden_test(top: Path) -> dict:
-    """A release (in ``top``/out) of a course copy in which the first task's last test is hidden."""
+def release_with_a_hidden_test(top: Path, tasks: tuple[str, ...] | None = None) -> dict:
+    """A release (in ``top``/out) of a course copy (cut to ``tasks`` after the first, if given) in which the
+    first task's last test is hidden."""
     task_id, suite_file = first_task_file(ROOT)
     tests = suite_tests(suite_file)
-    course = copy_course(top / "course", hidden={task_id: [tests[-1]]})
+    course = copy_course(top / "course", hidden={task_id: [tests[-1]]}, tasks=tasks and (task_id, *tasks))
     proc = release(course, top / "out")
     assert proc.returncode == 0, proc.stderr
     return {"course": course, "out": top / "out", "hidden": tests[-1], "public": tests[:-1], "task": task_id,

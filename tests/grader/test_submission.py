@@ -100,7 +100,7 @@ def test_a_zipped_folder_of_windows_files_scores_full(tmp_path):
         _files(folder, path.name)
         (folder / path.name).write_bytes(codecs.BOM_UTF8 + path.read_bytes().replace(b"\n", b"\r\n"))
     _files(tmp_path / "upload", "__MACOSX/my_work/exercise7/._dot.py", "my_work/README.txt", "my_work/scratch.py")
-    report = grade_json(tmp_path / "upload", "--devices", "1")
+    report = grade_json(tmp_path / "upload", "--devices", "1", "--task", "devices,dot")
     assert all(t["score"] == t["max_score"] for t in report["tasks"]), [t["reason"] for t in report["tasks"]]
 
 
@@ -108,7 +108,7 @@ def test_a_missing_module_is_named_and_the_rest_is_graded(tmp_path, make_submiss
     folder = make_submission({})
     first = sorted((folder / "exercise7").glob("*.py"))[0]
     first.unlink()
-    report = grade_json(folder, "--devices", "1")
+    report = grade_json(folder, "--devices", "1", "--task", f"{first.stem},dot")
     missing = [t for t in report["tasks"] if t["status"] == "missing"]
     assert missing and all(t["score"] == 0 for t in missing)
     assert f"{first.name} is missing" in missing[0]["reason"]
