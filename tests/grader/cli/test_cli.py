@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
 
-from conftest import ROOT, grade_json, run_grade, task
+from conftest import GRADE, ROOT, grade_json, run_grade, task
 from toycourse import make_course
 
 
@@ -16,6 +18,17 @@ def test_list_shows_exercises_tasks_and_points():
     assert "exercise7: Parallelization with jax.pmap" in proc.stdout
     assert any(line.split()[:3] == ["dot", "15", "pts"] or line.split()[:3] == ["dot", "20", "pts"]
                for line in proc.stdout.splitlines())
+
+
+def test_a_reader_that_stops_reading_is_not_a_grader_error():
+    """`grade list | head -1`: head may exit before grade has written everything. Here the pipe's read
+    end is closed before grade starts, so every write finds no reader, every time."""
+    read, write = os.pipe()
+    os.close(read)
+    proc = subprocess.run(GRADE + ["list"], cwd=ROOT, stdout=write, stderr=subprocess.PIPE, text=True, timeout=60)
+    os.close(write)
+    assert proc.returncode == 141, proc.stderr
+    assert proc.stderr == ""
 
 
 def test_unknown_exercise_is_a_usage_error():
