@@ -37,6 +37,18 @@ def test_unknown_exercise_is_a_usage_error():
     assert "no exercise 'exercise9'; known: exercise7" in proc.stderr
 
 
+def test_a_near_miss_of_a_command_is_named_and_help_of_no_exercise_is_an_error(tmp_path):
+    proc = run_grade("batc", "submissions", "--exercise", "exercise7")
+    assert proc.returncode == 2 and "no command or exercise 'batc': did you mean `grade batch`?" in proc.stderr
+    proc = run_grade("chek", cwd=tmp_path)  # outside any course: still the command it resembles
+    assert proc.returncode == 2 and "no command 'chek': did you mean `grade check`?" in proc.stderr
+    proc = run_grade("exercise9", "--help")
+    assert proc.returncode == 2 and "no exercise 'exercise9'; known: exercise7" in proc.stderr
+    assert proc.stdout == ""
+    proc = run_grade("ex1", "--help", "--course", str(make_course(tmp_path / "toy")), cwd=tmp_path)
+    assert proc.returncode == 0 and "Grade ex1" in proc.stdout
+
+
 def test_unknown_task_and_missing_submission_are_usage_errors(tmp_path):
     proc = run_grade("exercise7", "--task", "nope")
     assert proc.returncode == 2 and "no task 'nope' in exercise7; known:" in proc.stderr
