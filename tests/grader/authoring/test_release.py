@@ -182,7 +182,7 @@ def test_grade_in_the_student_bundle_runs_the_public_tests(hidden_release, stude
     ran = {c["test"] for t in report["tasks"] for c in t["cases"]}
     assert ran & set(suite_tests(first_task_file(ROOT)[1])) == set(hidden_release["public"])
     assert report["score"] == 0
-    wanted = (f"public tests only: 2 hidden cases ({hidden_release['task']} 2) are not in this bundle; they are "
+    wanted = (f"public tests only: 2 hidden cases (2 in {hidden_release['task']}) are not in this bundle; they are "
               "graded when you submit")  # the hidden test at the copy's 1 and 2 devices
     assert any(wanted in n for n in report["notes"]), report["notes"]
 
@@ -280,7 +280,10 @@ def test_the_student_bundle_holds_the_exercise_as_a_notebook(hidden_release):
 def test_the_public_only_note_counts_the_graded_tasks_hidden_cases():
     course = find_course(explicit=str(ROOT))
     exercise = course.exercise(EXERCISE)
-    recorded = replace(course, release=Release("student", "0.10.2", "0.10.2", "0.1.0", hidden_cases={"dot": 16}))
+    recorded = replace(course, release=Release("student", "0.10.2", "0.10.2", "0.1.0",
+                                               hidden_cases={"devices": 8, "dot": 16}))
     assert pipeline.public_only_note(recorded, exercise.only(["dot", "ring"])).startswith(
-        "public tests only: 16 hidden cases (dot 16) are not in this bundle; they are graded when you submit")
+        "public tests only: 16 hidden cases (16 in dot) are not in this bundle; they are graded when you submit")
+    assert "24 hidden cases (8 in devices, 16 in dot)" in pipeline.public_only_note(recorded, exercise), \
+        "the count of a task named devices does not read as a device count"
     assert pipeline.public_only_note(recorded, exercise.only(["ring"])) == pipeline.PUBLIC_ONLY_NOTE
