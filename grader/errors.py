@@ -41,6 +41,11 @@ STATUS = {
 }
 
 
+# How a failure names student code it cannot name by function: what a probe of the suite ran (the student
+# has never seen a probe), when neither side knows which of the student's functions it was in.
+UNNAMED_CALL = "a call into your code"
+
+
 class StudentFailure(Exception):
     """A call into student code did not produce a value. ``kind`` is a key of STATUS.
 
