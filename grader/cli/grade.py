@@ -76,6 +76,8 @@ def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, c
         return _watch(grade, course, exercise, path, fmt=fmt, output=output, fail_under=fail_under, show_output=show_output)
     report = replace(grade(), show_output=show_output)
     text = report.render(fmt)
+    if fmt == "classroom":  # the result is base64 for the reporter: the log shows the report to read
+        click.echo(report.render("text"), err=True, nl=False)
     if show_output and fmt != "text":
         from grader.grading.printed import printed
 
@@ -110,8 +112,9 @@ def exercise_command(name: str) -> click.Command:
                                     "multi-process layouts run if their devices per process are listed")
     @click.option("--seed", type=click.IntRange(0, 2**31 - 1), envvar="GRADE_SEED",
                   help="reproduce a run (the seed is always printed); also read from GRADE_SEED")
-    @click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope", "junit"]), default="text",
-                  show_default=True)
+    @click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope", "junit", "classroom"]),
+                  default="text", show_default=True,
+                  help="classroom: the result GitHub Classroom's grading reporter reads (the text report goes to stderr)")
     @click.option("--output", type=click.Path(), help="write the report here instead of stdout")
     @click.option("--fail-under", type=click.FloatRange(0, 100), help="exit 1 if the score is below PCT percent")
     @click.option("--backend", type=click.Choice(BACKENDS),

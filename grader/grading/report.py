@@ -13,7 +13,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 from grader import __version__
-from grader.grading import gradescope, junit
+from grader.grading import github_classroom, gradescope, junit
 from grader.grading.confinement import describe
 from grader.grading.printed import printed
 from grader.grading.runner import RunResult
@@ -50,7 +50,8 @@ class Report:
         return to_text(self.run, self.score, self.course, self.notes, self.options, self.show_output)
 
     def render(self, fmt: str) -> str:
-        """The report as ``fmt``: text for people, json (our schema), gradescope (results.json), junit."""
+        """The report as ``fmt``: text for people, json (our schema), gradescope (results.json), junit, or
+        classroom (a GitHub Classroom runner's result)."""
         if fmt == "text":
             return self.to_text()
         data = self.to_dict()
@@ -60,6 +61,8 @@ class Report:
             return json.dumps(gradescope.results(data), indent=2) + "\n"
         if fmt == "junit":
             return junit.junit_xml([(data["exercise"], data, "")], f"{self.course} {data['exercise']}")
+        if fmt == "classroom":
+            return github_classroom.encoded(data)
         raise ValueError(f"unknown report format {fmt!r}")
 
 
