@@ -31,22 +31,11 @@ def _choose_seed(book, seed: int | None, regrade: bool) -> int:
     return seed
 
 
-def stub_sources(folder: str) -> dict[str, str]:
-    """{module: text} of the stubs: what grade similar discounts as given, kept with the grades so that
-    a gradebook can be compared without the course at hand."""
-    from grader.submission import expected_modules
-
-    out = {}
-    for module in expected_modules(folder):
-        with open(os.path.join(folder, module + ".py"), encoding="utf-8", errors="replace") as f:
-            out[module] = f.read()
-    return out
-
-
 def _bind(book, course, exercise, course_hash: str, seed: int, devices) -> None:
     """Check the gradebook is for this exercise, then stamp it with what this batch grades with."""
     from grader import __version__
     from grader.errors import UsageError
+    from grader.submission import stub_sources
 
     for key, value in (("course", course.name), ("exercise", exercise.name)):
         if book.meta_value(key) not in (None, value):
@@ -55,7 +44,7 @@ def _bind(book, course, exercise, course_hash: str, seed: int, devices) -> None:
     tasks = [{"id": t.id, "title": t.title, "points": t.points, "extra_credit": t.extra_credit} for t in exercise.tasks]
     book.set_meta(course=course.name, exercise=exercise.name, course_hash=course_hash, seed=seed, tasks=tasks,
                   max_score=exercise.max_points, grader_version=__version__, devices=list(devices or ()),
-                  stubs=stub_sources(os.path.join(course.root, exercise.stubs)))
+                  stubs=stub_sources(os.path.join(course.root, exercise.stubs)))  # grade similar needs no course
 
 
 ALL_TASKS = "all"
@@ -107,8 +96,8 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
     late = [e.student for e in entries if e.late]
     if late and deadlines and not times_path:
         click.echo(f"the LMS marked {plural(len(late), 'submission')} late; the late policy reads submission "
-                   "times, and a download's files carry the time they were unpacked: give the true times with "
-                   "--submitted-at", err=True)
+                   "times, which a download's file times may not be: give the true times with --submitted-at",
+                   err=True)
     gradebook_path = gradebook_path or f"{exercise.name}.sqlite"
     backend = resolve(backend or course.backend).name  # a backend this machine lacks stops here, not per student
     fingerprints = fingerprint.task_fingerprints(course, exercise, devices, backend)
