@@ -45,9 +45,9 @@ class Student:
         return self.layout.processes
 
     def _what(self, target: str) -> str:
-        """How the grader's own verdicts (a time-out, a death) name the code a request ran: the student's
-        function, or for a probe of the suite, which the student has never seen, "a call into your code"
-        (the worker names the student's function in what it reports itself)."""
+        """How the grader's own verdicts (a time-out, a death) name the code a program request ran: the
+        student's function, or for a probe of the suite, which the student has never seen, "a call into
+        your code" (the worker names the student's function in what it reports itself)."""
         module, _, name = target.rpartition(".")
         return UNNAMED_CALL if os.path.isfile(os.path.join(self._pool.run.probes, module + ".py")) else f"{name}()"
 
@@ -56,7 +56,7 @@ class Student:
 
     def call(self, target: str, *args, timeout_s: float | None = None, **kwargs):
         """Call ``module.function`` from the submission with plain data; returns plain data."""
-        return self._ask("call", target, args, kwargs, self._what(target), timeout_s)
+        return self._ask("call", target, args, kwargs, f"{target.rpartition('.')[2]}()", timeout_s)
 
     def program(self, target: str, *args, timeout_s: float | None = None, **kwargs) -> Program:
         """``jax.jit(module.function)`` on ``args`` as one program: exported by the student's worker,
