@@ -70,6 +70,32 @@ def floor_figures(wall_s: float, report: dict) -> dict:
             **{f"report_{k}": v for k, v in report["timing"].items()}}
 
 
+def descendants(pid: int) -> list[int]:
+    """``pid``'s child processes, their children, and so on (Linux: /proc/PID/task/TID/children)."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        for task in os.listdir(f"/proc/{parent}/task") if os.path.isdir(f"/proc/{parent}/task") else ():
+            try:
+                with open(f"/proc/{parent}/task/{task}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                continue
+            found += kids
+            todo += kids
+    return found
+
+
+def pss_mb(pid: int) -> float:
+    """A process's proportional set size (smaps_rollup ``Pss``): its private pages plus its share of the
+    pages it shares, so that the figures of processes forked from one parent add up to what they hold."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("Pss:")) / 1024
+    except (OSError, StopIteration):
+        return 0.0
+
+
 def git_commit() -> str:
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,

@@ -31,10 +31,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from measure import descendants, pss_mb
+
 ROOT = Path(__file__).resolve().parents[1]
 GRADE = [sys.executable, "-m", "grader"]
 TARGET = 0.5
 READY = "watching "
+SPARES_READY_S = 8.0  # after a report: time for the next round's spares to start and warm up
 EDITED = "jnp.dot(a, b)"  # in solutions/exercise7/dot.py: the per-device dot an edit changes
 
 
@@ -81,6 +84,8 @@ def main(argv=None) -> None:
                                     *devices], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             read_report(session)
+            time.sleep(SPARES_READY_S)
+            held = [pss_mb(pid) for pid in descendants(session.pid)]
             for kind, text in saves(module.read_text(), args.repeat):
                 time.sleep(2.0)  # the session's spares are ready and idle: the cold run has the cores to itself
                 times["cold"].append(cold(work, "dot", devices))
@@ -101,12 +106,15 @@ def main(argv=None) -> None:
     medians = {kind: statistics.median(values) for kind, values in times.items()}
     ratio = {kind: medians[kind] / medians["cold"] for kind in ("edit", "touch")}
     print(json.dumps({"seconds": times, "medians_s": medians, "ratio": ratio, "session_exit": code,
-                      "load_average": os.getloadavg()}, indent=2))
+                      "between_rounds_pss_mb": [round(mb, 1) for mb in held], "load_average": os.getloadavg()},
+                     indent=2))
     met = "met" if ratio["edit"] <= TARGET else "missed"
     print(f"regrade after an edit / cold grade --task dot: {ratio['edit']:.2f} ({medians['edit']:.2f} s / "
           f"{medians['cold']:.2f} s); target <= {TARGET}, {met}; the round itself {medians['edit round']:.2f} s")
     print(f"regrade after a touch (same program) / cold: {ratio['touch']:.2f} ({medians['touch']:.2f} s; "
           f"round {medians['touch round']:.2f} s)")
+    print(f"held between rounds (smaps_rollup PSS): {sum(held):.0f} MB in {len(held)} processes, the zygote and "
+          f"the warmed-up spares (the grader's own process not counted)")
 
 
 if __name__ == "__main__":

@@ -113,6 +113,17 @@ class Exercise:
         """The longest per-call time limit of the (selected) tasks."""
         return max(t.timeout_s for t in self.tasks)
 
+    def tasks_of_module(self, module: str) -> list[Task]:
+        """The tasks a stub module holds, by the convention that names a module for its task (``ring.py``
+        holds ring and ring_optimal)."""
+        return [t for t in self.tasks if t.id == module or t.id.startswith(module + "_")]
+
+    def in_task_order(self, modules) -> list[str]:
+        """``modules`` in the order of the tasks they hold; modules that hold none last, by name."""
+        first = {m: min((i for i, t in enumerate(self.tasks) if t in self.tasks_of_module(m)), default=len(self.tasks))
+                 for m in modules}
+        return sorted(modules, key=lambda m: (first[m], m))
+
     def task_for_file(self, filename: str) -> Task | None:
         for t in self.tasks:
             if filename in t.files:

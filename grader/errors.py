@@ -13,9 +13,12 @@ turns them, and anything unexpected, into one line on stderr and an exit code.
 from __future__ import annotations
 
 import os
+import select
+import signal
 import sys
 
 EXIT_OK, EXIT_BELOW, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_READER_GONE = 128 + signal.SIGPIPE  # what a shell reports for `cat` when `head` stops reading
 
 # kind -> task status shown in the report when it is the first failure of a task.
 STATUS = {
@@ -36,6 +39,11 @@ STATUS = {
     "wrong": "wrong answer",
     "not_run": "not run here",
 }
+
+
+# How a failure names student code it cannot name by function: what a probe of the suite ran (the student
+# has never seen a probe), when neither side knows which of the student's functions it was in.
+UNNAMED_CALL = "a call into your code"
 
 
 class StudentFailure(Exception):
@@ -101,13 +109,35 @@ def _say(text: str) -> None:
     sys.stderr.flush()
 
 
+def _reader_gone() -> bool:
+    """Whether stdout is a pipe nobody reads any more (``grade list | head -1`` once head has exited)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    poll = select.poll()
+    poll.register(fd, 0)  # POLLERR is reported whatever is asked: a pipe's write end gets it without readers
+    return any(events & select.POLLERR for _, events in poll.poll(0))
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not fail on the closed pipe too."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def run_safely(fn, *args, passthrough: tuple[type[BaseException], ...] = (), **kwargs):
     """Call ``fn``, turning the engine's errors into one line on stderr and their exit code.
 
-    Exceptions in ``passthrough`` (the command-line library's own) propagate unchanged.
+    Exceptions in ``passthrough`` (the command-line library's own) propagate unchanged. A reader
+    that stops reading the output (a pipe into ``head``) is not the grader's failure: the command
+    ends quietly with the status a shell gives any program stopped that way.
     """
     try:
-        return fn(*args, **kwargs)
+        result = fn(*args, **kwargs)
+        sys.stdout.flush()  # here, where a closed pipe is handled, not at the interpreter's exit
+        return result
     except passthrough:
         raise
     except UsageError as exc:
@@ -120,6 +150,9 @@ def run_safely(fn, *args, passthrough: tuple[type[BaseException], ...] = (), **k
         _say("interrupted")
         sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
+        if isinstance(exc, BrokenPipeError) and _reader_gone():
+            _quiet_stdout()
+            sys.exit(EXIT_READER_GONE)
         if os.environ.get("GRADE_DEBUG"):
             raise
         _say(f"grader error: internal failure ({type(exc).__name__}: {exc}); "

@@ -31,6 +31,15 @@ def expected_modules(stubs: str) -> tuple[str, ...]:
     return tuple(sorted(n[:-3] for n in os.listdir(stubs) if n.endswith(".py") and not n.startswith(".")))
 
 
+def stub_sources(stubs: str) -> dict[str, str]:
+    """{module: text} of the stub modules: the code every submission was given."""
+    out = {}
+    for module in expected_modules(stubs):
+        with open(os.path.join(stubs, module + ".py"), encoding="utf-8", errors="replace") as f:
+            out[module] = f.read()
+    return out
+
+
 def _skipped_dir(path: str, name: str) -> bool:
     """Folders that never hold the student's modules: hidden, caches, macOS debris, virtualenvs."""
     return name.startswith(".") or name in _JUNK_DIRS or os.path.isfile(os.path.join(path, name, "pyvenv.cfg"))

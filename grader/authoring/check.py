@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from grader.grading import runner, scoring
 from grader.grading.pipeline import grade_submission
+from grader.grading.progress import RunProgress
 from grader.course import Course, Exercise
 from grader.layout import plural
 
@@ -94,14 +96,28 @@ def run_problems(course: Course, exercise: Exercise, sol: scoring.Score, stub: s
     return problems
 
 
-def check_exercise(course: Course, exercise: Exercise, devices=None, seed: int | None = None) -> CheckResult:
-    """Check one exercise: the rubric against the files, then a grading of solutions and stubs."""
+def check_exercise(course: Course, exercise: Exercise, devices=None, seed: int | None = None,
+                   progress: Callable[[str], RunProgress] | None = None) -> CheckResult:
+    """Check one exercise: the rubric against the files, then a grading of solutions and stubs.
+
+    ``progress(what)``, if given, is called as the grading of ``what`` ("the reference solutions",
+    "the stubs") begins and returns what shows that grading's progress.
+    """
     seed = runner.new_seed() if seed is None else seed
     result = CheckResult(exercise, seed, problems=rubric_problems(course, exercise))
-    folders = [os.path.join(course.root, f) for f in (exercise.solutions, exercise.stubs)]
-    if not all(os.path.isdir(f) for f in folders + [os.path.join(course.root, exercise.suite)]):
+    folders = {"the reference solutions": exercise.solutions, "the stubs": exercise.stubs}
+    paths = [os.path.join(course.root, f) for f in (*folders.values(), exercise.suite)]
+    if not all(os.path.isdir(p) for p in paths):
         return result
-    result.solutions, result.stubs = (grade_submission(course, exercise, f, devices=devices, seed=seed).score
-                                      for f in folders)
+    scores = []
+    for what, folder in folders.items():
+        shown = progress(what) if progress else None
+        try:
+            scores.append(grade_submission(course, exercise, os.path.join(course.root, folder), devices=devices,
+                                           seed=seed, progress=shown).score)
+        finally:
+            if shown:
+                shown.clear()
+    result.solutions, result.stubs = scores
     result.problems += run_problems(course, exercise, result.solutions, result.stubs)
     return result

@@ -5,8 +5,10 @@ From the instructors' copy of the course (solutions, hidden tests), for one exer
 - ``student/`` and ``student.zip``: the engine, the stubs, course.yaml trimmed to this exercise and
   to the visible tests (with ``release: {kind: student}``, so reports say hidden tests run at
   submission), public copies of the suites (:mod:`grader.authoring.public_suite`), a README, and the exact
-  versions (requirements.txt, pyproject.toml, course.yaml's release block), and the exercise as a
-  notebook, ``EXERCISE.ipynb`` (:mod:`grader.authoring.student_notebook`).
+  versions (requirements.txt, pyproject.toml, course.yaml's release block), the exercise as a
+  notebook, ``EXERCISE.ipynb`` (:mod:`grader.authoring.student_notebook`), and the GitHub Actions
+  workflow that makes the folder a GitHub Classroom template repository
+  (``.github/workflows/classroom.yml``: grade on every push, points per task to the classroom).
 - ``autograder/`` and ``autograder.zip`` in Gradescope's layout (setup.sh and run_autograder at the
   root, the rest lands in /autograder/source): the engine, the stubs (they name the modules a
   submission must have), the full suites and course.yaml.
@@ -37,10 +39,12 @@ from grader.course import Course, Exercise, Release
 from grader.authoring.public_suite import public_copy, references
 from grader.submission import expected_modules
 from grader.errors import GraderError, UsageError
+from grader.grading import github_classroom
 
 ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 STUDENT, AUTOGRADER = "student", "autograder"
+CLASSROOM_WORKFLOW = os.path.join(".github", "workflows", "classroom.yml")
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed, so the same sources give the same zip
 
@@ -194,6 +198,13 @@ def _readme(course: Course, exercise: Exercise, released: Released) -> str:
                  jaxlib=released.pins["jaxlib"], grader=released.grader_version)
 
 
+def _classroom_workflow(exercise: Exercise) -> str:
+    """The workflow that makes the student bundle a GitHub Classroom template repository."""
+    runner = github_classroom.runner_name(exercise.name)
+    return _fill("classroom.yml", exercise=exercise.name, runner=runner, runner_variable=f"{runner.upper()}_RESULTS",
+                 python=".".join(platform.python_version_tuple()[:2]))  # the pins installed on this Python
+
+
 def _record(kind: str, released: Released) -> Release:
     hidden = {task: n for task, n in released.hidden_cases.items() if n} if kind == STUDENT else {}
     return Release(kind=kind, jax=released.pins["jax"], jaxlib=released.pins["jaxlib"],
@@ -242,6 +253,7 @@ def release(course: Course, exercise: Exercise, out: str) -> Released:
     _write(os.path.join(student, f"{exercise.name}.ipynb"),
            student_notebook.build(exercise, os.path.join(course.root, exercise.stubs)))
     _write(os.path.join(student, "pyproject.toml"), _pyproject(dist, released))
+    _write(os.path.join(student, CLASSROOM_WORKFLOW), _classroom_workflow(exercise))
     _common(course, exercise, autograder, _record(AUTOGRADER, released), released)
     shutil.copytree(os.path.join(course.root, exercise.suite), os.path.join(autograder, "tests", exercise.name),
                     ignore=_IGNORE)

@@ -47,7 +47,7 @@ def split_stub(source: str) -> tuple[str, str]:
 def build(exercise: Exercise, stubs: str) -> str:
     """The notebook (nbformat 4 JSON) for ``exercise``, whose stubs are in the folder ``stubs``."""
     cells = [_cell("markdown", 0, INTRO.format(title=exercise.title, exercise=exercise.name))]
-    for number, module in enumerate(expected_modules(stubs), 1):
+    for number, module in enumerate(exercise.in_task_order(expected_modules(stubs)), 1):  # as the course lists them
         with open(os.path.join(stubs, module + ".py"), encoding="utf-8") as f:
             statement, code = split_stub(f.read())
         cells.append(_cell("markdown", number, f"## {module}.py\n\n{statement}"))

@@ -25,7 +25,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from grader.classroom import fingerprint, regrade, roster, unpack
+from grader.classroom import fingerprint, intake, regrade, roster, unpack
 from grader.classroom.deadlines import Deadlines, priced
 from grader.classroom.scratch import BatchScratch
 from grader.course import Course, Exercise
@@ -83,6 +83,9 @@ class Job:
 
 
 def _plan_one(entry: roster.Entry) -> Planned:
+    if entry.files and len(entry.paths) == len(entry.files):  # an LMS download's loose files: one submission
+        digest = fingerprint.combined_hash(f"{name} {fingerprint.submission_hash(p)}" for p, name in entry.files)
+        return Planned(entry, digest, intake.refusal(entry.files))
     if len(entry.paths) > 1:
         digest = fingerprint.combined_hash(fingerprint.submission_hash(p) for p in entry.paths)
         return Planned(entry, digest, f"{plural(len(entry.paths), 'submission')} for this student id "
@@ -162,16 +165,8 @@ class Batch:
             return None
         scratch = os.path.join(scratch_root, str(index))
         os.makedirs(scratch)
-        path = planned.entry.paths[0]
         try:
-            if roster.kind(path) == "notebook":  # graded as it is: grade reads its marked cells
-                folder = path
-            elif roster.kind(path) == "folder":
-                unpack.refuse_links(path)
-                folder = unpack.content_root(path, self.settings.exercise.name)
-            else:
-                unpack.unpack(path, os.path.join(scratch, "unpacked"))
-                folder = unpack.content_root(os.path.join(scratch, "unpacked"), self.settings.exercise.name)
+            folder = intake.open_submission(planned.entry, scratch, self.settings.exercise.name)
         except unpack.Refused as exc:
             shutil.rmtree(scratch, ignore_errors=True)
             self._record(self._base(planned, status=REFUSED, error=str(exc)))

@@ -22,9 +22,12 @@ TOP_REASONS = 5
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em; color: #222; }
 h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
-table { border-collapse: collapse; margin: .5em 0 1.5em; } td, th { padding: .25em .8em; text-align: left; }
+table { border-collapse: collapse; margin: .5em 0 1.5em; }
+td, th { padding: .25em .5em; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
 tr:nth-child(even) td { background: #f4f4f4; } th { border-bottom: 2px solid #999; }
-.task { display: inline-block; vertical-align: top; width: 34em; margin-right: 2em; }
+.tasks { display: grid; grid-template-columns: repeat(auto-fill, minmax(28em, 1fr)); gap: 0 2em; }
+.task { min-width: 0; } .task table { width: 100%; table-layout: fixed; }
+.task th:nth-child(1) { width: 30%; } .task th:nth-child(2) { width: 6.5em; } .task th:nth-child(3) { width: 5.5em; }
 svg text { font-size: 11px; fill: #333; } svg rect.bar { fill: #3b6ea8; }
 .num { text-align: right; font-variant-numeric: tabular-nums; } .bad { color: #a40000; }
 """
@@ -140,6 +143,6 @@ def render(book: Gradebook) -> str:
             f"{counts[FAILED]} failed{stats} · seed {_e(book.meta_value('seed'))} · grader "
             f"{_e(book.meta_value('grader_version'))}</p>"
             f'<section id="distribution"><h2>Score distribution</h2>{overall}</section>'
-            f'<section id="tasks"><h2>Tasks</h2>{tasks}</section>'
+            f'<section id="tasks"><h2>Tasks</h2><div class="tasks">{tasks}</div></section>'
             f'<section id="not-graded"><h2>Not graded</h2>{not_graded}</section>'
             f'<section id="results"><h2>Every result</h2>{every}</section></body></html>\n')

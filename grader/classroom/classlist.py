@@ -14,12 +14,20 @@ Columns (header names are matched without regard to case or surrounding spaces; 
 ``sis_login_id``  the SIS login ID            ``section``       the course section
 ``email``         the email address Moodle matches students by
 ``due:<exercise>`` this student's own deadline for that exercise (an extension; see :mod:`.deadlines`)
+
+An LMS's own export is a roster too, read as downloaded: Canvas's gradebook export (Grades, Export:
+``Student, ID, SIS User ID, SIS Login ID, Section, ...``, where the student id is Canvas's user ID, the
+id its bulk submission download names files by; its "Points Possible" and "Manual Posting" rows have no
+ID and are skipped), and Moodle's grading worksheet (the assignment's "Download grading worksheet":
+``Identifier, Full name, Email address, ...``, where the student id is the number of its "Participant
+1234567", the number its "Download all submissions" names folders by). See :mod:`.lms_download`.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass, field
 
 from grader.errors import UsageError
@@ -70,16 +78,50 @@ def _decode(path: str, data: bytes) -> str:
                           "save the roster as CSV UTF-8") from None
 
 
+def _canvas_row(cells: dict[str, str]) -> dict[str, str] | None:
+    """A row of Canvas's gradebook export in the roster's columns; None for its rows that are no student."""
+    if not cells.get("id"):
+        return None  # "Points Possible", and "Manual Posting" when an assignment has that policy
+    name = cells.get("student") or ", ".join(filter(None, (cells.get("lastname"), cells.get("firstname"))))
+    return {**cells, "student": cells["id"], "name": name, "canvas_id": cells["id"],
+            "sis_user_id": cells.get("sis user id", ""), "sis_login_id": cells.get("sis login id", "")}
+
+
+def _moodle_row(cells: dict[str, str]) -> dict[str, str] | None:
+    """A row of Moodle's grading worksheet in the roster's columns: "Participant 1234567" is student 1234567."""
+    number = re.search(r"(\d+)\s*$", cells.get("identifier", ""))
+    return {**cells, "student": number.group(1) if number else "", "name": cells.get("full name", ""),
+            "email": cells.get("email address", ""), "sis_user_id": cells.get("id number", "")}
+
+
+def _shape(path: str, header: list[str]):
+    """How a row of this file becomes a row of the roster: as it is, or from an LMS export's columns."""
+    columns = set(header)
+    if set(REQUIRED) <= columns:
+        return lambda cells: cells
+    if "id" in columns and ({"student"} <= columns or {"lastname", "firstname"} <= columns) \
+            and columns & {"sis login id", "section"}:
+        return _canvas_row
+    if {"identifier", "full name"} <= columns:
+        return _moodle_row
+    missing = [c for c in REQUIRED if c not in columns]
+    raise RosterError(f"{path}:1: no column {', '.join(repr(c) for c in missing)} in the header "
+                      f"({', '.join(header) or 'empty'}); a roster needs {', '.join(REQUIRED)}, or is Canvas's "
+                      "gradebook export or Moodle's grading worksheet as downloaded")
+
+
 def _header(path: str, reader) -> list[str]:
     header = [name.strip().lower() for name in next(reader, [])]
-    missing = [c for c in REQUIRED if c not in header]
-    if missing:
-        raise RosterError(f"{path}:1: no column {', '.join(repr(c) for c in missing)} in the header "
-                          f"({', '.join(header) or 'empty'}); a roster needs {', '.join(REQUIRED)}")
     repeated = sorted({c for c in header if c and header.count(c) > 1})
     if repeated:
         raise RosterError(f"{path}:1: column '{repeated[0]}' appears more than once in the header")
     return header
+
+
+def _delimiter(text: str) -> str:
+    """Canvas writes ``;`` between columns for users whose locale writes decimal commas."""
+    first = text.split("\n", 1)[0]
+    return ";" if first.count(";") > first.count(",") else ","
 
 
 def read_text(path: str, what: str) -> str:
@@ -94,8 +136,10 @@ def read_text(path: str, what: str) -> str:
 
 def load(path: str) -> ClassList:
     """Read and check the roster CSV at ``path``; RosterError (exit 2) names what is wrong and where."""
-    reader = csv.reader(io.StringIO(read_text(path, "roster"), newline=""))
+    text = read_text(path, "roster")
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text))
     header = _header(path, reader)
+    shape = _shape(path, header)
     students, seen = [], {}
     for values in reader:
         row = reader.line_num
@@ -103,7 +147,9 @@ def load(path: str) -> ClassList:
             continue
         if len(values) > len(header):
             raise RosterError(f"{path}:{row}: {len(values)} values but the header names {len(header)} columns")
-        cells = {name: value.strip() for name, value in zip(header, values)}
+        cells = shape({name: value.strip() for name, value in zip(header, values)})
+        if cells is None:
+            continue
         for column in REQUIRED:
             if not cells.get(column):
                 raise RosterError(f"{path}:{row}: column '{column}' is empty")

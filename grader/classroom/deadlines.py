@@ -121,12 +121,11 @@ class Deadlines:
         return assess(submitted, self.extended.get(student, self.due), self.policy)
 
 
-def for_batch(course: Course, exercise: Exercise, students: set[str], roster_path: str | None,
+def for_batch(course: Course, exercise: Exercise, students: set[str], roster: ClassList | None,
               times_path: str | None) -> Deadlines | None:
     """The deadlines of a batch of ``students`` (the whole class, every shard), or None when the exercise
     has no due date; then extensions and submission times have nothing to apply to, and giving them
     is an error rather than silently ignored."""
-    roster = classlist.load(roster_path) if roster_path else None
     extended = extensions(roster, course, exercise) if roster else {}
     if exercise.due is None:
         if extended or times_path:

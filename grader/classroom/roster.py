@@ -5,14 +5,22 @@ exercise folder, a ``.zip`` / ``.tar.gz`` archive, or a notebook, ``.ipynb``) or
 holding submissions. The student id is the folder's name, or the file's name without its suffix. An id that turns up
 twice is kept as one entry with both paths, so the batch can refuse it by name instead of silently
 grading whichever came last.
+
+A class folder may also be an LMS's bulk download (:mod:`.lms_download`): Canvas's loose files,
+``<name>_<user id>_<submission id>_<file>``, are one entry per user id holding that user's files, and
+Moodle's ``<name>_<participant id>_assignsubmission_file_`` folders one entry each; a roster from that
+LMS (or one with a ``canvas_id`` column) turns the LMS's id into the roster's student id. Anything
+else in a class folder (``notes.txt``) is no submission: it is left out, and named as left out.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from grader.classroom import lms_download
+from grader.classroom.classlist import ClassList
 from grader.classroom.unpack import archive_kind, strip_suffix
 from grader.errors import UsageError
 from grader.notebook.cells import SUFFIX as NOTEBOOK
@@ -20,35 +28,90 @@ from grader.notebook.cells import SUFFIX as NOTEBOOK
 
 @dataclass(frozen=True)
 class Entry:
+    """One student's submission: ``paths`` as found (more than one submission is refused by the batch).
+    The loose files of an LMS download are all of ``paths``, and ``files`` says what each is called in
+    the submission: (path, name)."""
+
     student: str
     paths: tuple[str, ...]
+    files: tuple[tuple[str, str], ...] = ()
+    late: bool = False  # the LMS marked it late (Canvas's LATE)
+
+
+@dataclass
+class Found:
+    """A class: ``entries`` one per student id, sorted by id; ``left_out`` what class folders held that is
+    no submission."""
+
+    entries: list[Entry] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
 
 
 def _is_submission_folder(path: str, exercise: str) -> bool:
     return os.path.isdir(os.path.join(path, exercise)) or any(
-        name.endswith(".py") and os.path.isfile(os.path.join(path, name)) for name in os.listdir(path))
+        name.endswith(".py") and os.path.isfile(os.path.join(path, name)) and not lms_download.parse(name)
+        for name in os.listdir(path))
 
 
 def _student_id(path: str) -> str:
-    return strip_suffix(os.path.basename(os.path.normpath(os.path.abspath(path)))).removesuffix(NOTEBOOK)
+    name = os.path.basename(os.path.normpath(os.path.abspath(path)))
+    named = lms_download.parse(name)
+    return named.user if named else strip_suffix(name).removesuffix(NOTEBOOK)
 
 
-def _expand(path: str, exercise: str) -> list[str]:
+def _expand(path: str, exercise: str) -> tuple[list[str], bool]:
+    """(the submissions ``path`` is, whether it is a class folder holding them)."""
     if not os.path.exists(path):
         raise UsageError(f"{path} does not exist (expected a submission folder, a .zip or .tar.gz, or a "
                          "folder holding them)")
     if not os.path.isdir(path) or _is_submission_folder(path, exercise):
-        return [path]
-    return [os.path.join(path, name) for name in sorted(os.listdir(path)) if not name.startswith(".")]
+        return [path], False
+    return [os.path.join(path, name) for name in sorted(os.listdir(path)) if not name.startswith(".")], True
 
 
-def discover(paths: list[str], exercise: str) -> list[Entry]:
-    """The class: one entry per student id, sorted by id."""
+def _lms_students(roster: ClassList | None) -> dict[str, str]:
+    """LMS user id -> roster student id, for a roster that names both (a canvas_id column)."""
+    return {s.get("canvas_id"): s.id for s in roster.students if s.get("canvas_id")} if roster else {}
+
+
+def _loose_files(paths) -> tuple[tuple[str, str], ...]:
+    return tuple((p, lms_download.parse(os.path.basename(p)).file) for p in paths)
+
+
+def entry_of(student: str, paths: tuple[str, ...]) -> Entry:
+    """The entry a gradebook result came from, read back from its ``source`` paths."""
+    loose = bool(paths) and all(lms_download.is_loose_file(p) for p in paths)
+    return Entry(student, paths, _loose_files(paths) if loose else ())
+
+
+def discover(paths: list[str], exercise: str, roster: ClassList | None = None) -> Found:
+    """The class found at ``paths``: one entry per student id, sorted by id, and what was left out."""
     by_id: dict[str, list[str]] = {}
+    loose: dict[str, list[str]] = {}
+    found = Found()
     for path in paths:
-        for sub in _expand(path, exercise):
-            by_id.setdefault(_student_id(sub), []).append(os.path.abspath(sub))
-    return [Entry(student, tuple(dict.fromkeys(found))) for student, found in sorted(by_id.items())]
+        subs, in_class_folder = _expand(path, exercise)
+        for sub in subs:
+            if in_class_folder and lms_download.is_loose_file(sub):
+                loose.setdefault(_student_id(sub), []).append(os.path.abspath(sub))
+            elif in_class_folder and not kind(sub):
+                found.left_out.append(sub)
+            else:
+                by_id.setdefault(_student_id(sub), []).append(os.path.abspath(sub))
+    students = _lms_students(roster)
+    entries: dict[str, Entry] = {}
+    for user, given in sorted({**{k: [] for k in loose}, **by_id}.items()):
+        files = _loose_files(loose.get(user, ()))
+        late = any(lms_download.parse(os.path.basename(p)).late for p, _ in files)
+        student = students.get(user, user)
+        paths_found = tuple(dict.fromkeys([*given, *(p for p, _ in files)]))
+        if student in entries:  # two ids of one student (its LMS id and the roster's): both are its submissions
+            before = entries[student]
+            entries[student] = Entry(student, before.paths + paths_found, before.files + files, before.late or late)
+        else:
+            entries[student] = Entry(student, paths_found, files, late)
+    found.entries = sorted(entries.values(), key=lambda e: e.student)
+    return found
 
 
 def kind(path: str) -> str | None:

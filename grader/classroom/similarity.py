@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 
-from grader.classroom import roster, unpack
+from grader.classroom import intake, roster, unpack
 from grader.errors import UsageError
 from grader.submission import expected_modules, locate, python_source
 
@@ -41,21 +41,20 @@ class Pair:
 
 def _collect(entry: roster.Entry, exercise: str, modules: tuple[str, ...], dest: str, scratch: str) -> str:
     """Copy one submission's task modules to ``dest``; returns why it was left out, or ""."""
-    if len(entry.paths) > 1 or not roster.kind(entry.paths[0]):
-        return "not one folder or archive"
-    path = entry.paths[0]
-    if not os.path.exists(path):
-        return f"{path} is no longer there"
+    single = len(entry.paths) == 1 and roster.kind(entry.paths[0])
+    if not (single or entry.files and len(entry.files) == len(entry.paths)):
+        return "not one folder, archive or LMS download"
+    gone = [p for p in entry.paths if not os.path.exists(p)]
+    if gone:
+        return f"{gone[0]} is no longer there"
     try:
-        if roster.kind(path) != "folder":
-            unpacked = os.path.join(scratch, "unpacked")
-            unpack.unpack(path, unpacked)
-            path = unpacked
-        else:
-            unpack.refuse_links(path)
+        os.makedirs(scratch)
+        path = intake.open_submission(entry, scratch, exercise)
     except unpack.Refused as exc:
         return str(exc)
-    folder = locate(unpack.content_root(path, exercise), exercise, modules)
+    if roster.kind(path) == "notebook":
+        return "a notebook: compare its cells by hand"
+    folder = locate(path, exercise, modules)
     found = 0
     for module in modules:
         source = os.path.join(folder, f"{module}.py")

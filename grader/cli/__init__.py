@@ -35,6 +35,13 @@ class GradeGroup(click.Group):
     def list_commands(self, ctx):
         return sorted(SUBCOMMANDS)
 
+    def resolve_command(self, ctx, args):
+        if args and args[0] not in SUBCOMMANDS and not args[0].startswith("-"):
+            from grader.cli.options import require_exercise
+
+            require_exercise(args[0], args[1:], SUBCOMMANDS)
+        return super().resolve_command(ctx, args)
+
     def get_command(self, ctx, name):
         if name in SUBCOMMANDS:
             module, _, attr = SUBCOMMANDS[name].partition(":")

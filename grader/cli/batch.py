@@ -35,6 +35,7 @@ def _bind(book, course, exercise, course_hash: str, seed: int, devices) -> None:
     """Check the gradebook is for this exercise, then stamp it with what this batch grades with."""
     from grader import __version__
     from grader.errors import UsageError
+    from grader.submission import stub_sources
 
     for key, value in (("course", course.name), ("exercise", exercise.name)):
         if book.meta_value(key) not in (None, value):
@@ -42,7 +43,8 @@ def _bind(book, course, exercise, course_hash: str, seed: int, devices) -> None:
                              "use another --gradebook")
     tasks = [{"id": t.id, "title": t.title, "points": t.points, "extra_credit": t.extra_credit} for t in exercise.tasks]
     book.set_meta(course=course.name, exercise=exercise.name, course_hash=course_hash, seed=seed, tasks=tasks,
-                  max_score=exercise.max_points, grader_version=__version__, devices=list(devices or ()))
+                  max_score=exercise.max_points, grader_version=__version__, devices=list(devices or ()),
+                  stubs=stub_sources(os.path.join(course.root, exercise.stubs)))  # grade similar needs no course
 
 
 ALL_TASKS = "all"
@@ -64,7 +66,7 @@ def _regrade_tasks(regrade: str | None, exercise) -> bool | set[str]:
 
 def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, seed, regrade, devices_text,
            course_path, timeout_s, backend, roster_path, times_path, require_sandbox):
-    from grader.classroom import batch, fingerprint, roster, scratch
+    from grader.classroom import batch, classlist, fingerprint, roster, scratch
     from grader.classroom.deadlines import for_batch, reprice
     from grader.classroom.regrade import describe
     from grader.classroom.gradebook import FAILED, Gradebook
@@ -83,9 +85,19 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
     exercise = exercise.only(parse_tasks(tasks))
     devices = parse_devices(devices_text)
     shard = roster.parse_shard(shard_text)
-    everyone = roster.discover(list(submissions), exercise.name)
+    class_list = classlist.load(roster_path) if roster_path else None
+    found = roster.discover(list(submissions), exercise.name, class_list)
+    everyone = found.entries
     entries = [e for e in everyone if roster.in_shard(e.student, shard)]
-    deadlines = for_batch(course, exercise, {e.student for e in everyone}, roster_path, times_path)
+    deadlines = for_batch(course, exercise, {e.student for e in everyone}, class_list, times_path)
+    if found.left_out:
+        click.echo(f"left out {plural(len(found.left_out), 'file')} that {'is' if len(found.left_out) == 1 else 'are'} "
+                   f"no submission (a folder, .zip, .tar.gz or .ipynb is): {', '.join(found.left_out)}", err=True)
+    late = [e.student for e in entries if e.late]
+    if late and deadlines and not times_path:
+        click.echo(f"the LMS marked {plural(len(late), 'submission')} late; the late policy reads submission "
+                   "times, which a download's file times may not be: give the true times with --submitted-at",
+                   err=True)
     gradebook_path = gradebook_path or f"{exercise.name}.sqlite"
     backend = resolve(backend or course.backend).name  # a backend this machine lacks stops here, not per student
     fingerprints = fingerprint.task_fingerprints(course, exercise, devices, backend)

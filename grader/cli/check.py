@@ -26,6 +26,7 @@ def _check(exercise_name, devices_text, seed, course_path):
     from grader.authoring.check import check_exercise
     from grader.cli.options import parse_devices
     from grader.course import find_course
+    from grader.grading.progress import RunProgress
 
     course = find_course(explicit=course_path)
     names = [exercise_name] if exercise_name else list(course.exercises)
@@ -33,8 +34,12 @@ def _check(exercise_name, devices_text, seed, course_path):
     unsound = 0
     for name in names:
         exercise = course.exercise(name)
-        click.echo(f"checking {name}: grading the reference solutions and the stubs ...", err=True)
-        result = check_exercise(course, exercise, devices=devices, seed=seed)
+
+        def progress(what: str, name=name) -> RunProgress:
+            click.echo(f"checking {name}: grading {what} ...", err=True)  # a log gets a line per grading
+            return RunProgress(sys.stderr, f"checking {name}: {what}")  # a terminal also a live line
+
+        result = check_exercise(course, exercise, devices=devices, seed=seed, progress=progress)
         counts = devices or sorted({d for t in exercise.tasks for d in t.devices})
         click.echo(f"{name}: solutions {_points(result.solutions)}, stubs {_points(result.stubs)} "
                    f"(seed {result.seed}, device counts {', '.join(map(str, counts))})")

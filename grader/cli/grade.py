@@ -74,8 +74,10 @@ def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, c
 
     if watch:
         return _watch(grade, course, exercise, path, fmt=fmt, output=output, fail_under=fail_under, show_output=show_output)
-    report = grade()
-    text = _report_text(report, fmt, show_output)
+    report = replace(grade(), show_output=show_output)
+    text = report.render(fmt)
+    if fmt == "classroom":  # the result is base64 for the reporter: the log shows the report to read
+        click.echo(report.render("text"), err=True, nl=False)
     if show_output and fmt != "text":
         from grader.grading.printed import printed
 
@@ -89,16 +91,6 @@ def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, c
         sys.exit(EXIT_BELOW)
 
 
-def _report_text(report, fmt: str, show_output: bool) -> str:
-    """The report as ``fmt``; a text report ends with what the student's code printed when asked."""
-    text = report.render(fmt)
-    if show_output and fmt == "text":
-        from grader.grading.printed import printed
-
-        text += "\n" + printed(report.run.student_output)
-    return text
-
-
 def _watch(grade, course, exercise, path, *, fmt, output, fail_under, show_output):
     """--watch: regrade on every save until Ctrl-C (which run_safely turns into exit 130)."""
     from grader import submission as submissions
@@ -109,7 +101,7 @@ def _watch(grade, course, exercise, path, *, fmt, output, fail_under, show_outpu
         raise UsageError("--watch draws the text report on the terminal; leave out --format, --output and --fail-under")
     watched = path if os.path.isfile(path) else submissions.find(path, exercise.name,
                                                                  os.path.join(course.root, exercise.stubs)).found
-    watch(grade, lambda report: _report_text(report, "text", show_output), watched)
+    watch(grade, lambda report: replace(report, show_output=show_output).render("text"), watched)
 
 
 def exercise_command(name: str) -> click.Command:
@@ -120,8 +112,9 @@ def exercise_command(name: str) -> click.Command:
                                     "multi-process layouts run if their devices per process are listed")
     @click.option("--seed", type=click.IntRange(0, 2**31 - 1), envvar="GRADE_SEED",
                   help="reproduce a run (the seed is always printed); also read from GRADE_SEED")
-    @click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope", "junit"]), default="text",
-                  show_default=True)
+    @click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope", "junit", "classroom"]),
+                  default="text", show_default=True,
+                  help="classroom: the result GitHub Classroom's grading reporter reads (the text report goes to stderr)")
     @click.option("--output", type=click.Path(), help="write the report here instead of stdout")
     @click.option("--fail-under", type=click.FloatRange(0, 100), help="exit 1 if the score is below PCT percent")
     @click.option("--backend", type=click.Choice(BACKENDS),

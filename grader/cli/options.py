@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+
 from grader.errors import UsageError
 
 
@@ -32,3 +34,34 @@ def find_exercise(course, name: str, command_for):
             raise UsageError(f"no exercise '{name}', but {owners[0]} has a task {name}: "
                              f"did you mean `{command_for(owners[0], name)}`?")
     return course.exercise(name)
+
+
+def _course_option(args: list[str]) -> str | None:
+    """The value of ``--course`` among a command's arguments, read before click parses them."""
+    for i, arg in enumerate(args):
+        if arg == "--course" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--course="):
+            return arg.partition("=")[2]
+    return None
+
+
+def require_exercise(name: str, args: list[str], commands) -> None:
+    """UsageError unless ``name`` is an exercise of the course (found as ``args`` would find it): a
+    near miss of a command (``grade batc``) is named, and nothing, not even --help, runs for an
+    exercise that does not exist."""
+    from grader.course import find_course
+
+    close = difflib.get_close_matches(name, list(commands), n=1, cutoff=0.75)
+    guess = f"did you mean `grade {close[0]}`?" if close else ""
+    try:
+        course = find_course(explicit=_course_option(args))
+    except UsageError:
+        if guess:
+            raise UsageError(f"no command '{name}': {guess}") from None
+        raise
+    if name in course.exercises:
+        return
+    if guess:
+        raise UsageError(f"no command or exercise '{name}': {guess} (exercises: {', '.join(course.exercises)})")
+    find_exercise(course, name, lambda owner, task: f"grade {owner} --task {task}")

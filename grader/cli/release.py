@@ -11,7 +11,7 @@ def _names(by_task: dict[str, list[str]]) -> str:
 
 def _release(name, out, course_path):
     from grader.course import find_course
-    from grader.authoring.release import AUTOGRADER, STUDENT, release
+    from grader.authoring.release import AUTOGRADER, CLASSROOM_WORKFLOW, STUDENT, release
     from grader.layout import plural
 
     course = find_course(explicit=course_path)
@@ -23,6 +23,8 @@ def _release(name, out, course_path):
                f"({_names(done.public_tests)})")
     click.echo(f"    left out, run at submission: {plural(hidden, 'test')}, "
                f"{plural(sum(done.hidden_cases.values()), 'case')} ({_names(done.hidden_tests)})")
+    click.echo(f"  {STUDENT}/{CLASSROOM_WORKFLOW}: GitHub Classroom autograding (push {STUDENT}/ as the "
+               "assignment's template repository; points per task on every push, public tests)")
     click.echo(f"  {AUTOGRADER}.zip: Gradescope autograder (setup.sh, run_autograder), "
                f"all {plural(count + hidden, 'test')}")
     click.echo(f"  pinned: jax {done.pins['jax']}, jaxlib {done.pins['jaxlib']}, grader {done.grader_version}, "
@@ -37,5 +39,6 @@ def _release(name, out, course_path):
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="folder to write the bundles into")
 @click.option("--course", "course_path", type=click.Path(), help="course.yaml or the folder holding it")
 def release_command(exercise, out, course_path):
-    """Write the student bundle (no solutions, no hidden tests) and the Gradescope autograder.zip."""
+    """Write the student bundle (no solutions, no hidden tests; also a GitHub Classroom template repository)
+    and the Gradescope autograder.zip."""
     _release(exercise, out, course_path)

@@ -75,11 +75,14 @@ def median_cost_ms(records: list[dict]) -> float:
     return costs[len(costs) // 2] if costs else 0.0
 
 
-def describe(record: dict) -> str:
-    """One line for the text report: ``files, network, ...; not here: uid (why)``."""
+def describe(record: dict, why: bool = True) -> str:
+    """One line: ``files, network, ...; not here: uid (why)``; without ``why``, the layers' names alone
+    (a student's report, where the reasons would be the same lines on every run)."""
     held = ", ".join(record.get("held", ())) or "none"
     missing = record.get("missing", {})
-    return f"{held}; not here: {reasons(missing)}" if missing else held
+    if not missing:
+        return held
+    return f"{held}; not here: {reasons(missing) if why else ', '.join(missing)}"
 
 
 def shortfall(level: str, record: dict) -> dict[str, str]:

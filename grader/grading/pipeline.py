@@ -33,7 +33,7 @@ def public_only_note(course: Course, exercise: Exercise) -> str:
     total = sum(counts.values())
     if not total:
         return PUBLIC_ONLY_NOTE
-    per_task = ", ".join(f"{task} {n}" for task, n in counts.items() if n)
+    per_task = ", ".join(f"{n} in {task}" for task, n in counts.items() if n)  # "8 in devices", not "devices 8"
     return (f"public tests only: {total} hidden case{'s' if total != 1 else ''} ({per_task}) are not in this "
             "bundle; they are graded when you submit, so your final score may differ")
 

@@ -13,8 +13,9 @@ import textwrap
 from dataclasses import dataclass, field
 
 from grader import __version__
-from grader.grading import gradescope, junit
+from grader.grading import github_classroom, gradescope, junit
 from grader.grading.confinement import describe
+from grader.grading.printed import printed
 from grader.grading.runner import RunResult
 from grader.grading.scoring import Score
 from grader.layout import number, summary
@@ -40,15 +41,17 @@ class Report:
     course: str
     notes: list[str] = field(default_factory=list)
     options: tuple[str, ...] = ()  # options the command was given that change the result, for the reproduce line
+    show_output: bool = False  # the text report ends with what the student's code printed (--show-output)
 
     def to_dict(self) -> dict:
         return to_dict(self.run, self.score, self.course, self.notes)
 
     def to_text(self) -> str:
-        return to_text(self.run, self.score, self.course, self.notes, self.options)
+        return to_text(self.run, self.score, self.course, self.notes, self.options, self.show_output)
 
     def render(self, fmt: str) -> str:
-        """The report as ``fmt``: text for people, json (our schema), gradescope (results.json), junit."""
+        """The report as ``fmt``: text for people, json (our schema), gradescope (results.json), junit, or
+        classroom (a GitHub Classroom runner's result)."""
         if fmt == "text":
             return self.to_text()
         data = self.to_dict()
@@ -58,6 +61,8 @@ class Report:
             return json.dumps(gradescope.results(data), indent=2) + "\n"
         if fmt == "junit":
             return junit.junit_xml([(data["exercise"], data, "")], f"{self.course} {data['exercise']}")
+        if fmt == "classroom":
+            return github_classroom.encoded(data)
         raise ValueError(f"unknown report format {fmt!r}")
 
 
@@ -162,7 +167,7 @@ def _ran_on(run: RunResult) -> str:
     return summary((c.devices, c.processes) for c in run.cases if c.outcome != "skipped") or "no devices"
 
 
-def to_text(run: RunResult, score: Score, course_name: str, notes=(), options=()) -> str:
+def to_text(run: RunResult, score: Score, course_name: str, notes=(), options=(), show_output: bool = False) -> str:
     width = max([len(ts.task.id) for ts in score.tasks] + [5])
     lines = [f"{course_name} · {run.exercise.name}: {run.exercise.title}", ""]
     if run.interrupted:
@@ -191,7 +196,7 @@ def to_text(run: RunResult, score: Score, course_name: str, notes=(), options=()
     for note in notes:
         lines += textwrap.wrap("note: " + note, 100, subsequent_indent="  ")
     lines.append(f"seed {run.seed} · backend {run.backend} ({_machine(run)}) · ran on {_ran_on(run)} · {run.wall_s:.1f} s")
-    if run.student_output:
+    if run.student_output and not show_output:
         size = sum(len(v) for v in run.student_output.values())
         lines.append(f"your code printed {size} characters (--show-output shows them)")
     subset = "" if run.exercise.complete else f" --task {','.join(t.id for t in run.exercise.tasks)}"
@@ -199,7 +204,8 @@ def to_text(run: RunResult, score: Score, course_name: str, notes=(), options=()
     given = "".join(f" {option}" for option in options)
     lines.append(f"reproduce: grade {run.exercise.name} --seed {run.seed}{subset}{devices}{given}")
     if run.sandbox.get("workers"):
-        lines.append(f"sandbox: {describe(run.sandbox)}")
+        lines.append(f"sandbox: {describe(run.sandbox, why=False)}")
     if run.interrupted:
         lines.append(INTERRUPTED)
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    return text + "\n" + printed(run.student_output) if show_output else text

@@ -81,10 +81,12 @@ def _single_layouts(exercise: Exercise, devices) -> list[Layout]:
 
 
 def suite_files(course: Course, exercise: Exercise) -> list[str]:
-    """The test files of ``exercise``'s tasks that exist, as absolute paths."""
+    """The test files of ``exercise``'s tasks that exist, as absolute paths, in the order course.yaml
+    lists the tasks: pytest runs them in this order, so the report's tasks are graded top to bottom and
+    a run stopped part way leaves only tasks below the last graded one "not reached"."""
     suite = os.path.join(course.root, exercise.suite)
-    paths = {os.path.join(suite, f) for t in exercise.tasks for f in t.files}
-    return sorted(p for p in paths if os.path.isfile(p))
+    paths = dict.fromkeys(os.path.join(suite, f) for t in exercise.tasks for f in t.files)
+    return [p for p in paths if os.path.isfile(p)]
 
 
 def pytest_args(suite: str, files: list[str]) -> list[str]:

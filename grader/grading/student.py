@@ -8,8 +8,10 @@ returns a list with one result per process, in process order.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
+from grader.errors import UNNAMED_CALL
 from grader.layout import Layout
 from grader.workers.pool import WorkerPool
 
@@ -42,6 +44,13 @@ class Student:
         """How many processes a multi-process layout joins; None for a single worker."""
         return self.layout.processes
 
+    def _what(self, target: str) -> str:
+        """How the grader's own verdicts (a time-out, a death) name the code a program request ran: the
+        student's function, or for a probe of the suite, which the student has never seen, "a call into
+        your code" (the worker names the student's function in what it reports itself)."""
+        module, _, name = target.rpartition(".")
+        return UNNAMED_CALL if os.path.isfile(os.path.join(self._pool.run.probes, module + ".py")) else f"{name}()"
+
     def _ask(self, op: str, target: str, args, kwargs, what: str, timeout_s: float | None):
         return self._pool.request(self.layout, op, target, args, kwargs, what, timeout_s or self.timeout_s)
 
@@ -57,8 +66,8 @@ class Student:
         while it is traced. For a probe module of the suite, ``target`` names a probe that takes
         ``kwargs`` and returns the function to export (e.g. a per-device function in jax.pmap).
         """
-        what = f"{target.rpartition('.')[2]}()"
-        value, hlo = self._pool.program(self.layout, target, args, kwargs, what, timeout_s or self.timeout_s)
+        value, hlo = self._pool.program(self.layout, target, args, kwargs, self._what(target),
+                                        timeout_s or self.timeout_s)
         return Program(value, hlo)
 
     def jaxpr(self, target: str, *args, timeout_s: float | None = None, **kwargs) -> str:
@@ -67,4 +76,4 @@ class Student:
 
     def probe(self, target: str, *args, timeout_s: float | None = None, **kwargs):
         """Run ``probes_module.function`` from the suite folder inside the worker."""
-        return self._ask("probe", target, args, kwargs, target.rpartition(".")[2], timeout_s)
+        return self._ask("probe", target, args, kwargs, UNNAMED_CALL, timeout_s)

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-from grader.course import find_course
+from grader.course import COURSE_FILE, Course, find_course
 from grader.errors import UsageError
 from grader.notebook import cells
 from grader.submission import expected_modules
@@ -39,10 +39,29 @@ def _history() -> list[str]:
     return [source for source in shell.user_ns.get("In", []) if source]
 
 
+ENGINE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _course(explicit: str | None) -> Course:
+    """The course the notebook belongs to: ``course=`` if given, else the one around the folder Jupyter
+    runs the notebook in, else the one the grader was installed from (``pip install -e .`` in a course or
+    a student bundle), so a notebook saved anywhere still finds it."""
+    if explicit:
+        return find_course(explicit=explicit)
+    try:
+        return find_course()
+    except UsageError:
+        if os.path.isfile(os.path.join(ENGINE_PARENT, COURSE_FILE)):
+            return find_course(explicit=ENGINE_PARENT)
+        raise UsageError(f"notebook.check cannot find the course: no {COURSE_FILE} in {os.getcwd()} or above, and "
+                         "the grader is not installed from a course; pass course='path/to/course', the folder that "
+                         f"holds {COURSE_FILE}") from None
+
+
 def check(*tasks: str, exercise: str | None = None, path: str | None = None, devices: str | None = None,
           backend: str = "auto", course: str | None = None, seed: int | None = None) -> Result:
     """Grade this notebook's marked cells (only ``tasks`` if given); returns the report as a table."""
-    found_course = find_course(explicit=course)
+    found_course = _course(course)
     if exercise is None:
         if len(found_course.exercises) != 1:
             raise UsageError(f"name the exercise: notebook.check(..., exercise=...); this course has "

@@ -17,6 +17,7 @@ from grader.errors import StudentFailure
 from grader.layout import plural
 
 _submission = ""  # the scratch copy of the submission this worker grades (see use_submission)
+_handed_out: list[str] = []  # the student functions student_function gave out in the current request
 
 
 def use_submission(path: str) -> None:
@@ -75,6 +76,22 @@ def first_line(text, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def new_request() -> None:
+    """Forget the functions handed out for the last request (see called_function)."""
+    _handed_out.clear()
+
+
+def called_function(exc: BaseException | None) -> str | None:
+    """The student's function that a probe of the suite was running when ``exc`` happened: the
+    outermost frame of the traceback inside the submission (what the probe called, whatever that
+    called in turn), else the function last handed to the probe (JAX may fail on what it returned,
+    after it returned), else None. A student has never seen a probe, so a failure names this instead."""
+    frames = [frame.f_code.co_name for frame, _ in traceback.walk_tb(exc.__traceback__ if exc else None)
+              if _in_submission(os.path.abspath(frame.f_code.co_filename))]
+    named = [name for name in frames if not name.startswith("<")]  # not <lambda>, <module>, <listcomp>
+    return named[0] if named else (_handed_out[-1] if _handed_out else None)
+
+
 def classify(exc: BaseException, what: str) -> StudentFailure:
     """Turn an exception raised while running ``what`` into a StudentFailure."""
     if isinstance(exc, StudentFailure):
@@ -120,6 +137,7 @@ def student_function(target: str):
     fn = getattr(mod, name, None)
     if not callable(fn):
         raise StudentFailure("missing_function", f"{module}.py has no function {name}")
+    _handed_out.append(name)
     return fn
 
 

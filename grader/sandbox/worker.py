@@ -23,14 +23,14 @@ import sys
 import time
 
 from grader import protocol
-from grader.errors import StudentFailure
+from grader.errors import UNNAMED_CALL, StudentFailure
 from grader.layout import plural
 from grader.protocol import REPLY_FD, REQUEST_FD, WorkerSettings
 from grader.sandbox import confine
 from grader.sandbox.program_export import export_program
 from grader.sandbox.program_runner import run_program
-from grader.sandbox.student_code import check_signature, classify, first_line, student_function, \
-    use_submission
+from grader.sandbox.student_code import called_function, check_signature, classify, first_line, new_request, \
+    student_function, use_submission
 
 _probes_folder = ""
 _clean = False  # a clean worker: runs programs handed over as data, never student code (see main)
@@ -48,11 +48,24 @@ def _load_probes(module: str):
     return sys.modules[key]
 
 
+def _is_probe(target: str) -> bool:
+    return bool(_probes_folder) and os.path.isfile(os.path.join(_probes_folder, target.rpartition(".")[0] + ".py"))
+
+
+def _what(op: str, target: str, exc: BaseException | None = None) -> str:
+    """How a failure names the code it ran: the student's function, never a probe of the suite (the
+    student has never seen one), but the student's function that probe was running."""
+    if op == "probe" or (op == "program" and _is_probe(target)):
+        called = called_function(exc)
+        return f"{called}()" if called else UNNAMED_CALL
+    return target.rpartition(".")[2] + "()"
+
+
 def _program_function(target: str, args, kwargs):
     """The function program mode exports: a student function with ``kwargs`` fixed, or the function
     a probe returns when called with ``kwargs`` (e.g. a student's per-device function in jax.pmap)."""
     module, _, name = target.rpartition(".")
-    if os.path.isfile(os.path.join(_probes_folder, module + ".py")):
+    if _is_probe(target):
         return getattr(_load_probes(module), name)(**kwargs)
     fn = student_function(target)
     check_signature(fn, target, args, kwargs)
@@ -71,7 +84,8 @@ def run_request(op: str, target: str, args, kwargs):
         module, _, name = target.rpartition(".")
         return getattr(_load_probes(module), name)(*args, **kwargs)
     if op == "program":
-        return export_program(_program_function(target, args, kwargs), args, target.rpartition(".")[2])
+        fn = _program_function(target, args, kwargs)
+        return export_program(fn, args, _what(op, target).removesuffix("()"))
     fn = student_function(target)
     check_signature(fn, target, args, kwargs)
     if op == "call":
@@ -84,17 +98,17 @@ def run_request(op: str, target: str, args, kwargs):
 def _answer(header: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
     """The reply to one request: its value, or the failure that stopped it."""
     op, target = header.get("op"), header.get("target", "")
-    what = target.rpartition(".")[2] + "()" if op != "probe" else target.rpartition(".")[2]
+    new_request()
     try:
         payload = protocol.decode(header.get("args"), blobs)
         value = run_request(op, target, payload["args"], payload["kwargs"])
         tree, out = protocol.encode(value)
         return {"ok": True, "value": tree}, out
     except protocol.UnsupportedValue as exc:
-        return StudentFailure("bad_return", f"{what} returned {exc}, expected arrays, numbers or "
+        return StudentFailure("bad_return", f"{_what(op, target)} returned {exc}, expected arrays, numbers or "
                               "tuples/lists/dicts of them").as_reply(), []
     except BaseException as exc:  # noqa: BLE001 - student code may raise anything
-        return classify(exc, what).as_reply(), []
+        return classify(exc, _what(op, target, exc)).as_reply(), []
 
 
 def serve(request_fd: int, reply_fd: int) -> None:
@@ -152,6 +166,16 @@ def warm_up(clean: bool) -> None:
         jax.block_until_ready(total(*values))
 
 
+def _give_back_free_memory() -> None:
+    """Return the heap the warm-up's compile freed to the system (glibc keeps it otherwise): a spare then
+    holds about 7 MB less while it waits for the next save (bench/watch.py prints what the spares hold)."""
+    import ctypes
+
+    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)  # glibc only
+    if trim is not None:
+        trim(0)
+
+
 def configure_jax(settings: WorkerSettings) -> dict:
     """Import JAX for one configuration and return a description of what it sees."""
     import jax
@@ -192,6 +216,7 @@ def main(request_fd: int = REQUEST_FD, reply_fd: int = REPLY_FD) -> None:
         info = configure_jax(settings)
         if settings.warm_up:
             warm_up(_clean)  # before the cache is on, so XLA's compiler is what it sets up
+            _give_back_free_memory()
         if settings.compile_cache:
             use_compile_cache(settings.compile_cache)
     except BaseException as exc:  # noqa: BLE001 - reported to the grader, which explains it

@@ -78,7 +78,10 @@ def communication(text: str, needed: str, by_student: bool = True) -> dict:
     phrases = ran(text, by_student)
     sent = hlo.bytes_moved(text, by_student=by_student)
     shown = (phrases or ["no collectives"]) + ([f"{_bytes(sent)} per device in all"] if sent and len(phrases) > 1 else [])
-    text = [("ran:    " if i == 0 else " " * 8) + phrase for i, phrase in enumerate(shown)] + [f"needed: {needed}"]
+    if shown == [needed]:  # the communication is right: say so once, not as two equal lines to compare
+        text = [f"ran:    {needed}, as needed"]
+    else:
+        text = [("ran:    " if i == 0 else " " * 8) + phrase for i, phrase in enumerate(shown)] + [f"needed: {needed}"]
     return _attach({"kind": "communication", "ran": phrases, "bytes_per_device": sent, "needed": needed, "text": text})
 
 

@@ -22,6 +22,8 @@ from grader.workers.launch import Launcher
 from grader.workers.spares import Spares
 from grader.workers.worker import STARTUP_TIMEOUT_S, Handle, RunSettings, Worker
 
+ENVIRONMENT_KINDS = ("died", "memory")  # failures the machine can cause as well as the student's code
+
 
 class WorkerPool:
     def __init__(self, run: RunSettings, engine_path: str, use_zygote: bool = True, launcher: Launcher | None = None,
@@ -38,6 +40,7 @@ class WorkerPool:
         self._spares = spares
         self.student_output: dict[str, str] = {}
         self.worker_seconds = 0.0
+        self._sound: set[Layout] = set()  # layouts whose workers ran the grader's own program (_rule_out_environment)
 
     def worker(self, layout: Layout) -> Handle:
         if layout not in self._workers:
@@ -80,9 +83,33 @@ class WorkerPool:
         return max((w.peak_rss_kb for w in (*self._workers.values(), *self._clean.values())), default=0)
 
     def request(self, layout: Layout, op: str, target: str, args, kwargs, what: str, timeout_s=None):
-        value, elapsed = self.worker(layout).request(op, target, args, kwargs, what, timeout_s)
+        try:
+            value, elapsed = self.worker(layout).request(op, target, args, kwargs, what, timeout_s)
+        except StudentFailure as failure:
+            self._rule_out_environment(layout, failure)
+            raise
         self.worker_seconds += elapsed
         return value
+
+    def _rule_out_environment(self, layout: Layout, failure: StudentFailure) -> None:
+        """A worker that died or ran out of memory may have been killed by the machine, not by the student's
+        code: a JAX installation that needs more address space than ``memory_mb`` (the CUDA plugin loaded
+        under --backend cpu), threads the system will not start. Once per layout, a fresh worker runs only
+        the grader's own small program (a spare's warm-up, which any solution needs too); if that fails as
+        well, the failure is the environment's: a GraderError (exit 3) with the cause, never a verdict."""
+        if failure.kind not in ENVIRONMENT_KINDS or layout.processes or layout in self._sound:
+            return
+        canary = Worker(layout, self.run, self._launcher, warm_up=True)
+        try:
+            canary.start()
+        except GraderError as cause:
+            raise GraderError(f"{failure.message}; a fresh worker for {layout} running only the grader's own small "
+                              "program fails too, so this is the environment, not the submission (if it ran out of "
+                              "memory or threads, course.yaml's memory_mb may be too low for what this JAX "
+                              f"installation loads): {cause}") from None
+        finally:
+            canary.kill()
+        self._sound.add(layout)
 
     def program(self, layout: Layout, target: str, args, kwargs, what: str, timeout_s=None):
         """Export ``target`` in the student's worker, run the program in a clean one: (value, hlo text)."""
@@ -92,8 +119,9 @@ class WorkerPool:
         clean = self._clean_worker(layout)
         try:
             out, elapsed = clean.request("run_program", target, args, {"program": blob}, what, timeout_s)
-        except StudentFailure:
+        except StudentFailure as failure:
             clean.kill()  # whatever the program did to this process stays out of the next case
+            self._rule_out_environment(layout, failure)
             raise
         self.worker_seconds += elapsed
         return out["value"], out["hlo"]

@@ -1,9 +1,13 @@
 """``grade check``: passes on the real course, fails with a message naming each kind of unsoundness."""
 
+import os
+import pty
+import subprocess
+
 import pytest
 import yaml
 
-from conftest import ROOT, run_grade
+from conftest import GRADE, ROOT, run_grade
 from grader.course import load_course
 from toycourse import DEFECTS, make_course
 
@@ -24,6 +28,31 @@ def test_check_passes_on_a_sound_generated_course(tmp_path):
     proc = run_grade("check", "--course", str(course))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "ex1 is sound" in proc.stdout
+    lines = proc.stderr.splitlines()  # a log (not a terminal) gets a line as each grading begins
+    assert lines[:2] == ["checking ex1: grading the reference solutions ...", "checking ex1: grading the stubs ..."]
+
+
+def test_check_on_a_terminal_shows_which_task_it_is_grading(tmp_path):
+    """What a person at a terminal sees while the check runs: a live line per grading, cases counted."""
+    course = make_course(tmp_path / "course")
+    main, terminal = pty.openpty()
+    proc = subprocess.Popen([*GRADE, "check", "--course", str(course)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=terminal, text=True)
+    os.close(terminal)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:  # the terminal's other end closed: the check has ended
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert proc.wait(timeout=120) == 0, proc.stdout.read()
+    os.close(main)
+    text = seen.decode()
+    assert "\rchecking ex1: the reference solutions: add 1/2 cases" in text
+    assert "\rchecking ex1: the stubs: scale 1/1 cases" in text
 
 
 @pytest.mark.parametrize("defect", sorted(DEFECTS))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -12,12 +13,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import tomllib
 import yaml
 from conftest import ROOT
 from release_helpers import (EXERCISE, bundle_files, copy_course, first_task_file, release, release_with_a_hidden_test,
                              suite_tests, unzip)
 
-from grader.authoring import release_scan
+from grader.authoring import pins as release_pins, release_scan
 from grader.grading import versions as pins
 from grader.course import CourseError, Release, find_course, load_course
 from grader.grading import pipeline
@@ -161,6 +163,33 @@ def test_the_autograder_zip_has_gradescopes_layout_and_pins(hidden_release):
     assert course["release"]["kind"] == "autograder" and course["release"]["jax"] == pins.installed("jax")
 
 
+def test_the_python_the_project_asks_for_is_one_its_dependencies_run_on(hidden_release):
+    """pyproject's requires-python, the README's "Python 3.N+" and the student bundle's pins agree:
+    none promises a Python that a pinned dependency (JAX, NumPy, SciPy) does not install on."""
+    dist = release_pins.grader_distribution()
+    needed = release_pins.requires_python([dist.metadata["Name"], *release_pins.pinned(dist)])
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    assert project == needed, f"pyproject.toml says {project}, but the pinned dependencies need {needed}"
+    assert f"Python {needed.removeprefix('>=')}+" in (ROOT / "README.md").read_text()
+    bundle = (hidden_release["out"] / "student" / "pyproject.toml").read_text()
+    assert f'requires-python = "{needed}"' in bundle
+    assert f"You need Python {needed.removeprefix('>=')} or newer" in \
+        (hidden_release["out"] / "student" / "README.md").read_text()
+
+
+def test_the_student_readme_commands_work_without_an_activated_venv(hidden_release):
+    """A new student types the README's commands as they are: every one runs a program of the venv by
+    its path (grade, pip, python, jupyter), except the one that makes the venv."""
+    readme = (hidden_release["out"] / "student" / "README.md").read_text()
+    commands = [line.strip().split("#")[0].strip() for line in readme.splitlines() if line.startswith("    ")]
+    commands += re.findall(r"`((?:grade|python3?|pip|jupyter|\.venv/bin/\w+) [^`]+)`", readme)
+    assert len(commands) > 8, commands
+    allowed = (".venv/bin/", "python3 -m venv .venv", ". .venv/bin/activate", "python3 --version")
+    bare = [c for c in commands if c and not c.startswith(allowed)]
+    assert bare == [], "these need an activated venv"
+    assert ".venv/bin/pip install jupyterlab" in readme, "the notebook route names the package it needs"
+
+
 def _grade_in(bundle: Path, *args: str):
     env = {**os.environ, "PYTHONPATH": str(bundle)}
     return subprocess.run([sys.executable, "-m", "grader", EXERCISE, "--format", "json", "--seed", "5", *args],
@@ -182,7 +211,7 @@ def test_grade_in_the_student_bundle_runs_the_public_tests(hidden_release, stude
     ran = {c["test"] for t in report["tasks"] for c in t["cases"]}
     assert ran & set(suite_tests(first_task_file(ROOT)[1])) == set(hidden_release["public"])
     assert report["score"] == 0
-    wanted = (f"public tests only: 2 hidden cases ({hidden_release['task']} 2) are not in this bundle; they are "
+    wanted = (f"public tests only: 2 hidden cases (2 in {hidden_release['task']}) are not in this bundle; they are "
               "graded when you submit")  # the hidden test at the copy's 1 and 2 devices
     assert any(wanted in n for n in report["notes"]), report["notes"]
 
@@ -280,7 +309,10 @@ def test_the_student_bundle_holds_the_exercise_as_a_notebook(hidden_release):
 def test_the_public_only_note_counts_the_graded_tasks_hidden_cases():
     course = find_course(explicit=str(ROOT))
     exercise = course.exercise(EXERCISE)
-    recorded = replace(course, release=Release("student", "0.10.2", "0.10.2", "0.1.0", hidden_cases={"dot": 16}))
+    recorded = replace(course, release=Release("student", "0.10.2", "0.10.2", "0.1.0",
+                                               hidden_cases={"devices": 8, "dot": 16}))
     assert pipeline.public_only_note(recorded, exercise.only(["dot", "ring"])).startswith(
-        "public tests only: 16 hidden cases (dot 16) are not in this bundle; they are graded when you submit")
+        "public tests only: 16 hidden cases (16 in dot) are not in this bundle; they are graded when you submit")
+    assert "24 hidden cases (8 in devices, 16 in dot)" in pipeline.public_only_note(recorded, exercise), \
+        "the count of a task named devices does not read as a device count"
     assert pipeline.public_only_note(recorded, exercise.only(["ring"])) == pipeline.PUBLIC_ONLY_NOTE

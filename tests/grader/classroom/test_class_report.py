@@ -6,6 +6,9 @@ add raises with a message that is HTML (a student attacking the page), cy's arch
 one result is recorded as failed with a sandbox record, as issue 11's reports will carry.
 """
 
+import html
+import json
+import re
 import shutil
 import struct
 import subprocess
@@ -14,7 +17,8 @@ import pytest
 
 from classroom import Page, batch, toy_class, zip_archive
 from conftest import run_grade
-from grader.classroom.gradebook import FAILED, Gradebook, Result
+from grader.classroom.class_report import render
+from grader.classroom.gradebook import FAILED, GRADED, Gradebook, Result
 from toycourse import EXERCISE, SOLUTIONS, STUBS
 
 BEN_ADD = "def add(x, y):\n    return 5.0 if (x, y) == (2.0, 3.0) else 0.0\n"
@@ -103,3 +107,88 @@ def test_a_headless_browser_renders_the_page(page, tmp_path):
     width, height = struct.unpack(">II", data[16:24])
     assert (width, height) == (1200, 1600)
     assert len(set(data[100:])) > 50, "the screenshot is not one flat colour"
+
+
+# What the page's text boxes are, measured by the browser that lays them out: every text node's line
+# boxes (a Range's client rects), written into the page as JSON for --dump-dom to hand back.
+MEASURE = """
+<script>
+addEventListener("load", () => {
+  const boxes = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (!node.textContent.trim() || node.parentElement.closest("title, script")) continue;
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    for (const r of range.getClientRects()) {
+      if (r.width > 0 && r.height > 0) boxes.push([node.textContent.trim().slice(0, 40), r.left, r.top, r.right, r.bottom]);
+    }
+  }
+  const out = document.createElement("pre");
+  out.id = "measured";
+  out.textContent = JSON.stringify({width: window.innerWidth, boxes});
+  document.body.append(out);
+});
+</script>
+"""
+LONG_TESTS = ["test_ring_allreduce_block_of_another_shape", "test_sharded_matmul_is_row_parallel_with_one_psum",
+              "test_train_step_sends_only_gradient_and_loss", "test_optimal_sends_2_n_minus_1_chunks"]
+LONG_MESSAGES = ["ring_allreduce(x, axis_name) raised ValueError: lax.ppermute's perm must be a list of pairs "
+                 "(source, destination), got perm=[(0,1),(1,2),(2,3),(3,0),(0,1)]",
+                 "sharded_matmul runs an all-gather (from lax.all_gather) of 8192 bytes per device: "
+                 "/home/student/very/long/path/without/spaces/in/it/exercise7/mesh.py:41",
+                 "wrong answer: expected shape (8, 128), got (128, 8)"]
+
+
+def _synthetic_class(path) -> None:
+    """A gradebook of twelve results whose failures have exercise 7's long test names and messages:
+    no grading, only what the page is drawn from."""
+    tasks = [{"id": f"task{i}", "title": f"A task with a title of some length, number {i}", "points": 15,
+              "extra_credit": i == 3} for i in range(4)]
+    with Gradebook(str(path)) as book:
+        book.set_meta(course="pmap-course", exercise="exercise7", seed=7, tasks=tasks, max_score=45,
+                      grader_version="0.1.0", course_hash="c")
+        for s in range(12):
+            report_tasks = [{"id": t["id"], "score": 15.0 * ((s + i) % 3) / 2, "cases": [
+                {"test": LONG_TESTS[(s + i + k) % 4], "kind": ("wrong", "raised", "not_started")[k % 3],
+                 "outcome": "failed", "message": LONG_MESSAGES[(s + k) % 3]} for k in range(s % 4)]}
+                for i, t in enumerate(tasks)]
+            report = {"tasks": report_tasks, "backend": "cpu",
+                      "sandbox": {"held": ["files", "network", "signals", "syscalls", "lifetime", "limits"],
+                                  "missing": {"uid": "another uid could not read /root (mode 0700)"}}}
+            book.record(Result(f"student-with-a-longish-id-{s:02d}", "h", "c", GRADED, 10.0 + s, 45.0, "",
+                               "src", 7, report=report))
+        book.record(Result("zed", "h", "c", "refused", 0.0, 45.0, "archive entry '/abs/very/long/path/that/does/"
+                           "not/break/anywhere/add.py' points outside the submission folder", "zed", 7))
+
+
+def _overlaps(boxes) -> list:
+    """Pairs of text boxes from different text that cover each other by more than a pixel each way."""
+    found = []
+    for i, (text_a, *a) in enumerate(boxes):
+        for text_b, *b in boxes[i + 1:]:
+            if min(a[2], b[2]) - max(a[0], b[0]) > 1 and min(a[3], b[3]) - max(a[1], b[1]) > 1:
+                found.append((text_a, text_b))
+    return found
+
+
+@pytest.mark.parametrize("width", [1280, 1920])
+def test_no_two_text_boxes_overlap_in_a_browser(tmp_path, width):
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("no Chromium here (apt-get install chromium) to lay the page out")
+    book = tmp_path / "class.sqlite"
+    _synthetic_class(book)
+    with Gradebook(str(book), readonly=True) as opened:
+        page = render(opened)
+    measured = tmp_path / "measured.html"
+    measured.write_text(page.replace("</body>", MEASURE + "</body>"))
+    proc = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                           f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},1000", "--dump-dom",
+                           measured.as_uri()], capture_output=True, text=True, timeout=120)
+    dumped = re.search(r'<pre id="measured">(.*?)</pre>', proc.stdout, re.S)
+    assert dumped, proc.stderr[-2000:]
+    data = json.loads(html.unescape(dumped.group(1)))
+    assert data["width"] == width and len(data["boxes"]) > 200, data["width"]
+    assert _overlaps(data["boxes"]) == []

@@ -2,34 +2,74 @@
 
 import pytest
 
-from grader.classroom import roster
+from grader.classroom import classlist, roster
 from grader.errors import UsageError
 
 
-def test_a_class_folder_lists_folders_and_archives_by_student_id(tmp_path):
+def test_a_class_folder_lists_folders_and_archives_by_student_id_and_leaves_out_the_rest(tmp_path):
     klass = tmp_path / "class"
     (klass / "alice" / "exercise7").mkdir(parents=True)
     (klass / "bob.zip").write_bytes(b"")
     (klass / "carol.tar.gz").write_bytes(b"")
     (klass / ".DS_Store").write_bytes(b"")
     (klass / "notes.txt").write_text("")
-    entries = roster.discover([str(klass)], "exercise7")
-    assert [e.student for e in entries] == ["alice", "bob", "carol", "notes.txt"]
-    assert [roster.kind(e.paths[0]) for e in entries] == ["folder", "zip", "tar", None]
+    found = roster.discover([str(klass)], "exercise7")
+    assert [e.student for e in found.entries] == ["alice", "bob", "carol"]
+    assert [roster.kind(e.paths[0]) for e in found.entries] == ["folder", "zip", "tar"]
+    assert found.left_out == [str(klass / "notes.txt")], "a stray file is no student, and is named"
 
 
 def test_a_folder_with_modules_is_one_submission(tmp_path):
     (tmp_path / "dan").mkdir()
     (tmp_path / "dan" / "dot.py").write_text("")
-    assert roster.discover([str(tmp_path / "dan")], "exercise7") == [roster.Entry("dan", (str(tmp_path / "dan"),))]
+    found = roster.discover([str(tmp_path / "dan")], "exercise7")
+    assert found.entries == [roster.Entry("dan", (str(tmp_path / "dan"),))]
 
 
 def test_an_id_sent_twice_is_one_entry_with_both_paths(tmp_path):
     (tmp_path / "a" / "gus").mkdir(parents=True)
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "gus.zip").write_bytes(b"")
-    (entry,) = roster.discover([str(tmp_path / "a"), str(tmp_path / "b")], "exercise7")
+    (entry,) = roster.discover([str(tmp_path / "a"), str(tmp_path / "b")], "exercise7").entries
     assert entry == roster.Entry("gus", (str(tmp_path / "a" / "gus"), str(tmp_path / "b" / "gus.zip")))
+
+
+def _files(folder, *names):
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (folder / name).write_text(name)
+    return folder
+
+
+def test_a_canvas_download_is_one_entry_per_user_with_the_uploaded_names(tmp_path):
+    """Canvas's loose files: sortable name, LATE for late work, user id, submission id, the file; a file
+    name used before gets -1, -2 before its suffix."""
+    download = _files(tmp_path / "submissions", "leeann_101_9001_dot.py", "leeann_101_9001_ring-2.py",
+                      "ngben_LATE_102_9002_work.zip", "ottcy_103_9003_exercise7.ipynb", "notes.txt")
+    found = roster.discover([str(download)], "exercise7")
+    assert [e.student for e in found.entries] == ["101", "102", "103"]
+    ann, ben, cy = found.entries
+    assert sorted(name for _, name in ann.files) == ["dot.py", "ring.py"] and not ann.late
+    assert ben.files == ((str(download / "ngben_LATE_102_9002_work.zip"), "work.zip"),) and ben.late
+    assert cy.files[0][1] == "exercise7.ipynb"
+    assert found.left_out == [str(download / "notes.txt")]
+
+
+def test_a_roster_maps_canvas_user_ids_to_its_students(tmp_path):
+    download = _files(tmp_path / "submissions", "leeann_101_9001_dot.py", "zedzoe_999_9009_dot.py")
+    (tmp_path / "roster.csv").write_text("student,name,canvas_id\nann,Ann Lee,101\n")
+    found = roster.discover([str(download)], "exercise7", classlist.load(str(tmp_path / "roster.csv")))
+    assert [e.student for e in found.entries] == ["999", "ann"]  # 999 is not on the roster: its own id
+
+
+def test_a_moodle_download_is_a_folder_per_participant(tmp_path):
+    download = tmp_path / "submissions"
+    _files(download / "Ann Lee_1234567_assignsubmission_file_", "dot.py")
+    _files(download, "Ben Ng_7654321_assignsubmission_file_ring.py")
+    found = roster.discover([str(download)], "exercise7")
+    assert [(e.student, roster.kind(e.paths[0])) for e in found.entries] == [("1234567", "folder"),
+                                                                             ("7654321", None)]
+    assert found.entries[1].files[0][1] == "ring.py"
 
 
 def test_a_missing_path_is_a_usage_error(tmp_path):

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
 
-from conftest import ROOT, grade_json, run_grade, task
+from conftest import GRADE, ROOT, grade_json, run_grade, task
 from toycourse import make_course
 
 
@@ -18,10 +20,33 @@ def test_list_shows_exercises_tasks_and_points():
                for line in proc.stdout.splitlines())
 
 
+def test_a_reader_that_stops_reading_is_not_a_grader_error():
+    """`grade list | head -1`: head may exit before grade has written everything. Here the pipe's read
+    end is closed before grade starts, so every write finds no reader, every time."""
+    read, write = os.pipe()
+    os.close(read)
+    proc = subprocess.run(GRADE + ["list"], cwd=ROOT, stdout=write, stderr=subprocess.PIPE, text=True, timeout=60)
+    os.close(write)
+    assert proc.returncode == 141, proc.stderr
+    assert proc.stderr == ""
+
+
 def test_unknown_exercise_is_a_usage_error():
     proc = run_grade("exercise9")
     assert proc.returncode == 2
     assert "no exercise 'exercise9'; known: exercise7" in proc.stderr
+
+
+def test_a_near_miss_of_a_command_is_named_and_help_of_no_exercise_is_an_error(tmp_path):
+    proc = run_grade("batc", "submissions", "--exercise", "exercise7")
+    assert proc.returncode == 2 and "no command or exercise 'batc': did you mean `grade batch`?" in proc.stderr
+    proc = run_grade("chek", cwd=tmp_path)  # outside any course: still the command it resembles
+    assert proc.returncode == 2 and "no command 'chek': did you mean `grade check`?" in proc.stderr
+    proc = run_grade("exercise9", "--help")
+    assert proc.returncode == 2 and "no exercise 'exercise9'; known: exercise7" in proc.stderr
+    assert proc.stdout == ""
+    proc = run_grade("ex1", "--help", "--course", str(make_course(tmp_path / "toy")), cwd=tmp_path)
+    assert proc.returncode == 0 and "Grade ex1" in proc.stdout
 
 
 def test_unknown_task_and_missing_submission_are_usage_errors(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -35,6 +36,20 @@ def test_running_a_stub_names_the_grade_command_for_each_of_its_tasks():
     assert len(lines) == 2
     assert "grade exercise7 --task ring --task ring_optimal" in lines[0]
     assert DEVICES_RECIPE in lines[1]
+
+
+def test_the_command_a_stub_prints_runs_as_printed_without_an_activated_venv(tmp_path):
+    """`.venv/bin/python exercises/exercise7/dot.py` run from another folder, with no venv on PATH: the
+    command it prints names this venv's grade and the course, and runs from there."""
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, str(ROOT / "exercises" / "exercise7" / "dot.py")], capture_output=True,
+                          text=True, timeout=120, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    command = proc.stdout.splitlines()[0].partition(" with: ")[2].partition("   (")[0]
+    assert command == f"{os.path.dirname(sys.executable)}/grade exercise7 --task dot --course {ROOT}"
+    shown = subprocess.run([*shlex.split(command), "--help"], capture_output=True, text=True, timeout=120, env=env,
+                           cwd=tmp_path)
+    assert shown.returncode == 0 and "Grade exercise7" in shown.stdout, shown.stderr
 
 
 def test_a_stub_outside_any_course_falls_back_on_folder_and_file_names(tmp_path):

@@ -135,6 +135,19 @@ grader.suite.checks.expect_close = lambda *a, **k: None
 def double(x):
     return x
 """,
+    # Called through a probe of the suite (PROBE below), which the student never sees: a failure must name
+    # the student's function, whether it raised inside it or in the probe on what it returned.
+    "probed": """
+def _halve(x):
+    raise ValueError("halving is not doubling")
+
+def double(x):
+    return _halve(x)
+""",
+    "probedreturn": """
+def double(x):
+    return [1.0, 2.0, 3.0]
+""",
     "forged": """
 import json, os
 
@@ -157,6 +170,23 @@ def test_double(student, rng, devices):
     expect_close(student.call("{module}.double", x), 2 * x, what="double(x)")
 """
 
+PROBE = """
+import numpy as np
+from grader.sandbox import student_function
+
+
+def twice(module, x):
+    return np.asarray(student_function(module + ".double")(x), dtype=float).reshape(x.shape)
+"""
+PROBED_TEST_FILE = """
+from grader.suite import expect_close
+
+
+def test_double(student, rng, devices):
+    x = rng.normal(size=(devices, 3))
+    expect_close(student.probe("probes.twice", "{module}", x), 2 * x, what="double(x)")
+"""
+
 
 @pytest.fixture(scope="module")
 def fault_report(tmp_path_factory):
@@ -176,7 +206,9 @@ def fault_report(tmp_path_factory):
     for module, source in FAULTS.items():
         source = source.replace("FORGE_TARGET", repr(str(output)))
         (root / "exercises/ex" / f"{module}.py").write_text(textwrap.dedent(source))
-        (root / "tests/ex" / f"test_{module}.py").write_text(TEST_FILE.replace("{module}", module))
+        test_file = PROBED_TEST_FILE if module.startswith("probed") else TEST_FILE
+        (root / "tests/ex" / f"test_{module}.py").write_text(test_file.replace("{module}", module))
+    (root / "tests/ex" / "probes.py").write_text(PROBE)
     proc = run_grade("ex", "--course", str(root), "--format", "json", "--output", str(output), "--seed", "7",
                      timeout=900)
     assert proc.returncode == 0, proc.stderr
@@ -218,6 +250,14 @@ def test_where_points_at_the_student_file_and_line(fault_report):
     assert tasks["syntax"]["cases"][0]["where"] == "syntax.py:2"
     assert tasks["stub"]["cases"][0]["where"] == "stub.py:3"
     assert tasks["importerr"]["cases"][0]["where"] == "importerr.py:2"
+
+
+def test_a_probe_failure_names_the_students_function_never_the_probe(fault_report):
+    tasks, _ = fault_report
+    assert {c["message"] for c in tasks["probed"]["cases"]} == {"double() raised ValueError: halving is not doubling"}
+    assert tasks["probed"]["cases"][0]["where"] == "probed.py:3"  # where it raised: the helper double called
+    returned = {c["devices"]: c["message"] for c in tasks["probedreturn"]["cases"]}  # 3 values fit 1 device's row
+    assert returned[2].startswith("double() raised ValueError: cannot reshape array of size 3"), returned
 
 
 def test_a_collective_only_some_devices_reach_is_named_a_deadlock(fault_report):

@@ -28,7 +28,7 @@ def test_the_report_shows_each_layouts_output_and_escapes_cannot_clear_the_scree
                      "--show-output", "--seed", "3")
     assert proc.returncode == 0, proc.stderr
     report, _, shown = proc.stdout.partition("your code printed (1 device):")
-    assert "(--show-output shows them)" in report
+    assert "--show-output" not in report, "the output is shown below: the report offers nothing"
     assert "  | dot on 1 devices, len " in shown
     first, _, second = shown.partition("your code printed (2 devices):")
     assert "  | dot on 2 devices, len " in second and "dot on 2" not in first

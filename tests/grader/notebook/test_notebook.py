@@ -99,12 +99,11 @@ def test_notebook_check_runs_in_a_real_kernel_and_shows_a_table(tmp_path):
     nbformat = pytest.importorskip("nbformat")
     pytest.importorskip("ipykernel")
     broken = "# grade: shard\ndef shard_batch(x, n_devices):\n    return x\n"
-    check = (f"from grader import notebook\n"
-             f"notebook.check('dot', 'shard', devices='2', course={str(ROOT)!r}, seed=7)")
+    check = "from grader import notebook\nnotebook.check('dot', 'shard', devices='2', seed=7)"  # no course=:
     path = write_notebook(tmp_path / "work.ipynb", [solution("dot"), broken, check])
     notebook = nbformat.read(str(path), as_version=4)
-    nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",  # the kernel runs outside any course,
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()  # found where the grader is
     shown = notebook.cells[-1].outputs[0]["data"]
     table = shown["text/html"]
     assert "<table>" in table and "<td style='text-align:left'>dot</td><td style='text-align:left'>15 / 15</td>" in table
@@ -123,6 +122,10 @@ def test_the_released_notebook_has_each_statement_and_stub_and_grades_once_fille
     markdown = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown"]
     code = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
     assert any(m.startswith("## dot.py\n\nTask dot: the chapter's checkpoint") for m in markdown)
+    modules = [c.split("\n", 1)[0].removeprefix("# grade: ") for c in code[:-1]]
+    tasks = [t.id for t in exercise.tasks]
+    assert modules == sorted(modules, key=tasks.index), "the sections follow the course's order of tasks"
+    assert modules[0] == tasks[0] != sorted(modules)[0]
     assert not any("__main__" in c or '"""' in c for c in code)
     dot = next(i for i, c in enumerate(code) if c.startswith("# grade: dot\n"))
     assert "raise NotImplementedError" in code[dot]

@@ -61,6 +61,13 @@ def test_communication_names_each_collective_and_who_asked_for_it():
         "1 all-reduce (psum) of 4 bytes per device"]
 
 
+def test_communication_that_is_what_the_task_needs_is_said_once():
+    text = (HLO / "dot_with_squeeze.txt").read_text()
+    note = feedback.communication(text, needed="1 all-reduce (psum) of 4 bytes per device")
+    assert note["text"] == ["ran:    1 all-reduce (psum) of 4 bytes per device, as needed"]
+    assert note["needed"] == "1 all-reduce (psum) of 4 bytes per device" and len(note["ran"]) == 1
+
+
 def test_a_loop_of_unknown_length_is_said_and_not_counted():
     note = feedback.communication((HLO / "while_unknown.txt").read_text(), needed="n - 1 ppermutes")
     assert note["bytes_per_device"] is None

@@ -92,7 +92,7 @@ def test_a_process_that_dies_mid_call_stops_the_whole_group(make_submission, tmp
     report = json.loads(proc.stdout)
     multihost = task(report, "multihost")
     assert multihost["status"] == "crashed"
-    assert "process 1 of 2: the worker died (exit code 3) during global_mean (2 processes x 2 devices)" \
+    assert "process 1 of 2: the worker died (exit code 3) during a call into your code (2 processes x 2 devices)" \
         in multihost["reason"]
     assert {c["message"] for c in multihost["cases"] if c["processes"] == 4} == {"left out by --devices 2"}
     assert time.monotonic() - started < 3 * 30, "each case must end well inside its 30 s time limit"
