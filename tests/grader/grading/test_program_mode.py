@@ -119,14 +119,14 @@ def distributed_dot(x, y):
             result = jax.ShapeDtypeStruct((), jnp.float32)
             return jax.pure_callback(lambda a, b: np.dot(a, b).astype(np.float32), result, x, y)
         ''',
-    # A program for other inputs than the test's: it fails in the clean worker, which must recover.
+    # A program for other inputs than the test's: the clean worker refuses it, and must recover.
     "bad_blob": SOLUTION + '''
 _real_export = jax.export.export
 
 
 def _for_three_numbers(fn, **kwargs):
     jax.export.export = _real_export
-    return lambda *args: _real_export(fn, **kwargs)(*[a[:3] for a in args])
+    return lambda *args: _real_export(fn, **kwargs)(*[jax.ShapeDtypeStruct((3,), a.dtype) for a in args])
 
 
 jax.export.export = _for_three_numbers
@@ -179,7 +179,8 @@ def _value_cases(task) -> list[dict]:
 @pytest.mark.parametrize("module, words", [
     ("patched_text", "runs no all-reduce of its own"),
     ("plain_dot", "runs no all-reduce of its own"),
-    ("traced_token", "distributed_dot(x, x) compiled with jax.jit returned 0, expected"),
+    ("traced_token", "distributed_dot (compiled with jax.jit, on 2 devices, given the test's inputs) returned 0, "
+                     "expected"),
     ("pure_callback", "calls back into Python on the host"),
     ("io_callback", "calls back into Python on the host"),
 ])
@@ -196,8 +197,9 @@ def test_a_single_device_dot_keeps_the_value_points_and_loses_the_structural_one
     ("pure_callback", "not_exportable", "jax.pure_callback, io_callback, jax.debug.print or jax.debug.callback"),
     ("debug_callback", "not_exportable", "calls back into Python on the host"),
     ("forged_callback", "not_exportable", "distributed_dot's program was refused: it calls back into Python"),
-    ("bad_blob", "not_exportable", "program does not run on the test's inputs"),
-    ("python_if", "not_traceable", "cannot be compiled with jax.jit"),
+    ("bad_blob", "not_exportable", "it takes float32[3], float32[3], not the test's inputs (float32[45], float32[45])"),
+    ("python_if", "not_traceable", "cannot be compiled with jax.jit, which knows only the shapes and dtypes of the "
+                                   "inputs, not their values, and distributed_dot needs a value: an if"),
 ])
 def test_a_program_that_cannot_be_graded_gets_a_verdict_naming_why(graded, module, kind, words):
     case = _structural(graded[module])
