@@ -217,35 +217,49 @@ def _program(text: str) -> tuple[dict[str, list[_Instr]], str | None, Flow]:
     return comps, entry, Flow(comps, entry or "")
 
 
-def collectives(text: str) -> list[Collective]:
-    """Every collective reachable from ENTRY, with how many times one program run executes it (idle
-    ones too)."""
-    comps, entry, flow = _program(text)
-    found: list[Collective] = []
+def _base(opcode: str) -> str:
+    return opcode[:-6] if opcode.endswith("-start") else opcode
+
+
+def _runs(comps: dict[str, list[_Instr]], entry: str | None) -> dict[str, int | None]:
+    """How many times one program run executes each computation reachable from ENTRY (None: inside a
+    loop of unknown trip count); a computation called from several places adds up their counts."""
+    runs: dict[str, int | None] = {}
 
     def walk(name: str, times: int | None, stack: tuple[str, ...]):
         if name not in comps or name in stack:
             return
-        shapes = {ins.name: ins.shape for ins in comps[name]}
+        before = runs.get(name, 0)
+        runs[name] = None if (before is None or times is None) else before + times
         for ins in comps[name]:
-            base = ins.opcode[:-6] if ins.opcode.endswith("-start") else ins.opcode
-            if base in COLLECTIVES and not ins.opcode.endswith("-done"):
-                operands, nbytes = _operand_bytes(ins.rest, shapes)
-                kind, origin = _origin(ins.rest)
-                reads = any(_varies(flow.value(name, op)) for op in ins.operands)
-                found.append(Collective(base, ins.shape, operands, nbytes, times, origin, name, _groups(ins.rest),
-                                        kind, reads, (name, ins.name) in flow.needed))
-            for attr, callee in _called(ins.rest):
-                if base in COLLECTIVES or attr == "condition":
-                    continue  # a collective's to_apply is its reducer; a loop condition holds none
+            for attr, callee in ins.calls:
+                if _base(ins.opcode) in COLLECTIVES:
+                    continue  # its to_apply is its reducer
                 inner = times
-                if ins.opcode == "while" and attr == "body":
+                if ins.opcode == "while" and attr in ("body", "condition"):
                     trip = _trip_count(ins.rest)
                     inner = None if (trip is None or times is None) else times * trip
                 walk(callee, inner, stack + (name,))
 
     if entry:
         walk(entry, 1, ())
+    return runs
+
+
+def collectives(text: str) -> list[Collective]:
+    """Every collective reachable from ENTRY, with how many times one program run executes it (idle
+    ones too)."""
+    comps, entry, flow = _program(text)
+    found: list[Collective] = []
+    for name, times in _runs(comps, entry).items():
+        shapes = {ins.name: ins.shape for ins in comps[name]}
+        for ins in comps[name]:
+            if _base(ins.opcode) in COLLECTIVES and not ins.opcode.endswith("-done"):
+                operands, nbytes = _operand_bytes(ins.rest, shapes)
+                kind, origin = _origin(ins.rest)
+                reads = any(_varies(flow.value(name, op)) for op in ins.operands)
+                found.append(Collective(_base(ins.opcode), ins.shape, operands, nbytes, times, origin, name,
+                                        _groups(ins.rest), kind, reads, (name, ins.name) in flow.needed))
     return found
 
 
@@ -283,17 +297,29 @@ def _elements(shape: str) -> int:
     return max(sizes, default=0)
 
 
-def work(text: str) -> int:
-    """The most elements one arithmetic instruction reads or makes on one device, among those computed
-    from the program's inputs (moving, slicing, padding, comparing and selecting data are not arithmetic;
-    a loop's instruction counts once). A device that computes on its own part of the data keeps this near
-    the part's size; one that computes the whole answer itself reaches the whole input's."""
-    comps, _, flow = _program(text)
+def work(text: str) -> int | None:
+    """The most elements one arithmetic instruction reads or makes on one device over a run of the
+    program (once per loop iteration), among those computed from the program's inputs; None if one is
+    in a loop of unknown trip count. Moving, slicing, padding, comparing and selecting data are not
+    arithmetic. A device that computes on its own part of the data keeps this near the part's size; one
+    that computes the whole answer itself, at once or a slice per loop step, reaches the whole input's.
+    It does not see work spread over many separate instructions (a Python loop unrolled into one
+    scalar multiply per element)."""
+    comps, entry, flow = _program(text)
+    runs = _runs(comps, entry)
     most = 0
     for name in flow.reachable:
         shapes = {ins.name: ins.shape for ins in comps[name]}
         for ins in comps[name]:
             if ins.opcode in NOT_WORK or not _varies(flow.value(name, ins.name)):
                 continue
-            most = max(most, _elements(ins.shape), *(_elements(shapes.get(op, "")) for op in ins.operands))
+            if runs.get(name) is None:
+                return None
+            size = max(_elements(ins.shape), *(_elements(shapes.get(op, "")) for op in ins.operands))
+            most = max(most, size * runs[name])
     return most
+
+
+def numbers(work_done: int | None) -> str:
+    """A :func:`work` figure in words: "45 numbers", or "numbers in a loop of unknown length"."""
+    return "numbers in a loop of unknown length" if work_done is None else f"{work_done} numbers"

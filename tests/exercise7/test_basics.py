@@ -140,7 +140,7 @@ def test_each_function_runs_a_pmap(student, rng, devices):
                                  "(jax.device_put); wrap the per-device function in jax.pmap so every device "
                                  "computes its own row")
         row, done = max(a[0].size for a in args), hlo.work(program.hlo)
-        if done > row:
-            raise AssertionError(f"{name} runs a jax.pmap, but one device computes on {done} numbers and a row of "
+        if done is None or done > row:
+            raise AssertionError(f"{name} runs a jax.pmap, but one device computes on {hlo.numbers(done)} and a row of "
                                  f"its input has {row}: compute inside the pmapped function, so that every device "
                                  "works on its own row")

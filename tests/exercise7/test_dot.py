@@ -59,6 +59,7 @@ def test_dot_uses_one_all_reduce(student, rng, devices):
     assert numbers == 1, (f"distributed_dot's psum carries {numbers} numbers per device, expected 1: finish the "
                           "local dot (jnp.dot of the two slices) before the psum, so only one number travels")
     share, done = -(-length // devices), hlo.work(text)
-    assert done <= share, (f"in distributed_dot one device computes on {done} numbers of a vector of {length}; on "
-                           f"{devices} devices each should multiply only its own slices, at most {share} pairs, "
-                           "and the psum adds the devices' dot products")
+    assert done is not None and done <= share, (
+        f"in distributed_dot one device computes on {hlo.numbers(done)} of a vector of {length}; on {devices} "
+        f"devices each should multiply only its own slices, at most {share} pairs, and the psum adds the devices' "
+        "dot products")

@@ -147,7 +147,7 @@ def test_sharded_matmul_is_row_parallel_with_one_psum(student, rng, devices):
         raise AssertionError(wrong)
     n_rows, n_cols = out["device_ids"].shape
     block, done = max(x.size // (n_rows * n_cols), w.size // n_cols), hlo.work(out["hlo"])
-    if done > block:
-        raise AssertionError(f"in sharded_matmul one device computes on {done} numbers, but its blocks of x and w "
+    if done is None or done > block:
+        raise AssertionError(f"in sharded_matmul one device computes on {hlo.numbers(done)}, but its blocks of x and w "
                              f"have at most {block}: each device multiplies only the blocks it holds, and the psum "
                              "over 'model' adds the partial products")

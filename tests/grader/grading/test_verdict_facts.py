@@ -9,8 +9,8 @@ wants a structural point without the algorithm, each in one way a rule of the en
   inputs, wrong on the set the grader draws (grader.grading.program_mode);
 * a collective for show next to a computation done whole on every device: a psum of a constant, of
   ``x * 0``, or one whose result is multiplied by 0 is idle and not counted (grader.suite.hlo_flow);
-  a psum of ``x - x`` is not seen as idle, but each device then does the whole input's work
-  (grader.suite.hlo.work);
+  a psum of ``x - x`` is not seen as idle, but each device then does the whole input's work, at
+  once or one element per loop step (grader.suite.hlo.work);
 * a psum labelled as something XLA added (a lying ``op_name``): the clean worker names every
   operation by what it is (grader.sandbox.program_labels);
 * ``jax.make_jaxpr`` patched to print a pmap: the pmap is read from the compiled program.
@@ -141,6 +141,9 @@ jax.export.export = lambda fn, **kw: _export(jax.jit(_baked) if getattr(fn, "__w
     "dot_psum_of_times_zero": DOT_FOR_SHOW.replace("PSUM_OF", 'lax.psum(v * 0, "i")'),
     "dot_psum_times_zero": DOT_FOR_SHOW.replace("PSUM_OF", 'lax.psum(v, "i") * 0'),
     "dot_psum_of_difference": DOT_FOR_SHOW.replace("PSUM_OF", 'lax.psum(v - v, "i")'),
+    # ... and the dot taken one element per step of a loop, so that no instruction holds the whole vector.
+    "dot_loop_of_elements": DOT_FOR_SHOW.replace("PSUM_OF", 'lax.psum(v - v, "i")').replace(
+        "jnp.dot(x, y)", "lax.fori_loop(0, x.shape[0], lambda i, total: total + x[i] * y[i], jnp.zeros((), x.dtype))"),
     # Every device's block recorded by a callback while a probe runs it, their sum then baked in: no collective.
     "ring_learned": '''
         import jax
@@ -295,6 +298,7 @@ TASKS = {
     "dot_psum_of_times_zero": ([1], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
     "dot_psum_times_zero": ([1], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
     "dot_psum_of_difference": ([2], "dot", {"test_dot_uses_one_all_reduce": "one device computes on 45 numbers"}),
+    "dot_loop_of_elements": ([2], "dot", {"test_dot_uses_one_all_reduce": "one device computes on 45 numbers"}),
     "ring_learned": ([2], "after a probe", {"test_ring_allreduce_after_a_probe": NEVER_SAW}),
     "ring_lying_label": ([2], "ring", {"test_ring_allreduce_uses_ppermute_only": "runs an all-reduce (from lax.squeeze)"}),
     "basics_patched_jaxpr": ([2], "basics", {"test_each_function_runs_a_pmap": "square_plus_one's program has no "

@@ -46,7 +46,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import io_callback
 sys.path[:0] = [{root!r}, {solutions!r}]
-from grader.sandbox.program_check import holds_manual_computation, module_operations, parse, refusal
+from jaxlib.mlir import ir
+from grader.sandbox.program_check import context, holds_manual_computation, module_operations, parse, refusal
+from grader.sandbox.program_labels import relabel
 import dot
 
 scalar = jax.ShapeDtypeStruct((), jnp.float32)
@@ -64,6 +66,18 @@ for name, fn in functions.items():
     out[name] = refusal(module_operations(parse(jax.jit(fn).lower(*args).as_text())))
 for name, fn in {{"pmap": dot.distributed_dot, "plain": jnp.dot}}.items():
     out["manual " + name] = holds_manual_computation(module_operations(parse(jax.jit(fn).lower(x, x).as_text())))
+lying = parse(jax.jit(dot.distributed_dot).lower(x, x).as_text(debug_info=True).replace('"psum', '"squeeze'))
+named, found = parse(relabel(lying)), []
+
+def visit(op):
+    op = op.operation
+    found.append([op.name, str(op.location)])
+    found.extend(["argument", str(a.location)] for r in op.regions for b in r.blocks for a in b.arguments)
+    return ir.WalkResult.ADVANCE
+
+with context():
+    named.operation.walk(visit)
+out["named"] = found
 print(json.dumps(out))
 """
 
@@ -75,6 +89,10 @@ def test_real_modules_are_read_operation_by_operation():
     assert proc.returncode == 0, proc.stderr
     verdicts = json.loads(proc.stdout)
     assert (verdicts.pop("manual pmap"), verdicts.pop("manual plain")) == (True, False)
+    named = verdicts.pop("named")  # the psum labelled "squeeze": named by what it is, the label kept after it
+    assert ["stablehlo.all_reduce", 'loc("stablehlo.all_reduce:squeeze")'] in named
+    assert all(where.startswith(f'loc("{what}:') for what, where in named if what != "argument")
+    assert {where for what, where in named if what == "argument"} == {"loc(unknown)"}
     assert verdicts.pop("reference dot") is None
     assert "external function 'lapack_" in verdicts.pop("linalg")
     for name, why in verdicts.items():

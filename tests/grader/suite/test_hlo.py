@@ -136,3 +136,8 @@ def test_work_is_a_devices_share_when_it_computes_on_its_part_and_the_whole_when
         assert hlo.work(program(name)) == 4 * 5
     difference = next(c for c in hlo.collectives(program("psum_of_a_difference")) if c.by_student)
     assert not difference.idle  # row - row: only the work tells this program from a distributed one
+
+
+def test_work_in_a_loop_counts_every_iteration_and_an_unknown_trip_count_is_not_guessed():
+    assert hlo.work(program("ring_fori")) == 3 * 6   # an add of one 6-number block, n - 1 = 3 times
+    assert hlo.work(program("while_unknown")) is None
