@@ -55,10 +55,10 @@ class Student:
         within ``rtol``/``atol`` (integers and bools exactly), else WrongProgram (an AssertionError)
         naming ``what`` (default: the function's name), the device count and which inputs.
         """
-        what = what or target.rpartition(".")[2]
-        fresh_sets = program_mode.fresh_inputs(args, fresh, self._fresh_rng, what)
-        input_sets = [tuple(args), *fresh_sets]
-        out = self._pool.program(self.layout, target, program_mode.specs(args), input_sets, kwargs, f"{what}()",
+        name = target.rpartition(".")[2]
+        what = what or name
+        input_sets = [tuple(args), *program_mode.fresh_inputs(args, fresh, self._fresh_rng, what)]
+        out = self._pool.program(self.layout, target, program_mode.specs(args), input_sets, kwargs, f"{name}()",
                                  timeout_s or self.timeout_s)
         program = Program(out["values"][0], out["hlo"], out["manual"])
         program_mode.check_values(program, out["values"], input_sets, expect, what, self.devices, rtol, atol)
