@@ -6,7 +6,8 @@ wants a structural point without the algorithm, each in one way a rule of the en
 
 * values learned in the student's process (from an earlier call) baked into the program as
   constants, also handed over through a patched ``jax.jit`` or ``jax.export``: right on the test's
-  inputs, wrong on the set the grader draws (grader.grading.program_mode);
+  inputs, wrong on the set the grader draws (grader.grading.program_mode); a program made for
+  other inputs than the test's is refused (grader.sandbox.program_runner);
 * a collective for show next to a computation done whole on every device: a psum of a constant, of
   ``x * 0``, or one whose result is multiplied by 0 is idle and not counted (grader.suite.hlo_flow);
   a psum of ``x - x`` is not seen as idle, but each device then does the whole input's work, at
@@ -136,6 +137,24 @@ def distributed_dot(x, y):
 _export = jax.export.export
 jax.export.export = lambda fn, **kw: _export(jax.jit(_baked) if getattr(fn, "__wrapped__", None) is distributed_dot
                                              else fn, **kw)
+''',
+    # A program made for other inputs than the test's (here: for vectors of 3), handed over by a patched export.
+    "dot_for_other_shapes": LEARNING + '''
+
+def distributed_dot(x, y):
+    return _baked(x, y)
+
+
+_export = jax.export.export
+
+
+def _for_three_numbers(fn, **kw):
+    if getattr(fn, "__wrapped__", None) is not distributed_dot:
+        return _export(fn, **kw)
+    return lambda *args: _export(fn, **kw)(*[jax.ShapeDtypeStruct((3,), a.dtype) for a in args])
+
+
+jax.export.export = _for_three_numbers
 ''',
     "dot_psum_of_zero": DOT_FOR_SHOW.replace("PSUM_OF", 'lax.psum(jnp.zeros((), v.dtype), "i")'),
     "dot_psum_of_times_zero": DOT_FOR_SHOW.replace("PSUM_OF", 'lax.psum(v * 0, "i")'),
@@ -293,6 +312,8 @@ TASKS = {
     "dot_learned": ([2], "after a call", {"test_dot_after_a_call": NEVER_SAW}),
     "dot_jit_patched": ([2], "after a call", {"test_dot_after_a_call": NEVER_SAW}),
     "dot_export_patched": ([2], "after a call", {"test_dot_after_a_call": NEVER_SAW}),
+    "dot_for_other_shapes": ([2], "dot", {"test_dot_uses_one_all_reduce": "it takes float32[3], float32[3], not the "
+                                                                          "test's inputs"}),
     # On one device each device's work is the whole input's: only the collective's own emptiness tells.
     "dot_psum_of_zero": ([1], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
     "dot_psum_of_times_zero": ([1], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
