@@ -355,36 +355,70 @@ def suite_files(module: str, suite: str, tests) -> dict[str, str]:
     return files
 
 
+def stub(source: str) -> str:
+    """The stub of a module: each of its public functions raising NotImplementedError."""
+    names = [n.name for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
+    return "".join(f"def {name}(*args, **kwargs):\n    raise NotImplementedError\n\n\n" for name in names)
+
+
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    """Every hostile submission graded in one run of ``grade``: {task id: its JSON report entry}."""
+def course(tmp_path_factory):
+    """A course of one task per hostile submission, each graded by its suite; the submissions are its
+    solutions/ex (what the tests grade), the stubs name the modules."""
     root = tmp_path_factory.mktemp("verdicts")
     lines = ["course: verdict-facts", "defaults: {timeout_s: 60, local_timeout_s: 60}", "exercises:", "  ex:",
              "    title: Structural points against hostile submissions", "    tasks:"]
-    for folder in ("exercises/ex", "tests/ex"):
+    for folder in ("exercises/ex", "solutions/ex", "tests/ex"):
         (root / folder).mkdir(parents=True)
     for module, (devices, suite, failures) in TASKS.items():
         lines.append(f"      - {{id: {module}, title: {module}, points: 10, hint: 'compute it', devices: {devices}}}")
-        (root / "exercises/ex" / f"{module}.py").write_text(textwrap.dedent(SUBMISSIONS[module]))
+        source = textwrap.dedent(SUBMISSIONS[module])
+        (root / "solutions/ex" / f"{module}.py").write_text(source)
+        (root / "exercises/ex" / f"{module}.py").write_text(stub(source))
         for name, text in suite_files(module, suite, failures).items():
             (root / "tests/ex" / name).write_text(text)
     (root / "course.yaml").write_text("\n".join(lines) + "\n")
-    proc = run_grade("ex", "--course", str(root), "--format", "json", "--seed", "21", timeout=900)
+    return root
+
+
+def expect_no_structural_point(module: str, cases: list[tuple[str, str, str]]) -> None:
+    """Every case of ``module``'s task, (test, outcome, message), failed saying what its rule says."""
+    failures = TASKS[module][2]
+    assert cases and all(outcome == "failed" for _, outcome, _ in cases), cases
+    for test, _, message in cases:
+        assert failures[test] in message, message
+
+
+@pytest.fixture(scope="module")
+def graded(course):
+    """Every hostile submission graded in one run of ``grade``: {task id: its JSON report entry}."""
+    proc = run_grade("ex", "--course", str(course), "--submission", str(course / "solutions"), "--format", "json",
+                     "--seed", "21", timeout=900)
     assert proc.returncode == 0, proc.stderr
     return {t["id"]: t for t in json.loads(proc.stdout)["tasks"]}
 
 
 @pytest.mark.parametrize("module", TASKS)
 def test_no_structural_point_for_a_program_that_does_not_compute_it(graded, module):
-    task, (_, _, failures) = graded[module], TASKS[module]
+    task = graded[module]
     assert task["score"] == 0, task["cases"]
-    for case in task["cases"]:
-        assert case["outcome"] == "failed", case
-        assert failures[case["test"]] in case["message"], case["message"]
+    expect_no_structural_point(module, [(c["test"], c["outcome"], c["message"]) for c in task["cases"]])
 
 
-# Gradescope: the real suites of a released course copy at 2 devices, the hostile modules in place of
-# the solution's functions. Each keeps every value point and loses every structural one.
+def test_no_structural_point_in_gradescopes_layout_either(course, tmp_path):
+    proc = run_grade("release", "ex", "--out", str(tmp_path / "out"), "--course", str(course))
+    assert proc.returncode == 0, proc.stderr
+    files = {f"{module}.py": textwrap.dedent(SUBMISSIONS[module]).encode() for module in TASKS}
+    results = run_autograder(tmp_path / "out" / "autograder.zip", tmp_path / "gradescope", files)
+    assert results["score"] == 0, results
+    for module in TASKS:
+        tests = [t for t in results["tests"] if t["name"].startswith(f"{module}: ")]
+        expect_no_structural_point(module, [(t["name"].partition(": ")[2].split("[")[0], t["status"], t["output"])
+                                            for t in tests])
+
+
+# The real suites of a released copy of the course at 2 devices, in Gradescope's layout, the hostile
+# modules in place of the solution's functions: each keeps every value point and loses every structural one.
 IN_PLACE = {"dot": "dot_psum_of_difference", "ring": "ring_lying_label", "basics": "basics_patched_jaxpr",
             "collectives": "collectives_replicated", "train": "train_replicated", "mesh": "mesh_replicated"}
 STRUCTURAL = {"test_dot_uses_one_all_reduce", "test_ring_allreduce_uses_ppermute_only",
@@ -392,7 +426,7 @@ STRUCTURAL = {"test_dot_uses_one_all_reduce", "test_ring_allreduce_uses_ppermute
               "test_train_step_sends_only_gradient_and_loss", "test_sharded_matmul_is_row_parallel_with_one_psum"}
 
 
-def test_in_gradescopes_layout_the_hostile_modules_keep_their_value_points_only(tmp_path):
+def test_with_the_real_suites_the_hostile_modules_keep_their_value_points_only(tmp_path):
     course = copy_course(tmp_path / "course", devices=(2,))
     assert release(course, tmp_path / "out").returncode == 0
     files = {p.name: p.read_bytes() for p in (ROOT / "solutions" / EXERCISE).glob("*.py")}
