@@ -36,6 +36,7 @@ unit test on real HLO in tests/grader/suite/test_hlo.py):
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -212,7 +213,9 @@ def _varies(value) -> bool:
     return level(value) == VARIES
 
 
+@functools.lru_cache(maxsize=8)
 def _program(text: str) -> tuple[dict[str, list[_Instr]], str | None, Flow]:
+    """The parsed program and its data flow: a test asks several questions of one text (kept, not changed)."""
     comps, entry = parse_computations(text)
     return comps, entry, Flow(comps, entry or "")
 
