@@ -4,6 +4,8 @@ Only this crosses the trust boundary: a JSON header and NumPy arrays in ``.npy``
 with ``allow_pickle=False``. A value is a Python scalar, string, None, a numeric/bool array, or a
 list/tuple/dict (string keys) of these. Anything else is refused on the side that produced it, so
 a student's object can never execute code in the grader (no pickle, no ``__eq__`` of theirs).
+An :class:`ArraySpec` (an array's shape and dtype, no values) crosses too: what program mode sends
+the student's worker in place of the inputs it will never see.
 
 Frame on the wire: 8-byte big-endian header length, the UTF-8 JSON header, then each blob the header
 lists, each preceded by its own 8-byte length.
@@ -47,6 +49,27 @@ class UnsupportedValue(TypeError):
     """A value that may not cross the boundary; the message names its type."""
 
 
+# Program mode names every operation of a program before a clean worker compiles it: "KIND:LABEL",
+# KIND the operation itself (stablehlo.all_reduce, read from the program), LABEL what the student's
+# trace called it (psum; letters, digits and _ only; may be empty, and may lie). A compiled HLO
+# instruction's op_name ends with the name of the operation it came from: one of PROGRAM_COLLECTIVES
+# for a collective the program holds itself, another kind for one XLA's partitioner added while
+# compiling (grader.sandbox.program_labels writes the names, grader.suite.hlo reads them).
+PROGRAM_COLLECTIVES = frozenset({
+    "stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.all_to_all", "stablehlo.collective_permute",
+    "stablehlo.collective_broadcast", "stablehlo.reduce_scatter", "sdy.all_reduce", "sdy.all_gather",
+    "sdy.all_to_all", "sdy.collective_permute", "sdy.reduce_scatter"})
+LABEL_SEPARATOR = ":"
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """An array's shape and dtype without its values."""
+
+    shape: tuple[int, ...]
+    dtype: str
+
+
 def describe_type(value) -> str:
     t = type(value)
     return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
@@ -78,6 +101,8 @@ def encode(value) -> tuple[object, list[bytes]]:
             return v if np.isfinite(v) else {"__float__": repr(v)}
         if type(v) is complex:
             return {"__complex__": [v.real, v.imag]}
+        if type(v) is ArraySpec:
+            return {"__spec__": [list(v.shape), v.dtype]}
         if type(v) in (list, tuple):
             return {"__list__" if type(v) is list else "__tuple__": [walk(x, depth + 1) for x in v]}
         if type(v) is dict:
@@ -116,6 +141,11 @@ def decode(tree, blobs: list[bytes]):
             return float(v["__float__"])
         if "__complex__" in v:
             return complex(*v["__complex__"])
+        if "__spec__" in v:
+            shape, dtype = v["__spec__"]
+            if np.dtype(dtype).kind not in _ALLOWED_KINDS:
+                raise ProtocolError(f"array spec of dtype {dtype} refused")
+            return ArraySpec(tuple(int(d) for d in shape), str(np.dtype(dtype)))
         raise ProtocolError(f"unknown value tag {sorted(v)}")
 
     return walk(tree)

@@ -26,10 +26,10 @@ per_device_matmul(X, Y) -> shape (n, a, c)
 
 Return what jax.pmap returns, a jax.Array whose rows live on n different devices, not a NumPy
 copy. The grader checks where the rows live: jax.vmap gives the same numbers on one device only
-(the chapter's "vmap vs pmap"). It also reads each function's program with jax.make_jaxpr and
-looks for the jax.pmap in it: a Python loop that computes on one device and copies the rows out
-with jax.device_put puts the right numbers in the right places, but no device computed anything.
-So keep to jax.numpy and to checks of shapes, which jax.make_jaxpr can trace.
+(the chapter's "vmap vs pmap"). It also compiles each function with jax.jit and reads the program
+for the jax.pmap, and for each device working on its own row: a Python loop that computes on one
+device and copies the rows out with jax.device_put puts the right numbers in the right places, but
+no device computed anything. So keep to jax.numpy and to checks of shapes, which jax.jit can trace.
 
 pmap still works on current JAX (0.10.2), where it is built from jax.jit and jax.shard_map and its
 own documentation recommends shard_map for new code; this exercise uses pmap as the chapter does,

@@ -26,7 +26,8 @@ itself a wrapper over ``jit(shard_map)``, and new code uses shard_map and meshes
    On current JAX, make_mesh's axes are Explicit: shard_map checks that its inputs already carry
    the shardings in_specs names, so put x and w on the mesh first (jax.device_put).
    The grader compiles sharded_matmul with jax.jit and reads the program: exactly one all-reduce
-   (your psum), among the devices of one mesh row, and no all-gather.
+   (your psum), among the devices of one mesh row, no all-gather, and no device multiplying more
+   than the blocks it holds.
 
 The grader picks mesh shapes from the device count (1 x 1, 1 x 2, 2 x 1, 2 x 2, 4 x 2, 2 x 4, ...)
 and hands shard_matrix and sharded_matmul a mesh of its own, made by

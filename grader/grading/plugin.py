@@ -26,6 +26,9 @@ from grader.suite import feedback, jax_errors
 from grader.workers.pool import WorkerPool
 
 
+FRESH_STREAM = 1  # the case's second stream: inputs program mode draws, apart from the test's rng
+
+
 @dataclass
 class Case:
     """The outcome of one test at one device count."""
@@ -168,12 +171,16 @@ class GraderPlugin(CasePlan):
         if spent:
             self._cut_short.add(request.node.nodeid)
             raise spent
-        return Student(self.pool, layout, self.timeout_override or task.timeout_s)
+        return Student(self.pool, layout, self.timeout_override or task.timeout_s,
+                       self._generator(request, FRESH_STREAM))
+
+    def _generator(self, request, *stream: int) -> np.random.Generator:
+        return np.random.default_rng([self.seed, zlib.crc32(request.node.nodeid.encode()), *stream])
 
     @pytest.fixture
     def rng(self, request):
         """A generator seeded by the run's seed and the test's id: reproducible, order-independent."""
-        return np.random.default_rng([self.seed, zlib.crc32(request.node.nodeid.encode())])
+        return self._generator(request)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item):

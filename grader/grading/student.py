@@ -9,25 +9,20 @@ returns a list with one result per process, in process order.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+
+import numpy as np
 
 from grader.errors import UNNAMED_CALL
+from grader.grading import program_mode
+from grader.grading.program_mode import Program
 from grader.layout import Layout
 from grader.workers.pool import WorkerPool
 
 
-@dataclass(frozen=True)
-class Program:
-    """One compiled program of the student's, run by a clean worker: what it returned for the test's
-    inputs (``value``) and its optimised HLO text (``hlo``, read it with grader.suite.hlo)."""
-
-    value: object
-    hlo: str
-
-
 class Student:
-    def __init__(self, pool: WorkerPool, layout: Layout, timeout_s: float):
-        self._pool, self.layout, self.timeout_s = pool, layout, timeout_s
+    def __init__(self, pool: WorkerPool, layout: Layout, timeout_s: float, fresh_rng: np.random.Generator):
+        """``fresh_rng``: the case's stream for inputs program mode draws (never the test's ``rng``)."""
+        self._pool, self.layout, self.timeout_s, self._fresh_rng = pool, layout, timeout_s, fresh_rng
 
     @property
     def devices(self) -> int:
@@ -58,21 +53,25 @@ class Student:
         """Call ``module.function`` from the submission with plain data; returns plain data."""
         return self._ask("call", target, args, kwargs, f"{target.rpartition('.')[2]}()", timeout_s)
 
-    def program(self, target: str, *args, timeout_s: float | None = None, **kwargs) -> Program:
-        """``jax.jit(module.function)`` on ``args`` as one program: exported by the student's worker,
-        compiled and run on ``args`` by a clean worker that never imported student code.
+    def program(self, target: str, *args, expect, what: str | None = None, rtol: float = 1e-4, atol: float = 1e-5,
+                fresh=None, timeout_s: float | None = None, **kwargs) -> Program:
+        """``jax.jit(module.function)`` as one program, graded by processes that never ran student code.
 
-        ``args`` are the program's inputs (arrays, or tuples/lists/dicts of them); ``kwargs`` are fixed
-        while it is traced. For a probe module of the suite, ``target`` names a probe that takes
-        ``kwargs`` and returns the function to export (e.g. a per-device function in jax.pmap).
+        The student's worker traces and exports it from the shapes and dtypes of ``args`` alone (arrays,
+        or tuples/lists/dicts of them); ``kwargs`` stay fixed while it is traced (for a probe module of
+        the suite, ``target`` names a probe that takes ``kwargs`` and returns the function to export). A
+        clean worker compiles it and runs it on ``args`` and on inputs drawn for this run (``fresh(rng)``,
+        or by the rule in grader.grading.program_mode); each run's values must match ``expect(*inputs)``
+        within ``rtol``/``atol`` (integers and bools exactly), else WrongProgram (an AssertionError)
+        naming ``what`` (default: the function's name), the device count and which inputs.
         """
-        value, hlo = self._pool.program(self.layout, target, args, kwargs, self._what(target),
-                                        timeout_s or self.timeout_s)
-        return Program(value, hlo)
-
-    def jaxpr(self, target: str, *args, timeout_s: float | None = None, **kwargs) -> str:
-        """``jax.make_jaxpr(module.function)(*args)`` as text."""
-        return self._ask("jaxpr", target, args, kwargs, f"tracing {target.rpartition('.')[2]}()", timeout_s)
+        what = what or target.rpartition(".")[2]
+        input_sets = [tuple(args), *program_mode.fresh_inputs(args, fresh, self._fresh_rng, what)]
+        out = self._pool.program(self.layout, target, program_mode.specs(args), input_sets, kwargs,
+                                 self._what(target), timeout_s or self.timeout_s)
+        program = Program(out["values"][0], out["hlo"], out["manual"])
+        program_mode.check_values(program, out["values"], input_sets, expect, what, self.devices, rtol, atol)
+        return program
 
     def probe(self, target: str, *args, timeout_s: float | None = None, **kwargs):
         """Run ``probes_module.function`` from the suite folder inside the worker."""

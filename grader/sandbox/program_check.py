@@ -48,16 +48,36 @@ def refusal(operations) -> str | None:
     return None
 
 
+# Operations by which a program runs a per-device function on every device (jax.pmap and jax.shard_map
+# lower to the first with the Shardy partitioner, to a call of the second with GSPMD).
+MANUAL = "sdy.manual_computation"
+MANUAL_CUSTOM_CALL = "SPMDFullToShardShape"
+
+
+def holds_manual_computation(operations) -> bool:
+    """Whether the program runs a per-device function on its devices (a jax.pmap or jax.shard_map):
+    read from the program's own operations, so nothing the student's process says about it counts."""
+    return any(name == MANUAL or (name == CUSTOM_CALL and target == MANUAL_CUSTOM_CALL) for name, target in operations)
+
+
 @functools.cache
-def _context():
+def context():
     """One MLIR context with JAX's dialects, made once per process (each costs about 2 ms)."""
     from jax._src.interpreters import mlir
 
     return mlir.make_ir_context()
 
 
-def module_operations(module_text: str):
-    """(op name, custom-call target or None) for every operation of a StableHLO module's text."""
+def parse(module_text: str):
+    """The StableHLO module of ``module_text``, in :func:`context`."""
+    from jaxlib.mlir import ir
+
+    with context():
+        return ir.Module.parse(module_text)
+
+
+def module_operations(module):
+    """(op name, custom-call target or None) for every operation of a parsed module."""
     from jaxlib.mlir import ir
 
     found: list[tuple[str, str | None]] = []
@@ -70,6 +90,6 @@ def module_operations(module_text: str):
         found.append((op.name, target))
         return ir.WalkResult.ADVANCE
 
-    with _context():
-        ir.Module.parse(module_text).operation.walk(visit)
+    with context():
+        module.operation.walk(visit)
     return found

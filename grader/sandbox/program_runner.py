@@ -3,9 +3,13 @@
 A clean worker is forked from the same zygote as the student's worker (same backend configuration,
 same device count) but never imports student code: no submission on its ``sys.path``, its own
 empty folder as cwd, HOME and TMPDIR, no probes. It deserialises the ``jax.export`` blob, refuses
-it if it could run code on the host (:mod:`grader.sandbox.program_check`), compiles it for this
-worker's devices, runs it on the test's inputs and returns the values together with the compiled
-HLO text: the structural checks and the value checks of a case read the same program.
+it if it could run code on the host (:mod:`grader.sandbox.program_check`) or if it does not take
+the test's inputs, names every operation by what it is (:mod:`grader.sandbox.program_labels`),
+compiles it once for this worker's devices and runs it on each set of inputs the grader sent: the
+test's, and at least one the grader drew for this run, which the student's process never saw. It
+returns every set's values, the compiled HLO text and whether the program holds a per-device
+computation (jax.pmap or jax.shard_map): the structural checks and the value checks of a case read
+the same program, and every fact about it comes from this process.
 
 Anything that goes wrong here is the program's failure (``not_exportable`` with the reason); the
 grader replaces this worker after any failure, so a program that upset it cannot reach the next case.
@@ -17,7 +21,8 @@ import numpy as np
 
 from grader.errors import StudentFailure
 from grader.layout import plural
-from grader.sandbox.program_check import module_operations, refusal
+from grader.sandbox.program_check import holds_manual_computation, module_operations, parse, refusal
+from grader.sandbox.program_labels import relabel
 from grader.sandbox.student_code import first_line
 
 
@@ -51,15 +56,38 @@ def _shardings(exported, mesh):
                                                                            list(exported.out_shardings_jax(mesh)))
 
 
-def run_program(blob: np.ndarray, args: tuple, name: str) -> dict:
-    """{"value": what the program returns for ``args``, "hlo": its compiled HLO text}."""
+def _avals_text(avals) -> str:
+    return ", ".join(f"{a.dtype}[{','.join(map(str, a.shape))}]" for a in avals)
+
+
+def _fit_inputs(exported, inputs: tuple, name: str) -> tuple:
+    """``inputs`` in the dtypes the program takes (JAX's: float32 for a float64 array, as jax.jit
+    makes it), after checking the program takes exactly such inputs; the student's process may have
+    handed over a program built for others."""
+    import jax
+
+    leaves, tree = jax.tree.flatten((tuple(inputs), {}))
+    wanted = [jax.ShapeDtypeStruct(np.shape(a), jax.dtypes.canonicalize_dtype(np.asarray(a).dtype)) for a in leaves]
+    avals = exported.in_avals
+    if tree != exported.in_tree or [(a.shape, a.dtype) for a in avals] != [(w.shape, w.dtype) for w in wanted]:
+        raise _refuse(name, f"it takes {_avals_text(avals) or 'no inputs'}, not the test's inputs "
+                            f"({_avals_text(wanted)})")
+    return jax.tree.unflatten(tree, [np.asarray(a, w.dtype) for a, w in zip(leaves, wanted)])[0]
+
+
+def run_program(blob: np.ndarray, input_sets: list, name: str) -> dict:
+    """{"values": what the program returns for each set of inputs in ``input_sets``, "hlo": its compiled
+    HLO text, "manual": whether it holds a jax.pmap or jax.shard_map}."""
+    import dataclasses
+
     import jax
 
     if not isinstance(blob, np.ndarray) or blob.dtype != np.uint8 or blob.ndim != 1:
         raise _refuse(name, "it is not a serialized program")
     try:
         exported = jax.export.deserialize(bytearray(blob.tobytes()))
-        operations = module_operations(exported.mlir_module())
+        module = parse(exported.mlir_module())
+        operations = module_operations(module)
     except Exception as exc:  # noqa: BLE001 - bytes that do not parse are the sender's fault
         raise _refuse(name, f"it cannot be read as a jax.export program ({first_line(exc, 160)})") from None
     why = refusal(operations)
@@ -70,11 +98,13 @@ def run_program(blob: np.ndarray, args: tuple, name: str) -> dict:
     devices = jax.devices()
     if exported.nr_devices not in (1, len(devices)):
         raise _refuse(name, f"it was built for {plural(exported.nr_devices, 'device')}; this case has {len(devices)}")
+    sets = [_fit_inputs(exported, inputs, name) for inputs in input_sets]
+    exported = dataclasses.replace(exported, mlir_module_serialized=relabel(module))
     try:
         in_shardings, out_shardings = _shardings(exported, _mesh(exported, devices))
-        compiled = jax.jit(exported.call, in_shardings=in_shardings, out_shardings=out_shardings).lower(*args).compile()
-        value = compiled(*args)
-        jax.block_until_ready(value)
+        compiled = jax.jit(exported.call, in_shardings=in_shardings, out_shardings=out_shardings).lower(*sets[0]).compile()
+        values = [compiled(*inputs) for inputs in sets]
+        jax.block_until_ready(values)
     except MemoryError:
         raise
     except Exception as exc:  # noqa: BLE001 - a program that does not compile or run for these inputs
@@ -82,4 +112,4 @@ def run_program(blob: np.ndarray, args: tuple, name: str) -> dict:
             raise  # reported as the memory limit, like any call
         raise StudentFailure("not_exportable", f"{name}'s program does not run on the test's inputs: "
                              f"{first_line(exc, 200)}", None, type(exc).__name__) from None
-    return {"value": value, "hlo": compiled.as_text()}
+    return {"values": values, "hlo": compiled.as_text(), "manual": holds_manual_computation(operations)}

@@ -25,7 +25,7 @@ import time
 from grader import protocol
 from grader.errors import UNNAMED_CALL, StudentFailure
 from grader.layout import plural
-from grader.protocol import REPLY_FD, REQUEST_FD, WorkerSettings
+from grader.protocol import REPLY_FD, REQUEST_FD, ArraySpec, WorkerSettings
 from grader.sandbox import confine
 from grader.sandbox.program_export import export_program
 from grader.sandbox.program_runner import run_program
@@ -73,25 +73,24 @@ def _program_function(target: str, args, kwargs):
 
 
 def run_request(op: str, target: str, args, kwargs):
-    """Run one request and return the plain value to send back."""
-    import jax
+    """Run one request and return the plain value to send back.
 
+    For "program", ``args`` are the shapes and dtypes of the inputs (ArraySpecs), never their values;
+    for "run_program" (a clean worker's only request) they are the sets of inputs to run it on.
+    """
     if _clean:
         if op != "run_program":
             raise ValueError(f"a clean worker only runs programs, not {op!r}")
-        return run_program(kwargs["program"], args, target.rpartition(".")[2])
+        return run_program(kwargs["program"], list(args), target.rpartition(".")[2])
     if op == "probe":
         module, _, name = target.rpartition(".")
         return getattr(_load_probes(module), name)(*args, **kwargs)
     if op == "program":
-        fn = _program_function(target, args, kwargs)
-        return export_program(fn, args, _what(op, target).removesuffix("()"))
-    fn = student_function(target)
-    check_signature(fn, target, args, kwargs)
+        return export_program(_program_function(target, args, kwargs), args, _what(op, target).removesuffix("()"))
     if op == "call":
+        fn = student_function(target)
+        check_signature(fn, target, args, kwargs)
         return fn(*args, **kwargs)
-    if op == "jaxpr":
-        return str(jax.make_jaxpr(fn)(*args, **kwargs))
     raise ValueError(f"unknown request {op!r}")
 
 
@@ -161,7 +160,8 @@ def warm_up(clean: bool) -> None:
 
     values = (np.ones(n * 3 - 1, np.float32),)
     if clean:
-        run_program(export_program(total, values, "warm_up"), values, "warm_up")
+        specs = (ArraySpec(values[0].shape, str(values[0].dtype)),)
+        run_program(export_program(total, specs, "warm_up"), [values], "warm_up")
     else:
         jax.block_until_ready(total(*values))
 

@@ -16,6 +16,16 @@ from grader.layout import plural
 from grader.suite.value_patterns import recognise
 
 
+class WrongProgram(AssertionError):
+    """``student.program``'s values did not match the reference on one of its input sets (the message
+    says which). ``program`` is the program, for a test that explains the failure better from its
+    ``value`` or ``hlo`` before failing: a program with wrong values never passes a test."""
+
+    def __init__(self, message: str, program):
+        super().__init__(message)
+        self.program = program
+
+
 def _shape_text(shape) -> str:
     return "a scalar" if tuple(shape) == () else f"shape {tuple(shape)}"
 

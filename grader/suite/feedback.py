@@ -48,27 +48,33 @@ def _bytes(n: int) -> str:
     return f"{n} byte{'s' if n != 1 else ''}"
 
 
+IDLE = ", which carries nothing the result needs (not counted)"
+
+
 def ran(text: str, by_student: bool = True) -> list[str]:
-    """The collectives of the HLO ``text`` as phrases: "2 all-reduce (psum) of 4 bytes per device"."""
+    """The collectives of the HLO ``text`` as phrases: "2 all-reduce (psum) of 4 bytes per device", the
+    program's own first; an idle one (grader.suite.hlo) is named as such, since it is counted nowhere."""
     tally: Counter = Counter()
     unknown: Counter = Counter()
-    for c in hlo.select(text, by_student=by_student):
-        key = (c.op, c.origin, c.bytes)
+    for c in hlo.collectives(text):
+        if by_student and not c.by_student:
+            continue
+        key = (c.op, not c.by_student, c.origin, c.bytes, c.idle)
         if c.times is None:
             unknown[key] += 1
         else:
             tally[key] += c.times
-    phrases = [f"{times} {op} {_source(origin)}of {_bytes(size)} per device"
-               for (op, origin, size), times in sorted(tally.items())]
-    phrases += [f"{op} {_source(origin)}of {_bytes(size)} in a loop of unknown length"
-                for (op, origin, size) in sorted(unknown)]
+    phrases = [f"{times} {op} {_source(added, origin)}of {_bytes(size)} per device{IDLE if idle else ''}"
+               for (op, added, origin, size, idle), times in sorted(tally.items())]
+    phrases += [f"{op} {_source(added, origin)}of {_bytes(size)} in a loop of unknown length{IDLE if idle else ''}"
+                for (op, added, origin, size, idle) in sorted(unknown)]
     return phrases
 
 
-def _source(origin: str) -> str:
-    """Who asked for a collective: the student's primitive, or XLA's partitioner (and for what)."""
-    if origin in hlo.STUDENT_PRIMITIVES:
-        return f"({origin}) "
+def _source(added: bool, origin: str) -> str:
+    """Who asked for a collective: the program (the student's primitive), or XLA's partitioner (for what)."""
+    if not added:
+        return f"({origin}) " if origin else ""
     return f"(added by XLA for {origin}) " if origin else "(added by XLA) "
 
 

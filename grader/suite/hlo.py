@@ -18,22 +18,33 @@ unit test on real HLO in tests/grader/suite/test_hlo.py):
   is ``psum``; inside ``shard_map`` psum is recorded as ``psum_invariant``, read as ``psum``;
 * bytes come from the *operand* shapes (what each device puts in), not the result: an all-gather's
   result is n times larger than what a device sends;
-* SPMD partitioning may add collectives of its own (e.g. reading element 0 of a sharded result);
-  ``origin`` says which primitive a collective came from (metadata ``op_name``), so a check can
-  count only the collectives the student wrote (``by_student``);
+* SPMD partitioning may add collectives of its own (e.g. reading element 0 of a sharded result).
+  Program mode's clean worker names every operation of the program before compiling it
+  (grader.sandbox.program_labels), so an instruction's ``op_name`` ends with the operation it came
+  from: ``kind`` (a collective operation of the program itself, ``by_student``, or the operation
+  the partitioner added this one for), which the student's process cannot choose, and ``origin``,
+  the JAX primitive the student's trace called it (``psum``), which it can: for messages only;
+* a collective that moves only constants (a psum of 0, of ``x * 0``) or whose result the program's
+  output cannot depend on (multiplied by zero, unused) is ``idle`` (grader.suite.hlo_flow) and is
+  not counted: it communicates nothing the answer needs;
 * ``groups`` are the replica groups (which devices reduce together): a psum over one axis of a
-  2-D mesh has one group per row or column of the mesh.
+  2-D mesh has one group per row or column of the mesh;
+* :func:`work` is the most elements one arithmetic instruction handles on one device, for a task
+  about splitting work: a program that computes everything on every device and adds a collective
+  for show does the whole input's work on each.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from grader.protocol import LABEL_SEPARATOR, PROGRAM_COLLECTIVES
+from grader.suite.hlo_flow import VARIES, Flow, level
 
 COLLECTIVES = ("all-reduce", "all-gather", "collective-permute", "all-to-all", "reduce-scatter",
                "collective-broadcast")
-STUDENT_PRIMITIVES = ("psum", "pmax", "pmin", "all_gather", "ppermute", "all_to_all", "psum_scatter",
-                      "reduce_scatter", "pbroadcast")
 # Names JAX records for a primitive in some contexts, read as the primitive the student called.
 _ORIGIN_ALIASES = {"psum_invariant": "psum", "all_gather_invariant": "all_gather"}
 _DTYPE_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4,
@@ -42,6 +53,17 @@ _DTYPE_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16
 _COMP_RE = re.compile(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s*\(.*\)\s*->\s*.*\{\s*$")
 _INSTR_RE = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*?)\s+([a-z][\w\-]*)\((.*)$")
 _ARRAY_RE = re.compile(r"\b([a-z]+\d*(?:e\d+m\d+(?:fn)?)?)\[([\d,\s]*)\]")
+
+
+# Instructions that move, select or compare data or structure the program, rather than compute:
+# everything else is arithmetic for work().
+NOT_WORK = frozenset({"parameter", "constant", "iota", "tuple", "get-tuple-element", "bitcast", "reshape", "copy",
+                      "copy-start", "copy-done", "broadcast", "transpose", "slice", "dynamic-slice",
+                      "dynamic-update-slice", "pad", "concatenate", "reverse", "gather", "convert", "bitcast-convert",
+                      "partition-id", "replica-id", "after-all", "fusion", "call", "while", "conditional", "select",
+                      "compare", "clamp", "opt-barrier", "add-dependency", "domain", "get-dimension-size",
+                      "custom-call", *COLLECTIVES, *(f"{c}-start" for c in COLLECTIVES),
+                      *(f"{c}-done" for c in COLLECTIVES)})
 
 
 @dataclass(frozen=True)
@@ -53,14 +75,22 @@ class Collective:
     operands: int      # number of arrays it moves (a merged tuple all-reduce: several)
     bytes: int         # bytes each device puts in per execution: the sum of its operands' sizes
     times: int | None  # executions per program run; None if inside a loop of unknown trip count
-    origin: str        # the JAX primitive in op_name metadata ("psum", "squeeze", ...), or ""
+    origin: str        # what the student's trace called it ("psum", "squeeze", ...), or "": for messages only
     computation: str
     groups: tuple[tuple[int, ...], ...] | None = None  # replica groups / source-target pairs
+    kind: str = ""     # the program's operation it came from ("stablehlo.all_reduce", "stablehlo.reshape", ...)
+    reads_input: bool = True   # what it moves depends on the program's inputs
+    feeds_output: bool = True  # the program's result can depend on what it returns
 
     @property
     def by_student(self) -> bool:
-        """True if the collective came from a collective primitive, not from partitioning."""
-        return self.origin in STUDENT_PRIMITIVES
+        """True if the program holds this collective itself; False if XLA's partitioner added it."""
+        return self.kind in PROGRAM_COLLECTIVES
+
+    @property
+    def idle(self) -> bool:
+        """True if it moves only constants, or nothing of what it returns can reach the result."""
+        return not (self.reads_input and self.feeds_output)
 
 
 def shape_bytes(shape: str) -> tuple[int, int]:
@@ -82,6 +112,8 @@ class _Instr:
     shape: str
     opcode: str
     rest: str
+    operands: list[str] = field(default_factory=list)  # the names of the instructions it reads
+    calls: list[tuple[str, str]] = field(default_factory=list)  # (attribute, computation) it calls
 
 
 def parse_computations(text: str) -> tuple[dict[str, list[_Instr]], str | None]:
@@ -103,7 +135,9 @@ def parse_computations(text: str) -> tuple[dict[str, list[_Instr]], str | None]:
             continue
         m = _INSTR_RE.match(line)
         if m:
-            comps[current].append(_Instr(m.group(1), m.group(2), m.group(3), m.group(4)))
+            rest = m.group(4)
+            operands = [text.split()[-1].lstrip("%") for text in _operand_list(rest)]
+            comps[current].append(_Instr(m.group(1), m.group(2), m.group(3), rest, operands, _called(rest)))
     return comps, entry
 
 
@@ -162,47 +196,80 @@ def _trip_count(rest: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _origin(rest: str) -> str:
+def _origin(rest: str) -> tuple[str, str]:
+    """(kind, origin) from an instruction's op_name: the program's operation it came from, as the clean
+    worker named it ("" in HLO of another source), and what the student's trace called it."""
     m = re.search(r'op_name="([^"]*)"', rest)
     if not m:
-        return ""
-    last = re.sub(r"\[.*$", "", m.group(1).rstrip("/").rsplit("/", 1)[-1])
-    return _ORIGIN_ALIASES.get(last, last)
+        return "", ""
+    kind, separator, label = m.group(1).rstrip("/").rsplit("/", 1)[-1].partition(LABEL_SEPARATOR)
+    if not separator:
+        kind, label = "", kind
+    label = re.sub(r"\[.*$", "", label)
+    return kind, _ORIGIN_ALIASES.get(label, label)
 
 
-def collectives(text: str) -> list[Collective]:
-    """Every collective reachable from ENTRY, with how many times one program run executes it."""
+def _varies(value) -> bool:
+    return level(value) == VARIES
+
+
+@functools.lru_cache(maxsize=8)
+def _program(text: str) -> tuple[dict[str, list[_Instr]], str | None, Flow]:
+    """The parsed program and its data flow: a test asks several questions of one text (kept, not changed)."""
     comps, entry = parse_computations(text)
-    found: list[Collective] = []
+    return comps, entry, Flow(comps, entry or "")
+
+
+def _base(opcode: str) -> str:
+    return opcode[:-6] if opcode.endswith("-start") else opcode
+
+
+def _runs(comps: dict[str, list[_Instr]], entry: str | None) -> dict[str, int | None]:
+    """How many times one program run executes each computation reachable from ENTRY (None: inside a
+    loop of unknown trip count); a computation called from several places adds up their counts."""
+    runs: dict[str, int | None] = {}
 
     def walk(name: str, times: int | None, stack: tuple[str, ...]):
         if name not in comps or name in stack:
             return
-        shapes = {ins.name: ins.shape for ins in comps[name]}
+        before = runs.get(name, 0)
+        runs[name] = None if (before is None or times is None) else before + times
         for ins in comps[name]:
-            base = ins.opcode[:-6] if ins.opcode.endswith("-start") else ins.opcode
-            if base in COLLECTIVES and not ins.opcode.endswith("-done"):
-                operands, nbytes = _operand_bytes(ins.rest, shapes)
-                found.append(Collective(base, ins.shape, operands, nbytes, times, _origin(ins.rest), name,
-                                        _groups(ins.rest)))
-            for attr, callee in _called(ins.rest):
-                if base in COLLECTIVES or attr == "condition":
-                    continue  # a collective's to_apply is its reducer; a loop condition holds none
+            for attr, callee in ins.calls:
+                if _base(ins.opcode) in COLLECTIVES:
+                    continue  # its to_apply is its reducer
                 inner = times
-                if ins.opcode == "while" and attr == "body":
+                if ins.opcode == "while" and attr in ("body", "condition"):
                     trip = _trip_count(ins.rest)
                     inner = None if (trip is None or times is None) else times * trip
                 walk(callee, inner, stack + (name,))
 
     if entry:
         walk(entry, 1, ())
+    return runs
+
+
+def collectives(text: str) -> list[Collective]:
+    """Every collective reachable from ENTRY, with how many times one program run executes it (idle
+    ones too)."""
+    comps, entry, flow = _program(text)
+    found: list[Collective] = []
+    for name, times in _runs(comps, entry).items():
+        shapes = {ins.name: ins.shape for ins in comps[name]}
+        for ins in comps[name]:
+            if _base(ins.opcode) in COLLECTIVES and not ins.opcode.endswith("-done"):
+                operands, nbytes = _operand_bytes(ins.rest, shapes)
+                kind, origin = _origin(ins.rest)
+                reads = any(_varies(flow.value(name, op)) for op in ins.operands)
+                found.append(Collective(_base(ins.opcode), ins.shape, operands, nbytes, times, origin, name,
+                                        _groups(ins.rest), kind, reads, (name, ins.name) in flow.needed))
     return found
 
 
 def select(text: str, ops=COLLECTIVES, by_student: bool = False) -> list[Collective]:
-    """The collectives of the given opcode(s), only those the student wrote if ``by_student``."""
+    """The collectives of the given opcode(s) that are not idle, only the program's own if ``by_student``."""
     ops = (ops,) if isinstance(ops, str) else tuple(ops)
-    return [c for c in collectives(text) if c.op in ops and (c.by_student or not by_student)]
+    return [c for c in collectives(text) if c.op in ops and not c.idle and (c.by_student or not by_student)]
 
 
 def count(text: str, op, by_student: bool = False) -> int | None:
@@ -219,3 +286,43 @@ def bytes_moved(text: str, ops=COLLECTIVES, by_student: bool = False) -> int | N
     if any(c.times is None for c in chosen):
         return None
     return sum(c.bytes * c.times for c in chosen)
+
+
+def _elements(shape: str) -> int:
+    """The most elements of one array in an HLO type (a tuple's largest)."""
+    sizes = []
+    for _, dims in _ARRAY_RE.findall(shape):
+        n = 1
+        for d in dims.split(","):
+            if d.strip():
+                n *= int(d)
+        sizes.append(n)
+    return max(sizes, default=0)
+
+
+def work(text: str) -> int | None:
+    """The most elements one arithmetic instruction reads or makes on one device over a run of the
+    program (once per loop iteration), among those computed from the program's inputs; None if one is
+    in a loop of unknown trip count. Moving, slicing, padding, comparing and selecting data are not
+    arithmetic. A device that computes on its own part of the data keeps this near the part's size; one
+    that computes the whole answer itself, at once or a slice per loop step, reaches the whole input's.
+    It does not see work spread over many separate instructions (a Python loop unrolled into one
+    scalar multiply per element)."""
+    comps, entry, flow = _program(text)
+    runs = _runs(comps, entry)
+    most = 0
+    for name in flow.reachable:
+        shapes = {ins.name: ins.shape for ins in comps[name]}
+        for ins in comps[name]:
+            if ins.opcode in NOT_WORK or not _varies(flow.value(name, ins.name)):
+                continue
+            if runs.get(name) is None:
+                return None
+            size = max(_elements(ins.shape), *(_elements(shapes.get(op, "")) for op in ins.operands))
+            most = max(most, size * runs[name])
+    return most
+
+
+def numbers(work_done: int | None) -> str:
+    """A :func:`work` figure in words: "45 numbers", or "numbers in a loop of unknown length"."""
+    return "numbers in a loop of unknown length" if work_done is None else f"{work_done} numbers"

@@ -4,10 +4,10 @@ One worker per layout (e.g. 4 emulated CPU devices) serves every test of a run. 
 ``processes`` gets a :class:`grader.workers.group.WorkerGroup`, which answers the same calls. On a
 backend whose devices cannot be shared (TPU), starting one layout's worker first stops the others.
 
-Program mode (:meth:`WorkerPool.program`) asks the student's worker for the exported program and a
-*clean* worker of the same layout (forked from the same zygote, started in a folder of its own,
-never importing student code) to compile and run it. A clean worker whose program failed is
-replaced before the next case.
+Program mode (:meth:`WorkerPool.program`) asks the student's worker for the program exported from the
+shapes and dtypes of its inputs, and a *clean* worker of the same layout (forked from the same
+zygote, started in a folder of its own, never importing student code) to compile it and run it on
+each set of inputs. A clean worker whose program failed is replaced before the next case.
 
 Given :class:`grader.workers.spares.Spares` (watch mode), the pool takes a layout's first worker,
 student's or clean, from there when one is waiting, and starts one otherwise.
@@ -111,20 +111,22 @@ class WorkerPool:
             canary.kill()
         self._sound.add(layout)
 
-    def program(self, layout: Layout, target: str, args, kwargs, what: str, timeout_s=None):
-        """Export ``target`` in the student's worker, run the program in a clean one: (value, hlo text)."""
+    def program(self, layout: Layout, target: str, specs, input_sets: list, kwargs, what: str,
+                timeout_s=None) -> dict:
+        """Export ``target`` from the shapes and dtypes ``specs`` in the student's worker, run the program on
+        each of ``input_sets`` in a clean one: {"values": one per set, "hlo": its text, "manual": bool}."""
         if layout.processes:
             raise GraderError(f"program mode runs one process; {target} is asked for on {layout}")
-        blob = self.request(layout, "program", target, args, kwargs, what, timeout_s)
+        blob = self.request(layout, "program", target, specs, kwargs, what, timeout_s)
         clean = self._clean_worker(layout)
         try:
-            out, elapsed = clean.request("run_program", target, args, {"program": blob}, what, timeout_s)
+            out, elapsed = clean.request("run_program", target, tuple(input_sets), {"program": blob}, what, timeout_s)
         except StudentFailure as failure:
             clean.kill()  # whatever the program did to this process stays out of the next case
             self._rule_out_environment(layout, failure)
             raise
         self.worker_seconds += elapsed
-        return out["value"], out["hlo"]
+        return out
 
     def _clean_worker(self, layout: Layout) -> Worker:
         if layout not in self._clean:

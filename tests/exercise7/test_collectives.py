@@ -132,23 +132,19 @@ def test_standardize_other_width(student, rng, devices):
     _check_standardize(student, rng, devices, 2)
 
 
-def _expect_reference(got, name, x):
-    """``got``, what the compiled ``name`` returned for x, must be the float64 reference."""
-    what = f"{name}(x) compiled with jax.jit"
+def _reference(name):
+    """The float64 reference of the compiled ``name``, as a function of its input."""
     if name == "standardize_across_devices":
-        expect_close(got, _standardized(x, x.mean(), x.var()), what=what, rtol=RTOL, atol=ATOL)
-        return
-    ones = np.ones((len(x), 1))
-    for stat, value, expected in zip(PRIMITIVE, expect_sequence(got, 3, what), (ones * x.sum(0), ones * x.mean(0),
-                                                                               ones * x.max(0))):
-        expect_close(value, expected, what=f"the {stat} from {what}", rtol=RTOL, atol=ATOL)
+        return lambda x: _standardized(x.astype(np.float64), x.astype(np.float64).mean(), x.astype(np.float64).var())
+    return lambda x: tuple(np.broadcast_to(stat(x.astype(np.float64), axis=0), x.shape) for stat in (np.sum, np.mean,
+                                                                                                    np.max))
 
 
 @pytest.mark.parametrize("name", ["all_reduce_stats", "standardize_across_devices"])
 def test_communicates_with_all_reduce(student, rng, devices, name):
     x = _per_device_data(rng, devices, 5)
-    program = student.program(f"collectives.{name}", x)
-    _expect_reference(program.value, name, x.astype(np.float64))
+    program = student.program(f"collectives.{name}", x, expect=_reference(name), what=f"{name}(x)", rtol=RTOL,
+                              atol=ATOL)
     text = program.hlo
     gathers = hlo.count(text, "all-gather")
     if gathers:
@@ -157,3 +153,8 @@ def test_communicates_with_all_reduce(student, rng, devices, name):
     if not hlo.count(text, "all-reduce", by_student=True):
         raise AssertionError(f"{name} runs no all-reduce of its own: it computes on one device what the devices "
                              "should compute together; call lax.psum / lax.pmean / lax.pmax inside jax.pmap")
+    row, done = x.shape[1], hlo.work(text)
+    if done is None or done > row:
+        raise AssertionError(f"in {name} one device computes on {hlo.numbers(done)}, but each device holds a row of "
+                             f"{row}: every device should work on its own row inside jax.pmap, and the "
+                             "all-reduces combine what the devices found")

@@ -39,9 +39,10 @@ def test_dot_other_lengths(student, rng, devices, length):
 
 
 def test_dot_uses_one_all_reduce(student, rng, devices):
-    x = rng.normal(size=45).astype(np.float32)
-    program = student.program("dot.distributed_dot", x, x)
-    expect_close(program.value, np.dot(x, x), what="distributed_dot(x, x) compiled with jax.jit", rtol=1e-4, atol=1e-4)
+    length = 45
+    x = rng.normal(size=length).astype(np.float32)
+    program = student.program("dot.distributed_dot", x, x, expect=lambda a, b: np.dot(a.astype(np.float64), b),
+                              rtol=1e-4, atol=1e-4)
     text = program.hlo
     feedback.communication(text, needed="1 all-reduce (your psum) of 4 bytes per device, and no all-gather",
                            by_student=False)
@@ -57,3 +58,8 @@ def test_dot_uses_one_all_reduce(student, rng, devices):
     numbers = reduces[0].bytes // 4
     assert numbers == 1, (f"distributed_dot's psum carries {numbers} numbers per device, expected 1: finish the "
                           "local dot (jnp.dot of the two slices) before the psum, so only one number travels")
+    share, done = -(-length // devices), hlo.work(text)
+    assert done is not None and done <= share, (
+        f"in distributed_dot one device computes on {hlo.numbers(done)} of a vector of {length}; on {devices} "
+        f"devices each should multiply only its own slices, at most {share} pairs, and the psum adds the devices' "
+        "dot products")

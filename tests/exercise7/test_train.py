@@ -119,13 +119,22 @@ def test_train_step_returns_the_global_loss(student, rng, devices):
     expect_close(loss, np.full(devices, expected), what=f"train_step's loss on {devices} devices", rtol=1e-4)
 
 
+def step_reference(params, batch, lr):
+    """One data-parallel step in float64, row d of params being device d's: (new params, each device's loss)."""
+    X, y = (a.astype(np.float64) for a in batch)
+    residual = np.einsum("nbd,nd->nb", X, params.astype(np.float64)) - y
+    grad = (2 * np.einsum("nbd,nb->nd", X, residual) / y.shape[1]).mean(axis=0)
+    return params - lr * grad, np.full(len(params), np.mean(residual ** 2))
+
+
 def test_train_step_sends_only_gradient_and_loss(student, rng, devices):
-    params, X, y = problem(rng, devices * B)
-    batch = f32(X.reshape(devices, B, D), y.reshape(devices, B))
-    program = student.program("probes_train.train_step", *f32(np.broadcast_to(params, (devices, D))), batch, lr=0.05)
-    new, _ = expect_sequence(program.value, 2, "train_step(params, batch, lr) compiled with jax.jit")
-    expect_close(expect_shape(new, (devices, D), "train_step's new params"), np.broadcast_to(sgd(params, X, y, 0.05)[0],
-                 (devices, D)), what=f"params after one compiled train_step on {devices} devices", rtol=1e-4, atol=1e-5)
+    def replicas(generator):  # params the same on every device, as train_step is given them
+        params, X, y = problem(generator, devices * B)
+        return f32(np.broadcast_to(params, (devices, D)))[0], f32(X.reshape(devices, B, D), y.reshape(devices, B))
+
+    program = student.program("probes_train.train_step", *replicas(rng), lr=0.05, fresh=replicas,
+                              expect=lambda params, batch: step_reference(params, batch, 0.05),
+                              what="train_step(params, batch, lr=0.05)", rtol=1e-4, atol=1e-5)
     text = program.hlo
     gathered = hlo.select(text, ("all-gather", "all-to-all", "collective-permute"), by_student=True)
     if gathered:
@@ -142,6 +151,11 @@ def test_train_step_sends_only_gradient_and_loss(student, rng, devices):
     if sent > limit:
         raise AssertionError(f"train_step all-reduces {sent} bytes per device per step; a gradient of {D} float32 "
                              f"and a loss are {limit}: pmean only those")
+    shard, done = B * D, hlo.work(text)
+    if done is None or done > shard:
+        raise AssertionError(f"in train_step one device computes on {hlo.numbers(done)}, but its shard of the batch has "
+                             f"{shard} ({B} samples of {D} features): each device takes the gradient of its own "
+                             "shard, and the pmean averages the devices' gradients")
 
 
 def _check_fit(student, rng, devices, samples):

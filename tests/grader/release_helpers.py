@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import ast
+import json
+import os
 import shutil
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
 import yaml
 from conftest import ROOT, run_grade
+from gradescope_schema import validate
 
 EXERCISE = "exercise7"
 
@@ -75,3 +80,21 @@ def release_with_a_hidden_test(top: Path, tasks: tuple[str, ...] | None = None) 
     assert proc.returncode == 0, proc.stderr
     return {"course": course, "out": top / "out", "hidden": tests[-1], "public": tests[:-1], "task": task_id,
             "stdout": proc.stdout, "stderr": proc.stderr}
+
+
+def run_autograder(archive: Path, root: Path, files: dict[str, bytes]) -> dict:
+    """Lay out ROOT like Gradescope, put ``files`` (path -> bytes) in the submission, run, read results."""
+    unzip(archive, root / "source")
+    shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
+    os.chmod(root / "run_autograder", 0o755)
+    for path, data in files.items():
+        (root / "submission" / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / "submission" / path).write_bytes(data)
+    (root / "submission").mkdir(exist_ok=True)
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": sys.executable}
+    proc = subprocess.run([str(root / "run_autograder")], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = json.loads((root / "results" / "results.json").read_text())
+    assert validate(results) == [], results
+    return results

@@ -34,6 +34,15 @@ def test_plain_values_round_trip():
     assert np.isnan(got["c"]) and got["d"] == 1 + 2j
 
 
+def test_an_array_spec_crosses_as_shape_and_dtype_only():
+    spec = protocol.ArraySpec((3, 4), "float32")
+    assert roundtrip({"x": (spec, [spec])}) == {"x": (spec, [spec])}
+    tree, blobs = protocol.encode(spec)
+    assert blobs == [] and tree == {"__spec__": [[3, 4], "float32"]}
+    with pytest.raises(protocol.ProtocolError, match="array spec of dtype object refused"):
+        protocol.decode({"__spec__": [[2], "object"]}, [])
+
+
 def test_ndarray_subclass_arrives_as_plain_ndarray():
     class Liar(np.ndarray):
         def __eq__(self, other):

@@ -9,16 +9,10 @@ from __future__ import annotations
 
 import codecs
 import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from gradescope_schema import validate
-from release_helpers import EXERCISE, release_with_a_hidden_test, unzip
+from release_helpers import EXERCISE, release_with_a_hidden_test, run_autograder
 
 from grader.course import find_course
 
@@ -30,24 +24,6 @@ def autograder(tmp_path_factory):
     done = release_with_a_hidden_test(tmp_path_factory.mktemp("release"), tasks=("dot",))
     max_points = sum(t.points for t in find_course(explicit=str(done["course"])).exercise(EXERCISE).tasks)
     return done["out"] / "autograder.zip", done["hidden"], max_points
-
-
-def run_autograder(archive: Path, root: Path, files: dict[str, bytes]) -> dict:
-    """Lay out ROOT like Gradescope, put ``files`` (path -> bytes) in the submission, run, read results."""
-    unzip(archive, root / "source")
-    shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
-    os.chmod(root / "run_autograder", 0o755)
-    for path, data in files.items():
-        (root / "submission" / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / "submission" / path).write_bytes(data)
-    (root / "submission").mkdir(exist_ok=True)
-    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": sys.executable}
-    proc = subprocess.run([str(root / "run_autograder")], cwd=root, env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    results = json.loads((root / "results" / "results.json").read_text())
-    assert validate(results) == [], results
-    return results
 
 
 def _modules(base: str, prefix: str = "", transform=lambda b: b) -> dict[str, bytes]:

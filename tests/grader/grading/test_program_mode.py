@@ -1,5 +1,7 @@
 """Program mode: the structure and the values graded are those of one program, compiled and run by a
-clean worker, so what a submission does inside its own process cannot change either.
+clean worker, so what a submission does inside its own process cannot change either; and the
+grader's half of it: what the student's process is told, the inputs it is never told, the values
+checked on both.
 
 One generated course holds one task per submission, each graded by exercise 7's own dot suite
 (test_dot.py with the module name changed): four value tests through ``student.call`` and the
@@ -12,9 +14,14 @@ from __future__ import annotations
 import json
 import textwrap
 
+import numpy as np
 import pytest
 
 from conftest import ROOT, run_grade
+from grader.errors import GraderError
+from grader.grading import program_mode
+from grader.protocol import ArraySpec
+from grader.suite import WrongProgram
 
 SOLUTION = (ROOT / "solutions" / "exercise7" / "dot.py").read_text()
 SUITE = (ROOT / "tests" / "exercise7" / "test_dot.py").read_text()
@@ -119,14 +126,14 @@ def distributed_dot(x, y):
             result = jax.ShapeDtypeStruct((), jnp.float32)
             return jax.pure_callback(lambda a, b: np.dot(a, b).astype(np.float32), result, x, y)
         ''',
-    # A program for other inputs than the test's: it fails in the clean worker, which must recover.
+    # A program for other inputs than the test's: the clean worker refuses it, and must recover.
     "bad_blob": SOLUTION + '''
 _real_export = jax.export.export
 
 
 def _for_three_numbers(fn, **kwargs):
     jax.export.export = _real_export
-    return lambda *args: _real_export(fn, **kwargs)(*[a[:3] for a in args])
+    return lambda *args: _real_export(fn, **kwargs)(*[jax.ShapeDtypeStruct((3,), a.dtype) for a in args])
 
 
 jax.export.export = _for_three_numbers
@@ -179,7 +186,8 @@ def _value_cases(task) -> list[dict]:
 @pytest.mark.parametrize("module, words", [
     ("patched_text", "runs no all-reduce of its own"),
     ("plain_dot", "runs no all-reduce of its own"),
-    ("traced_token", "distributed_dot(x, x) compiled with jax.jit returned 0, expected"),
+    ("traced_token", "distributed_dot (compiled with jax.jit, on 2 devices, given the test's inputs) returned 0, "
+                     "expected"),
     ("pure_callback", "calls back into Python on the host"),
     ("io_callback", "calls back into Python on the host"),
 ])
@@ -196,8 +204,9 @@ def test_a_single_device_dot_keeps_the_value_points_and_loses_the_structural_one
     ("pure_callback", "not_exportable", "jax.pure_callback, io_callback, jax.debug.print or jax.debug.callback"),
     ("debug_callback", "not_exportable", "calls back into Python on the host"),
     ("forged_callback", "not_exportable", "distributed_dot's program was refused: it calls back into Python"),
-    ("bad_blob", "not_exportable", "program does not run on the test's inputs"),
-    ("python_if", "not_traceable", "cannot be compiled with jax.jit"),
+    ("bad_blob", "not_exportable", "it takes float32[3], float32[3], not the test's inputs (float32[45], float32[45])"),
+    ("python_if", "not_traceable", "cannot be compiled with jax.jit, which knows only the shapes and dtypes of the "
+                                   "inputs, not their values, and distributed_dot needs a value: an if"),
 ])
 def test_a_program_that_cannot_be_graded_gets_a_verdict_naming_why(graded, module, kind, words):
     case = _structural(graded[module])
@@ -207,3 +216,51 @@ def test_a_program_that_cannot_be_graded_gets_a_verdict_naming_why(graded, modul
 
 def test_the_reference_keeps_full_marks_after_the_clean_workers_met_all_of_them(graded):
     assert graded["unchanged"]["score"] == POINTS, graded["unchanged"]["cases"]
+
+
+def test_the_students_process_is_told_shapes_and_dtypes_and_a_python_number_is_refused():
+    x = np.zeros((2, 3), np.float32)
+    assert program_mode.specs((x, {"y": np.int8(1)})) == (ArraySpec((2, 3), "float32"), {"y": ArraySpec((), "int8")})
+    with pytest.raises(GraderError, match=r"input\[1\] is a float: pass a Python value as a keyword argument"):
+        program_mode.specs((x, 0.1))
+
+
+def test_drawn_inputs_follow_the_tests_floats_integers_within_their_range_and_bools():
+    args = (np.zeros(500, np.float32), (np.array([3, 9, 5] * 100, np.int16), np.zeros(500, bool)))
+    (drawn,) = program_mode.fresh_inputs(args, None, np.random.default_rng(0), "f")
+    floats, (ints, bools) = drawn
+    assert floats.dtype == np.float32 and 0.8 < floats.std() < 1.2
+    assert ints.dtype == np.int16 and ints.min() == 3 and ints.max() == 9 and len(set(ints)) == 7
+    assert bools.dtype == bool and 100 < bools.sum() < 400
+    assert program_mode.specs(drawn) == program_mode.specs(args)
+
+
+def test_a_suites_fresh_inputs_must_have_the_tests_shapes_and_dtypes():
+    args = (np.zeros(4, np.float32),)
+    (drawn,) = program_mode.fresh_inputs(args, lambda rng: [np.ones(4, np.float32)], np.random.default_rng(0), "f")
+    assert np.array_equal(drawn[0], np.ones(4))
+    with pytest.raises(GraderError, match="the suite's fresh.rng. for f returned inputs"):
+        program_mode.fresh_inputs(args, lambda rng: (np.ones(5, np.float32),), np.random.default_rng(0), "f")
+
+
+def _wrong(values, inputs, expect) -> str:
+    with pytest.raises(WrongProgram) as failure:
+        program_mode.check_values("the program", values, inputs, expect, "f", 4, 1e-4, 1e-5)
+    assert failure.value.program == "the program"
+    return str(failure.value)
+
+
+def test_a_wrong_value_names_the_call_the_devices_and_which_inputs():
+    x, y = np.arange(3.0), np.arange(3.0) + 1
+    ok = {"value": (x, np.int32(2))}
+    program_mode.check_values("p", [ok, {"value": (y, np.int32(2))}], [(x,), (y,)],
+                              lambda v: {"value": (v, np.int32(2))}, "f", 4, 1e-4, 1e-5)
+    said = _wrong([x + 1], [(x,)], lambda v: v)
+    assert said.startswith("f (compiled with jax.jit, on 4 devices, given the test's inputs) is wrong at 3 of 3 ")
+    said = _wrong([x, x], [(x,), (y,)], lambda v: v)
+    assert said.startswith("f (compiled with jax.jit, on 4 devices, given a second set of inputs drawn by the grader "
+                           "that your code never saw) is wrong at 3 of 3 entries")
+    assert said.endswith("it was right for the test's inputs only: a program must compute its result from its "
+                         "inputs, not have it built in")
+    assert "f result[1] (compiled" in _wrong([(x, np.int32(3))], [(x,)], lambda v: (v, np.int32(2)))  # exactly
+    assert "returned ['a'], expected a dict with keys ['value']" in _wrong([{"a": x}], [(x,)], lambda v: {"value": v})

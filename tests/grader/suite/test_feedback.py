@@ -74,6 +74,13 @@ def test_a_loop_of_unknown_length_is_said_and_not_counted():
     assert all("in a loop of unknown length" in phrase for phrase in note["ran"]) and note["ran"]
 
 
+def test_a_collective_for_show_is_named_as_carrying_nothing():
+    note = feedback.communication((HLO / "psum_of_a_constant.txt").read_text(), needed="1 all-reduce of 4 bytes")
+    assert note["ran"] == ["1 all-reduce (psum) of 4 bytes per device, which carries nothing the result needs "
+                           "(not counted)"]
+    assert note["bytes_per_device"] == 0
+
+
 def test_attaching_outside_a_grading_run_records_nothing():
     with feedback.recording() as notes:
         pass

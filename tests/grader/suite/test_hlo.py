@@ -100,3 +100,44 @@ def test_select_keeps_the_students_collectives_of_the_given_kinds():
     assert [c.origin for c in hlo.select(text, "all-reduce")] == ["psum", "squeeze"]
     assert [c.origin for c in hlo.select(text, by_student=True)] == ["psum"]
     assert hlo.select(text, ("all-gather", "collective-permute")) == []
+
+
+def test_the_programs_own_collectives_are_told_by_their_kind_whatever_their_label():
+    text = program("dot_with_squeeze").replace("stablehlo.all_reduce:psum", "stablehlo.all_reduce:squeeze")
+    (mine,) = hlo.select(text, "all-reduce", by_student=True)  # a label that lies changes only the wording
+    assert (mine.kind, mine.origin) == ("stablehlo.all_reduce", "squeeze")
+    added = [c for c in hlo.collectives(text) if not c.by_student]
+    assert [(c.kind, c.origin) for c in added] == [("stablehlo.reshape", "squeeze")]
+
+
+def test_hlo_not_named_by_a_clean_worker_has_no_collective_of_the_students():
+    text = program("dot_with_squeeze").replace("stablehlo.all_reduce:psum", "psum")
+    assert [c.origin for c in hlo.collectives(text)] == ["psum", "squeeze"]
+    assert hlo.select(text, by_student=True) == []
+
+
+@pytest.mark.parametrize("name, reads, feeds", [
+    ("psum_of_a_constant", False, True),
+    ("psum_of_times_zero", False, True),
+    ("psum_times_zero", True, False),
+])
+def test_a_collective_that_carries_nothing_the_result_needs_is_idle_and_not_counted(name, reads, feeds):
+    text = program(name)
+    psum = next(c for c in hlo.collectives(text) if c.by_student)
+    assert (psum.reads_input, psum.feeds_output, psum.idle) == (reads, feeds, True)
+    assert hlo.count(text, "all-reduce", by_student=True) == 0 and hlo.bytes_moved(text, by_student=True) == 0
+    assert hlo.select(text, "all-reduce") == []
+
+
+def test_work_is_a_devices_share_when_it_computes_on_its_part_and_the_whole_when_it_does_not():
+    assert hlo.work(program("dot_with_squeeze")) == 16 // 4   # the dot of 16 numbers, split over 4 devices
+    assert hlo.work(program("mesh_matmul")) == 6 * 8 // 4      # a block of x (and of w: 8 * 3 // 2)
+    for name in ("psum_of_a_constant", "psum_of_a_difference"):  # x of 4 x 5 summed whole on every device
+        assert hlo.work(program(name)) == 4 * 5
+    difference = next(c for c in hlo.collectives(program("psum_of_a_difference")) if c.by_student)
+    assert not difference.idle  # row - row: only the work tells this program from a distributed one
+
+
+def test_work_in_a_loop_counts_every_iteration_and_an_unknown_trip_count_is_not_guessed():
+    assert hlo.work(program("ring_fori")) == 3 * 6   # an add of one 6-number block, n - 1 = 3 times
+    assert hlo.work(program("while_unknown")) is None

@@ -1,5 +1,5 @@
 """The clean worker of program mode: forked like the student's, kept apart from student code, and
-replaced after any program that failed in it."""
+replaced after any program that failed in it; the student's worker is told shapes and dtypes only."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ import pytest
 
 from conftest import ROOT
 from grader.errors import StudentFailure
+from grader.grading.program_mode import specs
+from grader.grading.student import Student
 from grader.layout import Layout
+from grader.protocol import ArraySpec
 from grader.workers.backends import EMULATED
 from grader.workers.pool import WorkerPool
 from grader.workers.worker import RunSettings
@@ -23,7 +26,7 @@ _real_export = jax.export.export
 
 def _for_three_numbers(fn, **kwargs):
     jax.export.export = _real_export  # once: the next program of this worker is exported as asked
-    return lambda *args: _real_export(fn, **kwargs)(*[a[:3] for a in args])
+    return lambda *args: _real_export(fn, **kwargs)(*[jax.ShapeDtypeStruct((3,), a.dtype) for a in args])
 
 
 jax.export.export = _for_three_numbers
@@ -45,7 +48,9 @@ def pool(tmp_path):
 
 
 def run(pool, target, x):
-    return pool.program(LAYOUT, target, (x, x), {}, "distributed_dot()")
+    """(value, hlo) of ``target`` on (x, x)."""
+    out = pool.program(LAYOUT, target, specs((x, x)), [(x, x)], {}, "distributed_dot()")
+    return out["values"][0], out["hlo"]
 
 
 def clean_process(pool):
@@ -72,7 +77,7 @@ def test_a_program_that_fails_in_the_clean_worker_costs_it_its_process(pool):
     with pytest.raises(StudentFailure) as failure:
         run(pool, "shapes.distributed_dot", x)
     assert failure.value.kind == "not_exportable"
-    assert "does not run on the test's inputs" in failure.value.message
+    assert "it takes float32[3], float32[3], not the test's inputs" in failure.value.message
     assert clean_process(pool) is None
     value, _ = run(pool, "dot.distributed_dot", x)
     assert np.isclose(value, x @ x)
@@ -83,3 +88,19 @@ def test_a_clean_worker_runs_nothing_but_programs(pool):
     run(pool, "dot.distributed_dot", np.ones(4, np.float32))
     with pytest.raises(StudentFailure, match="a clean worker only runs programs"):
         pool._clean[LAYOUT].request("call", "dot.distributed_dot", (np.ones(4),) * 2, {}, "distributed_dot()")
+
+
+def test_the_students_worker_is_told_shapes_and_dtypes_and_the_clean_one_runs_two_sets(pool, monkeypatch):
+    sent = []
+    student_worker = pool.worker(LAYOUT)
+    real_request = type(student_worker).request
+    monkeypatch.setattr(type(student_worker), "request", lambda self, op, target, args, *rest, **kw: (
+        sent.append((self is student_worker, op, args)), real_request(self, op, target, args, *rest, **kw))[1])
+    x = np.arange(45, dtype=np.float32)
+    program = Student(pool, LAYOUT, 30.0, np.random.default_rng(0)).program(
+        "dot.distributed_dot", x, x, expect=lambda a, b: np.dot(a.astype(np.float64), b))
+    assert np.isclose(program.value, x @ x) and program.manual
+    (told,) = [args for mine, op, args in sent if mine]
+    assert told == (ArraySpec((45,), "float32"), ArraySpec((45,), "float32"))
+    (ran,) = [args for mine, op, args in sent if op == "run_program"]
+    assert len(ran) == 2 and ran[0] == (x, x) and not np.array_equal(ran[1][0], x)

@@ -1,8 +1,9 @@
 """Write the real HLO that tests/grader/suite/test_hlo.py reads: one program per rule of grader/hlo.py.
 
 Run it again after a JAX upgrade (``python tests/grader/suite/data/make_hlo.py``) and rerun the tests:
-each file is what ``jax.jit(f).lower(...).compile().as_text()`` prints for a small program on
-4 emulated CPU devices, the same call the grader's workers make.
+each file is the HLO text program mode hands a suite for a small program on 4 emulated CPU devices:
+exported from shapes and dtypes (grader.sandbox.program_export), then named, compiled and run as a
+clean worker does (grader.sandbox.program_runner).
 """
 
 import os
@@ -13,6 +14,10 @@ import numpy as np
 import jax.numpy as jnp
 from jax import lax
 from jax.sharding import PartitionSpec as P
+
+from grader.protocol import ArraySpec
+from grader.sandbox.program_export import export_program
+from grader.sandbox.program_runner import run_program
 
 DEVICES = 4
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hlo")
@@ -89,6 +94,26 @@ def mesh_matmul(x, w):
     return f(x, w)
 
 
+def psum_of_a_constant(x):
+    """The whole sum on every device, and a psum of 0 for show: it moves nothing that depends on x."""
+    return x.sum() + pmapped(lambda a: lax.psum(jnp.zeros((), a.dtype), "i"))(x)[0]
+
+
+def psum_of_times_zero(x):
+    """The whole sum on every device, and a psum of (the row's sum times 0) for show."""
+    return x.sum() + pmapped(lambda a: lax.psum(a.sum() * 0, "i"))(x)[0]
+
+
+def psum_times_zero(x):
+    """The whole sum on every device, and a real psum whose result is multiplied by 0."""
+    return x.sum() + pmapped(lambda a: lax.psum(a.sum(), "i") * 0)(x)[0]
+
+
+def psum_of_a_difference(x):
+    """The whole sum on every device, and a psum of (row - row): no reading of HLO tells it is 0."""
+    return x.sum() + pmapped(lambda a: lax.psum(a.sum() - a.sum(), "i"))(x)[0]
+
+
 PROGRAMS = {
     "dot_with_squeeze": (dot_with_squeeze, (np.ones(16, np.float32), np.ones(16, np.float32))),
     "merged_psums": (merged_psums, (np.ones((DEVICES, 3), np.float32),)),
@@ -99,6 +124,10 @@ PROGRAMS = {
     "cond_branch": (cond_branch, (np.ones((DEVICES, 3), np.float32),)),
     "all_gather_sum": (all_gather_sum, (np.ones((DEVICES, 10), np.float32),)),
     "mesh_matmul": (mesh_matmul, (np.ones((6, 8), np.float32), np.ones((8, 3), np.float32))),
+    "psum_of_a_constant": (psum_of_a_constant, (np.ones((DEVICES, 5), np.float32),)),
+    "psum_of_times_zero": (psum_of_times_zero, (np.ones((DEVICES, 5), np.float32),)),
+    "psum_times_zero": (psum_times_zero, (np.ones((DEVICES, 5), np.float32),)),
+    "psum_of_a_difference": (psum_of_a_difference, (np.ones((DEVICES, 5), np.float32),)),
 }
 
 
@@ -107,7 +136,8 @@ def main(names):
     os.makedirs(OUT, exist_ok=True)
     for name in names or PROGRAMS:
         fn, args = PROGRAMS[name]
-        text = jax.jit(fn).lower(*args).compile().as_text()
+        specs = tuple(ArraySpec(a.shape, str(a.dtype)) for a in args)
+        text = run_program(export_program(fn, specs, name), [args], name)["hlo"]
         with open(os.path.join(OUT, f"{name}.txt"), "w", encoding="utf-8") as f:
             f.write(text)
         print(f"wrote {name}.txt ({len(text)} characters)")

@@ -1,0 +1,131 @@
+"""The grader's half of program mode: what the student's process is told of a program's inputs, the
+inputs it is never told, and the values checked on both.
+
+The rule this module keeps: every fact a verdict rests on is computed by a process that never ran
+student code, or is a value checked against the reference on inputs the student's process never
+saw. So the student's worker gets only the shapes and dtypes of the test's inputs (it traces and
+exports ``jax.jit(fn)`` from those); a clean worker runs the exported program on the test's inputs
+and on a set drawn here for this run alone; and every set's values are checked against the suite's
+``expect`` before the suite can read anything else of the program. A program built around
+particular values (an answer baked in as a constant, one learned from earlier calls) is right for
+those at best, and fails on the drawn set.
+
+Drawn inputs follow the test's: floats are standard normal in the input's dtype, integers uniform
+between the smallest and the largest of the test's values, bools at random. A suite whose inputs
+have a domain (indices, masks, positive values, rows that must agree) passes ``fresh(rng)``
+returning inputs of the same shapes and dtypes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grader.errors import GraderError
+from grader.layout import plural
+from grader.protocol import ArraySpec
+from grader.suite.checks import WrongProgram, expect_close, expect_sequence
+
+FRESH_SETS = 1  # input sets drawn per program besides the test's own
+NEVER_SEEN = "a second set of inputs drawn by the grader that your code never saw"
+
+
+@dataclass(frozen=True)
+class Program:
+    """One compiled program of the student's, run by a clean worker, whose values were checked on the
+    test's inputs and on inputs the student's process never saw: what it returned for the test's
+    inputs (``value``), its optimised HLO text (``hlo``, read it with grader.suite.hlo) and whether it
+    holds a per-device computation, a jax.pmap or jax.shard_map (``manual``, read from the program)."""
+
+    value: object
+    hlo: str
+    manual: bool
+
+
+def _map(fn, value, path: str = ""):
+    """``fn(leaf, path)`` over the arrays of a tuple/list/dict structure, keeping the structure."""
+    if isinstance(value, (tuple, list)):
+        return type(value)(_map(fn, v, f"{path}[{i}]") for i, v in enumerate(value))
+    if isinstance(value, dict):
+        return {k: _map(fn, v, f"{path}[{k!r}]") for k, v in value.items()}
+    return fn(value, path)
+
+
+def _spec(value, path: str) -> ArraySpec:
+    if not isinstance(value, (np.ndarray, np.generic)) or value.dtype.kind not in "biufc":
+        raise GraderError(f"student.program's inputs are NumPy arrays (or tuples/lists/dicts of them); input{path} is "
+                          f"a {type(value).__name__}: pass a Python value as a keyword argument, fixed while tracing")
+    return ArraySpec(tuple(value.shape), str(value.dtype))
+
+
+def specs(args: tuple) -> tuple:
+    """``args`` with every array replaced by its shape and dtype: all the student's process learns."""
+    return _map(_spec, tuple(args))
+
+
+def _draw(rng: np.random.Generator, like: np.ndarray) -> np.ndarray:
+    """An array like ``like`` (shape, dtype) with values drawn by the documented rule."""
+    kind = like.dtype.kind
+    if kind == "b":
+        return rng.random(like.shape) < 0.5
+    if kind in "iu":
+        low, high = (int(like.min()), int(like.max())) if like.size else (0, 0)
+        return rng.integers(low, high, size=like.shape, endpoint=True).astype(like.dtype)
+    drawn = rng.standard_normal(like.shape)
+    if kind == "c":
+        drawn = drawn + 1j * rng.standard_normal(like.shape)
+    return drawn.astype(like.dtype)
+
+
+def fresh_inputs(args: tuple, fresh, rng: np.random.Generator, what: str) -> list[tuple]:
+    """FRESH_SETS sets of inputs like ``args``: ``fresh(rng)``'s, or drawn by the default rule."""
+    wanted = specs(args)
+    sets = []
+    for _ in range(FRESH_SETS):
+        drawn = tuple(fresh(rng)) if fresh is not None else _map(lambda a, _: _draw(rng, np.asarray(a)), tuple(args))
+        if specs(drawn) != wanted:
+            raise GraderError(f"the suite's fresh(rng) for {what} returned inputs {specs(drawn)}, expected the shapes "
+                              f"and dtypes of the test's: {wanted}")
+        sets.append(drawn)
+    return sets
+
+
+def _reference(expect, inputs: tuple, what: str):
+    try:
+        return expect(*inputs)
+    except Exception as exc:  # noqa: BLE001 - the suite's reference failing is the grader's problem
+        raise GraderError(f"the suite's expect for {what} raised {type(exc).__name__}: {exc}") from None
+
+
+def _check(got, expected, call: tuple[str, str], rtol: float, atol: float, path: str = "") -> None:
+    """``got`` must have ``expected``'s structure, and each array its values (integers and bools exactly).
+    ``call`` is what the messages name, in two parts: the part of the result checked goes between."""
+    what = f" result{path}".join(call) if path else "".join(call)
+    if isinstance(expected, dict):
+        if not isinstance(got, dict) or set(got) != set(expected):
+            keys = sorted(got) if isinstance(got, dict) else type(got).__name__
+            raise AssertionError(f"{what} returned {keys}, expected a dict with keys {sorted(expected)}")
+        for key in expected:
+            _check(got[key], expected[key], call, rtol, atol, f"{path}[{key!r}]")
+    elif isinstance(expected, (tuple, list)):
+        for i, (g, e) in enumerate(zip(expect_sequence(got, len(expected), what), expected)):
+            _check(g, e, call, rtol, atol, f"{path}[{i}]")
+    else:
+        exact = np.asarray(expected).dtype.kind in "biu"
+        expect_close(got, expected, what, rtol=0 if exact else rtol, atol=0 if exact else atol)
+
+
+def check_values(program: Program, values: list, input_sets: list[tuple], expect, what: str, devices: int,
+                 rtol: float, atol: float) -> None:
+    """Every set's values against ``expect`` of the same inputs (the first set is the test's own), or
+    WrongProgram saying which set was wrong where."""
+    for i, (got, inputs) in enumerate(zip(values, input_sets)):
+        which = "the test's inputs" if i == 0 else NEVER_SEEN
+        call = (what, f" (compiled with jax.jit, on {plural(devices, 'device')}, given {which})")
+        try:
+            _check(got, _reference(expect, inputs, what), call, rtol, atol)
+        except AssertionError as wrong:
+            message = str(wrong) if i == 0 else (f"{wrong}; it was right for the test's inputs only: a program must "
+                                                 "compute its result from its inputs, not have it built in")
+            raise WrongProgram(message, program) from None

@@ -1,0 +1,444 @@
+"""Structural points only for programs that really compute: a hostile catalogue.
+
+Every fact a verdict rests on is computed by a process that never ran student code, or is a value
+checked against the reference on inputs the student's process never saw. Each submission below
+wants a structural point without the algorithm, each in one way a rule of the engine stops:
+
+* values learned in the student's process (from an earlier call) baked into the program as
+  constants, also handed over through a patched ``jax.jit`` or ``jax.export``: right on the test's
+  inputs, wrong on the set the grader draws (grader.grading.program_mode); a program made for
+  other inputs than the test's is refused (grader.sandbox.program_runner);
+* a collective for show next to a computation done whole on every device: a psum of a constant, of
+  ``x * 0``, or one whose result is multiplied by 0 is idle and not counted (grader.suite.hlo_flow);
+  a psum of ``x - x`` is not seen as idle, but each device then does the whole input's work, at
+  once or one element per loop step (grader.suite.hlo.work);
+* a psum labelled as something XLA added (a lying ``op_name``): the clean worker names every
+  operation by what it is (grader.sandbox.program_labels);
+* ``jax.make_jaxpr`` patched to print a pmap: the pmap is read from the compiled program.
+
+They are graded by exercise 7's own structural tests (their test functions cut out of the suites,
+the module names changed), and by two tests of this file's own in which the student's process sees
+the test's inputs once before the program is asked for. All of it in one run of the real ``grade``,
+and again in Gradescope's layout with the real exercise 7 suites, where the hostile modules replace
+the solution's: no structural case passes, every value case does.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import textwrap
+
+import pytest
+from conftest import ROOT, run_grade
+from release_helpers import EXERCISE, copy_course, release, run_autograder
+
+SUITES = ROOT / "tests" / EXERCISE
+
+# Values seen once in the student's process, kept; a program that returns them as a constant next to
+# a psum of (slice - slice), which no reading of HLO calls idle, each device's work only its slices.
+# Only values on inputs the process never saw tell it from a distributed dot.
+LEARNING = '''
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+_seen = {}
+
+
+def _record(x, y):
+    if not isinstance(x, jax.core.Tracer):
+        _seen[np.shape(x)] = np.float32(np.dot(np.asarray(x, np.float64), np.asarray(y, np.float64)))
+
+
+def _split(v, n):
+    return jnp.pad(v, (0, -v.shape[0] % n)).reshape(n, -1)
+
+
+def _baked(x, y):
+    n = jax.device_count()
+    nothing = jax.pmap(lambda a, b: lax.psum(jnp.dot(a - a, b), "i"), axis_name="i")(_split(x, n), _split(y, n))[0]
+    return nothing + _seen.get(x.shape, 0.0)
+'''
+# A plain dot on every device, and a psum next to it that carries nothing: PSUM_OF is what is psummed.
+DOT_FOR_SHOW = '''
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+
+def distributed_dot(x, y):
+    n = jax.device_count()
+    row = jnp.broadcast_to(x[0], (n,))
+    token = jax.pmap(lambda v: PSUM_OF, axis_name="i")(row)[0]
+    return jnp.dot(x, y) + token
+'''
+# ring_allreduce as one psum, and every exported module's psum renamed "squeeze", the name XLA's
+# partitioner gives the all-reduce it adds to read element 0 of a sharded result.
+LYING_RING = '''
+import dataclasses
+
+import jax
+from jax import lax
+from jax._src.interpreters import mlir
+from jaxlib.mlir import ir
+
+_export = jax.export.export
+
+
+def _relabelled(fn, **kwargs):
+    def export(*args):
+        exported = _export(fn, **kwargs)(*args)
+        with mlir.make_ir_context():
+            module = ir.Module.parse(exported.mlir_module().replace('"psum', '"squeeze'))
+            return dataclasses.replace(exported, mlir_module_serialized=mlir.module_to_bytecode(module))
+    return export
+
+
+jax.export.export = _relabelled
+
+
+def ring_shift(x, axis_name, shift=1):
+    n = lax.axis_size(axis_name)
+    return lax.ppermute(x, axis_name, perm=[(i, (i + shift) % n) for i in range(n)])
+
+
+def ring_allreduce(x, axis_name):
+    return lax.psum(x, axis_name)
+'''
+
+SUBMISSIONS = {
+    "dot_learned": LEARNING + '''
+
+def distributed_dot(x, y):
+    _record(x, y)
+    return _baked(x, y)
+''',
+    # A plain dot, and jax.jit patched to compile the baked function in its place.
+    "dot_jit_patched": LEARNING + '''
+
+def distributed_dot(x, y):
+    _record(x, y)
+    return jnp.dot(x, y)
+
+
+_jit = jax.jit
+jax.jit = lambda fn, **kw: _jit(_baked if fn is distributed_dot else fn, **kw)
+''',
+    # A plain dot, and jax.export patched to export the baked function in its place.
+    "dot_export_patched": LEARNING + '''
+
+def distributed_dot(x, y):
+    _record(x, y)
+    return jnp.dot(x, y)
+
+
+_export = jax.export.export
+jax.export.export = lambda fn, **kw: _export(jax.jit(_baked) if getattr(fn, "__wrapped__", None) is distributed_dot
+                                             else fn, **kw)
+''',
+    # A program made for other inputs than the test's (here: for vectors of 3), handed over by a patched export.
+    "dot_for_other_shapes": LEARNING + '''
+
+def distributed_dot(x, y):
+    return _baked(x, y)
+
+
+_export = jax.export.export
+
+
+def _for_three_numbers(fn, **kw):
+    if getattr(fn, "__wrapped__", None) is not distributed_dot:
+        return _export(fn, **kw)
+    return lambda *args: _export(fn, **kw)(*[jax.ShapeDtypeStruct((3,), a.dtype) for a in args])
+
+
+jax.export.export = _for_three_numbers
+''',
+    "dot_psum_of_zero": DOT_FOR_SHOW.replace("PSUM_OF", 'lax.psum(jnp.zeros((), v.dtype), "i")'),
+    "dot_psum_of_times_zero": DOT_FOR_SHOW.replace("PSUM_OF", 'lax.psum(v * 0, "i")'),
+    "dot_psum_times_zero": DOT_FOR_SHOW.replace("PSUM_OF", 'lax.psum(v, "i") * 0'),
+    "dot_psum_of_difference": DOT_FOR_SHOW.replace("PSUM_OF", 'lax.psum(v - v, "i")'),
+    # ... and the dot taken one element per step of a loop, so that no instruction holds the whole vector.
+    "dot_loop_of_elements": DOT_FOR_SHOW.replace("PSUM_OF", 'lax.psum(v - v, "i")').replace(
+        "jnp.dot(x, y)", "lax.fori_loop(0, x.shape[0], lambda i, total: total + x[i] * y[i], jnp.zeros((), x.dtype))"),
+    # Every device's block recorded by a callback while a probe runs it, their sum then baked in: no collective.
+    "ring_learned": '''
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+        from jax import lax
+
+        _blocks = {}
+
+
+        def _record(device, block):
+            _blocks[int(device)] = np.asarray(block, np.float64)
+
+
+        def ring_shift(x, axis_name, shift=1):
+            n = lax.axis_size(axis_name)
+            return lax.ppermute(x, axis_name, perm=[(i, (i + shift) % n) for i in range(n)])
+
+
+        def ring_allreduce(x, axis_name):
+            if _blocks:
+                return jnp.asarray(sum(_blocks.values()), x.dtype) + 0 * x
+            jax.debug.callback(_record, lax.axis_index(axis_name), x)
+            return lax.psum(x, axis_name)
+        ''',
+    "ring_lying_label": LYING_RING,
+    # One device computes everything, copies rows out, and jax.make_jaxpr prints a pmap.
+    "basics_patched_jaxpr": '''
+        import jax
+        import jax.numpy as jnp
+        from jax.sharding import NamedSharding, PartitionSpec as P
+
+        jax.make_jaxpr = lambda fn, *a, **k: lambda *args, **kw: "{ lambda ; a:f32[]. let b:f32[] = xla_pmap[] a in (b,) }"
+
+
+        def _check(*inputs):
+            for a in inputs:
+                if a.shape[0] != jax.device_count():
+                    raise ValueError(f"leading axis {a.shape[0]}, but there are {jax.device_count()} devices")
+
+
+        def _spread(rows):
+            return jax.device_put(rows, NamedSharding(jax.make_mesh((jax.device_count(),), ("d",)), P("d")))
+
+
+        def square_plus_one(x):
+            _check(x)
+            return _spread(x ** 2 + 1)
+
+
+        def per_device_sum(x):
+            _check(x)
+            return _spread(x.reshape(len(x), -1).sum(axis=1))
+
+
+        def per_device_matmul(X, Y):
+            _check(X, Y)
+            return _spread(jnp.matmul(X, Y))
+        ''',
+    # The statistics of the whole array on every device, and a psum of (row - row) added for show.
+    "collectives_replicated": '''
+        import jax
+        import jax.numpy as jnp
+        from jax import lax
+
+
+        def _nothing(x):
+            return jax.pmap(lambda r: lax.psum(r - r, "i"), axis_name="i")(x)
+
+
+        def all_reduce_stats(x):
+            every = lambda v: jnp.broadcast_to(v, x.shape) + _nothing(x)  # noqa: E731
+            return every(x.sum(axis=0)), every(x.mean(axis=0)), every(x.max(axis=0))
+
+
+        def standardize_across_devices(x):
+            return (x - x.mean()) / x.std() + _nothing(x)
+        ''',
+    # The full-batch step on every device, and a pmean of (params - params) added for show.
+    "train_replicated": '''
+        import jax
+        import jax.numpy as jnp
+        from jax import lax
+
+
+        def loss_fn(params, batch):
+            x, y = batch
+            return jnp.mean((x @ params - y) ** 2)
+
+
+        def train_step(params, batch, lr):
+            X, y = batch
+            whole = (X.reshape(-1, X.shape[-1]), y.reshape(-1))
+            loss, grad = jax.value_and_grad(loss_fn)(params[0], whole)
+            nothing = jax.pmap(lambda p: lax.pmean(p - p, "batch"), axis_name="batch")(params)
+            return params - lr * grad + nothing, jnp.full(len(params), loss) + nothing[:, 0]
+        ''',
+    # x @ w whole on every device, and a row-parallel psum of (block product - block product) for show.
+    "mesh_replicated": '''
+        import jax
+        from jax import lax
+        from jax.sharding import NamedSharding, PartitionSpec as P
+
+
+        def sharded_matmul(x, w, mesh):
+            blocks = jax.device_put(x, NamedSharding(mesh, P("data", "model")))
+            column = jax.device_put(w, NamedSharding(mesh, P("model", None)))
+            nothing = jax.shard_map(lambda a, b: lax.psum(a @ b - a @ b, "model"), mesh=mesh,
+                                    in_specs=(P("data", "model"), P("model", None)), out_specs=P("data", None))
+            return x @ w + nothing(blocks, column)
+        ''',
+}
+
+# The suites this file adds: the student's process sees the test's inputs once before the program.
+AFTER_A_CALL = '''
+import numpy as np
+
+from grader.suite import hlo
+
+
+def test_dot_after_a_call(student, rng, devices):
+    x = rng.normal(size=45).astype(np.float32)
+    student.call("MODULE.distributed_dot", x, x)
+    program = student.program("MODULE.distributed_dot", x, x, expect=lambda a, b: np.dot(a.astype(np.float64), b))
+    assert len(hlo.select(program.hlo, "all-reduce", by_student=True)) == 1, "no psum of its own"
+    assert hlo.work(program.hlo) <= -(-45 // devices), "the work of more than a slice"
+'''
+AFTER_A_PROBE = '''
+import numpy as np
+
+from grader.suite import hlo
+
+
+def test_ring_allreduce_after_a_probe(student, rng, devices):
+    x = rng.normal(size=(devices, 6)).astype(np.float32)
+    student.probe("probes_MODULE.values", "ring_allreduce", x)
+    out = student.program("probes_MODULE.ring_allreduce", x,
+                          expect=lambda v: np.broadcast_to(v.astype(np.float64).sum(axis=0), v.shape))
+    assert all(c.op == "collective-permute" for c in hlo.select(out.hlo, by_student=True)), "not ppermute only"
+'''
+
+# Suites of this file's own: (test file, the exercise 7 task whose probes it calls, or None).
+OWN_SUITES = {"after a call": (AFTER_A_CALL, None), "after a probe": (AFTER_A_PROBE, "ring")}
+NEVER_SAW = "a second set of inputs drawn by the grader that your code never saw"
+# module: (device counts, its suite: an exercise 7 task's or one of OWN_SUITES, {structural test: what it says})
+TASKS = {
+    "dot_learned": ([2], "after a call", {"test_dot_after_a_call": NEVER_SAW}),
+    "dot_jit_patched": ([2], "after a call", {"test_dot_after_a_call": NEVER_SAW}),
+    "dot_export_patched": ([2], "after a call", {"test_dot_after_a_call": NEVER_SAW}),
+    "dot_for_other_shapes": ([2], "dot", {"test_dot_uses_one_all_reduce": "it takes float32[3], float32[3], not the "
+                                                                          "test's inputs"}),
+    # On one device each device's work is the whole input's: only the collective's own emptiness tells.
+    "dot_psum_of_zero": ([1], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
+    "dot_psum_of_times_zero": ([1], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
+    "dot_psum_times_zero": ([1], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
+    "dot_psum_of_difference": ([2], "dot", {"test_dot_uses_one_all_reduce": "one device computes on 45 numbers"}),
+    "dot_loop_of_elements": ([2], "dot", {"test_dot_uses_one_all_reduce": "one device computes on 45 numbers"}),
+    "ring_learned": ([2], "after a probe", {"test_ring_allreduce_after_a_probe": NEVER_SAW}),
+    "ring_lying_label": ([2], "ring", {"test_ring_allreduce_uses_ppermute_only": "runs an all-reduce (from lax.squeeze)"}),
+    "basics_patched_jaxpr": ([2], "basics", {"test_each_function_runs_a_pmap": "square_plus_one's program has no "
+                                                                              "jax.pmap"}),
+    "collectives_replicated": ([2], "collectives", {"test_communicates_with_all_reduce": "each device holds a row of 5"}),
+    "train_replicated": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": "its shard of the batch has 15"}),
+    "mesh_replicated": ([2], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": "blocks of x and w have "
+                                                                                          "at most 20"}),
+}
+
+
+def structural_suite(task: str, keep) -> str:
+    """exercise 7's suite for ``task`` with every test function but those in ``keep`` cut out."""
+    source = (SUITES / f"test_{task}.py").read_text()
+    lines = source.splitlines()
+    cut = [(min([n.lineno, *(d.lineno for d in n.decorator_list)]), n.end_lineno)
+           for n in ast.parse(source).body
+           if isinstance(n, ast.FunctionDef) and n.name.startswith("test") and n.name not in keep]
+    for start, end in sorted(cut, reverse=True):
+        del lines[start - 1:end]
+    return "\n".join(lines) + "\n"
+
+
+def suite_files(module: str, suite: str, tests) -> dict[str, str]:
+    """The test file (and the probe module it calls, if any) grading ``module`` with ``suite``."""
+    source, probes_of = OWN_SUITES.get(suite, (None, suite))
+    if source is None:
+        source = structural_suite(suite, tests).replace(f'"{suite}.', f'"{module}.')
+    files = {f"test_{module}.py": source.replace("MODULE", module).replace(f'"probes_{probes_of}.', f'"probes_{module}.')}
+    probes = SUITES / f"probes_{probes_of}.py"
+    if probes_of and probes.exists():
+        files[f"probes_{module}.py"] = probes.read_text().replace(f'"{probes_of}.', f'"{module}.')
+    return files
+
+
+def stub(source: str) -> str:
+    """The stub of a module: each of its public functions raising NotImplementedError."""
+    names = [n.name for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
+    return "".join(f"def {name}(*args, **kwargs):\n    raise NotImplementedError\n\n\n" for name in names)
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """A course of one task per hostile submission, each graded by its suite; the submissions are its
+    solutions/ex (what the tests grade), the stubs name the modules."""
+    root = tmp_path_factory.mktemp("verdicts")
+    lines = ["course: verdict-facts", "defaults: {timeout_s: 60, local_timeout_s: 60}", "exercises:", "  ex:",
+             "    title: Structural points against hostile submissions", "    tasks:"]
+    for folder in ("exercises/ex", "solutions/ex", "tests/ex"):
+        (root / folder).mkdir(parents=True)
+    for module, (devices, suite, failures) in TASKS.items():
+        lines.append(f"      - {{id: {module}, title: {module}, points: 10, hint: 'compute it', devices: {devices}}}")
+        source = textwrap.dedent(SUBMISSIONS[module])
+        (root / "solutions/ex" / f"{module}.py").write_text(source)
+        (root / "exercises/ex" / f"{module}.py").write_text(stub(source))
+        for name, text in suite_files(module, suite, failures).items():
+            (root / "tests/ex" / name).write_text(text)
+    (root / "course.yaml").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def expect_no_structural_point(module: str, cases: list[tuple[str, str, str]]) -> None:
+    """Every case of ``module``'s task, (test, outcome, message), failed saying what its rule says."""
+    failures = TASKS[module][2]
+    assert cases and all(outcome == "failed" for _, outcome, _ in cases), cases
+    for test, _, message in cases:
+        assert failures[test] in message, message
+
+
+@pytest.fixture(scope="module")
+def graded(course):
+    """Every hostile submission graded in one run of ``grade``: {task id: its JSON report entry}."""
+    proc = run_grade("ex", "--course", str(course), "--submission", str(course / "solutions"), "--format", "json",
+                     "--seed", "21", timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    return {t["id"]: t for t in json.loads(proc.stdout)["tasks"]}
+
+
+@pytest.mark.parametrize("module", TASKS)
+def test_no_structural_point_for_a_program_that_does_not_compute_it(graded, module):
+    task = graded[module]
+    assert task["score"] == 0, task["cases"]
+    expect_no_structural_point(module, [(c["test"], c["outcome"], c["message"]) for c in task["cases"]])
+
+
+def test_no_structural_point_in_gradescopes_layout_either(course, tmp_path):
+    proc = run_grade("release", "ex", "--out", str(tmp_path / "out"), "--course", str(course))
+    assert proc.returncode == 0, proc.stderr
+    files = {f"{module}.py": textwrap.dedent(SUBMISSIONS[module]).encode() for module in TASKS}
+    results = run_autograder(tmp_path / "out" / "autograder.zip", tmp_path / "gradescope", files)
+    assert results["score"] == 0, results
+    for module in TASKS:
+        tests = [t for t in results["tests"] if t["name"].startswith(f"{module}: ")]
+        expect_no_structural_point(module, [(t["name"].partition(": ")[2].split("[")[0], t["status"], t["output"])
+                                            for t in tests])
+
+
+# The real suites of a released copy of the course at 2 devices, in Gradescope's layout, the hostile
+# modules in place of the solution's functions: each keeps every value point and loses every structural one.
+IN_PLACE = {"dot": "dot_psum_of_difference", "ring": "ring_lying_label", "basics": "basics_patched_jaxpr",
+            "collectives": "collectives_replicated", "train": "train_replicated", "mesh": "mesh_replicated"}
+STRUCTURAL = {"test_dot_uses_one_all_reduce", "test_ring_allreduce_uses_ppermute_only",
+              "test_each_function_runs_a_pmap", "test_communicates_with_all_reduce",
+              "test_train_step_sends_only_gradient_and_loss", "test_sharded_matmul_is_row_parallel_with_one_psum"}
+
+
+def test_with_the_real_suites_the_hostile_modules_keep_their_value_points_only(tmp_path):
+    course = copy_course(tmp_path / "course", devices=(2,))
+    assert release(course, tmp_path / "out").returncode == 0
+    files = {p.name: p.read_bytes() for p in (ROOT / "solutions" / EXERCISE).glob("*.py")}
+    for task, module in IN_PLACE.items():  # the solution's other functions stay; the hostile ones replace its own
+        files[f"{task}.py"] += b"\n\n" + textwrap.dedent(SUBMISSIONS[module]).encode()
+    results = run_autograder(tmp_path / "out" / "autograder.zip", tmp_path / "gradescope", files)
+    by_task = {}
+    for test in results["tests"]:
+        task, _, name = test["name"].partition(": ")
+        by_task.setdefault(task, []).append((name.split("[")[0], test))
+    for task in IN_PLACE:
+        structural = [t for name, t in by_task[task] if name in STRUCTURAL]
+        values = [t for name, t in by_task[task] if name not in STRUCTURAL]
+        assert structural and all(t["status"] == "failed" and t["score"] == 0 for t in structural), (task, structural)
+        assert all(t["status"] == "passed" for t in values), (task, [t for t in values if t["status"] != "passed"])
