@@ -22,13 +22,18 @@ unit test on real HLO in tests/grader/suite/test_hlo.py):
   ``origin`` says which primitive a collective came from (metadata ``op_name``), so a check can
   count only the collectives the student wrote (``by_student``);
 * ``groups`` are the replica groups (which devices reduce together): a psum over one axis of a
-  2-D mesh has one group per row or column of the mesh.
+  2-D mesh has one group per row or column of the mesh (:mod:`grader.suite.replica_groups` reads
+  each form XLA prints them in; :mod:`grader.suite.meshes` names the mesh axis they run over);
+* an SPMD program's shapes are one device's: :func:`output_shapes` says how much of each output
+  a device holds, so whether a result (or an updated parameter) stayed split over the devices.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from grader.suite import replica_groups
 
 COLLECTIVES = ("all-reduce", "all-gather", "collective-permute", "all-to-all", "reduce-scatter",
                "collective-broadcast")
@@ -135,14 +140,6 @@ def _operand_bytes(rest: str, shapes: dict[str, str]) -> tuple[int, int]:
     return arrays, total
 
 
-def _groups(rest: str) -> tuple[tuple[int, ...], ...] | None:
-    """Replica groups (or a permute's source-target pairs) written out as ``{{0,1},{2,3}}``."""
-    m = re.search(r"\b(?:replica_groups|source_target_pairs)=\{((?:\{[\d,\s]*\},?\s*)*)\}", rest)
-    if not m:
-        return None
-    return tuple(tuple(int(d) for d in g.split(",") if d.strip()) for g in re.findall(r"\{([\d,\s]*)\}", m.group(1)))
-
-
 def _called(rest: str) -> list[tuple[str, str]]:
     """(attribute, computation) pairs an instruction calls."""
     out = []
@@ -184,7 +181,7 @@ def collectives(text: str) -> list[Collective]:
             if base in COLLECTIVES and not ins.opcode.endswith("-done"):
                 operands, nbytes = _operand_bytes(ins.rest, shapes)
                 found.append(Collective(base, ins.shape, operands, nbytes, times, _origin(ins.rest), name,
-                                        _groups(ins.rest)))
+                                        replica_groups.parse(ins.rest)))
             for attr, callee in _called(ins.rest):
                 if base in COLLECTIVES or attr == "condition":
                     continue  # a collective's to_apply is its reducer; a loop condition holds none
@@ -219,3 +216,26 @@ def bytes_moved(text: str, ops=COLLECTIVES, by_student: bool = False) -> int | N
     if any(c.times is None for c in chosen):
         return None
     return sum(c.bytes * c.times for c in chosen)
+
+
+def _entry_layout(text: str) -> str | None:
+    """The ``entry_computation_layout={...}`` text of the module's header, braces balanced."""
+    start = text.find("entry_computation_layout={")
+    if start < 0:
+        return None
+    depth, begin = 0, start + len("entry_computation_layout=")
+    for i in range(begin, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[begin + 1:i]
+    return None
+
+
+def output_shapes(text: str) -> list[tuple[int, ...]] | None:
+    """The shape of the block each device holds of each output of the program, in order (the whole
+    array where it is replicated); None if the module does not print its entry layout."""
+    layout = _entry_layout(text)
+    if layout is None or "->" not in layout:
+        return None
+    return [tuple(int(d) for d in dims.split(",") if d.strip())
+            for _, dims in _ARRAY_RE.findall(layout.rpartition("->")[2])]

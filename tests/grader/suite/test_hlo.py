@@ -100,3 +100,16 @@ def test_select_keeps_the_students_collectives_of_the_given_kinds():
     assert [c.origin for c in hlo.select(text, "all-reduce")] == ["psum", "squeeze"]
     assert [c.origin for c in hlo.select(text, by_student=True)] == ["psum"]
     assert hlo.select(text, ("all-gather", "collective-permute")) == []
+
+
+def test_the_partitioners_groups_read_in_their_iota_and_mesh_axes_forms():
+    gather, reduce = hlo.collectives(program("jit_contraction"))
+    assert "replica_groups=[2,2]<=[2,2]T(1,0)" in program("jit_contraction")
+    assert (gather.op, gather.groups) == ("all-gather", ((0, 2), (1, 3)))   # the columns of the 2 x 2 mesh: 'data'
+    assert (reduce.op, reduce.groups) == ("all-reduce", ((0, 1), (2, 3)))   # its rows: 'model'
+
+
+def test_output_shapes_are_one_devices_blocks():
+    assert hlo.output_shapes(program("split_outputs")) == [(3, 4), (4,)]   # (6, 8) over 2 x 2, (8,) over 'model'
+    assert hlo.output_shapes(program("jit_contraction")) == [(6, 10)]      # replicated: the whole array
+    assert hlo.output_shapes("HloModule m\n") is None
