@@ -16,12 +16,27 @@ import math
 
 import numpy as np
 
+from grader.suite import hlo
 from grader.suite.hlo import Collective
 
 
 def shapes(devices: int) -> list[tuple[int, int]]:
     """Every (rows, columns) mesh of exactly ``devices`` devices, fewest rows first."""
     return [(r, devices // r) for r in range(1, devices + 1) if devices % r == 0]
+
+
+def square(devices: int) -> tuple[int, int]:
+    """The mesh of ``devices`` closest to square with no more rows than columns: 1 x 1, 1 x 2, 2 x 2,
+    2 x 4. From 4 devices on both of its axes have more than one device, so a collective over the
+    wrong one shows."""
+    return max((s for s in shapes(devices) if s[0] <= s[1]), key=lambda s: s[0])
+
+
+def other(devices: int) -> tuple[int, int]:
+    """A second mesh shape for ``devices``, unlike :func:`square`: its transpose where that differs (2 x 1,
+    4 x 2), else every device along the second axis (1 x 4); 1 x 1 for one device."""
+    rows, cols = square(devices)
+    return (cols, rows) if rows != cols else (1, devices)
 
 
 def device_ids(sizes) -> np.ndarray:
@@ -108,3 +123,25 @@ def copies(spec, names, sizes) -> int:
     the mesh axes it does not split over."""
     used = {a for entry in spec for a in _axes(entry)}
     return math.prod(size for name, size in zip(names, sizes) if name not in used)
+
+
+def over_text(axes) -> str:
+    """Mesh axes as a phrase: "over 'model'", "over 'data' and 'model'", "among some devices"."""
+    if axes is None:
+        return "among a group of devices that is no mesh axis"
+    if not axes:
+        return "within each device"
+    return "over " + " and ".join(repr(a) for a in axes)
+
+
+def phrase(c: Collective, names, sizes) -> str:
+    """One collective as a student reads it: "an all-gather over 'model'"."""
+    article = "an" if c.op[0] in "aeiou" else "a"
+    times = f" ({c.times} times)" if c.times and c.times > 1 else ""
+    return f"{article} {c.op} {over_text(axes_of(c, names, sizes))}{times}"
+
+
+def moving(text: str, names, sizes, ops=None) -> list[Collective]:
+    """The collectives of the compiled program ``text`` (of the kinds ``ops``, default all) that move data
+    between devices on a mesh of ``sizes``."""
+    return [c for c in hlo.select(text, ops or hlo.COLLECTIVES) if moves(c)]

@@ -17,6 +17,8 @@ def collective(op, groups):
 def test_shapes_are_every_factorisation():
     assert meshes.shapes(1) == [(1, 1)]
     assert meshes.shapes(8) == [(1, 8), (2, 4), (4, 2), (8, 1)]
+    assert [meshes.square(n) for n in (1, 2, 4, 8, 9)] == [(1, 1), (1, 2), (2, 2), (2, 4), (3, 3)]
+    assert [meshes.other(n) for n in (1, 2, 4, 8)] == [(1, 1), (2, 1), (1, 4), (4, 2)]
 
 
 @pytest.mark.parametrize("groups, axes", [
@@ -68,3 +70,12 @@ def test_copies_are_the_axes_a_spec_leaves_out():
 def test_spec_text_reads_like_the_code():
     assert meshes.spec_text(["data", None]) == "P('data', None)"
     assert meshes.spec_text([["data", "model"], None]) == "P(('data', 'model'), None)"
+
+
+def test_phrases_name_the_collective_and_its_axis():
+    text = (Path(__file__).parent / "data" / "hlo" / "jit_contraction.txt").read_text()
+    assert [meshes.phrase(c, NAMES, (2, 2)) for c in meshes.moving(text, NAMES, (2, 2))] == [
+        "an all-gather over 'data'", "an all-reduce over 'model'"]
+    assert meshes.moving(text, NAMES, (2, 2), "all-reduce")[0].op == "all-reduce"
+    assert meshes.phrase(collective("all-reduce", ((0, 1), (2, 3))), NAMES, (4, 1)) == (
+        "an all-reduce among a group of devices that is no mesh axis")
