@@ -22,13 +22,34 @@ def sgd(w, x, y):
     return w - LR * 2 * x.T @ residual / residual.size, np.mean(residual ** 2)
 
 
+def _explain(got, w, x, y, devices):
+    """The averaging mistake behind a wrong step: the devices' gradients or losses summed, not averaged."""
+    if not isinstance(got, (list, tuple)) or len(got) != 2:
+        return
+    new_w, loss = (np.asarray(v, np.float64) for v in got)
+    expected_w, expected_loss = sgd(w, x, y)
+    close = lambda a, b: a.shape == np.shape(b) and np.allclose(a, b, rtol=1e-4, atol=1e-5)  # noqa: E731
+    if devices > 1 and close(new_w, w + devices * (expected_w - w)):
+        raise AssertionError(f"fsdp_step's update is {devices} times the full-batch step on {devices} devices: the "
+                             "reduce-scattered gradient sums every device's gradient; divide it by n, as each "
+                             "device's loss is a mean over its own part of the batch")
+    if devices > 1 and close(loss, devices * expected_loss):
+        raise AssertionError(f"fsdp_step's loss is {devices} times the mean loss on {devices} devices: lax.psum adds "
+                             "the devices' losses up; lax.pmean averages them")
+
+
 def run(student, rng, devices, samples):
     w = rng.normal(size=(2 * devices, 3)).astype(np.float32)
     x = rng.normal(size=(samples * devices, 2 * devices)).astype(np.float32)
     y = rng.normal(size=(samples * devices, 3)).astype(np.float32)
-    program = student.program("probes_programs.on_mesh", w, x, y, expect=sgd,
-                              what=f"fsdp_step(w, x, y, {LR}, mesh) on {devices} devices (new w, loss)", rtol=1e-4,
-                              atol=1e-5, function="fsdp.fsdp_step", shape=[devices], axes=list(AXES), lr=LR)
+    fixed = {"function": "fsdp.fsdp_step", "shape": [devices], "axes": list(AXES), "lr": LR}
+    try:
+        program = student.program("probes_programs.on_mesh", w, x, y, expect=sgd,
+                                  what=f"fsdp_step(w, x, y, {LR}, mesh) on {devices} devices (new w, loss)",
+                                  rtol=1e-4, atol=1e-5, **fixed)
+    except AssertionError:
+        _explain(student.probe("probes_programs.values", "on_mesh", w, x, y, **fixed), w, x, y, devices)
+        raise
     return w, program
 
 

@@ -7,10 +7,13 @@ collective each case needs, over 'model', its bytes, and each device holding onl
 Sizes make w's block of columns smaller than x's block of rows, so case 4 has one cheapest answer.
 """
 
+import re
+
 import numpy as np
 import pytest
 
 from grader.suite import feedback, hlo, meshes
+from grader.suite.jax_errors import Rule
 
 AXES = ("data", "model")
 BOTH = ["data", "model"]
@@ -19,6 +22,15 @@ CASES = {"matmul_case1": (["data", None], [None, "model"], ["data", "model"]),
          "matmul_case2": (["data", "model"], [None, "model"], ["data", "model"]),
          "matmul_case3": (["data", "model"], ["model", None], ["data", "model"]),
          "matmul_case4": ([BOTH, None], [None, "model"], [BOTH, None])}
+
+
+# Blocks whose parts of D differ, told in this task's terms (grader.suite.jax_errors tells the rest).
+JAX_ERRORS = (Rule("blocks that split D differently",
+                   re.compile(r"dot_general requires contracting dimensions to have the same shape, got "
+                              r"\((?P<a>\d+),?\) and \((?P<b>\d+),?\)"),
+                   lambda match, situation: f"the blocks you multiply hold {match['a']} and {match['b']} numbers of D: "
+                   "check each operand's PartitionSpec against the case, and gather the operand that lacks part of "
+                   "D before multiplying"),)
 
 
 def run(student, rng, case, rows, cols):
@@ -90,8 +102,7 @@ def _wrong_place(case, moved, sizes, blocks) -> str | None:
         return (f"{case} runs its {op} {meshes.over_text(axes)}: the blocks it needs are spread over 'model' (each "
                 "mesh row holds all of them), so name 'model'")
     if moved[0].bytes > size:
-        what = "x's rows" if moved[0].bytes == blocks["x"] * sizes[0] else "more than it needs"
-        return (f"{case}'s {op} takes {moved[0].bytes} bytes per device ({what}), where {size} suffice: {why}")
+        return f"{case}'s {op} takes {moved[0].bytes} bytes per device where {size} suffice: {why}"
     return None
 
 

@@ -34,6 +34,8 @@ def _whose(block, blocks) -> int | None:
 def _explain_gather(got, x, rows, cols, call):
     """The ring mistake behind a wrong all-gather: a block missing, or blocks in the wrong places."""
     k = len(x) // (rows * cols)
+    if np.shape(got) != gathered(x, rows, cols).shape:
+        return
     got = np.asarray(got).reshape(rows, cols, cols, k, *x.shape[1:])   # [mesh row, device, slot, ...]
     blocks = x.reshape(rows, cols, k, *x.shape[1:])
     for i in range(rows):
@@ -53,6 +55,8 @@ def _explain_gather(got, x, rows, cols, call):
 
 def _explain_scatter(got, x, rows, cols, call):
     """The ring mistake behind a wrong reduce-scatter: the own chunk twice, one missing, another chunk."""
+    if np.shape(got) != scattered(x, rows, cols).shape:
+        return
     chunks = x.reshape(rows, cols, cols, -1, *x.shape[1:]).astype(np.float64)
     got = np.asarray(got, np.float64).reshape(rows, cols, -1, *x.shape[1:])
     close = lambda a, b: np.allclose(a, b, rtol=1e-4, atol=1e-4)  # noqa: E731

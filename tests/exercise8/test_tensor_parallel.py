@@ -6,12 +6,24 @@ compile and run it. Visible tests check y on the squarest mesh at 1, 2 and 4 dev
 of the partial sums, no all-gather of the activations, and y left split over 'data'.
 """
 
+import re
+
 import numpy as np
 import pytest
 
 from grader.suite import feedback, hlo, meshes
+from grader.suite.jax_errors import Rule
 
 AXES = ("data", "model")
+
+
+# Layers split the wrong way, told in this task's terms (grader.suite.jax_errors tells the rest).
+JAX_ERRORS = (Rule("layers split the wrong way",
+                   re.compile(r"dot_general requires contracting dimensions to have the same shape, got "
+                              r"\((?P<a>\d+),?\) and \((?P<b>\d+),?\)"),
+                   lambda match, situation: f"a block product contracts {match['a']} numbers with {match['b']}: w1 is "
+                   "column-parallel, P(None, 'model'), so x keeps all of D; w2 is row-parallel, P('model', None), so "
+                   "its rows match the columns of h a device computed"),)
 
 
 def reference(x, w1, w2):
