@@ -247,7 +247,7 @@ RULES: tuple[Rule, ...] = (
                                              r"should be sharded\..*?lhs_contracting_spec=\((?P<axes>[^)]*?),?\)",
                                              re.S), _ambiguous_contraction),
     Rule("loop carry that starts invariant", re.compile(r"carry input and carry output must have equal types.*?"
-                                                        r"\{V:\((?P<axes>[^)]*)\)\}.*?manual axis types do not match",
+                                                        r"\{V:\(?(?P<axes>[^)}]*)\)?\}.*?manual axis types do not match",
                                                         re.S), _varying_carry),
     Rule("indexing an Explicit array", re.compile(r"Use `\.at\[\.\.\.\]\.get\(out_sharding=\)` to provide "
                                                   r"output PartitionSpec"), _explicit_indexing),

@@ -15,7 +15,7 @@ def _per_device(w_shard, x, y, lr):
     def local_loss(w_shard):
         return loss_fn(lax.all_gather(w_shard, "data", axis=0, tiled=True), x, y)
 
-    loss, grad = jax.value_and_grad(local_loss)(w_shard)  # grad: the reduce-scattered sum of every device's
+    loss, grad = jax.value_and_grad(local_loss)(w_shard)  # every device's gradient, summed and reduce-scattered
     n = lax.axis_size("data")
     return w_shard - lr * grad / n, lax.pmean(loss, "data")
 

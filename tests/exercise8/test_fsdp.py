@@ -31,8 +31,9 @@ def _explain(got, w, x, y, devices):
     close = lambda a, b: a.shape == np.shape(b) and np.allclose(a, b, rtol=1e-4, atol=1e-5)  # noqa: E731
     if devices > 1 and close(new_w, w + devices * (expected_w - w)):
         raise AssertionError(f"fsdp_step's update is {devices} times the full-batch step on {devices} devices: the "
-                             "reduce-scattered gradient sums every device's gradient; divide it by n, as each "
-                             "device's loss is a mean over its own part of the batch")
+                             "gradient JAX hands back (reduce-scattered, or summed for parameters every device holds) "
+                             "adds up every device's gradient; divide it by n, as each device's loss is a mean over "
+                             "its own part of the batch")
     if devices > 1 and close(loss, devices * expected_loss):
         raise AssertionError(f"fsdp_step's loss is {devices} times the mean loss on {devices} devices: lax.psum adds "
                              "the devices' losses up; lax.pmean averages them")

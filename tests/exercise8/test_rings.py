@@ -65,9 +65,12 @@ def _explain_scatter(got, x, rows, cols, call):
             want = chunks[i, :, j].sum(axis=0)
             if close(got[i, j], want):
                 continue
-            if close(got[i, j], want + chunks[i, j, j]):
-                raise AssertionError(f"{call}: device {j} of a ring of {cols} adds its own chunk twice: n - 1 steps "
-                                     "bring every other device's part of the chunk; an n-th step adds your own again")
+            twice = next((c for c in range(cols) if close(got[i, j], chunks[i, :, c].sum(axis=0) + chunks[i, j, c])),
+                         None)
+            if twice is not None:
+                raise AssertionError(f"{call}: device {j} of a ring of {cols} returns the sum of chunk {twice} with its "
+                                     "own part added twice: n - 1 steps bring every other device's part of its chunk; "
+                                     "an n-th step passes a finished sum on and adds a part of it again")
             lost = next((s for s in range(cols) if close(got[i, j], want - chunks[i, s, j])), None)
             if lost is not None:
                 raise AssertionError(f"{call}: device {j} of a ring of {cols} returns chunk {j}'s sum without device "

@@ -31,9 +31,9 @@ def reference(x, w1, w2):
 
 
 def run(student, rng, rows, cols):
-    x = rng.normal(size=(2 * rows, 6)).astype(np.float32)
-    w1 = rng.normal(size=(6, 4 * cols)).astype(np.float32)
-    w2 = rng.normal(size=(4 * cols, 3)).astype(np.float32)
+    x = rng.normal(size=(2 * rows, 2 * cols)).astype(np.float32)
+    w1 = rng.normal(size=(2 * cols, 4 * cols)).astype(np.float32)
+    w2 = rng.normal(size=(4 * cols, 2 * cols)).astype(np.float32)
     program = student.program("probes_programs.on_mesh", x, w1, w2, expect=reference,
                               what=f"mlp(x, w1, w2, mesh) on a {rows} x {cols} mesh", rtol=1e-4, atol=1e-4,
                               function="tensor_parallel.mlp", shape=[rows, cols])

@@ -118,3 +118,9 @@ def test_explain_reads_the_full_text_past_the_one_line_message():
 
 def test_explain_leaves_an_unknown_error_alone():
     assert explain(StudentFailure("raised", "f() raised KeyError: 'x'", exc_type="KeyError", detail="'x'")) is None
+
+
+def test_a_carry_that_varies_along_one_axis_is_told_too():
+    text = ERRORS["loop_carry_of_zeros_set_per_device"]["text"].replace("{V:(data,model)}", "{V:model}")
+    said = mistake(text, "TypeError", Situation(4))
+    assert "differ along 'model' (" in said and "pcast(init, ('model',)" in said
