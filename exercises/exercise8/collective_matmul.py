@@ -26,7 +26,7 @@ the same ring.
     (P(None, 'model'), array([ 1.,  5.,  9., 13.], dtype=float32))
 
 No ``lax.all_gather`` (the point is to do without it), no psum: the grader reads the compiled
-program on meshes of every shape and counts the ppermutes: n_model - 1 of them, over 'model', each
+program on meshes of several shapes and counts the ppermutes: n_model - 1 of them, over 'model', each
 of one block of x.
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.

@@ -37,10 +37,11 @@ That is how to see what your own program sends: its compiled text names every co
    Return x @ w, with out_shardings such that the program runs exactly one collective: the sum of
    the partial products over 'model'. A y that is whole on every device, P(), needs a second one.
 
-B, D and F divide the mesh's axes. The grader compiles each on meshes of every shape the device
-count allows and reads the compiled program: which collectives run, over which mesh axis, and how
-much of y each device holds. Forgetting out_shardings is not always wrong: the compiler then
-chooses a layout for y itself; check which it chose with ``.sharding`` on the result.
+B, D and F divide the mesh's axes. The grader compiles each on meshes of several shapes (1 x 2,
+2 x 1, 2 x 2, 1 x 4, 2 x 4, 4 x 2) and reads the compiled program: which collectives run, over
+which mesh axis, and how much of y each device holds. Forgetting out_shardings is not always
+wrong: the compiler then chooses a layout for y itself; check which it chose with ``.sharding``
+on the result.
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """

@@ -32,11 +32,12 @@ that moves the fewest bytes and leaves y in the layout the case asks for. Return
     (P('data', 'model'), (2, 4))
 
 A collective over a mesh axis of one device moves nothing, and 'data' never needs one here.
-The grader runs each case on meshes of every shape the device count allows, checks y, and reads
-the compiled program: exactly the one collective each case needs (none in case 1), over 'model',
-with the bytes it moves, and each device holding only its block of y. ``jax.jit`` with shardings
-computes the same y, but here the grader hands your function whole arrays and reads what the
-per-device code sends: write these with shard_map.
+The grader runs each case on meshes of several shapes (1 x 2, 2 x 1, 2 x 2, 1 x 4, ...), checks
+y, and reads the compiled program: exactly the one collective each case needs (none in case 1),
+over 'model', with the bytes it moves, and each device holding only its block of y. ``jax.jit``
+with shardings computes the same y, but the grader hands your function whole arrays, and from
+those the compiler may compute anything without sending it: it is the per-device code that shows
+what each layout costs, so write these with shard_map.
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """

@@ -23,9 +23,9 @@ finds the same single all-reduce.
     >>> y.sharding.spec, np.asarray(y)[0]           # each y entry sums 8 hidden units of 3 ones
     (P('data', None), array([24., 24.], dtype=float32))
 
-The grader compares y with NumPy's on meshes of every shape the device count allows, and reads the
-compiled forward pass: exactly one all-reduce, over 'model', of B / n_data x F numbers per device;
-no all-gather.
+The grader compares y with NumPy's on meshes of several shapes (2 x 1, 2 x 2, 1 x 4, ...), and
+reads the compiled forward pass: exactly one all-reduce, over 'model', of B / n_data x F numbers
+per device; no all-gather.
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """

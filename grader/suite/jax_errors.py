@@ -247,8 +247,8 @@ RULES: tuple[Rule, ...] = (
                                              r"should be sharded\..*?lhs_contracting_spec=\((?P<axes>[^)]*?),?\)",
                                              re.S), _ambiguous_contraction),
     Rule("loop carry that starts invariant", re.compile(r"carry input and carry output must have equal types.*?"
-                                                        r"\{V:\(?(?P<axes>[^)}]*)\)?\}.*?manual axis types do not match",
-                                                        re.S), _varying_carry),
+                                                        r"\{V:\(?(?P<axes>[^)}]*)\)?\}.*?manual axis types do not "
+                                                        r"match", re.S), _varying_carry),
     Rule("indexing an Explicit array", re.compile(r"Use `\.at\[\.\.\.\]\.get\(out_sharding=\)` to provide "
                                                   r"output PartitionSpec"), _explicit_indexing),
     Rule("axis not in the mesh", re.compile(r"Resource axis: (?P<axis>\S+) of (?P<spec>P\(.*?\)) is not found in "
@@ -257,7 +257,8 @@ RULES: tuple[Rule, ...] = (
          _axis_twice),
     Rule("PartitionSpec longer than the array", re.compile(r"spec=(?P<spec>P\(.*?\)), memory_kind=\w+\) is only "
                                                            r"valid for values of rank at least (?P<need>\d+), but was "
-                                                           r"applied to a value of rank (?P<rank>\d+)"), _spec_too_long),
+                                                           r"applied to a value of rank (?P<rank>\d+)"),
+         _spec_too_long),
     Rule("gradient of a non-scalar", re.compile(r"Gradient only defined for scalar-output functions\. Output had "
                                                 r"shape: (?P<shape>\(.*?\))"), _not_a_scalar),
 )

@@ -48,13 +48,14 @@ def _ran(moved, sizes) -> str:
 def test_no_collective_runs_none(student, rng, devices):
     rows, cols = sizes = meshes.square(devices)
     x, w, program = run(student, rng, "no_collective", rows, cols)
-    feedback.communication(program.hlo, needed="no collective: device (i, j) computes block (i, j) of y from the x rows "
-                           "and w columns it holds", by_student=False)
+    feedback.communication(program.hlo, needed="no collective: device (i, j) computes block (i, j) of y from the "
+                           "x rows and w columns it holds", by_student=False)
     moved = meshes.moving(program.hlo, AXES, sizes)
     if moved:
-        raise AssertionError(f"no_collective's program runs {_ran(moved, sizes)} on a {rows} x {cols} mesh: y ends up "
-                             "somewhere other than where it is computed. Device (i, j) holds x's rows i and w's columns "
-                             "j, so it computes block (i, j) of y: rows over 'data', columns over 'model'; leave y there")
+        raise AssertionError(f"no_collective's program runs {_ran(moved, sizes)} on a {rows} x {cols} mesh: y ends "
+                             "up somewhere other than where it is computed. Device (i, j) holds x's rows i and w's "
+                             "columns j, so it computes block (i, j) of y: rows over 'data', columns over 'model'; "
+                             "leave y there")
     held, share = hlo.output_shapes(program.hlo), (x.shape[0] // rows, w.shape[1] // cols)
     if held and held[0] != share:
         raise AssertionError(f"no_collective leaves each device a {held[0]} block of y on a {rows} x {cols} mesh, "
@@ -69,12 +70,13 @@ def test_one_reduction_runs_one_sum_over_model(student, rng, devices):
     feedback.communication(program.hlo, needed=f"1 all-reduce (or reduce-scatter) over 'model' of the partial sums, "
                            f"{numbers * 4} bytes per device", by_student=False)
     moved = meshes.moving(program.hlo, AXES, sizes)
-    sums = [c for c in moved if c.op in ("all-reduce", "reduce-scatter") and meshes.axes_of(c, AXES, sizes) == ("model",)]
+    sums = [c for c in moved
+            if c.op in ("all-reduce", "reduce-scatter") and meshes.axes_of(c, AXES, sizes) == ("model",)]
     where = f"on a {rows} x {cols} mesh"
     if not sums:
-        raise AssertionError(f"one_reduction's program runs {_ran(moved, sizes)} {where}, and no sum over 'model': it "
-                             "moved x or w instead of adding partial products. Leave them where they arrive: each device "
-                             "multiplies its blocks, and only the partial sums of a mesh row need adding")
+        raise AssertionError(f"one_reduction's program runs {_ran(moved, sizes)} {where}, and no sum over 'model': "
+                             "it moved x or w instead of adding partial products. Leave them where they arrive: each "
+                             "device multiplies its blocks, and only the partial sums of a mesh row need adding")
     if len(moved) > 1:
         raise AssertionError(f"one_reduction's program runs {_ran(moved, sizes)} {where}: besides the sum over 'model' "
                              "it moves y. A y whole on every device needs every device's rows as well; keep y's rows "

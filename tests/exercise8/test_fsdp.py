@@ -75,10 +75,11 @@ def test_fsdp_step_gathers_weights_and_scatters_gradients(student, rng, devices)
     where = f"on {devices} devices"
     reduced = [c for c in moved if c.op == "all-reduce" and c.bytes > 4]
     if reduced:
-        raise AssertionError(f"fsdp_step all-reduces {reduced[0].bytes} bytes per device {where}, the whole gradient: "
-                             "that is data parallelism, every device updating all of w. In FSDP each device keeps and "
-                             "updates only its rows, so it needs only its rows of the summed gradient: a reduce-scatter "
-                             "(what JAX makes of an all_gather when it differentiates it), half the traffic")
+        raise AssertionError(f"fsdp_step all-reduces {reduced[0].bytes} bytes per device {where}, the whole "
+                             "gradient: that is data parallelism, every device updating all of w. In FSDP each device "
+                             "keeps and updates only its rows, so it needs only its rows of the summed gradient: a "
+                             "reduce-scatter (what JAX makes of an all_gather when it differentiates it), half the "
+                             "traffic")
     kinds = sorted({c.op for c in moved} - {"all-reduce"})
     if kinds != ["all-gather", "reduce-scatter"]:
         ran = " and ".join(meshes.phrase(c, AXES, sizes) for c in moved) or "no collective"

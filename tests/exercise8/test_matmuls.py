@@ -121,5 +121,6 @@ def test_matmul_cases_send_the_cheapest_collective(student, rng, devices, case):
     held, block = hlo.output_shapes(program.hlo), meshes.block_shape((x.shape[0], w.shape[1]), CASES[case][2], AXES,
                                                                     sizes)
     if held and held[0] != block:
-        raise AssertionError(f"{case} leaves each device a {held[0]} block of y on a {rows} x {cols} mesh, expected "
-                             f"{block}: y laid out as {meshes.spec_text(CASES[case][2])}, each device keeping its block")
+        raise AssertionError(f"{case} leaves each device a {held[0]} block of y on a {rows} x {cols} mesh, "
+                             f"expected {block}: y laid out as {meshes.spec_text(CASES[case][2])}, each device keeping "
+                             "its block")

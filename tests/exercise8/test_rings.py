@@ -68,18 +68,19 @@ def _explain_scatter(got, x, rows, cols, call):
             twice = next((c for c in range(cols) if close(got[i, j], chunks[i, :, c].sum(axis=0) + chunks[i, j, c])),
                          None)
             if twice is not None:
-                raise AssertionError(f"{call}: device {j} of a ring of {cols} returns the sum of chunk {twice} with its "
-                                     "own part added twice: n - 1 steps bring every other device's part of its chunk; "
-                                     "an n-th step passes a finished sum on and adds a part of it again")
+                raise AssertionError(f"{call}: device {j} of a ring of {cols} returns the sum of chunk {twice} with "
+                                     "its own part added twice: n - 1 steps bring every other device's part of its "
+                                     "chunk; an n-th step passes a finished sum on and adds a part of it again")
             lost = next((s for s in range(cols) if close(got[i, j], want - chunks[i, s, j])), None)
             if lost is not None:
-                raise AssertionError(f"{call}: device {j} of a ring of {cols} returns chunk {j}'s sum without device "
-                                     f"{lost}'s part: the running sum must visit all n devices, n - 1 steps after it starts")
+                raise AssertionError(f"{call}: device {j} of a ring of {cols} returns chunk {j}'s sum without "
+                                     f"device {lost}'s part: the running sum must visit all n devices, n - 1 steps "
+                                     "after it starts")
             other = next((c for c in range(cols) if close(got[i, j], chunks[i, :, c].sum(axis=0))), None)
             if other is not None:
-                raise AssertionError(f"{call}: device {j} of a ring of {cols} returns the sum of chunk {other}, expected "
-                                     f"chunk {j} (rows {j}k:{j + 1}k): start from chunk (me - 1) mod n so that the sum "
-                                     "which ends on device j is chunk j's")
+                raise AssertionError(f"{call}: device {j} of a ring of {cols} returns the sum of chunk {other}, "
+                                     f"expected chunk {j} (rows {j}k:{j + 1}k): start from chunk (me - 1) mod n so "
+                                     "that the sum which ends on device j is chunk j's")
 
 
 FUNCTIONS = {"ring_all_gather": (gathered, _explain_gather, lambda rows, cols, k: rows * cols * k),
@@ -92,7 +93,8 @@ def run(student, rng, function, rows, cols, block=(2, 3)):
     x = rng.normal(size=(length(rows, cols, block[0]), *block[1:])).astype(np.float32)
     call = f"{function}(x, 'model') on a {rows} x {cols} mesh"
     try:
-        program = student.program("probes_programs.ring", x, expect=lambda x: reference(x.astype(np.float64), rows, cols),
+        program = student.program("probes_programs.ring", x,
+                                  expect=lambda x: reference(x.astype(np.float64), rows, cols),
                                   what=f"{call} (row r is what the devices returned, in mesh order)", rtol=1e-4,
                                   atol=1e-4, function=f"rings.{function}", rows=rows, cols=cols)
     except AssertionError:

@@ -50,7 +50,8 @@ class Catalogue:
     def _grade(self, modules: dict[str, str], devices: str, *tasks: str) -> dict:
         with tempfile.TemporaryDirectory() as folder:
             submission = Path(folder) / self.exercise
-            shutil.copytree(ROOT / "solutions" / self.exercise, submission, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(ROOT / "solutions" / self.exercise, submission,
+                            ignore=shutil.ignore_patterns("__pycache__"))
             for name, source in modules.items():
                 (submission / f"{name}.py").write_text(textwrap.dedent(source))
             args = [arg for t in tasks for arg in ("--task", t)]
@@ -68,8 +69,8 @@ class Catalogue:
             said = [w for w in wrong.never if w in c["message"]]
             assert not said, f"{name}: {c['test']} at {c['devices']} devices says {said}: {c['message']}"
         for test, devices in wrong.fails.items():
-            assert {c["devices"] for c in failed if c["test"] == test} == devices, (
-                f"{name}: {test} should fail at exactly {sorted(devices)}: {[(c['test'], c['devices']) for c in failed]}")
+            got = {c["devices"] for c in failed if c["test"] == test}
+            assert got == devices, f"{name}: {test} should fail at exactly {sorted(devices)}, fails at {sorted(got)}"
         assert kept["score"] == kept["max_score"], f"{name}: {self.intact} lost points: {kept['reason']}"
 
     def expect_full_marks(self, name: str) -> None:

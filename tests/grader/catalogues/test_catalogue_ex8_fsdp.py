@@ -49,7 +49,7 @@ RIGHT = {
     "the gradient reduce-scattered by hand": Right(fsdp(
         (GRAD, WHOLE_GRADIENT),
         (UPDATE, 'grad = lax.psum_scatter(grad, "data", scatter_dimension=0, tiled=True)\n'
-                 '    return w_shard - lr * grad / n, lax.pmean(loss, "data")')), devices="1,4"),
+                 '    return w_shard - lr * grad / n, lax.pmean(loss, "data")')), devices="4"),
 }
 
 CATALOGUE = Catalogue(exercise="exercise8", task="fsdp", intact="layouts", wrong=WRONG, right=RIGHT)
