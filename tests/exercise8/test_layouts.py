@@ -14,9 +14,10 @@ from grader.suite import expect_raises, expect_shape, feedback, meshes
 AXES = ("data", "model")
 BATCH = [["data", "model"], None]   # place_batch: rows over both axes, 'data' first
 WEIGHTS = [None, "model"]           # place_weights: columns over 'model'
-PLACEMENTS = {"place_batch": (BATCH, "rows split over every device, 'data' first: P(('data', 'model'), None)"),
-              "place_weights": (WEIGHTS, "columns split over 'model', the same blocks on every mesh row: "
-                                         "P(None, 'model')")}
+# function: (the array it places, its PartitionSpec, what that means)
+PLACEMENTS = {"place_batch": ("x", BATCH, "rows split over every device, 'data' first: P(('data', 'model'), None)"),
+              "place_weights": ("w", WEIGHTS, "columns split over 'model', the same blocks on every mesh row: "
+                                              "P(None, 'model')")}
 
 
 def _check_mesh(student, devices, model):
@@ -45,18 +46,14 @@ def test_data_model_mesh_rejects_a_model_size_that_does_not_divide(student, devi
                   why="3 devices along 'model' do not divide the device count, so no mesh fits")
 
 
-def _slice(block) -> str:
-    return "x[" + ", ".join(f"{a}:{b}" for a, b in block) + "]" if block else "nothing"
-
-
-def _cell(device, block) -> str:
-    return f"d{device}: {_slice(block)}"
+def _slice(name, block) -> str:
+    return f"{name}[" + ", ".join(f"{a}:{b}" for a, b in block) + "]" if block else "nothing"
 
 
 def _check_placement(student, rng, function, rows, cols):
-    spec, meaning = PLACEMENTS[function]
+    name, spec, meaning = PLACEMENTS[function]
     x = rng.normal(size=(2 * rows * cols, 2 * cols)).astype(np.float32)
-    call = f"{function}(x, mesh) on a {rows} x {cols} mesh"
+    call = f"{function}({name}, mesh) on a {rows} x {cols} mesh"
     out = student.probe("probes_layouts.place", function, x, rows, cols)
     ids = meshes.device_ids((rows, cols))
     expected = {int(d): meshes.block_of(x.shape, spec, AXES, (rows, cols), pos) for pos, d in np.ndenumerate(ids)}
@@ -64,14 +61,14 @@ def _check_placement(student, rng, function, rows, cols):
     if "blocks" not in out:
         raise AssertionError(f"{call} returned {out['type']}, not a jax.Array on the mesh: "
                              f"jax.device_put(x, NamedSharding(mesh, P(...))) places it")
-    feedback.layout(call, [[_cell(d, expected[d]) for d in row] for row in ids.tolist()],
-                    [[_cell(d, got.get(d)) for d in row] for row in ids.tolist()])
+    feedback.layout(call, [[f"d{d}: {_slice(name, expected[d])}" for d in row] for row in ids.tolist()],
+                    [[f"d{d}: {_slice(name, got.get(d))}" for d in row] for row in ids.tolist()])
     if not np.array_equal(out["values"], x):
-        raise AssertionError(f"{call} changed the values of x: placing an array moves it, never computes on it")
+        raise AssertionError(f"{call} changed the values of {name}: placing an array moves it, never computes on it")
     if got != expected:
         laid_out = f" is laid out as {meshes.spec_text(out['spec'])}," if "spec" in out else ""
         device = next(d for d in expected if got.get(d) != expected[d])
-        raise AssertionError(f"{call}{laid_out} so device {device} holds {_slice(got.get(device))}; "
+        raise AssertionError(f"{call}{laid_out} so device {device} holds {_slice(name, got.get(device))}; "
                              f"expected {meaning}")
 
 

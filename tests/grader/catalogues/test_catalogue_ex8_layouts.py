@@ -30,7 +30,7 @@ WRONG = {
         says=("place_batch(x, mesh) on a 2 x 2 mesh is laid out as P('data', None)", "rows split over every device")),
     "weights split over 'data'": Wrong(
         layouts((WEIGHTS, 'P(None, "data")')), devices="4",
-        says=("place_weights(x, mesh) on a 2 x 2 mesh is laid out as P(None, 'data')", "columns split over 'model'")),
+        says=("place_weights(w, mesh) on a 2 x 2 mesh is laid out as P(None, 'data')", "columns split over 'model'")),
     "shard_shape of the whole array": Wrong(
         layouts(("return x.sharding.shard_shape(x.shape)", "return x.shape")), devices="4",
         says=("shard_shape(x) returned (8, 12)", "expected (4, 6)")),
