@@ -17,6 +17,9 @@ grader replaces this worker after any failure, so a program that upset it cannot
 
 from __future__ import annotations
 
+import math
+import re
+
 import numpy as np
 
 from grader.errors import StudentFailure
@@ -30,9 +33,25 @@ def _refuse(name: str, why: str) -> StudentFailure:
     return StudentFailure("not_exportable", f"{name}'s program was refused: {why}")
 
 
+_MODULE_MESH = re.compile(r'sdy\.mesh @[\w.$-]+ = <\[((?:"[^"]+"=\d+(?:, )?)+)\]>')
+
+
+def _module_mesh(exported) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
+    """(axis names, sizes) of the first mesh the module declares inside (a program whose inputs and
+    outputs name no sharding may still lay values out on a mesh: jit(f) of an f that jits with
+    shardings, or uses shard_map), or None if it declares none."""
+    m = _MODULE_MESH.search(exported.mlir_module())
+    if not m:
+        return None
+    axes = re.findall(r'"([^"]+)"=(\d+)', m.group(1))
+    return tuple(name for name, _ in axes), tuple(int(size) for _, size in axes)
+
+
 def _mesh(exported, devices):
     """This worker's devices arranged as the mesh the program was exported with (JAX keeps its axis
-    names, sizes and types, not which devices it held), or in one axis if it named none."""
+    names, sizes and types, not which devices it held): the mesh its inputs or outputs name, else the
+    one its module declares, else the devices in one axis. The compiled program's output shardings
+    are read back on this mesh, so it must be one they can be written on."""
     from jax.sharding import Mesh
 
     for sharding in (*exported._in_named_shardings, *exported._out_named_shardings):
@@ -40,6 +59,10 @@ def _mesh(exported, devices):
             abstract = sharding.mesh
             return Mesh(np.array(devices[:abstract.size]).reshape(abstract.axis_sizes), abstract.axis_names,
                         axis_types=abstract.axis_types)
+    declared = _module_mesh(exported)
+    if declared and math.prod(declared[1]) == exported.nr_devices:
+        names, sizes = declared
+        return Mesh(np.array(devices[:exported.nr_devices]).reshape(sizes), names)
     return Mesh(np.array(devices[:exported.nr_devices]), ("devices",))
 
 

@@ -28,10 +28,13 @@ unit test on real HLO in tests/grader/suite/test_hlo.py):
   output cannot depend on (multiplied by zero, unused) is ``idle`` (grader.suite.hlo_flow) and is
   not counted: it communicates nothing the answer needs;
 * ``groups`` are the replica groups (which devices reduce together): a psum over one axis of a
-  2-D mesh has one group per row or column of the mesh;
+  2-D mesh has one group per row or column of the mesh (:mod:`grader.suite.replica_groups` reads
+  each form XLA prints them in; :mod:`grader.suite.meshes` names the mesh axis they run over);
 * :func:`work` is the most elements one arithmetic instruction handles on one device, for a task
   about splitting work: a program that computes everything on every device and adds a collective
-  for show does the whole input's work on each.
+  for show does the whole input's work on each;
+* an SPMD program's shapes are one device's: :func:`output_shapes` says how much of each output
+  a device holds, so whether a result (or an updated parameter) stayed split over the devices.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import re
 from dataclasses import dataclass, field
 
 from grader.protocol import LABEL_SEPARATOR, PROGRAM_COLLECTIVES
+from grader.suite import replica_groups
 from grader.suite.hlo_flow import VARIES, Flow, level
 
 COLLECTIVES = ("all-reduce", "all-gather", "collective-permute", "all-to-all", "reduce-scatter",
@@ -169,14 +173,6 @@ def _operand_bytes(rest: str, shapes: dict[str, str]) -> tuple[int, int]:
     return arrays, total
 
 
-def _groups(rest: str) -> tuple[tuple[int, ...], ...] | None:
-    """Replica groups (or a permute's source-target pairs) written out as ``{{0,1},{2,3}}``."""
-    m = re.search(r"\b(?:replica_groups|source_target_pairs)=\{((?:\{[\d,\s]*\},?\s*)*)\}", rest)
-    if not m:
-        return None
-    return tuple(tuple(int(d) for d in g.split(",") if d.strip()) for g in re.findall(r"\{([\d,\s]*)\}", m.group(1)))
-
-
 def _called(rest: str) -> list[tuple[str, str]]:
     """(attribute, computation) pairs an instruction calls."""
     out = []
@@ -262,7 +258,7 @@ def collectives(text: str) -> list[Collective]:
                 kind, origin = _origin(ins.rest)
                 reads = any(_varies(flow.value(name, op)) for op in ins.operands)
                 found.append(Collective(_base(ins.opcode), ins.shape, operands, nbytes, times, origin, name,
-                                        _groups(ins.rest), kind, reads, (name, ins.name) in flow.needed))
+                                        replica_groups.parse(ins.rest), kind, reads, (name, ins.name) in flow.needed))
     return found
 
 
@@ -326,3 +322,26 @@ def work(text: str) -> int | None:
 def numbers(work_done: int | None) -> str:
     """A :func:`work` figure in words: "45 numbers", or "numbers in a loop of unknown length"."""
     return "numbers in a loop of unknown length" if work_done is None else f"{work_done} numbers"
+
+
+def _entry_layout(text: str) -> str | None:
+    """The ``entry_computation_layout={...}`` text of the module's header, braces balanced."""
+    start = text.find("entry_computation_layout={")
+    if start < 0:
+        return None
+    depth, begin = 0, start + len("entry_computation_layout=")
+    for i in range(begin, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[begin + 1:i]
+    return None
+
+
+def output_shapes(text: str) -> list[tuple[int, ...]] | None:
+    """The shape of the block each device holds of each output of the program, in order (the whole
+    array where it is replicated); None if the module does not print its entry layout."""
+    layout = _entry_layout(text)
+    if layout is None or "->" not in layout:
+        return None
+    return [tuple(int(d) for d in dims.split(",") if d.strip())
+            for _, dims in _ARRAY_RE.findall(layout.rpartition("->")[2])]

@@ -56,6 +56,10 @@ def _ppermute(match: re.Match, s: Situation) -> str:
     if s.devices and pairs and written_for != s.devices:
         return (f"lax.ppermute's perm {perm} is written for {plural(written_for, 'device')}, but this ring has {s.devices}: "
                 "build perm from lax.axis_size(axis_name), never a fixed device count")
+    if len({a for a, _ in pairs}) == len({b for _, b in pairs}) == len(pairs) == written_for:
+        return (f"lax.ppermute's perm {perm} is written for {plural(written_for, 'device')}, but the axis it runs over "
+                "has fewer (a mesh axis holds only some of the devices): build perm from lax.axis_size(axis_name), "
+                "never from jax.device_count()")
     return (f"lax.ppermute's perm {perm} names a device twice as a source or as a destination: every device must "
             "send once and receive once, e.g. perm=[(i, (i + shift) % n) for i in range(n)]")
 
@@ -63,8 +67,9 @@ def _ppermute(match: re.Match, s: Situation) -> str:
 def _out_specs(match: re.Match, s: Situation) -> str:
     axes = match["axes"]
     return (f"shard_map's out_specs {match['spec']} says the result is the same on every device along mesh axis "
-            f"{axes}, but your function's result still differs along {axes}: add the partial results up over it "
-            f"(lax.psum(..., {axes.split(',')[0].strip('() ')})); a psum over another axis does not make them agree")
+            f"{axes}, but your function's result still differs along {axes}: if the devices hold partial results, "
+            f"add them up over it (lax.psum(..., {axes.split(',')[0].strip('() ')})), as a psum over another axis does "
+            f"not; if each holds its own block of the result, name {axes} in out_specs where the blocks go")
 
 
 _NUMPY_CALL = re.compile(r"\b(?:np|numpy|onp)\.([A-Za-z_][\w.]*)\s*\(")
@@ -155,6 +160,52 @@ def _mesh_size(match: re.Match, s: Situation) -> str:
             "mesh from the shape you are given, which fits jax.device_count()")
 
 
+def _bare_spec(match: re.Match, s: Situation) -> str:
+    return ("a bare PartitionSpec P(...) names mesh axes but not the mesh they belong to: wrap it as "
+            "NamedSharding(mesh, P(...)) (or make the mesh current first with jax.set_mesh(mesh))")
+
+
+def _ambiguous_contraction(match: re.Match, s: Situation) -> str:
+    return (f"on a mesh with Explicit axes (jax.make_mesh's default) a matmul whose contracted dimension is split over "
+            f"{match['axes']} could leave its result laid out several ways, so JAX asks where: jnp.matmul(a, b, "
+            "out_sharding=NamedSharding(mesh, P(...))). A jit's out_shardings come too late, after the matmul")
+
+
+def _varying_carry(match: re.Match, s: Situation) -> str:
+    axes = [a.strip() for a in match["axes"].split(",") if a.strip()]
+    named = " and ".join(repr(a) for a in axes)
+    return (f"a loop's carry starts the same on every device (jnp.zeros, say) but the loop makes it differ along "
+            f"{named} (it uses lax.axis_index or a ppermute): start it from a value that already differs, e.g. set "
+            f"your own block before the loop, or jax.lax.pcast(init, {tuple(axes)}, to='varying'); a Python for "
+            "loop over range(n) avoids the question")
+
+
+def _explicit_indexing(match: re.Match, s: Situation) -> str:
+    return ("indexing an array laid out on a mesh with Explicit axes may need communication, so JAX asks where the "
+            "result goes: to look at values, index a NumPy copy (np.asarray(y)[...]); in a computation, use "
+            "y.at[...].get(out_sharding=...), or index inside shard_map, where each device indexes its own block")
+
+
+def _axis_not_in_mesh(match: re.Match, s: Situation) -> str:
+    return (f"{match['spec']} names the axis '{match['axis']}', which the mesh {match['mesh']} does not have: a "
+            "PartitionSpec names axes of the mesh it is used with")
+
+
+def _axis_twice(match: re.Match, s: Situation) -> str:
+    return (f"{match['spec']} splits two dimensions over the same mesh axis '{match['axis']}': an axis splits one "
+            "dimension only; use another axis, or None, for the other dimension")
+
+
+def _spec_too_long(match: re.Match, s: Situation) -> str:
+    return (f"{match['spec']} has entries for {match['need']} dimensions, but the array has {match['rank']}: a "
+            "PartitionSpec has one entry per dimension (trailing ones may be left out)")
+
+
+def _not_a_scalar(match: re.Match, s: Situation) -> str:
+    return (f"jax.grad (and jax.value_and_grad) differentiate a function that returns one number, and yours returns "
+            f"shape {match['shape']}: return the loss as a scalar, e.g. jnp.mean of the squared errors")
+
+
 RULES: tuple[Rule, ...] = (
     Rule("ppermute perm", re.compile(r"ppermute sources and destinations must be unique, got (?P<perm>\(.*?\))\.?$",
                                      re.M), _ppermute),
@@ -189,6 +240,27 @@ RULES: tuple[Rule, ...] = (
     Rule("unbound axis name", re.compile(r"Found an unbound axis name: (?P<axis>[^\s.]+)"), _unbound_axis),
     Rule("mesh too large", re.compile(r"Number of devices (?P<devices>\d+) must be >= the product of mesh_shape "
                                       r"(?P<shape>\(.*?\))"), _mesh_size),
+    Rule("bare PartitionSpec", re.compile(r"(?:mesh in context if you are passing `PartitionSpec`s|set a mesh via "
+                                          r"`jax\.set_mesh` if a PartitionSpec is passed|Using PartitionSpec when you "
+                                          r"are not under a mesh context)"), _bare_spec),
+    Rule("ambiguous contraction", re.compile(r"Contracting dimensions are sharded and it is ambiguous how the output "
+                                             r"should be sharded\..*?lhs_contracting_spec=\((?P<axes>[^)]*?),?\)",
+                                             re.S), _ambiguous_contraction),
+    Rule("loop carry that starts invariant", re.compile(r"carry input and carry output must have equal types.*?"
+                                                        r"\{V:\(?(?P<axes>[^)}]*)\)?\}.*?manual axis types do not "
+                                                        r"match", re.S), _varying_carry),
+    Rule("indexing an Explicit array", re.compile(r"Use `\.at\[\.\.\.\]\.get\(out_sharding=\)` to provide "
+                                                  r"output PartitionSpec"), _explicit_indexing),
+    Rule("axis not in the mesh", re.compile(r"Resource axis: (?P<axis>\S+) of (?P<spec>P\(.*?\)) is not found in "
+                                            r"mesh: (?P<mesh>\(.*?\))"), _axis_not_in_mesh),
+    Rule("axis used twice", re.compile(r"but (?P<spec>P\(.*?\)) has duplicate entries for `(?P<axis>[^`]+)`"),
+         _axis_twice),
+    Rule("PartitionSpec longer than the array", re.compile(r"spec=(?P<spec>P\(.*?\)), memory_kind=\w+\) is only "
+                                                           r"valid for values of rank at least (?P<need>\d+), but was "
+                                                           r"applied to a value of rank (?P<rank>\d+)"),
+         _spec_too_long),
+    Rule("gradient of a non-scalar", re.compile(r"Gradient only defined for scalar-output functions\. Output had "
+                                                r"shape: (?P<shape>\(.*?\))"), _not_a_scalar),
 )
 
 

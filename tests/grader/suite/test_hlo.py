@@ -141,3 +141,16 @@ def test_work_is_a_devices_share_when_it_computes_on_its_part_and_the_whole_when
 def test_work_in_a_loop_counts_every_iteration_and_an_unknown_trip_count_is_not_guessed():
     assert hlo.work(program("ring_fori")) == 3 * 6   # an add of one 6-number block, n - 1 = 3 times
     assert hlo.work(program("while_unknown")) is None
+
+
+def test_the_partitioners_groups_read_in_their_iota_and_mesh_axes_forms():
+    gather, reduce = hlo.collectives(program("jit_contraction"))
+    assert "replica_groups=[2,2]<=[2,2]T(1,0)" in program("jit_contraction")
+    assert (gather.op, gather.groups) == ("all-gather", ((0, 2), (1, 3)))   # the columns of the 2 x 2 mesh: 'data'
+    assert (reduce.op, reduce.groups) == ("all-reduce", ((0, 1), (2, 3)))   # its rows: 'model'
+
+
+def test_output_shapes_are_one_devices_blocks():
+    assert hlo.output_shapes(program("split_outputs")) == [(3, 4), (4,)]   # (6, 8) over 2 x 2, (8,) over 'model'
+    assert hlo.output_shapes(program("jit_contraction")) == [(6, 10)]      # replicated: the whole array
+    assert hlo.output_shapes("HloModule m\n") is None

@@ -18,7 +18,7 @@ EXPECTED = {
                                             "this ring has 2", "lax.axis_size(axis_name)")),
     "ring_that_sends_everything_to_device_0": (4, ("names a device twice", "send once and receive once")),
     "psum_over_the_wrong_mesh_axis": (4, ("out_specs P('data', None)", "differs along 'model'",
-                                          "lax.psum(..., 'model')")),
+                                          "lax.psum(..., 'model')", "name 'model' in out_specs")),
     "w_not_placed_on_the_mesh": (4, ("laid out as P('model', None), but it arrives as P(None, None)", "Explicit",
                                      "jax.device_put(x, NamedSharding(mesh, P('model', None)))")),
     "rows_that_do_not_split_over_the_mesh": (4, ("array axis 0 has size 3", "over the 2 devices")),
@@ -33,6 +33,18 @@ EXPECTED = {
     "psum_scatter_that_does_not_divide": (4, ("splits a dimension of 3 into 4 equal parts",)),
     "psum_over_an_unbound_axis_name": (4, ("axis name 'batch'", "use the axis_name you are given")),
     "mesh_larger_than_the_machine": (4, ("a mesh of shape (2, 4)", "the 4 there are")),
+    "ring_over_every_device_on_a_mesh_axis": (4, ("written for 4 devices", "the axis it runs over has fewer",
+                                                  "lax.axis_size(axis_name)", "never from jax.device_count()")),
+    "spec_without_a_mesh_as_out_shardings": (4, ("bare PartitionSpec", "NamedSharding(mesh, P(...))")),
+    "spec_without_a_mesh_to_device_put": (4, ("bare PartitionSpec", "NamedSharding(mesh, P(...))")),
+    "explicit_matmul_without_out_sharding": (4, ("Explicit axes", "split over 'model'", "out_sharding=")),
+    "loop_carry_of_zeros_set_per_device": (4, ("carry starts the same on every device", "differ along 'data' and 'model'",
+                                               "set your own block before the loop")),
+    "indexing_an_explicit_array": (4, ("index a NumPy copy (np.asarray(y)[...])",)),
+    "axis_not_in_the_mesh": (4, ("P('batch', None) names the axis 'batch'", "('data', 'model') does not have")),
+    "one_axis_for_two_dimensions": (4, ("P('model', 'model') splits two dimensions over the same mesh axis 'model'",)),
+    "spec_longer_than_the_array": (4, ("P('data', 'model', None) has entries for 3 dimensions", "the array has 2")),
+    "gradient_of_a_vector": (4, ("returns one number", "shape (3,)", "jnp.mean")),
 }
 
 
@@ -106,3 +118,9 @@ def test_explain_reads_the_full_text_past_the_one_line_message():
 
 def test_explain_leaves_an_unknown_error_alone():
     assert explain(StudentFailure("raised", "f() raised KeyError: 'x'", exc_type="KeyError", detail="'x'")) is None
+
+
+def test_a_carry_that_varies_along_one_axis_is_told_too():
+    text = ERRORS["loop_carry_of_zeros_set_per_device"]["text"].replace("{V:(data,model)}", "{V:model}")
+    said = mistake(text, "TypeError", Situation(4))
+    assert "differ along 'model' (" in said and "pcast(init, ('model',)" in said

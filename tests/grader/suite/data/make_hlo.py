@@ -114,6 +114,26 @@ def psum_of_a_difference(x):
     return x.sum() + pmapped(lambda a: lax.psum(a.sum() - a.sum(), "i"))(x)[0]
 
 
+def jit_contraction(x, w):
+    """jit partitions a matmul whose contraction is split over 'model' into a replicated result: XLA's
+    partitioner adds an all-reduce over 'model' and an all-gather over 'data' (printed as mesh axes and
+    as an iota)."""
+    mesh = jax.make_mesh((2, 2), ("data", "model"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+    x = lax.with_sharding_constraint(x, jax.NamedSharding(mesh, P("data", "model")))
+    w = lax.with_sharding_constraint(w, jax.NamedSharding(mesh, P("model", None)))
+    return jax.jit(jnp.matmul, out_shardings=jax.NamedSharding(mesh, P()))(x, w)
+
+
+def split_outputs(x):
+    """Two outputs of shard_map on a 2 x 2 mesh: a (6, 8) array split over both axes, and column sums
+    (8,) split over 'model'."""
+    mesh = jax.make_mesh((2, 2), ("data", "model"))
+    x = jax.device_put(x, jax.NamedSharding(mesh, P("data", "model")))
+    f = jax.shard_map(lambda a: (a * 2, lax.psum(a.sum(0), "data")), mesh=mesh, in_specs=P("data", "model"),
+                      out_specs=(P("data", "model"), P("model")))
+    return f(x)
+
+
 PROGRAMS = {
     "dot_with_squeeze": (dot_with_squeeze, (np.ones(16, np.float32), np.ones(16, np.float32))),
     "merged_psums": (merged_psums, (np.ones((DEVICES, 3), np.float32),)),
@@ -128,6 +148,8 @@ PROGRAMS = {
     "psum_of_times_zero": (psum_of_times_zero, (np.ones((DEVICES, 5), np.float32),)),
     "psum_times_zero": (psum_times_zero, (np.ones((DEVICES, 5), np.float32),)),
     "psum_of_a_difference": (psum_of_a_difference, (np.ones((DEVICES, 5), np.float32),)),
+    "jit_contraction": (jit_contraction, (np.ones((6, 8), np.float32), np.ones((8, 10), np.float32))),
+    "split_outputs": (split_outputs, (np.ones((6, 8), np.float32),)),
 }
 
 

@@ -100,11 +100,70 @@ def mesh_larger_than_the_machine():
     return jax.make_mesh((2, 4), ("data", "model"))
 
 
+def ring_over_every_device_on_a_mesh_axis():
+    mesh, x, _ = _mesh_operands()
+    n = jax.device_count()  # 4, where the ring is the 2 devices along 'model'
+    shift = jax.shard_map(lambda b: lax.ppermute(b, "model", [(i, (i + 1) % n) for i in range(n)]), mesh=mesh,
+                          in_specs=P("data", "model"), out_specs=P("data", "model"))
+    return shift(x)
+
+
+def spec_without_a_mesh_as_out_shardings():
+    return jax.jit(jnp.matmul, out_shardings=P("data", "model"))(np.ones((4, 4), np.float32), np.ones((4, 3), np.float32))
+
+
+def spec_without_a_mesh_to_device_put():
+    return jax.device_put(np.ones((4, 4), np.float32), P("data"))
+
+
+def explicit_matmul_without_out_sharding():
+    _, x, w = _mesh_operands()
+    return jax.jit(jnp.matmul)(x, w)
+
+
+def loop_carry_of_zeros_set_per_device():
+    mesh, x, _ = _mesh_operands()
+
+    def gather(block):
+        me = lax.axis_index("model")
+        step = lambda s, acc: acc.at[(me - s) % 2].set(block)  # noqa: E731
+        return lax.fori_loop(0, 2, step, jnp.zeros((2, *block.shape))).reshape(-1, block.shape[1])
+
+    return jax.shard_map(gather, mesh=mesh, in_specs=P("data", "model"), out_specs=P("data", "model"))(x)
+
+
+def indexing_an_explicit_array():
+    _, x, _ = _mesh_operands()
+    return x[0]
+
+
+def axis_not_in_the_mesh():
+    mesh, _, _ = _mesh_operands()
+    return jax.device_put(np.ones((4, 4), np.float32), NamedSharding(mesh, P("batch", None)))
+
+
+def one_axis_for_two_dimensions():
+    mesh, _, _ = _mesh_operands()
+    return jax.device_put(np.ones((4, 4), np.float32), NamedSharding(mesh, P("model", "model")))
+
+
+def spec_longer_than_the_array():
+    mesh, _, _ = _mesh_operands()
+    return jax.device_put(np.ones((4, 4), np.float32), NamedSharding(mesh, P("data", "model", None)))
+
+
+def gradient_of_a_vector():
+    return jax.grad(lambda w: (jnp.ones((3, 2)) @ w - 1.0) ** 2)(jnp.ones(2))
+
+
 MISTAKES = [ring_written_for_4_on_2_devices, ring_that_sends_everything_to_device_0, psum_over_the_wrong_mesh_axis,
             w_not_placed_on_the_mesh, rows_that_do_not_split_over_the_mesh, np_sqrt_inside_pmap, float_inside_pmap,
             if_on_a_traced_value, reshape_without_padding, leading_axis_one_too_many, leading_axis_twice_the_devices,
             lr_mapped_by_pmap, params_at_x, psum_scatter_that_does_not_divide, psum_over_an_unbound_axis_name,
-            mesh_larger_than_the_machine]
+            mesh_larger_than_the_machine, ring_over_every_device_on_a_mesh_axis, spec_without_a_mesh_as_out_shardings,
+            spec_without_a_mesh_to_device_put, explicit_matmul_without_out_sharding, loop_carry_of_zeros_set_per_device,
+            indexing_an_explicit_array, axis_not_in_the_mesh, one_axis_for_two_dimensions, spec_longer_than_the_array,
+            gradient_of_a_vector]
 
 
 def _line_here(exc: BaseException) -> str:

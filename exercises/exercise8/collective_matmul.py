@@ -1,0 +1,48 @@
+"""Task collective_matmul: overlap an all-gather with the matmul that needs it (a ring of partial products).
+
+x (B, D) has its rows split over 'model' (P('model', None)), w (D, F) its columns (P(None, 'model')),
+and y = x @ w must come out with its columns split over 'model' (P(None, 'model')): the device at
+position j along 'model' returns y[:, j-th block of columns], for *all* B rows, so it needs every
+row of x. That is matmuls case 4 the other way round, and the plain answer is
+``lax.all_gather(x_block, "model", tiled=True) @ w_block``: first the whole all-gather, and only
+then the multiply, while the devices wait for the network.
+
+Large models overlap the two instead (a "collective matmul"): every device multiplies the block of
+x it holds *now* by its w block, which gives the rows of its y block that belong to those rows of
+x, then passes that x block to the next device along 'model' (``lax.ppermute``) and multiplies what
+arrives. After n steps it has multiplied every block of x, and it sent n - 1 blocks, as the
+all-gather would, but each transfer can happen while the previous product is computed.
+
+Write ``collective_matmul(x, w, mesh)``: x and w arrive as NumPy arrays; place them on the mesh as
+above and run a per-device function with ``jax.shard_map(..., in_specs=(P('model', None),
+P(None, 'model')), out_specs=P(None, 'model'))``. In it, n = ``lax.axis_size("model")`` and you are
+device ``lax.axis_index("model")``; after s steps you hold the block of x that device (you - s) mod n
+started with, so its product goes to rows of that block. 'data' holds copies: every mesh row runs
+the same ring.
+
+    >>> mesh = jax.make_mesh((1, 4), ("data", "model"))
+    >>> y = collective_matmul(jnp.arange(8.).reshape(4, 2), jnp.ones((2, 4)), mesh)
+    >>> y.sharding.spec, np.asarray(y)[:, 0]
+    (P(None, 'model'), array([ 1.,  5.,  9., 13.], dtype=float32))
+
+No ``lax.all_gather`` (the point is to do without it), no psum: the grader reads the compiled
+program on meshes of several shapes and counts the ppermutes: n_model - 1 of them, over 'model', each
+of one block of x.
+
+Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
+"""
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+
+def collective_matmul(x, w, mesh):
+    raise NotImplementedError("collective_matmul: multiply the x block you hold, pass it on, n - 1 times")
+
+
+if __name__ == "__main__":  # python collective_matmul.py: how to grade this task
+    from grader.cli.stub import explain
+    explain(__file__)

@@ -1,0 +1,147 @@
+"""Device meshes as plain data: the shapes a device count allows, which mesh axis a collective ran
+over, and which block of an array a PartitionSpec gives each device.
+
+A suite hands a student's code a mesh built in a probe (``jax.make_mesh(sizes, names)``) and reads
+the compiled program in the grader's process, which has no JAX. These functions answer the questions
+such a suite asks about it, from the mesh's axis names and sizes alone: the device at mesh position
+(i, j, ...) is device ``i * sizes[1] * ... + j ...`` (``jax.make_mesh`` on emulated CPU devices, and
+the clean worker of program mode, lay devices out in order). A PartitionSpec is written as the
+list a probe returns: one entry per array dimension, each None, an axis name, or a list of names.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from grader.suite import hlo
+from grader.suite.hlo import Collective
+
+
+def shapes(devices: int) -> list[tuple[int, int]]:
+    """Every (rows, columns) mesh of exactly ``devices`` devices, fewest rows first."""
+    return [(r, devices // r) for r in range(1, devices + 1) if devices % r == 0]
+
+
+def square(devices: int) -> tuple[int, int]:
+    """The mesh of ``devices`` closest to square with no more rows than columns: 1 x 1, 1 x 2, 2 x 2,
+    2 x 4. From 4 devices on both of its axes have more than one device, so a collective over the
+    wrong one shows."""
+    return max((s for s in shapes(devices) if s[0] <= s[1]), key=lambda s: s[0])
+
+
+def other(devices: int) -> tuple[int, int]:
+    """A second mesh shape for ``devices``, unlike :func:`square`: its transpose where that differs (2 x 1,
+    4 x 2), else every device along the second axis (1 x 4); 1 x 1 for one device."""
+    rows, cols = square(devices)
+    return (cols, rows) if rows != cols else (1, devices)
+
+
+def device_ids(sizes) -> np.ndarray:
+    """The id of the device at each mesh position."""
+    return np.arange(math.prod(sizes)).reshape(tuple(sizes))
+
+
+def groups_along(names, sizes, axes) -> set[tuple[int, ...]]:
+    """The groups of devices a collective over mesh axes ``axes`` runs among: devices that differ
+    only in their position along those axes, ordered along them as the axes are listed."""
+    ids = device_ids(sizes)
+    along = [list(names).index(a) for a in axes]
+    rest = [i for i in range(len(sizes)) if i not in along]
+    per_group = math.prod(sizes[i] for i in along)
+    return {tuple(int(d) for d in row) for row in ids.transpose(rest + along).reshape(-1, per_group)}
+
+
+def moves(c: Collective) -> bool:
+    """True if the collective moves data between devices: a group of more than one device, or a
+    permute pair whose source and target differ (a collective among one device copies nothing)."""
+    if c.groups is None:
+        return True  # not known: count it
+    if c.op == "collective-permute":
+        return any(len(set(pair)) > 1 for pair in c.groups)
+    return any(len(g) > 1 for g in c.groups)
+
+
+def axes_of(c: Collective, names, sizes) -> tuple[str, ...] | None:
+    """The mesh axes the collective ran over, in mesh order (e.g. ``("model",)``), or None if its
+    groups are not those of any set of axes (or are unknown). A permute runs over the axes along which
+    its sources and targets differ, with every other coordinate the same."""
+    if c.groups is None:
+        return None
+    names = tuple(names)
+    if c.op == "collective-permute":
+        position = {int(d): np.unravel_index(d, tuple(sizes)) for d in device_ids(sizes).ravel()}
+        differ = {i for s, t in c.groups for i in range(len(names)) if position[s][i] != position[t][i]}
+        return tuple(names[i] for i in sorted(differ))
+    found = {tuple(sorted(g)) for g in c.groups}
+    for k in range(len(names) + 1):
+        for axes in itertools.combinations(names, k):
+            if found == {tuple(sorted(g)) for g in groups_along(names, sizes, axes)}:
+                return axes
+    return None
+
+
+def _axes(entry) -> tuple[str, ...]:
+    if entry is None:
+        return ()
+    return (entry,) if isinstance(entry, str) else tuple(entry)
+
+
+def spec_text(spec) -> str:
+    """A PartitionSpec as a student writes it: ``P('data', None)``, ``P(('data', 'model'))``."""
+    def one(entry):
+        axes = _axes(entry)
+        return "None" if not axes else repr(axes[0]) if isinstance(entry, str) else repr(axes)
+    return f"P({', '.join(one(e) for e in spec)})"
+
+
+def block_of(shape, spec, names, sizes, position) -> tuple[tuple[int, int], ...]:
+    """The slice ``((start, stop), ...)`` of an array of ``shape`` laid out by ``spec`` that the device at
+    mesh ``position`` holds. A dimension split over several axes is split over the first one first."""
+    names = tuple(names)
+    block = []
+    for d, dim in enumerate(shape):
+        axes = _axes(spec[d]) if d < len(spec) else ()
+        parts, index = 1, 0
+        for a in axes:
+            i = names.index(a)
+            index, parts = index * sizes[i] + position[i], parts * sizes[i]
+        step = dim // parts
+        block.append((index * step, (index + 1) * step))
+    return tuple(block)
+
+
+def block_shape(shape, spec, names, sizes) -> tuple[int, ...]:
+    """The shape of the block each device holds of an array of ``shape`` laid out by ``spec``."""
+    return tuple(stop - start for start, stop in block_of(shape, spec, names, sizes, (0,) * len(sizes)))
+
+
+def copies(spec, names, sizes) -> int:
+    """How many devices hold each element of an array laid out by ``spec``: the product of the sizes of
+    the mesh axes it does not split over."""
+    used = {a for entry in spec for a in _axes(entry)}
+    return math.prod(size for name, size in zip(names, sizes) if name not in used)
+
+
+def over_text(axes) -> str:
+    """Mesh axes as a phrase: "over 'model'", "over 'data' and 'model'", "among some devices"."""
+    if axes is None:
+        return "among a group of devices that is no mesh axis"
+    if not axes:
+        return "within each device"
+    return "over " + " and ".join(repr(a) for a in axes)
+
+
+def phrase(c: Collective, names, sizes) -> str:
+    """One collective as a student reads it: "an all-gather over 'model'"."""
+    article = "an" if c.op[0] in "aeiou" else "a"
+    times = f" ({c.times} times)" if c.times and c.times > 1 else ""
+    return f"{article} {c.op} {over_text(axes_of(c, names, sizes))}{times}"
+
+
+def moving(text: str, names, sizes, ops=None) -> list[Collective]:
+    """The collectives of the compiled program ``text`` (of the kinds ``ops``, default all) that move data
+    between devices on a mesh of ``sizes``."""
+    return [c for c in hlo.select(text, ops or hlo.COLLECTIVES) if moves(c)]

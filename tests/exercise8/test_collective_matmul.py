@@ -1,0 +1,65 @@
+"""Suite for task collective_matmul: x's all-gather done as a ring of ppermutes, overlapped with the products.
+
+probes_programs.on_mesh hands collective_matmul a ('data', 'model') mesh; student.program has a clean
+worker compile and run it. Visible tests check y on the squarest mesh at 1, 2 and 4 devices; the
+hidden ones (course.yaml) try another mesh shape and read the compiled program: n_model - 1 ppermutes
+over 'model', each of one block of x, and no other collective.
+"""
+
+import numpy as np
+import pytest
+
+from grader.suite import feedback, hlo, meshes
+
+AXES = ("data", "model")
+
+
+def run(student, rng, rows, cols):
+    x = rng.normal(size=(2 * cols, 5)).astype(np.float32)
+    w = rng.normal(size=(5, 3 * cols)).astype(np.float32)
+    program = student.program("probes_programs.on_mesh", x, w, expect=lambda x, w: x.astype(np.float64) @ w,
+                              what=f"collective_matmul(x, w, mesh) on a {rows} x {cols} mesh", rtol=1e-4, atol=1e-4,
+                              function="collective_matmul.collective_matmul", shape=[rows, cols])
+    return x, program
+
+
+@pytest.mark.devices(1, 2, 4)
+def test_collective_matmul_matches_numpy(student, rng, devices):
+    run(student, rng, *meshes.square(devices))
+
+
+@pytest.mark.devices(2, 4, 8)
+def test_collective_matmul_on_another_mesh_shape(student, rng, devices):
+    run(student, rng, *meshes.other(devices))
+
+
+@pytest.mark.devices(4, 8)
+def test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes(student, rng, devices):
+    rows, cols = sizes = meshes.square(devices)
+    x, program = run(student, rng, rows, cols)
+    block = x.nbytes // cols
+    feedback.communication(program.hlo, needed=f"{cols - 1} collective-permute (ppermute) over 'model' of {block} "
+                           "bytes per device: one block of x per step, and no all-gather", by_student=False)
+    where = f"on a {rows} x {cols} mesh"
+    for c in meshes.moving(program.hlo, AXES, sizes):
+        if c.op == "all-gather":
+            raise AssertionError(f"collective_matmul runs {meshes.phrase(c, AXES, sizes)} {where}: the point is to do "
+                                 "without it. Multiply the block of x you hold, pass it on with lax.ppermute, and "
+                                 "multiply what arrives, n - 1 times")
+        if c.op != "collective-permute":
+            raise AssertionError(f"collective_matmul runs {meshes.phrase(c, AXES, sizes)} {where}: only blocks of x "
+                                 "move, around the ring with lax.ppermute; nothing needs adding")
+        if meshes.axes_of(c, AXES, sizes) != ("model",):
+            raise AssertionError(f"collective_matmul passes blocks {meshes.over_text(meshes.axes_of(c, AXES, sizes))} "
+                                 f"{where}: x's rows are split over 'model', so the ring is 'model'")
+        if c.bytes > block:
+            raise AssertionError(f"collective_matmul's ppermutes carry {c.bytes} bytes {where}; a block of x is "
+                                 f"{block}: pass one block of x per step")
+    steps = hlo.count(program.hlo, "collective-permute")
+    if steps is None:
+        raise AssertionError("collective_matmul runs a ppermute in a loop whose length is unknown when it compiles "
+                             "(lax.while_loop?): use a Python for loop or lax.fori_loop(1, n, ...)")
+    if steps != cols - 1:
+        extra = ": after n - 1 steps every block has been multiplied; the last one needs no sending" \
+            if steps == cols else ""
+        raise AssertionError(f"collective_matmul runs {steps} ppermutes {where}, expected n - 1 = {cols - 1}{extra}")

@@ -1,0 +1,83 @@
+"""Suite for task compiler: jax.jit with out_shardings on an Auto mesh, graded from the compiled program.
+
+probes_programs.placed hands the student's function x and w already laid out (a sharding constraint
+in the traced program) on an Auto ('data', 'model') mesh; student.program exports it and a clean
+worker compiles and runs it. Visible tests check the values on the squarest mesh at 1, 2 and 4
+devices; the hidden ones (course.yaml) try the other mesh shapes and read which collectives the
+partitioner added, over which axis, and how much of y each device holds.
+"""
+
+import numpy as np
+import pytest
+
+from grader.suite import feedback, hlo, meshes
+
+AXES = ("data", "model")
+ARRIVES = {"no_collective": (["data", None], [None, "model"]),
+           "one_reduction": (["data", "model"], ["model", None])}
+
+
+def run(student, rng, function, rows, cols):
+    """x, w and the program of compiler.<function>(x, w, mesh) on a rows x cols mesh, its values checked."""
+    x = rng.normal(size=(3 * rows, 2 * cols)).astype(np.float32)
+    w = rng.normal(size=(2 * cols, 5 * cols)).astype(np.float32)
+    x_spec, w_spec = ARRIVES[function]
+    program = student.program("probes_programs.placed", x, w, expect=lambda x, w: x.astype(np.float64) @ w,
+                              what=f"{function}(x, w, mesh) on a {rows} x {cols} mesh", rtol=1e-4, atol=1e-4,
+                              function=f"compiler.{function}", rows=rows, cols=cols, x_spec=x_spec, w_spec=w_spec)
+    return x, w, program
+
+
+@pytest.mark.devices(1, 2, 4)
+@pytest.mark.parametrize("function", ARRIVES)
+def test_compiler_matches_numpy(student, rng, devices, function):
+    run(student, rng, function, *meshes.square(devices))
+
+
+@pytest.mark.devices(2, 4, 8)
+@pytest.mark.parametrize("function", ARRIVES)
+def test_compiler_on_another_mesh_shape(student, rng, devices, function):
+    run(student, rng, function, *meshes.other(devices))
+
+
+def _ran(moved, sizes) -> str:
+    return " and ".join(meshes.phrase(c, AXES, sizes) for c in moved) or "no collective"
+
+
+@pytest.mark.devices(4, 8)
+def test_no_collective_runs_none(student, rng, devices):
+    rows, cols = sizes = meshes.square(devices)
+    x, w, program = run(student, rng, "no_collective", rows, cols)
+    feedback.communication(program.hlo, needed="no collective: device (i, j) computes block (i, j) of y from the "
+                           "x rows and w columns it holds", by_student=False)
+    moved = meshes.moving(program.hlo, AXES, sizes)
+    if moved:
+        raise AssertionError(f"no_collective's program runs {_ran(moved, sizes)} on a {rows} x {cols} mesh: y ends "
+                             "up somewhere other than where it is computed. Device (i, j) holds x's rows i and w's "
+                             "columns j, so it computes block (i, j) of y: rows over 'data', columns over 'model'; "
+                             "leave y there")
+    held, share = hlo.output_shapes(program.hlo), (x.shape[0] // rows, w.shape[1] // cols)
+    if held and held[0] != share:
+        raise AssertionError(f"no_collective leaves each device a {held[0]} block of y on a {rows} x {cols} mesh, "
+                             f"expected its {share} share: split y over both mesh axes")
+
+
+@pytest.mark.devices(4, 8)
+def test_one_reduction_runs_one_sum_over_model(student, rng, devices):
+    rows, cols = sizes = meshes.square(devices)
+    x, w, program = run(student, rng, "one_reduction", rows, cols)
+    numbers = x.shape[0] // rows * w.shape[1]
+    feedback.communication(program.hlo, needed=f"1 all-reduce (or reduce-scatter) over 'model' of the partial sums, "
+                           f"{numbers * 4} bytes per device", by_student=False)
+    moved = meshes.moving(program.hlo, AXES, sizes)
+    sums = [c for c in moved
+            if c.op in ("all-reduce", "reduce-scatter") and meshes.axes_of(c, AXES, sizes) == ("model",)]
+    where = f"on a {rows} x {cols} mesh"
+    if not sums:
+        raise AssertionError(f"one_reduction's program runs {_ran(moved, sizes)} {where}, and no sum over 'model': "
+                             "it moved x or w instead of adding partial products. Leave them where they arrive: each "
+                             "device multiplies its blocks, and only the partial sums of a mesh row need adding")
+    if len(moved) > 1:
+        raise AssertionError(f"one_reduction's program runs {_ran(moved, sizes)} {where}: besides the sum over 'model' "
+                             "it moves y. A y whole on every device needs every device's rows as well; keep y's rows "
+                             "split over 'data', as x's are, and the sum over 'model' is all that remains")

@@ -1,0 +1,96 @@
+"""Suite for task fsdp: one training step with parameters sharded over 'data'.
+
+probes_programs.on_mesh hands fsdp_step a one-axis ('data',) mesh of every device and a fixed lr;
+student.program has a clean worker compile and run it. The reference is a float64 full-batch step on
+one device. Visible tests run one batch at 1, 2 and 4 devices; the hidden ones (course.yaml) another
+batch size, and read the compiled step: w gathered and the gradient reduce-scattered over 'data', no
+gradient in an all-reduce, and each device left with its rows of the new w only.
+"""
+
+import numpy as np
+import pytest
+
+from grader.suite import feedback, hlo, meshes
+
+AXES = ("data",)
+LR = 0.1
+
+
+def sgd(w, x, y):
+    """One full-batch step in float64: (new w, loss at the old w)."""
+    residual = x.astype(np.float64) @ w - y
+    return w - LR * 2 * x.T @ residual / residual.size, np.mean(residual ** 2)
+
+
+def _explain(got, w, x, y, devices):
+    """The averaging mistake behind a wrong step: the devices' gradients or losses summed, not averaged."""
+    if not isinstance(got, (list, tuple)) or len(got) != 2:
+        return
+    new_w, loss = (np.asarray(v, np.float64) for v in got)
+    expected_w, expected_loss = sgd(w, x, y)
+    close = lambda a, b: a.shape == np.shape(b) and np.allclose(a, b, rtol=1e-4, atol=1e-5)  # noqa: E731
+    if devices > 1 and close(new_w, w + devices * (expected_w - w)):
+        raise AssertionError(f"fsdp_step's update is {devices} times the full-batch step on {devices} devices: the "
+                             "gradient JAX hands back (reduce-scattered, or summed for parameters every device holds) "
+                             "adds up every device's gradient; divide it by n, as each device's loss is a mean over "
+                             "its own part of the batch")
+    if devices > 1 and close(loss, devices * expected_loss):
+        raise AssertionError(f"fsdp_step's loss is {devices} times the mean loss on {devices} devices: lax.psum adds "
+                             "the devices' losses up; lax.pmean averages them")
+
+
+def run(student, rng, devices, samples):
+    w = rng.normal(size=(2 * devices, 3)).astype(np.float32)
+    x = rng.normal(size=(samples * devices, 2 * devices)).astype(np.float32)
+    y = rng.normal(size=(samples * devices, 3)).astype(np.float32)
+    fixed = {"function": "fsdp.fsdp_step", "shape": [devices], "axes": list(AXES), "lr": LR}
+    try:
+        program = student.program("probes_programs.on_mesh", w, x, y, expect=sgd,
+                                  what=f"fsdp_step(w, x, y, {LR}, mesh) on {devices} devices (new w, loss)",
+                                  rtol=1e-4, atol=1e-5, **fixed)
+    except AssertionError:
+        _explain(student.probe("probes_programs.values", "on_mesh", w, x, y, **fixed), w, x, y, devices)
+        raise
+    return w, program
+
+
+@pytest.mark.devices(1, 2, 4)
+def test_fsdp_step_equals_a_full_batch_step(student, rng, devices):
+    run(student, rng, devices, 3)
+
+
+@pytest.mark.devices(2, 4, 8)
+def test_fsdp_step_with_another_batch(student, rng, devices):
+    run(student, rng, devices, 1)
+
+
+@pytest.mark.devices(4, 8)
+def test_fsdp_step_gathers_weights_and_scatters_gradients(student, rng, devices):
+    w, program = run(student, rng, devices, 3)
+    sizes, block = (devices,), w.nbytes // devices
+    feedback.communication(program.hlo, needed=f"1 all-gather of w's blocks ({block} bytes per device), 1 "
+                           f"reduce-scatter of the gradient ({w.nbytes} bytes), the loss in an all-reduce (4 bytes)",
+                           by_student=False)
+    moved = meshes.moving(program.hlo, AXES, sizes)
+    where = f"on {devices} devices"
+    reduced = [c for c in moved if c.op == "all-reduce" and c.bytes > 4]
+    if reduced:
+        raise AssertionError(f"fsdp_step all-reduces {reduced[0].bytes} bytes per device {where}, the whole "
+                             "gradient: that is data parallelism, every device updating all of w. In FSDP each device "
+                             "keeps and updates only its rows, so it needs only its rows of the summed gradient: a "
+                             "reduce-scatter (what JAX makes of an all_gather when it differentiates it), half the "
+                             "traffic")
+    kinds = sorted({c.op for c in moved} - {"all-reduce"})
+    if kinds != ["all-gather", "reduce-scatter"]:
+        ran = " and ".join(meshes.phrase(c, AXES, sizes) for c in moved) or "no collective"
+        raise AssertionError(f"fsdp_step runs {ran} {where}; a step needs an all-gather of w's blocks before use and a "
+                             "reduce-scatter of the gradient after: gather w inside the function you differentiate")
+    heavy = next((c for c in moved if c.op == "all-gather" and c.bytes > block), None)
+    if heavy:
+        raise AssertionError(f"fsdp_step gathers {heavy.bytes} bytes per device {where}; w's block is {block}: gather "
+                             "the parameters only, the batch stays where it is")
+    held = hlo.output_shapes(program.hlo)
+    if held and held[0] != (w.shape[0] // devices, w.shape[1]):
+        raise AssertionError(f"fsdp_step leaves every device a {held[0]} block of the new w {where}, expected its "
+                             f"{(w.shape[0] // devices, w.shape[1])} rows: parameters stay sharded over 'data' "
+                             "(out_specs P('data', None)), so each device's parameter memory is 1 / n of w")

@@ -1,0 +1,126 @@
+"""Suite for task matmuls: the four cases of a sharded matmul, each with the cheapest collective.
+
+probes_programs.on_mesh hands each student function a ('data', 'model') mesh; student.program has a
+clean worker compile and run it. Visible tests check y on the squarest mesh at 1, 2 and 4 devices;
+the hidden ones (course.yaml) try the other mesh shapes and read the compiled program: the one
+collective each case needs, over 'model', its bytes, and each device holding only its block of y.
+Sizes make w's block of columns smaller than x's block of rows, so case 4 has one cheapest answer.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+from grader.suite import feedback, hlo, meshes
+from grader.suite.jax_errors import Rule
+
+AXES = ("data", "model")
+BOTH = ["data", "model"]
+# case: (x's spec, w's spec, y's spec)
+CASES = {"matmul_case1": (["data", None], [None, "model"], ["data", "model"]),
+         "matmul_case2": (["data", "model"], [None, "model"], ["data", "model"]),
+         "matmul_case3": (["data", "model"], ["model", None], ["data", "model"]),
+         "matmul_case4": ([BOTH, None], [None, "model"], [BOTH, None])}
+
+
+# Blocks whose parts of D differ, told in this task's terms (grader.suite.jax_errors tells the rest).
+JAX_ERRORS = (Rule("blocks that split D differently",
+                   re.compile(r"dot_general requires contracting dimensions to have the same shape, got "
+                              r"\((?P<a>\d+),?\) and \((?P<b>\d+),?\)"),
+                   lambda match, situation: f"the blocks you multiply hold {match['a']} and {match['b']} numbers of D: "
+                   "check each operand's PartitionSpec against the case, and gather the operand that lacks part of "
+                   "D before multiplying"),)
+
+
+def run(student, rng, case, rows, cols):
+    x = rng.normal(size=(4 * rows * cols, 2 * cols)).astype(np.float32)
+    w = rng.normal(size=(2 * cols, 3 * cols)).astype(np.float32)
+    program = student.program("probes_programs.on_mesh", x, w, expect=lambda x, w: x.astype(np.float64) @ w,
+                              what=f"{case}(x, w, mesh) on a {rows} x {cols} mesh", rtol=1e-4, atol=1e-4,
+                              function=f"matmuls.{case}", shape=[rows, cols])
+    return x, w, program
+
+
+@pytest.mark.devices(1, 2, 4)
+@pytest.mark.parametrize("case", CASES)
+def test_matmul_cases_match_numpy(student, rng, devices, case):
+    run(student, rng, case, *meshes.square(devices))
+
+
+@pytest.mark.devices(2, 4, 8)
+@pytest.mark.parametrize("case", CASES)
+def test_matmul_cases_on_another_mesh_shape(student, rng, devices, case):
+    run(student, rng, case, *meshes.other(devices))
+
+
+def _blocks(x, w, sizes):
+    """Bytes per device of x's block (case 2), of a partial y (case 3) and of w's block (case 4)."""
+    (rows, cols), item = sizes, x.itemsize
+    return {"x": x.shape[0] // rows * x.shape[1] // cols * item, "partial": x.shape[0] // rows * w.shape[1] * item,
+            "w": w.nbytes // cols}
+
+
+def _needed(case, blocks) -> tuple[str | None, int, str]:
+    """The one collective a case needs, the bytes each device puts into it, and why."""
+    return {"matmul_case1": (None, 0, "D is whole on every device: each device multiplies what it holds"),
+            "matmul_case2": ("all-gather", blocks["x"], "a device holds only some of x's columns: it receives the "
+                             "rest of its rows of x from its mesh row (lax.all_gather over 'model'), and has all of "
+                             "w's rows already"),
+            "matmul_case3": ("reduce-scatter", blocks["partial"], "a device multiplies what it holds into a partial "
+                             "sum of its rows of y, all columns, but keeps only its columns: lax.psum_scatter over "
+                             "'model' adds the partial sums and leaves each device its block"),
+            "matmul_case4": ("all-gather", blocks["w"], "a device needs every column of w for its rows of x: it "
+                             "gathers w's column blocks over 'model' (smaller than x's rows here)")}[case]
+
+
+def _wrong_collective(case, moved, sizes, blocks) -> str | None:
+    """The mistake behind a case that runs other collectives than the one it needs, or None."""
+    op, size, why = _needed(case, blocks)
+    ran = " and ".join(meshes.phrase(c, AXES, sizes) for c in moved) or "no collective"
+    ops = sorted(c.op for c in moved)
+    if ops == ([op] if op else []):
+        return _wrong_place(case, moved, sizes, blocks) if op else None
+    if case == "matmul_case3" and ops == ["all-reduce"]:
+        return (f"{case} runs {ran}: an all-reduce where a reduce-scatter suffices. Every device receives the whole "
+                "sum and keeps only its columns; lax.psum_scatter(partial, 'model', scatter_dimension=1, tiled=True) "
+                "adds the partial sums and hands each device just its block: half the traffic")
+    if case == "matmul_case3" and "all-gather" in ops:
+        return (f"{case} runs {ran}: gathering operands where a reduce-scatter suffices. When x and w split D the "
+                f"same way, {why}")
+    if case == "matmul_case2" and "all-reduce" in ops:
+        return (f"{case} runs {ran}: it sums partial products ({blocks['partial']} bytes per device) where gathering "
+                f"x's block ({blocks['x']} bytes) suffices; {why}")
+    return f"{case} runs {ran}; it needs {f'exactly one {op}' if op else 'none'}: {why}"
+
+
+def _wrong_place(case, moved, sizes, blocks) -> str | None:
+    """The mistake behind the right kind of collective over the wrong axis or with too many bytes, or None."""
+    op, size, why = _needed(case, blocks)
+    axes = meshes.axes_of(moved[0], AXES, sizes)
+    if axes != ("model",):
+        return (f"{case} runs its {op} {meshes.over_text(axes)}: the blocks it needs are spread over 'model' (each "
+                "mesh row holds all of them), so name 'model'")
+    if moved[0].bytes > size:
+        return f"{case}'s {op} takes {moved[0].bytes} bytes per device where {size} suffice: {why}"
+    return None
+
+
+@pytest.mark.devices(4, 8)
+@pytest.mark.parametrize("case", CASES)
+def test_matmul_cases_send_the_cheapest_collective(student, rng, devices, case):
+    rows, cols = sizes = meshes.square(devices)
+    x, w, program = run(student, rng, case, rows, cols)
+    blocks = _blocks(x, w, sizes)
+    op, size, _ = _needed(case, blocks)
+    feedback.communication(program.hlo, needed=f"1 {op} over 'model' of {size} bytes per device" if op else
+                           "no collective", by_student=False)
+    wrong = _wrong_collective(case, meshes.moving(program.hlo, AXES, sizes), sizes, blocks)
+    if wrong:
+        raise AssertionError(f"{wrong} ({rows} x {cols} mesh)")
+    held, block = hlo.output_shapes(program.hlo), meshes.block_shape((x.shape[0], w.shape[1]), CASES[case][2], AXES,
+                                                                    sizes)
+    if held and held[0] != block:
+        raise AssertionError(f"{case} leaves each device a {held[0]} block of y on a {rows} x {cols} mesh, "
+                             f"expected {block}: y laid out as {meshes.spec_text(CASES[case][2])}, each device keeping "
+                             "its block")

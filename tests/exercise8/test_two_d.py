@@ -1,0 +1,82 @@
+"""Suite for the extra-credit task two_d: FSDP over 'data' and tensor parallelism over 'model' in one step.
+
+probes_programs.on_mesh hands train_step a ('data', 'model') mesh and a fixed lr; student.program has
+a clean worker compile and run it. The reference is a float64 full-batch step on one device. Visible
+tests run the squarest mesh at 1, 2 and 4 devices; the hidden ones (course.yaml) another mesh shape,
+and read the compiled step: weights gathered and gradients reduce-scattered over 'data' only, the
+activations' partial sums all-reduced over 'model', no gradient in an all-reduce, and each device
+left with its blocks of the new weights.
+"""
+
+import numpy as np
+import pytest
+
+from grader.suite import feedback, hlo, meshes
+
+AXES = ("data", "model")
+LR = 0.05
+
+
+def sgd(w1, w2, x, y):
+    """One full-batch step in float64: (new w1, new w2, loss at the old weights)."""
+    w1, w2 = w1.astype(np.float64), w2.astype(np.float64)
+    pre = x @ w1
+    hidden = np.maximum(pre, 0)
+    residual = hidden @ w2 - y
+    d_out = 2 * residual / residual.size
+    d_hidden = (d_out @ w2.T) * (pre > 0)
+    return w1 - LR * x.T @ d_hidden, w2 - LR * hidden.T @ d_out, np.mean(residual ** 2)
+
+
+def run(student, rng, rows, cols):
+    w1 = rng.normal(size=(2 * rows, 3 * cols)).astype(np.float32)
+    w2 = rng.normal(size=(3 * cols, 2 * rows)).astype(np.float32)
+    x = rng.normal(size=(4 * rows, 2 * rows)).astype(np.float32)
+    y = rng.normal(size=(4 * rows, 2 * rows)).astype(np.float32)
+    program = student.program("probes_programs.on_mesh", w1, w2, x, y, expect=sgd,
+                              what=f"train_step(w1, w2, x, y, {LR}, mesh) on a {rows} x {cols} mesh "
+                                   "(new w1, new w2, loss)", rtol=1e-4, atol=1e-5,
+                              function="two_d.train_step", shape=[rows, cols], lr=LR)
+    return w1, w2, x, program
+
+
+@pytest.mark.devices(1, 2, 4)
+def test_two_d_step_equals_a_full_batch_step(student, rng, devices):
+    run(student, rng, *meshes.square(devices))
+
+
+@pytest.mark.devices(2, 4, 8)
+def test_two_d_step_on_another_mesh_shape(student, rng, devices):
+    run(student, rng, *meshes.other(devices))
+
+
+@pytest.mark.devices(4, 8)
+def test_two_d_step_communicates_over_the_right_axes(student, rng, devices):
+    rows, cols = sizes = meshes.square(devices)
+    w1, w2, x, program = run(student, rng, rows, cols)
+    partial = x.shape[0] // rows * w2.shape[1] * x.itemsize
+    feedback.communication(program.hlo, needed="all-gathers of the weight blocks and reduce-scatters of their "
+                           f"gradients over 'data'; 1 all-reduce over 'model' of the partial sums ({partial} bytes); "
+                           "the loss in an all-reduce over 'data' (4 bytes)", by_student=False)
+    where = f"on a {rows} x {cols} mesh"
+    for c in meshes.moving(program.hlo, AXES, sizes):
+        axes = meshes.axes_of(c, AXES, sizes)
+        if c.op in ("all-gather", "reduce-scatter") and axes != ("data",):
+            raise AssertionError(f"train_step runs {meshes.phrase(c, AXES, sizes)} {where}: only FSDP's parts move "
+                                 "whole, over 'data' (w1's rows, w2's columns, and their gradients); the 'model' split "
+                                 "of the weights stays put, as in tensor_parallel")
+        if c.op == "all-reduce" and axes == ("model",) and c.bytes > partial:
+            raise AssertionError(f"train_step all-reduces {c.bytes} bytes over 'model' {where}; the partial sums of "
+                                 f"the prediction are {partial}: psum only h_block @ w2_block")
+        if c.op == "all-reduce" and axes != ("model",) and c.bytes > 4:
+            raise AssertionError(f"train_step all-reduces {c.bytes} bytes {meshes.over_text(axes)} {where}: a whole "
+                                 "gradient. Each device keeps and updates only its blocks, so it needs only its block "
+                                 "of the summed gradient: gather the weights inside the function you differentiate, "
+                                 "and JAX reduce-scatters their gradients")
+        if c.op not in ("all-gather", "reduce-scatter", "all-reduce"):
+            raise AssertionError(f"train_step runs {meshes.phrase(c, AXES, sizes)} {where}: nothing needs it")
+    blocks = [(w1.shape[0] // rows, w1.shape[1] // cols), (w2.shape[0] // cols, w2.shape[1] // rows)]
+    held = hlo.output_shapes(program.hlo)
+    if held and held[:2] != blocks:
+        raise AssertionError(f"train_step leaves each device blocks {held[:2]} of the new w1 and w2 {where}, expected "
+                             f"{blocks}: w1 stays P('data', 'model') and w2 P('model', 'data')")

@@ -1,0 +1,64 @@
+"""Wrong submissions for exercise 8's task collective_matmul: each loses points, says why, and leaves layouts whole."""
+
+import pytest
+
+from catalogue import Catalogue, Right, Wrong, mutate
+
+START = "    n, me = lax.axis_size(\"model\"), lax.axis_index(\"model\")\n"
+LOOP = "    for step in range(1, n):\n"
+TAIL = '''    passing = x_block
+    for step in range(1, n):
+        passing = lax.ppermute(passing, "model", perm=[(i, (i + 1) % n) for i in range(n)])
+        products = products.at[(me - step) % n].set(passing @ w_block)
+'''
+
+
+def collective_matmul(*edits):
+    return {"collective_matmul": mutate("collective_matmul", *edits, exercise="exercise8")}
+
+
+WRONG = {
+    "the plain all-gather first": Wrong(
+        collective_matmul((START, '    return lax.all_gather(x_block, "model", tiled=True) @ w_block\n' + START)),
+        devices="4", says=("collective_matmul runs an all-gather over 'model'", "the point is to do without it")),
+    "a ring of n steps": Wrong(
+        collective_matmul((LOOP, LOOP.replace("range(1, n)", "range(1, n + 1)"))), devices="4",
+        says=("collective_matmul runs 2 ppermutes", "expected n - 1 = 1", "the last one needs no sending")),
+    "the ring's length from jax.device_count()": Wrong(
+        collective_matmul((START, START.replace('lax.axis_size("model")', "jax.device_count()"))), devices="4",
+        says=("written for 4 devices", "the axis it runs over has fewer")),
+    "a loop carry of zeros": Wrong(
+        collective_matmul((TAIL, '''    def step(s, carry):
+        products, passing = carry
+        passing = lax.ppermute(passing, "model", perm=[(i, (i + 1) % n) for i in range(n)])
+        return products.at[(me - s) % n].set(passing @ w_block), passing
+
+    zeros = jnp.zeros((n, x_block.shape[0], w_block.shape[1]), x_block.dtype)
+    products = lax.fori_loop(1, n, step, (zeros, x_block))[0].at[me].set(x_block @ w_block)
+''')), devices="4", says=("a loop's carry starts the same on every device", "set your own block before the loop")),
+}
+
+RIGHT = {
+    "a fori_loop ring": Right(collective_matmul((TAIL, '''    def step(s, carry):
+        products, passing = carry
+        passing = lax.ppermute(passing, "model", perm=[(i, (i + 1) % n) for i in range(n)])
+        return products.at[(me - s) % n].set(passing @ w_block), passing
+
+    products = lax.fori_loop(1, n, step, (products, x_block))[0]
+''')), devices="1,4"),
+    "blocks passed the other way round": Right(collective_matmul(
+        ("perm=[(i, (i + 1) % n) for i in range(n)]", "perm=[(i, (i - 1) % n) for i in range(n)]"),
+        ("products.at[(me - step) % n]", "products.at[(me + step) % n]")), devices="4"),
+}
+
+CATALOGUE = Catalogue(exercise="exercise8", task="collective_matmul", intact="layouts", wrong=WRONG, right=RIGHT)
+
+
+@pytest.mark.parametrize("name", WRONG)
+def test_wrong_collective_matmul_is_caught(name):
+    CATALOGUE.expect_caught(name)
+
+
+@pytest.mark.parametrize("name", RIGHT)
+def test_other_right_collective_matmul_keeps_full_marks(name):
+    CATALOGUE.expect_full_marks(name)

@@ -1,0 +1,51 @@
+"""Wrong submissions for exercise 8's task compiler: each loses points, says why, and leaves layouts whole."""
+
+import pytest
+
+from catalogue import Catalogue, Right, Wrong, mutate
+
+LOCAL = 'out_shardings=NamedSharding(mesh, P("data", "model")))(x, w)'
+SUMMED = 'out_shardings=NamedSharding(mesh, P("data", None)))(x, w)'
+
+
+def compiler(*edits):
+    return {"compiler": mutate("compiler", *edits, exercise="exercise8")}
+
+
+WRONG = {
+    "y whole on every device": Wrong(
+        compiler((LOCAL, "out_shardings=NamedSharding(mesh, P()))(x, w)")), devices="4",
+        says=("no_collective's program runs an all-gather", "leave y there"), never=("reduce",)),
+    "y's columns gathered": Wrong(
+        compiler((LOCAL, SUMMED)), devices="4",
+        says=("no_collective's program runs an all-gather over 'model'",), never=("reduce",)),
+    "the reduced y also whole over 'data'": Wrong(
+        compiler((SUMMED, "out_shardings=NamedSharding(mesh, P()))(x, w)")), devices="4",
+        says=("an all-gather over 'data' and an all-reduce over 'model'", "keep y's rows split over 'data'"),
+        never=("no sum over 'model'",)),
+    "x and w gathered instead of summing partial products": Wrong(
+        compiler((SUMMED, 'in_shardings=(NamedSharding(mesh, P("data", None)), NamedSharding(mesh, P())),\n'
+                          '                   out_shardings=NamedSharding(mesh, P("data", None)))(x, w)')), devices="4",
+        says=("and no sum over 'model'", "Leave them where they arrive")),
+    "a PartitionSpec without its mesh": Wrong(
+        compiler((LOCAL, 'out_shardings=P("data", "model"))(x, w)')), devices="4",
+        says=("bare PartitionSpec", "NamedSharding(mesh, P(...))")),
+}
+
+RIGHT = {
+    "the compiler's own layout (no out_shardings)": Right(compiler(
+        (", " + LOCAL, ")(x, w)"), (", " + SUMMED, ")(x, w)")), devices="4"),
+    "the sum left split over both axes": Right(compiler((SUMMED, LOCAL)), devices="4"),
+}
+
+CATALOGUE = Catalogue(exercise="exercise8", task="compiler", intact="layouts", wrong=WRONG, right=RIGHT)
+
+
+@pytest.mark.parametrize("name", WRONG)
+def test_wrong_compiler_is_caught(name):
+    CATALOGUE.expect_caught(name)
+
+
+@pytest.mark.parametrize("name", RIGHT)
+def test_other_right_compiler_keeps_full_marks(name):
+    CATALOGUE.expect_full_marks(name)

@@ -1,0 +1,65 @@
+"""Wrong submissions for exercise 8's task fsdp: each loses points on fsdp, says why, and leaves layouts whole."""
+
+import pytest
+
+from catalogue import Catalogue, Right, Wrong, mutate
+
+GRAD = '''    def local_loss(w_shard):
+        return loss_fn(lax.all_gather(w_shard, "data", axis=0, tiled=True), x, y)
+
+    loss, grad = jax.value_and_grad(local_loss)(w_shard)'''
+UPDATE = 'return w_shard - lr * grad / n, lax.pmean(loss, "data")'
+WHOLE_GRADIENT = '''    w = lax.all_gather(w_shard, "data", axis=0, tiled=True)
+    loss, grad = jax.value_and_grad(loss_fn)(w, x, y)'''
+
+
+def fsdp(*edits):
+    return {"fsdp": mutate("fsdp", *edits, exercise="exercise8")}
+
+
+WRONG = {
+    "replicated parameters, the gradient all-reduced": Wrong(fsdp(
+        (GRAD, "    loss, grad = jax.value_and_grad(loss_fn)(w_shard, x, y)"),
+        (UPDATE, 'return w_shard - lr * lax.pmean(grad, "data") / n, lax.pmean(loss, "data")'),
+        ("w, x, y = (jax.device_put(a, rows) for a in (w, x, y))",
+         "w = jax.device_put(w, NamedSharding(mesh, P()))\n    x, y = (jax.device_put(a, rows) for a in (x, y))"),
+        ('in_specs=P("data", None),\n                         out_specs=(P("data", None), P()))',
+         'in_specs=(P(), rows.spec, rows.spec),\n                         out_specs=(P(), P()))')), devices="4",
+        says=("fsdp_step all-reduces", "the whole gradient", "that is data parallelism", "a reduce-scatter")),
+    "the gradient all-reduced, then its rows kept": Wrong(fsdp(
+        (GRAD, WHOLE_GRADIENT),
+        (UPDATE, 'k = w_shard.shape[0]\n'
+                 '    mine = lax.dynamic_slice_in_dim(lax.psum(grad, "data"), lax.axis_index("data") * k, k)\n'
+                 '    return w_shard - lr * mine / n, lax.pmean(loss, "data")')), devices="4",
+        says=("the whole gradient", "a reduce-scatter"), never=("all-gather of",)),
+    "the gradient summed, not averaged": Wrong(fsdp(
+        (UPDATE, 'return w_shard - lr * grad, lax.pmean(loss, "data")')), devices="4",
+        says=("update is 4 times the full-batch step", "divide it by n")),
+    "the loss summed, not averaged": Wrong(fsdp(
+        (UPDATE, 'return w_shard - lr * grad / n, lax.psum(loss, "data")')), devices="4",
+        says=("loss is 4 times the mean loss", "lax.pmean averages them")),
+    "new parameters gathered whole": Wrong(fsdp(
+        (UPDATE, 'new = lax.all_gather(w_shard - lr * grad / n, "data", axis=0, tiled=True)\n'
+                 '    return new, lax.pmean(loss, "data")'),
+        ('out_specs=(P("data", None), P()))', 'out_specs=(P(), P()), check_vma=False)')), devices="4",
+        says=("fsdp_step leaves every device a (8, 3) block of the new w", "parameters stay sharded over 'data'")),
+}
+
+RIGHT = {
+    "the gradient reduce-scattered by hand": Right(fsdp(
+        (GRAD, WHOLE_GRADIENT),
+        (UPDATE, 'grad = lax.psum_scatter(grad, "data", scatter_dimension=0, tiled=True)\n'
+                 '    return w_shard - lr * grad / n, lax.pmean(loss, "data")')), devices="4"),
+}
+
+CATALOGUE = Catalogue(exercise="exercise8", task="fsdp", intact="layouts", wrong=WRONG, right=RIGHT)
+
+
+@pytest.mark.parametrize("name", WRONG)
+def test_wrong_fsdp_is_caught(name):
+    CATALOGUE.expect_caught(name)
+
+
+@pytest.mark.parametrize("name", RIGHT)
+def test_other_right_fsdp_keeps_full_marks(name):
+    CATALOGUE.expect_full_marks(name)

@@ -1,0 +1,68 @@
+"""Wrong submissions for exercise 8's task matmuls: each loses points on matmuls, says why, and leaves layouts whole."""
+
+import pytest
+
+from catalogue import Catalogue, Right, Wrong, mutate
+
+CASE2 = 'return lax.all_gather(xb, "model", axis=1, tiled=True) @ wb'
+CASE3 = 'return lax.psum_scatter(xb @ wb, "model", scatter_dimension=1, tiled=True)'
+CASE4 = 'return xb @ lax.all_gather(wb, "model", axis=1, tiled=True)'
+MY_COLUMNS = ('\n        k = y.shape[1] // lax.axis_size("model")\n'
+              '        return lax.dynamic_slice_in_dim(y, lax.axis_index("model") * k, k, axis=1)')
+
+
+def matmuls(*edits):
+    return {"matmuls": mutate("matmuls", *edits, exercise="exercise8")}
+
+
+WRONG = {
+    "case 3: an all-reduce, then keeping its columns": Wrong(
+        matmuls((CASE3, 'y = lax.psum(xb @ wb, "model")' + MY_COLUMNS)), devices="4",
+        says=("matmul_case3 runs an all-reduce over 'model'", "an all-reduce where a reduce-scatter suffices"),
+        never=("all-gather", "all_gather")),
+    "case 3: both operands gathered": Wrong(
+        matmuls((CASE3, 'y = lax.all_gather(xb, "model", axis=1, tiled=True) @ '
+                        'lax.all_gather(wb, "model", axis=0, tiled=True)' + MY_COLUMNS)), devices="4",
+        says=("gathering operands where a reduce-scatter suffices",), never=("an all-reduce where",)),
+    "case 2: w gathered as well": Wrong(
+        matmuls((CASE2, 'y = lax.all_gather(xb, "model", axis=1, tiled=True) @ '
+                        'lax.all_gather(wb, "model", axis=1, tiled=True)' + MY_COLUMNS)), devices="4",
+        says=("matmul_case2 runs an all-gather over 'model' and an all-gather over 'model'",
+              "it needs exactly one all-gather")),
+    "case 4: x gathered instead of w": Wrong(
+        matmuls((CASE4, 'return lax.all_gather(xb, "model", axis=0, tiled=True) @ wb'),
+                ('P(("data", "model"), None), P(None, "model"), P(("data", "model"), None))',
+                 'P(("data", "model"), None), P(None, "model"), P("data", "model"))')), devices="4",
+        says=("matmul_case4's all-gather takes 64 bytes per device where 48 suffice", "gathers w's column blocks")),
+    "case 3 scattered over y's rows": Wrong(
+        matmuls((CASE3, CASE3.replace("scatter_dimension=1", "scatter_dimension=0"))), devices="4",
+        says=("matmul_case3(x, w, mesh) on a 2 x 2 mesh returned shape (8, 12), expected shape (16, 6)",)),
+    "w used without placing it on the mesh": Wrong(
+        matmuls(("        w = jax.device_put(w, NamedSharding(mesh, w_spec))\n", "")), devices="4",
+        says=("laid out as P(None, 'model'), but it arrives as P(None, None)", "jax.device_put")),
+}
+
+RIGHT = {
+    "case 1 with jax.jit and shardings": Right(matmuls((
+        'return _sharded(lambda xb, wb: xb @ wb, mesh, P("data", None), P(None, "model"), P("data", "model"))(x, w)',
+        'x = jax.device_put(x, NamedSharding(mesh, P("data", None)))\n'
+        '    w = jax.device_put(w, NamedSharding(mesh, P(None, "model")))\n'
+        '    return jax.jit(jnp.matmul, out_shardings=NamedSharding(mesh, P("data", "model")))(x, w)'),
+        ("import jax\n", "import jax\nimport jax.numpy as jnp\n")), devices="4"),
+    "gathers that stack, then reshape": Right(matmuls(
+        (CASE2, 'g = lax.all_gather(xb, "model", axis=1)\n        return g.reshape(xb.shape[0], -1) @ wb'),
+        (CASE4, 'g = lax.all_gather(wb, "model", axis=1)\n        return xb @ g.reshape(wb.shape[0], -1)')),
+        devices="4"),
+}
+
+CATALOGUE = Catalogue(exercise="exercise8", task="matmuls", intact="layouts", wrong=WRONG, right=RIGHT)
+
+
+@pytest.mark.parametrize("name", WRONG)
+def test_wrong_matmuls_is_caught(name):
+    CATALOGUE.expect_caught(name)
+
+
+@pytest.mark.parametrize("name", RIGHT)
+def test_other_right_matmuls_keeps_full_marks(name):
+    CATALOGUE.expect_full_marks(name)

@@ -1,0 +1,52 @@
+"""Wrong submissions for exercise 8's task tensor_parallel: each loses points, says why, and leaves layouts whole."""
+
+import pytest
+
+from catalogue import Catalogue, Right, Wrong, mutate
+
+PSUM = 'return lax.psum(jax.nn.relu(x @ w1) @ w2, "model")'
+SHARD_MAP = 'return jax.shard_map(_per_device, mesh=mesh, in_specs=SPECS, out_specs=P("data", None))(x, w1, w2)'
+JIT = ('y_at = NamedSharding(mesh, P("data", None))\n'
+       '    return jax.jit(lambda x, w1, w2: jnp.matmul(jax.nn.relu(x @ w1), w2, out_sharding=y_at))(x, w1, w2)')
+
+
+def tensor_parallel(*edits):
+    return {"tensor_parallel": mutate("tensor_parallel", *edits, exercise="exercise8")}
+
+
+WRONG = {
+    "activations and w2 gathered": Wrong(
+        tensor_parallel((PSUM, 'h = lax.all_gather(jax.nn.relu(x @ w1), "model", axis=1, tiled=True)\n'
+                               '    return h @ lax.all_gather(w2, "model", axis=0, tiled=True)'),
+                        (SHARD_MAP, SHARD_MAP.replace(
+                            'out_specs=P("data", None))', 'out_specs=P("data", None), check_vma=False)'))),
+        devices="4", says=("mlp runs an all-gather over 'model'", "nothing needs gathering"),
+        never=("name 'model' in out_specs",)),
+    "the partial sums added over 'data'": Wrong(
+        tensor_parallel((PSUM, PSUM.replace('"model")', '"data")'))), devices="4",
+        says=("differs along 'model'", "lax.psum(..., 'model')")),
+    "w1 row-parallel and w2 column-parallel": Wrong(
+        tensor_parallel(('SPECS = (P("data", None), P(None, "model"), P("model", None))',
+                         'SPECS = (P("data", None), P("model", None), P(None, "model"))')), devices="4",
+        says=("w1 is column-parallel, P(None, 'model')", "its rows match the columns of h")),
+    "jit on Explicit axes with no out_sharding": Wrong(
+        tensor_parallel((SHARD_MAP, "return jax.jit(lambda x, w1, w2: jax.nn.relu(x @ w1) @ w2)(x, w1, w2)")),
+        devices="4", says=("Explicit axes", "split over 'model'", "out_sharding=")),
+}
+
+RIGHT = {
+    "jit with shardings instead of shard_map": Right(tensor_parallel(
+        (SHARD_MAP, JIT), ("import jax\n", "import jax\nimport jax.numpy as jnp\n")), devices="4"),
+}
+
+CATALOGUE = Catalogue(exercise="exercise8", task="tensor_parallel", intact="layouts", wrong=WRONG, right=RIGHT)
+
+
+@pytest.mark.parametrize("name", WRONG)
+def test_wrong_tensor_parallel_is_caught(name):
+    CATALOGUE.expect_caught(name)
+
+
+@pytest.mark.parametrize("name", RIGHT)
+def test_other_right_tensor_parallel_keeps_full_marks(name):
+    CATALOGUE.expect_full_marks(name)
