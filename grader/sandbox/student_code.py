@@ -75,8 +75,14 @@ def first_line(text, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def quoted_line(line: str | None, limit: int = 80) -> str:
+    """`` at `line` `` for a message, the student's source line that raised (shortened), or nothing."""
+    return f" at `{first_line(line, limit)}`" if line else ""
+
+
 def classify(exc: BaseException, what: str) -> StudentFailure:
-    """Turn an exception raised while running ``what`` into a StudentFailure."""
+    """Turn an exception raised while running ``what`` into a StudentFailure: its type, the student's
+    line that raised it (or that called into JAX when JAX raised it) and its message."""
     if isinstance(exc, StudentFailure):
         return exc
     facts = exception_facts(exc)
@@ -88,7 +94,8 @@ def classify(exc: BaseException, what: str) -> StudentFailure:
         return StudentFailure("exited", f"{what} called sys.exit({exc.code!r})", **facts)
     if isinstance(exc, KeyboardInterrupt):
         return StudentFailure("raised", f"{what} raised KeyboardInterrupt", **facts)
-    return StudentFailure("raised", f"{what} raised {facts['exc_type']}: {first_line(exc)}", **facts)
+    return StudentFailure("raised", f"{what} raised {facts['exc_type']}{quoted_line(facts['line'])}: {first_line(exc)}",
+                          **facts)
 
 
 def import_student_module(module: str):
