@@ -29,6 +29,7 @@ class Situation:
 
     devices: int | None = None  # devices of the case (per process in a multi-process layout)
     line: str = ""              # the student's source line that raised, if known
+    raised_in: str | None = None  # "jax", "submission" or "library" (StudentFailure.raised_in), if known
 
 
 @dataclass(frozen=True)
@@ -128,8 +129,9 @@ def _scatter(match: re.Match, s: Situation) -> str:
 
 
 def _contraction(match: re.Match, s: Situation) -> str:
-    return (f"a matrix product contracts a dimension of {match['a']} with one of {match['b']}: check the order of "
-            "the operands (x @ params: (b, d) @ (d,) -> (b,))")
+    return (f"a matrix product contracts a dimension of {match['a']} with one of {match['b']}: the last axis of the "
+            "left operand must have as many entries as the first axis of the right one (the second to last, if it "
+            "has two or more)")
 
 
 def _in_specs(match: re.Match, s: Situation) -> str:
@@ -142,7 +144,7 @@ def _in_specs(match: re.Match, s: Situation) -> str:
 def _indivisible_spec(match: re.Match, s: Situation) -> str:
     axis, parts, size = match["axis"], match["parts"], match["size"]
     return (f"array axis {axis} has size {size}, which does not split evenly over the {plural(int(parts), 'device')} its "
-            f"PartitionSpec puts it on: choose shapes that divide the mesh, or another PartitionSpec")
+            f"PartitionSpec puts it on: entry {axis} of a PartitionSpec is the one that splits axis {axis}")
 
 
 def _unbound_axis(match: re.Match, s: Situation) -> str:
@@ -153,6 +155,62 @@ def _unbound_axis(match: re.Match, s: Situation) -> str:
 def _mesh_size(match: re.Match, s: Situation) -> str:
     return (f"a mesh of shape {match['shape']} needs more devices than the {match['devices']} there are: build the "
             "mesh from the shape you are given, which fits jax.device_count()")
+
+
+def _sharded_contraction(match: re.Match, s: Situation) -> str:
+    axes = match["axes"]
+    return (f"a matrix product of two arrays that both split the dimension it adds up over (mesh axis {axes}), "
+            "outside shard_map: JAX will not guess how to lay out the result. Multiply the blocks inside "
+            f"jax.shard_map, each device its own pair, and add the partial products with lax.psum over {axes}")
+
+
+def _incompatible_shardings(match: re.Match, s: Situation) -> str:
+    return (f"{match['op']} of two arrays laid out differently on the mesh ({match['a']} and {match['b']}): put them "
+            "on the same PartitionSpec first (jax.device_put), or work on the blocks inside jax.shard_map")
+
+
+def _spec_axis_unknown(match: re.Match, s: Situation) -> str:
+    axes = " and ".join(sorted(repr(a) for a in re.findall(r"'([^']*)'", match["axes"])))
+    return (f"{match['where']} names mesh axis {match['axis']}, but the mesh's axes are {axes}: a PartitionSpec "
+            "names the axes of the mesh it is used with")
+
+
+def _spec_too_long(match: re.Match, s: Situation) -> str:
+    argument = re.match(r"the passed args\[(\d+)\]", match["what"])
+    what = f"argument {argument[1]}" if argument else "the function's result"
+    return (f"{match['which']} is {match['spec']}, {match['length']} entries for {what}, an array of rank "
+            f"{match['rank']}: a PartitionSpec has at most one entry per axis of its array")
+
+
+def _spec_does_not_divide(match: re.Match, s: Situation) -> str:
+    shape = re.sub(r"@\w+", "", match["shape"])
+    return (f"shard_map's in_specs give argument {match['param']} ({shape}) the spec {match['spec']}, which "
+            f"splits its axis {match['axis']} (size {match['size']}) over mesh axis {match['mesh_axis']} "
+            f"({match['parts']} devices), and {match['parts']} does not divide {match['size']}: in_specs holds one "
+            "spec per argument, in the order of the arguments")
+
+
+def _tracer_as_int(match: re.Match, s: Situation) -> str:
+    return ("a traced value was used as a Python integer (in range(...), as a list index or in a shape): inside "
+            "jax.pmap / jax.jit, values such as lax.axis_index(...) are not known while the program is built. "
+            "lax.axis_size(axis_name) is a Python int you can loop over; index arrays with jax.numpy instead of lists")
+
+
+def _traced_slice(match: re.Match, s: Situation) -> str:
+    return ("a slice whose bound is traced (x[:k] with k computed inside jax.pmap / jax.jit): the size of every "
+            "array must be known while the program is built; slice a fixed size (lax.dynamic_slice), or mask with "
+            "jnp.where")
+
+
+def _loop_carry(match: re.Match, s: Situation) -> str:
+    return (f"a loop's carry goes in as {match['a']} but the loop body returns {match['b']}: a "
+            "lax.fori_loop (or lax.scan) carry keeps one dtype and shape from step to step, so the body must return "
+            f"{match['a']} again")
+
+
+def _negative_pad(match: re.Match, s: Situation) -> str:
+    return ("jnp.pad was given a negative pad width: the length you pad to is shorter than the array (a pad width "
+            "counts the zeros to add; (-L) % n of them bring a length L to the next multiple of n)")
 
 
 RULES: tuple[Rule, ...] = (
@@ -189,6 +247,28 @@ RULES: tuple[Rule, ...] = (
     Rule("unbound axis name", re.compile(r"Found an unbound axis name: (?P<axis>[^\s.]+)"), _unbound_axis),
     Rule("mesh too large", re.compile(r"Number of devices (?P<devices>\d+) must be >= the product of mesh_shape "
                                       r"(?P<shape>\(.*?\))"), _mesh_size),
+    Rule("sharded contraction", re.compile(r"Contracting dimensions are sharded.*rhs_contracting_spec=\((?P<axes>[^,)]*)",
+                                           re.S), _sharded_contraction),
+    Rule("incompatible shardings", re.compile(r"(?P<op>\w+) got incompatible shardings for broadcasting: "
+                                              r"(?P<a>\(.*?\)), (?P<b>\(.*?\))\.?$", re.M), _incompatible_shardings),
+    Rule("spec names no mesh axis", re.compile(r"shard_map (?:in|out)_specs argument must refer to an axis marked as "
+                                               r"manual \(frozenset\((?P<axes>\{.*?\})\)\), but:\s*"
+                                               r"(?P<where>(?:in|out)_specs(?:\[\d+\])?) refers to (?P<axis>'[^']*')"),
+         _spec_axis_unknown),
+    Rule("spec longer than its array", re.compile(r"(?P<which>(?:in|out)_specs(?:\[\d+\])?) is (?P<spec>P\(.*?\)) which "
+                                                  r"has length (?P<length>\d+), but (?P<what>.+?)(?:, where .*?)? has "
+                                                  r"shape \S+, which has rank (?P<rank>\d+)"), _spec_too_long),
+    Rule("spec does not divide", re.compile(r"the passed args\[\d+\] of shape (?P<shape>\S+), where args\[\d+\] is "
+                                            r"bound to .*? parameter (?P<param>'[^']*'), corresponds to in_specs of value "
+                                            r"(?P<spec>P\(.*?\)), which maps array axis (?P<axis>\d+) \(of size "
+                                            r"(?P<size>\d+)\) to mesh axis (?P<mesh_axis>'[^']*') \(of size "
+                                            r"(?P<parts>\d+)\)"), _spec_does_not_divide),
+    Rule("traced value as an int", re.compile(r"__index__\(\) method was called on traced array"), _tracer_as_int),
+    Rule("traced slice", re.compile(r"Slice entries must be static integers"), _traced_slice),
+    Rule("loop carry type", re.compile(r"carry input and carry output must have equal types.*?input carry component "
+                                       r"\S+ has type (?P<a>\S+) but the corresponding output carry "
+                                       r"component has type (?P<b>\S+?),", re.S), _loop_carry),
+    Rule("negative pad width", re.compile(r"index can't contain negative values"), _negative_pad),
 )
 
 
@@ -209,7 +289,7 @@ def mistake(text: str, exc_type: str | None = None, situation: Situation = Situa
 def explain(failure: StudentFailure, devices: int | None = None, rules: tuple[Rule, ...] = RULES) -> str | None:
     """``failure``'s message with JAX's text replaced by the mistake behind it, or None if no rule knows it."""
     text = failure.detail or failure.message
-    said = mistake(text, failure.exc_type, Situation(devices, failure.line or ""), rules)
+    said = mistake(text, failure.exc_type, Situation(devices, failure.line or "", failure.raised_in), rules)
     if said is None:
         return None
     start = failure.message.find(" ".join(text.split())[:40])  # where JAX's text begins in the one-line message
