@@ -89,6 +89,8 @@ def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-
     """
     causes = _checked(causes)
     expected = np.asarray(expected)
+    if protocol.is_narrow_dtype(expected.dtype):
+        expected = expected.astype(np.float64)
     arr = expect_shape(got, expected.shape, what)
     if not _numeric(arr):
         raise AssertionError(f"{what} returned dtype {arr.dtype}, expected numbers")
@@ -148,8 +150,8 @@ def expect_raises(call, exc_type: str, what: str, mentions=(), why: str = "") ->
         at = _at(failure)
         if failure.raised_in in ("jax", "library"):
             inside = "JAX" if failure.raised_in == "jax" else "a library your code called"
-            raise AssertionError(f"{what} raised {failure.exc_type} inside {inside}{at} (\"{text}\"), not from a check "
-                                 f"of your own: check the input yourself first and raise {exc_type}{why}") from None
+            raise AssertionError(f"{what} raised {failure.exc_type} inside {inside}{at}, not from a check of your "
+                                 f"own: check the input yourself first and raise {exc_type}{why}") from None
         if failure.exc_type != exc_type:
             raise AssertionError(f"{what} raised {failure.exc_type}{at} (\"{text}\"), expected {exc_type}{why}") from None
         missing = [str(m) for m in mentions if not _names(text, m)]
@@ -161,9 +163,10 @@ def expect_raises(call, exc_type: str, what: str, mentions=(), why: str = "") ->
 
 
 def _raised_text(failure: StudentFailure, exc_type: str) -> str:
-    """The exception's own message (its first line), without the grader's words around it."""
+    """The exception's own message (on one line, shortened), without the grader's words around it."""
     if failure.detail is not None:
-        return " ".join(str(failure.detail).split())[:300]
+        text = " ".join(str(failure.detail).split())
+        return text if len(text) <= 200 else text[:197] + "..."
     return failure.message.partition(f"raised {failure.exc_type or exc_type}:")[2].strip()
 
 

@@ -57,8 +57,7 @@ def test_failures_that_are_not_a_raised_error_pass_through(kind):
 @pytest.mark.parametrize("raised_in, inside", [("jax", "inside JAX"), ("library", "inside a library")])
 def test_an_error_raised_inside_jax_is_not_the_students_check(raised_in, inside):
     text = "cannot select an axis to squeeze out which has size not equal to one, got shape=(2, 6)"
-    with pytest.raises(AssertionError, match=f"f raised ValueError {inside}.* at f.py:3 .*squeeze out.*, not from a "
-                                             "check of your own"):
+    with pytest.raises(AssertionError, match=f"f raised ValueError {inside}.* at f.py:3, not from a check of your own"):
         expect_raises(raising("ValueError", text, raised_in=raised_in), "ValueError", "f", mentions=(2,))
 
 
