@@ -59,7 +59,8 @@ def _not_finite(arr64, expected, what: str, causes: dict) -> str | None:
         where = bad(arr64) & ~bad(expected)
         if where.any():
             first = tuple(int(i) for i in np.argwhere(where)[0])
-            at = f" at {where.sum()} of {plural(arr64.size, 'entry', 'entries')}, first at index {first}" if arr64.ndim else ""
+            at = f" at {where.sum()} of {plural(arr64.size, 'entry', 'entries')}, first at index {first}" \
+                if arr64.ndim else ""
             cause = causes.get(name.lower()) or NOT_FINITE[name]
             return f"{what} returned {name}{at} (expected {expected[first]:.6g}): {cause}"
     return None
@@ -153,7 +154,8 @@ def expect_raises(call, exc_type: str, what: str, mentions=(), why: str = "") ->
             raise AssertionError(f"{what} raised {failure.exc_type} inside {inside}{at}, not from a check of your "
                                  f"own: check the input yourself first and raise {exc_type}{why}") from None
         if failure.exc_type != exc_type:
-            raise AssertionError(f"{what} raised {failure.exc_type}{at} (\"{text}\"), expected {exc_type}{why}") from None
+            raise AssertionError(f"{what} raised {failure.exc_type}{at} (\"{text}\"), expected "
+                                 f"{exc_type}{why}") from None
         missing = [str(m) for m in mentions if not _names(text, m)]
         if missing:
             raise AssertionError(f"{what} raised {exc_type} as it should, but its message does not name "

@@ -247,20 +247,20 @@ RULES: tuple[Rule, ...] = (
     Rule("unbound axis name", re.compile(r"Found an unbound axis name: (?P<axis>[^\s.]+)"), _unbound_axis),
     Rule("mesh too large", re.compile(r"Number of devices (?P<devices>\d+) must be >= the product of mesh_shape "
                                       r"(?P<shape>\(.*?\))"), _mesh_size),
-    Rule("sharded contraction", re.compile(r"Contracting dimensions are sharded.*rhs_contracting_spec=\((?P<axes>[^,)]*)",
-                                           re.S), _sharded_contraction),
+    Rule("sharded contraction", re.compile(r"Contracting dimensions are sharded.*rhs_contracting_spec="
+                                           r"\((?P<axes>[^,)]*)", re.S), _sharded_contraction),
     Rule("incompatible shardings", re.compile(r"(?P<op>\w+) got incompatible shardings for broadcasting: "
                                               r"(?P<a>\(.*?\)), (?P<b>\(.*?\))\.?$", re.M), _incompatible_shardings),
     Rule("spec names no mesh axis", re.compile(r"shard_map (?:in|out)_specs argument must refer to an axis marked as "
                                                r"manual \(frozenset\((?P<axes>\{.*?\})\)\), but:\s*"
                                                r"(?P<where>(?:in|out)_specs(?:\[\d+\])?) refers to (?P<axis>'[^']*')"),
          _spec_axis_unknown),
-    Rule("spec longer than its array", re.compile(r"(?P<which>(?:in|out)_specs(?:\[\d+\])?) is (?P<spec>P\(.*?\)) which "
-                                                  r"has length (?P<length>\d+), but (?P<what>.+?)(?:, where .*?)? has "
+    Rule("spec longer than its array", re.compile(r"(?P<which>(?:in|out)_specs(?:\[\d+\])?) is (?P<spec>P\(.*?\)) "
+                                                  r"which has length (?P<length>\d+), but (?P<what>.+?)(?:, where .*?)? has "
                                                   r"shape \S+, which has rank (?P<rank>\d+)"), _spec_too_long),
     Rule("spec does not divide", re.compile(r"the passed args\[\d+\] of shape (?P<shape>\S+), where args\[\d+\] is "
-                                            r"bound to .*? parameter (?P<param>'[^']*'), corresponds to in_specs of value "
-                                            r"(?P<spec>P\(.*?\)), which maps array axis (?P<axis>\d+) \(of size "
+                                            r"bound to .*? parameter (?P<param>'[^']*'), corresponds to in_specs of "
+                                            r"value (?P<spec>P\(.*?\)), which maps array axis (?P<axis>\d+) \(of size "
                                             r"(?P<size>\d+)\) to mesh axis (?P<mesh_axis>'[^']*') \(of size "
                                             r"(?P<parts>\d+)\)"), _spec_does_not_divide),
     Rule("traced value as an int", re.compile(r"__index__\(\) method was called on traced array"), _tracer_as_int),

@@ -26,8 +26,10 @@ def _ints(rng, shape):
 
 def _same_dtype(x) -> dict:
     """expect_close's arguments that make x's dtype part of the answer, as the statement says."""
-    how = "a float literal such as 2.0, or an astype, turns it into floats" if x.dtype.kind == "i" else "convert nothing"
-    return {"dtype": x.dtype, "causes": {"dtype": f"computed from {x.dtype} numbers, the result is {x.dtype} too: {how}"}}
+    how = "a float literal such as 2.0, or an astype, turns it into floats" if x.dtype.kind == "i" \
+        else "convert nothing"
+    return {"dtype": x.dtype,
+            "causes": {"dtype": f"computed from {x.dtype} numbers, the result is {x.dtype} too: {how}"}}
 
 
 def _check_square_plus_one(student, x):

@@ -73,7 +73,8 @@ def _check_all_reduce_stats(student, rng, devices, width):
                 raise AssertionError(f"every device should hold the same {name}; device {d} holds its own local "
                                      f"{name}: did you use {LOCAL[name]} instead of lax.{PRIMITIVE[name]}?")
         _expect_global(value, expected, what, _stat_mistakes(name, x64, ref),
-                       {"disagree": f"an all-reduce, lax.{PRIMITIVE[name]}(v, 'i'), hands every device the same {name}"})
+                       {"disagree": f"an all-reduce, lax.{PRIMITIVE[name]}(v, 'i'), hands every device the same "
+                                    f"{name}"})
 
 
 @pytest.mark.devices(1, 2, 4)

@@ -39,8 +39,8 @@ def _columns_of_w_split(match, situation):
 JAX_ERRORS = (
     Rule("blocks that do not multiply", re.compile(r"contracting dimensions to have the same shape, got "
                                                    r"\((?P<a>\d+),?\) and \((?P<b>\d+),?\)"), _blocks_disagree),
-    Rule("w's columns split", re.compile(r"implies that array axis (?P<axis>\d+) is partitioned \d+ times, but does not "
-                                         r"evenly divide the dimension size (?P<size>\d+)"), _columns_of_w_split),
+    Rule("w's columns split", re.compile(r"implies that array axis (?P<axis>\d+) is partitioned \d+ times, but does "
+                                         r"not evenly divide the dimension size (?P<size>\d+)"), _columns_of_w_split),
 )
 
 
