@@ -98,8 +98,10 @@ def _check_shard_matrix(student, rng, n_rows, n_cols):
     out = student.probe("probes_mesh.shard_matrix", x, n_rows, n_cols)
     show_blocks(call, out, x.shape[0] // n_rows, x.shape[1] // n_cols)
     if "spec" not in out:
-        raise AssertionError(f"{call} returned {out['type']} with {out['sharding']}, not a NamedSharding: "
-                             "jax.device_put(x, NamedSharding(mesh, P('data', 'model'))) places it on the mesh")
+        held = (f"a {out['type']}, which has no sharding" if out["sharding"] == "NoneType"
+                else f"{out['type']} with a {out['sharding']}, not a NamedSharding")
+        raise AssertionError(f"{call} returned {held}: jax.device_put(x, NamedSharding(mesh, P('data', 'model'))) "
+                             "places it on the mesh")
     expect_close(out["values"], x, what=call, rtol=0, atol=0, dtype=x.dtype)
     spec = list(out["spec"])
     while spec and spec[-1] is None:
