@@ -107,9 +107,13 @@ def _pmap_squeeze(match: re.Match, s: Situation) -> str | None:
 
 
 def _scalar_mapped(match: re.Match, s: Situation) -> str:
-    return ("jax.pmap maps every argument over the devices, and a scalar has no leading axis to split: give it "
-            "in_axes None (e.g. in_axes=(0, 0, None)) or static_broadcasted_argnums, so every device gets the "
-            "same value")
+    if match["axis"] == "_internal_pmap_axis_name":
+        return ("jax.pmap maps every argument over the devices, and a scalar has no leading axis to split: give it "
+                "in_axes None (e.g. in_axes=(0, 0, None)) or static_broadcasted_argnums, so every device gets the "
+                "same value")
+    return (f"a scalar was split over the devices of axis '{match['axis']}', but it has no axis to split: jax.pmap "
+            "maps every argument unless in_axes says None for it (e.g. in_axes=(0, 0, None)) or "
+            "static_broadcasted_argnums names it; a jit's in_shardings gives a scalar P()")
 
 
 def _reshape(match: re.Match, s: Situation) -> str:
@@ -229,7 +233,7 @@ RULES: tuple[Rule, ...] = (
          _pmap_leading_axis),
     Rule("pmap leading axis, a multiple", re.compile(r"cannot select an axis to squeeze out which has size not equal "
                                                      r"to one, got shape=\((?P<per>\d+)"), _pmap_squeeze),
-    Rule("scalar mapped by pmap", re.compile(r"_internal_pmap_axis_name.*only valid for values of rank at least 1, "
+    Rule("scalar mapped by pmap", re.compile(r"Mesh\('(?P<axis>[^']+)'.*only valid for values of rank at least 1, "
                                              r"but was applied to a value of rank 0", re.S), _scalar_mapped),
     Rule("reshape", re.compile(r"cannot reshape array of shape \(.*?\) \(size (?P<size>\d+)\) into shape "
                                r"\((?P<shape>.*?)\)(?: because the product of specified axis sizes "
