@@ -106,14 +106,18 @@ def _pmap_squeeze(match: re.Match, s: Situation) -> str | None:
             f"({s.devices}, ...) first")
 
 
-def _scalar_mapped(match: re.Match, s: Situation) -> str:
-    if match["axis"] == "_internal_pmap_axis_name":
+def _scalar_split(axis: str) -> str:
+    if axis == "_internal_pmap_axis_name":
         return ("jax.pmap maps every argument over the devices, and a scalar has no leading axis to split: give it "
                 "in_axes None (e.g. in_axes=(0, 0, None)) or static_broadcasted_argnums, so every device gets the "
                 "same value")
-    return (f"a scalar was split over the devices of axis '{match['axis']}', but it has no axis to split: jax.pmap "
-            "maps every argument unless in_axes says None for it (e.g. in_axes=(0, 0, None)) or "
-            "static_broadcasted_argnums names it; a jit's in_shardings gives a scalar P()")
+    return (f"a scalar was split over the devices of axis '{axis}', but it has no axis to split: jax.pmap maps every "
+            "argument unless in_axes says None for it (e.g. in_axes=(0, 0, None)) or static_broadcasted_argnums "
+            "names it; a jit's in_shardings gives a scalar P()")
+
+
+def _scalar_mapped(match: re.Match, s: Situation) -> str:
+    return _scalar_split(match["axis"])
 
 
 def _reshape(match: re.Match, s: Situation) -> str:
@@ -180,6 +184,9 @@ def _spec_axis_unknown(match: re.Match, s: Situation) -> str:
 
 
 def _spec_too_long(match: re.Match, s: Situation) -> str:
+    axis = re.match(r"P\('([^']+)',?\)$", match["spec"])
+    if match["rank"] == "0" and axis:  # jax.pmap's own shard_map, given a scalar to map
+        return _scalar_split(axis[1])
     argument = re.match(r"the passed args\[(\d+)\]", match["what"])
     what = f"argument {argument[1]}" if argument else "the function's result"
     return (f"{match['which']} is {match['spec']}, {match['length']} entries for {what}, an array of rank "

@@ -31,6 +31,8 @@ EXPECTED = {
     "lr_mapped_by_pmap": (4, ("a scalar has no leading axis", "in_axes=(0, 0, None)")),
     "lr_mapped_by_a_pmap_with_an_axis_name": (4, ("a scalar was split over the devices of axis 'batch'",
                                                   "in_axes=(0, 0, None)")),
+    "lr_mapped_by_a_pmap_inside_jit": (4, ("a scalar was split over the devices of axis 'batch'",
+                                           "in_axes=(0, 0, None)")),
     "params_at_x": (4, ("contracts a dimension of 3 with one of 5", "the last axis of the left operand")),
     "psum_scatter_that_does_not_divide": (4, ("splits a dimension of 3 into 4 equal parts",)),
     "psum_over_an_unbound_axis_name": (4, ("axis name 'batch'", "use the axis_name you are given")),
