@@ -267,8 +267,8 @@ RULES: tuple[Rule, ...] = (
                                                r"(?P<where>(?:in|out)_specs(?:\[\d+\])?) refers to (?P<axis>'[^']*')"),
          _spec_axis_unknown),
     Rule("spec longer than its array", re.compile(r"(?P<which>(?:in|out)_specs(?:\[\d+\])?) is (?P<spec>P\(.*?\)) "
-                                                  r"which has length (?P<length>\d+), but (?P<what>.+?)(?:, where .*?)? has "
-                                                  r"shape \S+, which has rank (?P<rank>\d+)"), _spec_too_long),
+                                                  r"which has length (?P<length>\d+), but (?P<what>.+?)(?:, where "
+                                                  r".*?)? has shape \S+, which has rank (?P<rank>\d+)"), _spec_too_long),
     Rule("spec does not divide", re.compile(r"the passed args\[\d+\] of shape (?P<shape>\S+), where args\[\d+\] is "
                                             r"bound to .*? parameter (?P<param>'[^']*'), corresponds to in_specs of "
                                             r"value (?P<spec>P\(.*?\)), which maps array axis (?P<axis>\d+) \(of size "

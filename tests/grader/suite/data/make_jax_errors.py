@@ -162,11 +162,12 @@ def padding_to_a_shorter_length():
 MISTAKES = [ring_written_for_4_on_2_devices, ring_that_sends_everything_to_device_0, psum_over_the_wrong_mesh_axis,
             w_not_placed_on_the_mesh, rows_that_do_not_split_over_the_mesh, np_sqrt_inside_pmap, float_inside_pmap,
             if_on_a_traced_value, reshape_without_padding, leading_axis_one_too_many, leading_axis_twice_the_devices,
-            lr_mapped_by_pmap, lr_mapped_by_a_pmap_with_an_axis_name, lr_mapped_by_a_pmap_inside_jit, params_at_x, psum_scatter_that_does_not_divide,
-            psum_over_an_unbound_axis_name, mesh_larger_than_the_machine, matmul_of_two_sharded_arrays_outside_shard_map,
-            add_of_arrays_sharded_differently, in_specs_naming_an_axis_the_mesh_lacks, out_specs_longer_than_the_result,
-            one_spec_for_two_arguments, range_over_the_device_index, slice_up_to_the_device_index,
-            int_blocks_added_up_in_a_float_carry, padding_to_a_shorter_length]
+            lr_mapped_by_pmap, lr_mapped_by_a_pmap_with_an_axis_name, lr_mapped_by_a_pmap_inside_jit, params_at_x,
+            psum_scatter_that_does_not_divide, psum_over_an_unbound_axis_name, mesh_larger_than_the_machine,
+            matmul_of_two_sharded_arrays_outside_shard_map, add_of_arrays_sharded_differently,
+            in_specs_naming_an_axis_the_mesh_lacks, out_specs_longer_than_the_result, one_spec_for_two_arguments,
+            range_over_the_device_index, slice_up_to_the_device_index, int_blocks_added_up_in_a_float_carry,
+            padding_to_a_shorter_length]
 
 
 def _line_here(exc: BaseException) -> str:
