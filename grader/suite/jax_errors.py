@@ -189,16 +189,16 @@ def _spec_too_long(match: re.Match, s: Situation) -> str:
         return _scalar_split(axis[1])
     argument = re.match(r"the passed args\[(\d+)\]", match["what"])
     what = f"argument {argument[1]}" if argument else "the function's result"
-    return (f"{match['which']} is {match['spec']}, {match['length']} entries for {what}, an array of rank "
-            f"{match['rank']}: a PartitionSpec has at most one entry per axis of its array")
+    return (f"{match['which']} is {match['spec']}, {plural(int(match['length']), 'entry', 'entries')} for {what}, an "
+            f"array of rank {match['rank']}: a PartitionSpec has at most one entry per axis of its array")
 
 
 def _spec_does_not_divide(match: re.Match, s: Situation) -> str:
     shape = re.sub(r"@\w+", "", match["shape"])
     return (f"shard_map's in_specs give argument {match['param']} ({shape}) the spec {match['spec']}, which "
             f"splits its axis {match['axis']} (size {match['size']}) over mesh axis {match['mesh_axis']} "
-            f"({match['parts']} devices), and {match['parts']} does not divide {match['size']}: in_specs holds one "
-            "spec per argument, in the order of the arguments")
+            f"({plural(int(match['parts']), 'device')}), and {match['parts']} does not divide {match['size']}: "
+            "in_specs holds one spec per argument, in the order of the arguments")
 
 
 def _tracer_as_int(match: re.Match, s: Situation) -> str:
