@@ -34,6 +34,7 @@ STATUS = {
     "not_exportable": "not one program",
     "timeout": "timed out",
     "deadlock": "deadlock",
+    "diverged": "processes disagree",
     "died": "crashed",
     "memory": "memory limit",
     "wrong": "wrong answer",
@@ -68,9 +69,9 @@ class StudentFailure(Exception):
     def __str__(self) -> str:
         return f"{self.message} ({self.where})" if self.where else self.message
 
-    def reworded(self, message: str) -> StudentFailure:
-        """The same failure told with another message (e.g. naming the process it happened on)."""
-        return StudentFailure(self.kind, message, **{name: getattr(self, name) for name in self.OPTIONAL})
+    def reworded(self, message: str, kind: str | None = None) -> StudentFailure:
+        """The same failure told with another message (e.g. naming the process it happened on), and kind."""
+        return StudentFailure(kind or self.kind, message, **{name: getattr(self, name) for name in self.OPTIONAL})
 
     def as_reply(self) -> dict:
         """The failure as the worker's reply header (see :func:`from_reply`)."""

@@ -10,6 +10,11 @@ the student's worker in place of the inputs it will never see.
 Frame on the wire: 8-byte big-endian header length, the UTF-8 JSON header, then each blob the header
 lists, each preceded by its own 8-byte length.
 
+JAX's narrow dtypes (bfloat16, the float8 family, int4: ``ml_dtypes``) are numbers a student may
+return, and their dtype is part of the answer. NumPy saves them as raw bytes of no known type, so
+they cross as unsigned integers of the same width with the dtype's name beside them, and the other
+side views the bytes as that dtype again (a name from ``ml_dtypes``' own list, nothing else).
+
 A worker finds its request pipe at REQUEST_FD and its reply pipe at REPLY_FD. The first message
 on the request pipe is its :class:`WorkerSettings`, so nothing about the grading run (which
 submission, which suite) is on a command line or in an environment other processes can read.
@@ -75,6 +80,34 @@ def describe_type(value) -> str:
     return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
 
+def _narrow_dtypes():
+    """ml_dtypes, JAX's package of narrow dtypes (installed with jaxlib; the grader side needs no JAX)."""
+    import ml_dtypes
+
+    return ml_dtypes
+
+
+def is_narrow_dtype(dtype: np.dtype) -> bool:
+    """A dtype of ml_dtypes (bfloat16, float8_e4m3fn, int4, ...): numbers NumPy does not know by kind."""
+    return dtype.kind == "V" and dtype.fields is None and dtype.type.__module__ == "ml_dtypes"
+
+
+def _carrier(itemsize: int) -> np.dtype:
+    return np.dtype(f"<u{itemsize}")
+
+
+def _narrow(name: str, carrier: np.ndarray) -> np.ndarray:
+    """``carrier``'s bytes viewed as ml_dtypes' ``name``, refusing any name that is not one of its dtypes."""
+    ml_dtypes = _narrow_dtypes()
+    scalar = getattr(ml_dtypes, name, None) if isinstance(name, str) and not name.startswith("_") else None
+    if not (isinstance(scalar, type) and issubclass(scalar, np.generic)) or not is_narrow_dtype(np.dtype(scalar)):
+        raise ProtocolError(f"array of dtype {name!r} refused")
+    dtype = np.dtype(scalar)
+    if carrier.dtype != _carrier(dtype.itemsize):
+        raise ProtocolError(f"array of dtype {name} carried as {carrier.dtype} refused")
+    return carrier.view(dtype)
+
+
 def _to_array(value) -> np.ndarray | None:
     """A plain ndarray copy for array-likes we accept (NumPy and JAX arrays, NumPy scalars)."""
     if isinstance(value, (np.ndarray, np.generic)):
@@ -83,7 +116,7 @@ def _to_array(value) -> np.ndarray | None:
         arr = np.array(np.asarray(value), copy=True, subok=False)
     else:
         return None
-    if arr.dtype.kind not in _ALLOWED_KINDS or arr.dtype.fields is not None:
+    if (arr.dtype.kind not in _ALLOWED_KINDS or arr.dtype.fields is not None) and not is_narrow_dtype(arr.dtype):
         raise UnsupportedValue(f"an array of dtype {arr.dtype} (only numeric and bool arrays can be graded)")
     return arr
 
@@ -112,10 +145,11 @@ def encode(value) -> tuple[object, list[bytes]]:
         arr = _to_array(v)
         if arr is None:
             raise UnsupportedValue(f"an object of type {describe_type(v)}")
+        narrow = is_narrow_dtype(arr.dtype)
         buf = io.BytesIO()
-        np.save(buf, arr, allow_pickle=False)
+        np.save(buf, arr.view(_carrier(arr.dtype.itemsize)) if narrow else arr, allow_pickle=False)
         blobs.append(buf.getvalue())
-        return {"__array__": len(blobs) - 1}
+        return {"__array__": len(blobs) - 1, **({"dtype": arr.dtype.name} if narrow else {})}
 
     return walk(value), blobs
 
@@ -130,7 +164,7 @@ def decode(tree, blobs: list[bytes]):
             arr = np.load(io.BytesIO(blobs[v["__array__"]]), allow_pickle=False)
             if arr.dtype.kind not in _ALLOWED_KINDS:
                 raise ProtocolError(f"array of dtype {arr.dtype} refused")
-            return arr
+            return _narrow(v["dtype"], arr) if "dtype" in v else arr
         if "__list__" in v:
             return [walk(x) for x in v["__list__"]]
         if "__tuple__" in v:

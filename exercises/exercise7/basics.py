@@ -24,6 +24,9 @@ per_device_matmul(X, Y) -> shape (n, a, c)
         >>> per_device_matmul(jnp.ones((2, 3, 4)), jnp.ones((2, 4, 5))).shape   # on 2 devices
         (2, 3, 5)
 
+Each result keeps x's dtype, which is part of the answer: int32 numbers give int32 results (x**2 + 1
+of ints is ints; a float literal such as 2.0 would turn them into floats).
+
 Return what jax.pmap returns, a jax.Array whose rows live on n different devices, not a NumPy
 copy. The grader checks where the rows live: jax.vmap gives the same numbers on one device only
 (the chapter's "vmap vs pmap"). It also compiles each function with jax.jit and reads the program

@@ -4,6 +4,8 @@ Inside jax.pmap(f, axis_name="i"), lax.psum(v, "i") adds v over all devices and 
 device the total: an all-reduce. lax.pmean and lax.pmax do the same for the mean and the maximum.
 Below, n = jax.device_count() and row d of an input lives on device d.
 
+The inputs are float32, and so are the results: the dtype is part of the answer.
+
 all_reduce_stats(x) -> (total, mean, maximum)
     x has shape (n, k). Return three arrays of shape (n, k). Row d of each is what device d holds
     after an all-reduce over the devices, so every row of total is x.sum(axis=0), every row of

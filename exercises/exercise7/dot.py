@@ -1,16 +1,17 @@
 """Task dot: the chapter's checkpoint, a distributed dot product.
 
 Write ``distributed_dot(x, y)``: x and y are 1-D arrays of the same length L (any L >= 1, *not*
-necessarily a multiple of the device count). Split both over all ``jax.device_count()`` devices,
-let each device take the dot product of its own slices, and combine the partial results with a
-single ``lax.psum``. Return the dot product as a scalar (shape ``()``).
+necessarily a multiple of the device count). Split both over all ``jax.device_count()`` devices, let
+each device take the dot product of its own slices, and combine the partial results with a single
+``lax.psum``. Return the dot product as a scalar (shape ``()``) of the vectors' dtype, which is part
+of the answer: float32 vectors give a float32 dot product, int32 vectors an int32 one.
 
     >>> distributed_dot(jnp.arange(5.), jnp.ones(5))    # on any number of devices
     Array(10., dtype=float32)
 
 How:
-  1. n = jax.device_count(); pad x and y with zeros to a multiple of n (zeros add nothing to a
-     dot product), then reshape each to (n, L_padded // n).
+  1. n = jax.device_count(); pad x and y with zeros of their dtype to a multiple of n (zeros add
+     nothing to a dot product), then reshape each to (n, L_padded // n).
   2. f = jax.pmap(local_dot_then_psum, axis_name="i"); every device returns the same total.
   3. Take the result of one device: out[0].
 

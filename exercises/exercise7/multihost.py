@@ -5,8 +5,10 @@ its own devices (``jax.local_devices()``) and holds only its own part of the dat
 ``jax.devices()`` lists the devices of every process, and one jitted computation can span them all.
 
 Write ``global_mean(local_batch)``: ``local_batch`` is this process's rows, shape
-``(rows, features)``. Every process must return the mean over *all* rows of *all* processes,
-shape ``(features,)``.
+``(rows, features)``, float32. Every process must return the mean over *all* rows of *all*
+processes, shape ``(features,)``, float32 (the dtype is part of the answer). Every process must do
+the same: when the row counts differ, every process raises, not only those that notice (the others
+would wait for them in a collective forever).
 
     # process 0 holds [[1., 2.], [3., 4.]], process 1 holds [[5., 6.], [7., 8.]]
     >>> global_mean(local_batch)        # the same answer on both processes

@@ -21,8 +21,9 @@ devices. The grader runs on 1, 2, 4 and 8.
    other number of devices (on 2 it is an error, on 8 half the devices receive zeros).
 
 2. ``ring_allreduce(x, axis_name)``: every device returns the sum of all devices' blocks (same
-   shape as x), what ``lax.psum(x, axis_name)`` returns, built from ``ring_shift`` alone: pass
-   the blocks around the ring n - 1 times and add up what arrives. No psum, pmean or all_gather:
+   shape and dtype as x: int32 blocks give int32 sums, so accumulate in x's dtype), what
+   ``lax.psum(x, axis_name)`` returns, built from ``ring_shift`` alone: pass the blocks around
+   the ring n - 1 times and add up what arrives. No psum, pmean or all_gather:
    the grader reads the compiled program and finds them. A ``lax.fori_loop(0, n - 1, ...)``
    keeps the program small.
 
@@ -35,6 +36,7 @@ devices. The grader runs on 1, 2, 4 and 8.
    of them. Each device then sends 2(n - 1) chunks of size/n, about 2x the block whatever n is,
    instead of (n - 1)x. The grader checks the bytes your ppermutes send (read from the compiled
    program, loops included) are at most 2(n - 1) * ceil(size / n) elements.
+   Like ring_allreduce, it keeps x's dtype.
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """

@@ -35,14 +35,15 @@ unshard(x) -> shape (n_devices * per, ...)
     unshard(shard_batch(x, n)) equals x, and after pad_and_shard the real rows are
     unshard(sharded)[:B] (or unshard(sharded)[unshard(mask)]).
 
-All three keep x's dtype: an int32 batch of token ids or a uint8 batch of pixels comes back int32 or
-uint8, padding included (pad with zeros of x.dtype; jnp.pad does). A real row may be all zeros, so
-the mask marks real rows by their position (the first B), never by their values, and unshard keeps
-every row it is given, padding included: leaving the padding out is the mask's job.
+All three keep x's dtype, which is part of the answer: an int32 batch of token ids, a uint8 batch of
+pixels or a bfloat16 batch of activations comes back int32, uint8 or bfloat16, padding included (pad
+with zeros of x.dtype; jnp.pad does). A real row may be all zeros, so the mask marks real rows by
+their position (the first B), never by their values, and unshard keeps every row it is given,
+padding included: leaving the padding out is the mask's job.
 
 The chapter's Gotcha 1 says the leading axis must equal the device count; these functions are how
 real code meets that rule. The grader tries batches whose size is not a multiple of the device
-count, batches smaller than it, rows of zeros, and int, uint8 and bool batches.
+count, batches smaller than it, rows of zeros, and int, uint8, bfloat16 and bool batches.
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """

@@ -6,7 +6,8 @@ and every device applies the same update, so the replicas stay identical and the
 full-batch SGD step on a single device. Shapes: d features, b samples per device, n devices.
 
 1. ``loss_fn(params, batch)``: params (d,), batch = (x (b, d), y (b,)). Return the mean squared
-   error of the predictions ``x @ params`` as a scalar.
+   error of the predictions ``x @ params`` as a scalar. The data are float32, and so is every array
+   you return: the dtype is part of the answer.
 
 2. ``train_step(params, batch, lr)``: the pmapped step. params (n, d) (one replica per device),
    batch = (X (n, b, d), y (n, b)), lr a Python float, the same for every device. Return

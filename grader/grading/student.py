@@ -54,7 +54,7 @@ class Student:
         return self._ask("call", target, args, kwargs, f"{target.rpartition('.')[2]}()", timeout_s)
 
     def program(self, target: str, *args, expect, what: str | None = None, rtol: float = 1e-4, atol: float = 1e-5,
-                fresh=None, timeout_s: float | None = None, **kwargs) -> Program:
+                dtype=None, fresh=None, timeout_s: float | None = None, **kwargs) -> Program:
         """``jax.jit(module.function)`` as one program, graded by processes that never ran student code.
 
         The student's worker traces and exports it from the shapes and dtypes of ``args`` alone (arrays,
@@ -62,15 +62,16 @@ class Student:
         the suite, ``target`` names a probe that takes ``kwargs`` and returns the function to export). A
         clean worker compiles it and runs it on ``args`` and on inputs drawn for this run (``fresh(rng)``,
         or by the rule in grader.grading.program_mode); each run's values must match ``expect(*inputs)``
-        within ``rtol``/``atol`` (integers and bools exactly), else WrongProgram (an AssertionError)
-        naming ``what`` (default: the function's name), the device count and which inputs.
+        within ``rtol``/``atol`` (integers and bools exactly), and in ``dtype`` where one is given, else
+        WrongProgram (an AssertionError) naming ``what`` (default: the function's name), the device count and
+        which inputs.
         """
         what = what or target.rpartition(".")[2]
         input_sets = [tuple(args), *program_mode.fresh_inputs(args, fresh, self._fresh_rng, what)]
         out = self._pool.program(self.layout, target, program_mode.specs(args), input_sets, kwargs,
                                  self._what(target), timeout_s or self.timeout_s)
         program = Program(out["values"][0], out["hlo"], out["manual"])
-        program_mode.check_values(program, out["values"], input_sets, expect, what, self.devices, rtol, atol)
+        program_mode.check_values(program, out["values"], input_sets, expect, what, self.devices, rtol, atol, dtype)
         return program
 
     def probe(self, target: str, *args, timeout_s: float | None = None, **kwargs):

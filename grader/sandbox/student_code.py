@@ -92,8 +92,14 @@ def called_function(exc: BaseException | None) -> str | None:
     return named[0] if named else (_handed_out[-1] if _handed_out else None)
 
 
+def quoted_line(line: str | None, limit: int = 80) -> str:
+    """`` at `line` `` for a message, the student's source line that raised (shortened), or nothing."""
+    return f" at `{first_line(line, limit)}`" if line else ""
+
+
 def classify(exc: BaseException, what: str) -> StudentFailure:
-    """Turn an exception raised while running ``what`` into a StudentFailure."""
+    """Turn an exception raised while running ``what`` into a StudentFailure: its type, the student's
+    line that raised it (or that called into JAX when JAX raised it) and its message."""
     if isinstance(exc, StudentFailure):
         return exc
     facts = exception_facts(exc)
@@ -105,7 +111,8 @@ def classify(exc: BaseException, what: str) -> StudentFailure:
         return StudentFailure("exited", f"{what} called sys.exit({exc.code!r})", **facts)
     if isinstance(exc, KeyboardInterrupt):
         return StudentFailure("raised", f"{what} raised KeyboardInterrupt", **facts)
-    return StudentFailure("raised", f"{what} raised {facts['exc_type']}: {first_line(exc)}", **facts)
+    return StudentFailure("raised", f"{what} raised {facts['exc_type']}{quoted_line(facts['line'])}: {first_line(exc)}",
+                          **facts)
 
 
 def import_student_module(module: str):

@@ -11,9 +11,10 @@ import re
 
 import numpy as np
 
+from grader import protocol
 from grader.errors import StudentFailure
 from grader.layout import plural
-from grader.suite.value_patterns import recognise
+from grader.suite.value_patterns import PATTERNS, recognise
 
 
 class WrongProgram(AssertionError):
@@ -46,22 +47,75 @@ def expect_shape(got, shape, what: str) -> np.ndarray:
     return arr
 
 
-def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-5, **patterns) -> np.ndarray:
+def _dtype_name(dtype) -> str:
+    return np.dtype(dtype).name
+
+
+def _numeric(arr: np.ndarray) -> bool:
+    """Numbers: NumPy's own kinds, or a narrow float/int of JAX's (bfloat16, float8, int4) that crossed as one."""
+    return arr.dtype.kind in "biufc" or protocol.is_narrow_dtype(arr.dtype)
+
+
+NOT_FINITE = {
+    "NaN": "NaN comes from 0 / 0, inf - inf or the square root of a negative number, e.g. a variance or a mean "
+           "divided by a count of 0",
+    "inf": "inf comes from dividing a non-zero number by 0, e.g. by a standard deviation or a count of 0",
+}
+
+
+def _not_finite(arr64, expected, what: str, causes: dict) -> str | None:
+    """The NaN or inf entries the reference does not have, where the first is, and where such values come from."""
+    for name, bad in (("NaN", np.isnan), ("inf", np.isinf)):
+        where = bad(arr64) & ~bad(expected)
+        if where.any():
+            first = tuple(int(i) for i in np.argwhere(where)[0])
+            at = f" at {where.sum()} of {plural(arr64.size, 'entry', 'entries')}, first at index {first}" \
+                if arr64.ndim else ""
+            cause = causes.get(name.lower()) or NOT_FINITE[name]
+            return f"{what} returned {name}{at} (expected {expected[first]:.6g}): {cause}"
+    return None
+
+
+CAUSES = (*PATTERNS, "nan", "inf", "dtype")
+
+
+def _checked(causes: dict | None) -> dict:
+    """``causes`` as a dict whose keys all name something a cause can explain; another key is the suite's typo."""
+    causes = dict(causes or {})
+    unknown = sorted(set(causes) - set(CAUSES))
+    if unknown:
+        raise ValueError(f"causes has no {', '.join(map(repr, unknown))}: its keys are {', '.join(CAUSES)}")
+    return causes
+
+
+def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-5, dtype=None,
+                 causes: dict | None = None, **patterns) -> np.ndarray:
     """Shape must match exactly; values within float32-friendly tolerances of a float64 reference.
 
-    ``patterns`` (devices, parts, rows, device_axis) tell :func:`grader.suite.value_patterns.recognise`
-    what the values mean, so a wrong value whose pattern names a mistake fails with that sentence.
+    ``dtype``: the dtype the answer keeps (usually the input's): another one fails, saying it changed.
+    ``patterns`` (devices, parts, rows, device_axis) tell :func:`grader.suite.value_patterns.find`
+    what the values mean, so a wrong value whose pattern is a fact (n times the answer, one device's
+    part missing) says that fact; ``causes`` maps a pattern (or "nan", "inf", "dtype") to the sentence
+    that explains it in this task, said after the fact. Without a cause the message states only facts.
     """
+    causes = _checked(causes)
     expected = np.asarray(expected)
+    if protocol.is_narrow_dtype(expected.dtype):
+        expected = expected.astype(np.float64)
     arr = expect_shape(got, expected.shape, what)
-    if arr.dtype.kind not in "biufc":
+    if not _numeric(arr):
         raise AssertionError(f"{what} returned dtype {arr.dtype}, expected numbers")
+    if dtype is not None and arr.dtype != np.dtype(dtype):
+        why = f" ({causes['dtype']})" if causes.get("dtype") else ""
+        raise AssertionError(f"{what}: dtype changed from {_dtype_name(dtype)} to {_dtype_name(arr.dtype)}, but the "
+                             f"dtype is part of the answer{why}")
     arr64 = arr.astype(np.complex128 if arr.dtype.kind == "c" else np.float64)
-    if np.isnan(arr64).any() and not np.isnan(expected).any():
-        raise AssertionError(f"{what} returned NaN values")
+    said = _not_finite(arr64, expected, what, causes)
+    if said:
+        raise AssertionError(said)
     close = np.isclose(arr64, expected, rtol=rtol, atol=atol)
     if not close.all() and patterns and arr.dtype.kind != "c":
-        said = recognise(arr64, expected, rtol=rtol, atol=atol, **patterns)
+        said = recognise(arr64, expected, rtol=rtol, atol=atol, causes=causes, **patterns)
         if said:
             raise AssertionError(f"{what} {said}")
     if not close.all():
@@ -103,16 +157,33 @@ def expect_raises(call, exc_type: str, what: str, mentions=(), why: str = "") ->
     except StudentFailure as failure:
         if failure.kind != "raised":
             raise
+        text = _raised_text(failure, exc_type)
+        at = _at(failure)
         if failure.raised_in in ("jax", "library"):
             inside = "JAX" if failure.raised_in == "jax" else "a library your code called"
-            raise AssertionError(f"{what} raised {failure.exc_type} inside {inside}, not from a check of your own: "
-                                 f"check the input yourself first and raise {exc_type}{why}") from None
+            raise AssertionError(f"{what} raised {failure.exc_type} inside {inside}{at}, not from a check of your "
+                                 f"own: check the input yourself first and raise {exc_type}{why}") from None
         if failure.exc_type != exc_type:
-            raise AssertionError(f"{what} raised {failure.exc_type}, expected {exc_type}{why}") from None
-        text = failure.message.partition(f"raised {exc_type}:")[2].strip()
+            raise AssertionError(f"{what} raised {failure.exc_type}{at} (\"{text}\"), expected "
+                                 f"{exc_type}{why}") from None
         missing = [str(m) for m in mentions if not _names(text, m)]
         if missing:
             raise AssertionError(f"{what} raised {exc_type} as it should, but its message does not name "
                                  f"{' and '.join(missing)}{why}: \"{text}\"") from None
         return text
     raise AssertionError(f"{what} returned a value, expected it to raise {exc_type}{why}")
+
+
+def _raised_text(failure: StudentFailure, exc_type: str) -> str:
+    """The exception's own message (on one line, shortened), without the grader's words around it."""
+    if failure.detail is not None:
+        text = " ".join(str(failure.detail).split())
+        return text if len(text) <= 200 else text[:197] + "..."
+    return failure.message.partition(f"raised {failure.exc_type or exc_type}:")[2].strip()
+
+
+def _at(failure: StudentFailure) -> str:
+    """Where in the submission it was raised: file:line and the line itself, when the worker could tell."""
+    where = f" at {failure.where}" if failure.where else ""
+    line = f": `{' '.join(failure.line.split())[:80]}`" if failure.line else ""
+    return where + line

@@ -29,6 +29,7 @@ class Situation:
 
     devices: int | None = None  # devices of the case (per process in a multi-process layout)
     line: str = ""              # the student's source line that raised, if known
+    raised_in: str | None = None  # "jax", "submission" or "library" (StudentFailure.raised_in), if known
 
 
 @dataclass(frozen=True)
@@ -110,10 +111,18 @@ def _pmap_squeeze(match: re.Match, s: Situation) -> str | None:
             f"({s.devices}, ...) first")
 
 
+def _scalar_split(axis: str) -> str:
+    if axis == "_internal_pmap_axis_name":
+        return ("jax.pmap maps every argument over the devices, and a scalar has no leading axis to split: give it "
+                "in_axes None (e.g. in_axes=(0, 0, None)) or static_broadcasted_argnums, so every device gets the "
+                "same value")
+    return (f"a scalar was split over the devices of axis '{axis}', but it has no axis to split: jax.pmap maps every "
+            "argument unless in_axes says None for it (e.g. in_axes=(0, 0, None)) or static_broadcasted_argnums "
+            "names it; a jit's in_shardings gives a scalar P()")
+
+
 def _scalar_mapped(match: re.Match, s: Situation) -> str:
-    return ("jax.pmap maps every argument over the devices, and a scalar has no leading axis to split: give it "
-            "in_axes None (e.g. in_axes=(0, 0, None)) or static_broadcasted_argnums, so every device gets the "
-            "same value")
+    return _scalar_split(match["axis"])
 
 
 def _reshape(match: re.Match, s: Situation) -> str:
@@ -133,8 +142,9 @@ def _scatter(match: re.Match, s: Situation) -> str:
 
 
 def _contraction(match: re.Match, s: Situation) -> str:
-    return (f"a matrix product contracts a dimension of {match['a']} with one of {match['b']}: check the order of "
-            "the operands (x @ params: (b, d) @ (d,) -> (b,))")
+    return (f"a matrix product contracts a dimension of {match['a']} with one of {match['b']}: the last axis of the "
+            "left operand must have as many entries as the first axis of the right one (the second to last, if it "
+            "has two or more)")
 
 
 def _in_specs(match: re.Match, s: Situation) -> str:
@@ -147,7 +157,7 @@ def _in_specs(match: re.Match, s: Situation) -> str:
 def _indivisible_spec(match: re.Match, s: Situation) -> str:
     axis, parts, size = match["axis"], match["parts"], match["size"]
     return (f"array axis {axis} has size {size}, which does not split evenly over the {plural(int(parts), 'device')} its "
-            f"PartitionSpec puts it on: choose shapes that divide the mesh, or another PartitionSpec")
+            f"PartitionSpec puts it on: entry {axis} of a PartitionSpec is the one that splits axis {axis}")
 
 
 def _unbound_axis(match: re.Match, s: Situation) -> str:
@@ -166,9 +176,12 @@ def _bare_spec(match: re.Match, s: Situation) -> str:
 
 
 def _ambiguous_contraction(match: re.Match, s: Situation) -> str:
-    return (f"on a mesh with Explicit axes (jax.make_mesh's default) a matmul whose contracted dimension is split over "
-            f"{match['axes']} could leave its result laid out several ways, so JAX asks where: jnp.matmul(a, b, "
-            "out_sharding=NamedSharding(mesh, P(...))). A jit's out_shardings come too late, after the matmul")
+    axes = match["axes"]
+    return (f"a matrix product whose contracted dimension is split over mesh axis {axes} in both operands, on a mesh "
+            "with Explicit axes (jax.make_mesh's default): JAX will not guess how to lay out the result. Either say "
+            "where it goes, jnp.matmul(a, b, out_sharding=NamedSharding(mesh, P(...))) (a jit's out_shardings come "
+            f"too late, after the matmul), or multiply the blocks inside jax.shard_map and add the partial products "
+            f"with lax.psum over {axes}")
 
 
 def _varying_carry(match: re.Match, s: Situation) -> str:
@@ -196,7 +209,7 @@ def _axis_twice(match: re.Match, s: Situation) -> str:
             "dimension only; use another axis, or None, for the other dimension")
 
 
-def _spec_too_long(match: re.Match, s: Situation) -> str:
+def _sharding_spec_too_long(match: re.Match, s: Situation) -> str:
     return (f"{match['spec']} has entries for {match['need']} dimensions, but the array has {match['rank']}: a "
             "PartitionSpec has one entry per dimension (trailing ones may be left out)")
 
@@ -204,6 +217,58 @@ def _spec_too_long(match: re.Match, s: Situation) -> str:
 def _not_a_scalar(match: re.Match, s: Situation) -> str:
     return (f"jax.grad (and jax.value_and_grad) differentiate a function that returns one number, and yours returns "
             f"shape {match['shape']}: return the loss as a scalar, e.g. jnp.mean of the squared errors")
+
+
+def _incompatible_shardings(match: re.Match, s: Situation) -> str:
+    return (f"{match['op']} of two arrays laid out differently on the mesh ({match['a']} and {match['b']}): put them "
+            "on the same PartitionSpec first (jax.device_put), or work on the blocks inside jax.shard_map")
+
+
+def _spec_axis_unknown(match: re.Match, s: Situation) -> str:
+    axes = " and ".join(sorted(repr(a) for a in re.findall(r"'([^']*)'", match["axes"])))
+    return (f"{match['where']} names mesh axis {match['axis']}, but the mesh's axes are {axes}: a PartitionSpec "
+            "names the axes of the mesh it is used with")
+
+
+def _spec_too_long(match: re.Match, s: Situation) -> str:
+    axis = re.match(r"P\('([^']+)',?\)$", match["spec"])
+    if match["rank"] == "0" and axis:  # jax.pmap's own shard_map, given a scalar to map
+        return _scalar_split(axis[1])
+    argument = re.match(r"the passed args\[(\d+)\]", match["what"])
+    what = f"argument {argument[1]}" if argument else "the function's result"
+    return (f"{match['which']} is {match['spec']}, {plural(int(match['length']), 'entry', 'entries')} for {what}, an "
+            f"array of rank {match['rank']}: a PartitionSpec has at most one entry per axis of its array")
+
+
+def _spec_does_not_divide(match: re.Match, s: Situation) -> str:
+    shape = re.sub(r"@\w+", "", match["shape"])
+    return (f"shard_map's in_specs give argument {match['param']} ({shape}) the spec {match['spec']}, which "
+            f"splits its axis {match['axis']} (size {match['size']}) over mesh axis {match['mesh_axis']} "
+            f"({plural(int(match['parts']), 'device')}), and {match['parts']} does not divide {match['size']}: "
+            "in_specs holds one spec per argument, in the order of the arguments")
+
+
+def _tracer_as_int(match: re.Match, s: Situation) -> str:
+    return ("a traced value was used as a Python integer (in range(...), as a list index or in a shape): inside "
+            "jax.pmap / jax.jit, values such as lax.axis_index(...) are not known while the program is built. "
+            "lax.axis_size(axis_name) is a Python int you can loop over; index arrays with jax.numpy instead of lists")
+
+
+def _traced_slice(match: re.Match, s: Situation) -> str:
+    return ("a slice whose bound is traced (x[:k] with k computed inside jax.pmap / jax.jit): the size of every "
+            "array must be known while the program is built; slice a fixed size (lax.dynamic_slice), or mask with "
+            "jnp.where")
+
+
+def _loop_carry(match: re.Match, s: Situation) -> str:
+    return (f"a loop's carry goes in as {match['a']} but the loop body returns {match['b']}: a "
+            "lax.fori_loop (or lax.scan) carry keeps one dtype and shape from step to step, so the body must return "
+            f"{match['a']} again")
+
+
+def _negative_pad(match: re.Match, s: Situation) -> str:
+    return ("jnp.pad was given a negative pad width: the length you pad to is shorter than the array (a pad width "
+            "counts the zeros to add; (-L) % n of them bring a length L to the next multiple of n)")
 
 
 RULES: tuple[Rule, ...] = (
@@ -222,7 +287,7 @@ RULES: tuple[Rule, ...] = (
          _pmap_leading_axis),
     Rule("pmap leading axis, a multiple", re.compile(r"cannot select an axis to squeeze out which has size not equal "
                                                      r"to one, got shape=\((?P<per>\d+)"), _pmap_squeeze),
-    Rule("scalar mapped by pmap", re.compile(r"_internal_pmap_axis_name.*only valid for values of rank at least 1, "
+    Rule("scalar mapped by pmap", re.compile(r"Mesh\('(?P<axis>[^']+)'.*only valid for values of rank at least 1, "
                                              r"but was applied to a value of rank 0", re.S), _scalar_mapped),
     Rule("reshape", re.compile(r"cannot reshape array of shape \(.*?\) \(size (?P<size>\d+)\) into shape "
                                r"\((?P<shape>.*?)\)(?: because the product of specified axis sizes "
@@ -244,7 +309,7 @@ RULES: tuple[Rule, ...] = (
                                           r"`jax\.set_mesh` if a PartitionSpec is passed|Using PartitionSpec when you "
                                           r"are not under a mesh context)"), _bare_spec),
     Rule("ambiguous contraction", re.compile(r"Contracting dimensions are sharded and it is ambiguous how the output "
-                                             r"should be sharded\..*?lhs_contracting_spec=\((?P<axes>[^)]*?),?\)",
+                                             r"should be sharded\..*?lhs_contracting_spec=\((?P<axes>[^,)]*)",
                                              re.S), _ambiguous_contraction),
     Rule("loop carry that starts invariant", re.compile(r"carry input and carry output must have equal types.*?"
                                                         r"\{V:\(?(?P<axes>[^)}]*)\)?\}.*?manual axis types do not "
@@ -258,9 +323,29 @@ RULES: tuple[Rule, ...] = (
     Rule("PartitionSpec longer than the array", re.compile(r"spec=(?P<spec>P\(.*?\)), memory_kind=\w+\) is only "
                                                            r"valid for values of rank at least (?P<need>\d+), but was "
                                                            r"applied to a value of rank (?P<rank>\d+)"),
-         _spec_too_long),
+         _sharding_spec_too_long),
     Rule("gradient of a non-scalar", re.compile(r"Gradient only defined for scalar-output functions\. Output had "
                                                 r"shape: (?P<shape>\(.*?\))"), _not_a_scalar),
+    Rule("incompatible shardings", re.compile(r"(?P<op>\w+) got incompatible shardings for broadcasting: "
+                                              r"(?P<a>\(.*?\)), (?P<b>\(.*?\))\.?$", re.M), _incompatible_shardings),
+    Rule("spec names no mesh axis", re.compile(r"shard_map (?:in|out)_specs argument must refer to an axis marked as "
+                                               r"manual \(frozenset\((?P<axes>\{.*?\})\)\), but:\s*"
+                                               r"(?P<where>(?:in|out)_specs(?:\[\d+\])?) refers to (?P<axis>'[^']*')"),
+         _spec_axis_unknown),
+    Rule("spec longer than its array", re.compile(r"(?P<which>(?:in|out)_specs(?:\[\d+\])?) is (?P<spec>P\(.*?\)) "
+                                                  r"which has length (?P<length>\d+), but (?P<what>.+?)(?:, where "
+                                                  r".*?)? has shape \S+, which has rank (?P<rank>\d+)"), _spec_too_long),
+    Rule("spec does not divide", re.compile(r"the passed args\[\d+\] of shape (?P<shape>\S+), where args\[\d+\] is "
+                                            r"bound to .*? parameter (?P<param>'[^']*'), corresponds to in_specs of "
+                                            r"value (?P<spec>P\(.*?\)), which maps array axis (?P<axis>\d+) \(of size "
+                                            r"(?P<size>\d+)\) to mesh axis (?P<mesh_axis>'[^']*') \(of size "
+                                            r"(?P<parts>\d+)\)"), _spec_does_not_divide),
+    Rule("traced value as an int", re.compile(r"__index__\(\) method was called on traced array"), _tracer_as_int),
+    Rule("traced slice", re.compile(r"Slice entries must be static integers"), _traced_slice),
+    Rule("loop carry type", re.compile(r"carry input and carry output must have equal types.*?input carry component "
+                                       r"\S+ has type (?P<a>\S+) but the corresponding output carry "
+                                       r"component has type (?P<b>\S+?),", re.S), _loop_carry),
+    Rule("negative pad width", re.compile(r"index can't contain negative values"), _negative_pad),
 )
 
 
@@ -281,7 +366,7 @@ def mistake(text: str, exc_type: str | None = None, situation: Situation = Situa
 def explain(failure: StudentFailure, devices: int | None = None, rules: tuple[Rule, ...] = RULES) -> str | None:
     """``failure``'s message with JAX's text replaced by the mistake behind it, or None if no rule knows it."""
     text = failure.detail or failure.message
-    said = mistake(text, failure.exc_type, Situation(devices, failure.line or ""), rules)
+    said = mistake(text, failure.exc_type, Situation(devices, failure.line or "", failure.raised_in), rules)
     if said is None:
         return None
     start = failure.message.find(" ".join(text.split())[:40])  # where JAX's text begins in the one-line message

@@ -57,6 +57,14 @@ def student_text(output: str) -> str:
     return "".join(line for line in output.splitlines(keepends=True) if not line.startswith(_GLOO_PREFIX))
 
 
+def _processes(indices: list[int]) -> str:
+    """"process 0", "processes 0 and 2", "processes 0, 1 and 3"."""
+    names = [str(i) for i in indices]
+    if len(names) == 1:
+        return f"process {names[0]}"
+    return f"processes {', '.join(names[:-1])} and {names[-1]}"
+
+
 class _PortTaken(Exception):
     """Process 0 could not bind the coordinator's port."""
 
@@ -158,7 +166,9 @@ class WorkerGroup:
             ready = select.select(pending, [], [], max(0.0, deadline - time.monotonic()))[0]
             if not ready:  # the rest may be stuck in a collective that a failed process never reaches
                 if failures:
-                    raise self._stopped(*failures[0])
+                    self.kill()
+                    raise self._diverged(failures, returned=[i for i, r in enumerate(results) if r is not None],
+                                         hung=[self.members.index(m) for m in pending])
                 self.kill()
                 raise StudentFailure("timeout", f"{what} timed out after {timeout_s:g} s ({self.layout}); an endless "
                                      "loop, or a collective some processes never reach?")
@@ -174,13 +184,27 @@ class WorkerGroup:
                     deadline = min(deadline, time.monotonic() + FAILURE_GRACE_S)
         if not failures:
             return [value for value, _ in results], max(elapsed for _, elapsed in results)
-        if len(failures) == len(self.members) and len({f.message for _, f in failures}) == 1:
+        if len(failures) < len(self.members):
+            raise self._diverged(failures, returned=[i for i, r in enumerate(results) if r is not None], hung=[])
+        if len({f.message for _, f in failures}) == 1:
             raise failures[0][1]
         i, failure = failures[0]
         raise failure.reworded(self._on(i, failure))
 
     def _on(self, i: int, failure: StudentFailure) -> str:
         return f"process {i} of {self.layout.processes}: {failure.message}"
+
+    def _diverged(self, failures: list[tuple[int, StudentFailure]], returned: list[int], hung: list[int]):
+        """Some processes raised while others returned or never finished: the case fails whatever it
+        expected, since every process of a layout must meet it (a check only some processes reach
+        leaves the others waiting in a collective, the way a real cluster would hang)."""
+        others = ([f"{_processes(returned)} returned a value"] if returned else []) + \
+            ([f"{_processes(hung)} never finished (still waiting {FAILURE_GRACE_S:g} s later, in a collective the "
+              "others never reached)"] if hung else [])
+        i, failure = failures[0]
+        told = (f"the processes disagree: {_processes([j for j, _ in failures])} of {self.layout.processes} raised, "
+                f"but {' and '.join(others)}; every process must raise, or return, alike. {self._on(i, failure)}")
+        return failure.reworded(told, kind="diverged")
 
     def _stopped(self, i: int, failure: StudentFailure) -> StudentFailure:
         """Kill the whole group after process ``i`` failed in a way the others cannot recover from."""

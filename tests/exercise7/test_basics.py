@@ -1,8 +1,8 @@
 """Suite for task basics: pmap over a leading device axis, and a clear error when it does not fit.
 
 Visible tests run the statement's shapes at 1, 2 and 4 devices; the hidden ones (course.yaml) try
-other shapes and the other wrong leading axes at every count, and read each function's compiled
-program for its jax.pmap.
+other shapes of int32 numbers (whose dtype the results keep) and the other wrong leading axes at every
+count, and read each function's compiled program for its jax.pmap.
 """
 
 import numpy as np
@@ -17,9 +17,22 @@ def _normal(rng, shape):
     return rng.normal(size=shape).astype(np.float32)
 
 
+def _ints(rng, shape):
+    return rng.integers(-9, 10, size=shape).astype(np.int32)
+
+
+def _same_dtype(x) -> dict:
+    """expect_close's arguments that make x's dtype part of the answer, as the statement says."""
+    how = "a float literal such as 2.0, or an astype, turns it into floats" if x.dtype.kind == "i" \
+        else "convert nothing"
+    return {"dtype": x.dtype,
+            "causes": {"dtype": f"computed from {x.dtype} numbers, the result is {x.dtype} too: {how}"}}
+
+
 def _check_square_plus_one(student, x):
     got = student.call("basics.square_plus_one", x)
-    expect_close(got, x.astype(np.float64) ** 2 + 1, what=f"square_plus_one(x) with x of shape {x.shape}")
+    expect_close(got, x.astype(np.float64) ** 2 + 1, what=f"square_plus_one(x) with x of shape {x.shape}",
+                 **_same_dtype(x))
 
 
 def _check_per_device_sum(student, x):
@@ -29,13 +42,14 @@ def _check_per_device_sum(student, x):
     if devices > 1 and np.allclose(got, x.sum(dtype=np.float64), rtol=1e-4, atol=1e-4):
         raise AssertionError(f"{what}: every device holds the sum over all devices; each device should sum "
                              "only its own block x[d] (no lax.psum here)")
-    expect_close(got, x.astype(np.float64).reshape(devices, -1).sum(axis=1), what=what, atol=1e-4)
+    expect_close(got, x.astype(np.float64).reshape(devices, -1).sum(axis=1), what=what, atol=1e-4, **_same_dtype(x))
 
 
 def _check_per_device_matmul(student, X, Y):
     got = student.call("basics.per_device_matmul", X, Y)
     expect_close(got, np.matmul(X.astype(np.float64), Y.astype(np.float64)),
-                 what=f"per_device_matmul(X, Y) with X of shape {X.shape} and Y of shape {Y.shape}", atol=1e-4)
+                 what=f"per_device_matmul(X, Y) with X of shape {X.shape} and Y of shape {Y.shape}", atol=1e-4,
+                 **_same_dtype(X))
 
 
 @pytest.mark.devices(1, 2, 4)
@@ -54,9 +68,10 @@ def test_per_device_matmul(student, rng, devices):
 
 
 def test_other_shapes(student, rng, devices):
-    _check_square_plus_one(student, _normal(rng, (devices, 3, 5)))
-    _check_per_device_sum(student, _normal(rng, (devices, 3, 5)))
-    _check_per_device_matmul(student, _normal(rng, (devices, 1, 4)), _normal(rng, (devices, 4, 6)))
+    """Other shapes, and int32 numbers, whose dtype the results keep."""
+    _check_square_plus_one(student, _ints(rng, (devices, 3, 5)))
+    _check_per_device_sum(student, _ints(rng, (devices, 3, 5)))
+    _check_per_device_matmul(student, _ints(rng, (devices, 1, 4)), _ints(rng, (devices, 4, 6)))
 
 
 def _wrong_inputs(name, n, leads):

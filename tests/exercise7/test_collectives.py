@@ -1,7 +1,9 @@
 """Suite for task collectives: psum / pmean / pmax give every device the same global answer.
 
 Visible tests run one width at 1, 2 and 4 devices; the hidden ones (course.yaml) try other widths at
-every count, and read the compiled programs for all-reduces and no all-gather.
+every count (one number per device among them), and read the compiled programs for all-reduces and no
+all-gather. A wrong value says which mistake it is when it equals a known wrong answer; otherwise its
+facts, with what they mean in this task.
 """
 
 import numpy as np
@@ -25,21 +27,24 @@ def _close(a, b) -> bool:
     return a.shape == b.shape and np.allclose(a, b, rtol=RTOL, atol=ATOL)
 
 
-def _expect_global(got, expected, what, alternatives):
-    """``got`` must equal ``expected``; if it equals a known wrong answer instead, say which mistake that is."""
+def _expect_global(got, expected, what, alternatives, causes):
+    """``got`` must equal ``expected``; if it equals a known wrong answer instead, say which mistake that is;
+    ``causes``: what a pattern of its values (grader.suite.value_patterns) means here."""
     if _close(got, expected):
         return
     for wrong, mistake in alternatives:
         if _close(got, wrong):
             raise AssertionError(f"{what}: {mistake}")
-    expect_close(got, expected, what=what, rtol=RTOL, atol=ATOL, devices=len(got), device_axis=True)
+    expect_close(got, expected, what=what, rtol=RTOL, atol=ATOL, dtype=np.float32, devices=len(got), device_axis=True,
+                 causes=causes)
 
 
 def _stat_mistakes(name, x, ref):
     """Known wrong answers for one statistic of all_reduce_stats, each with what it means."""
     n = len(x)
     prim = PRIMITIVE[name]
-    out = [(value, f"it equals the {other} over the devices: lax.{PRIMITIVE[other]} where lax.{prim} was meant")
+    out = [(value, f"it equals the {other} over the devices: lax.{PRIMITIVE[other]} where lax.{prim} was meant, or the "
+                   "results returned in another order than (total, mean, maximum)")
            for other, value in ref.items() if other != name]
     if name == "mean":
         out += [(ref["total"] / c, f"it is the sum divided by {c}, but there are {n} devices: do not hard-code "
@@ -67,7 +72,9 @@ def _check_all_reduce_stats(student, rng, devices, width):
             if not _close(value[d], value[0]) and _close(value[d], x64[d]):
                 raise AssertionError(f"every device should hold the same {name}; device {d} holds its own local "
                                      f"{name}: did you use {LOCAL[name]} instead of lax.{PRIMITIVE[name]}?")
-        _expect_global(value, expected, what, _stat_mistakes(name, x64, ref))
+        _expect_global(value, expected, what, _stat_mistakes(name, x64, ref),
+                       {"disagree": f"an all-reduce, lax.{PRIMITIVE[name]}(v, 'i'), hands every device the same "
+                                    f"{name}"})
 
 
 @pytest.mark.devices(1, 2, 4)
@@ -81,7 +88,8 @@ def test_all_reduce_stats_other_widths(student, rng, devices, width):
 
 
 def _standardized(x, mean, variance):
-    return (x - mean) / np.sqrt(variance)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a known wrong answer may divide by a variance of 0
+        return (x - mean) / np.sqrt(variance)
 
 
 def _standardize_mistakes(x):
@@ -114,13 +122,25 @@ def _standardize_mistakes(x):
     return out
 
 
+STANDARDIZE = {
+    "factor": "the mean is right, and the standard deviation it divides by is off by that factor: the global one is "
+              "the square root of the pmean of the squared distances from the global mean",
+    "epsilon": "the task divides by the exact standard deviation, with no epsilon added to the variance and no step "
+               "in a precision lower than float32",
+    "nan": "with one number per device, whatever a device computes from its own row alone has no spread (its "
+           "variance is 0, and a division by its count minus one divides by 0); only the global statistics, over "
+           "all n numbers, are defined",
+}
+
+
 def _check_standardize(student, rng, devices, width):
     x = _per_device_data(rng, devices, width)
     x64 = x.astype(np.float64)
     got = as_array(student.call("collectives.standardize_across_devices", x), "standardize_across_devices(x)")
     what = f"standardize_across_devices(x) with x of shape {x.shape}"
+    causes = STANDARDIZE if width == 1 else {k: v for k, v in STANDARDIZE.items() if k != "nan"}
     _expect_global(expect_shape(got, x.shape, what), _standardized(x64, x64.mean(), x64.var()), what,
-                   _standardize_mistakes(x64))
+                   _standardize_mistakes(x64), causes)
 
 
 @pytest.mark.devices(1, 2, 4)
@@ -129,7 +149,9 @@ def test_standardize_across_devices(student, rng, devices):
 
 
 def test_standardize_other_width(student, rng, devices):
-    _check_standardize(student, rng, devices, 2)
+    """One number per device (from 2 devices on: a device's own variance is then 0), and two."""
+    for width in (1, 2) if devices > 1 else (2,):
+        _check_standardize(student, rng, devices, width)
 
 
 def _reference(name):

@@ -1,30 +1,65 @@
 """Suite for task dot: distributed_dot(x, y) on any length, with one psum and no gather.
 
 The visible test runs two lengths at 1, 2 and 4 devices; the hidden ones (course.yaml) try a length of
-1, lengths shorter than the device count and a long one at every count, and read the compiled program.
+1, lengths shorter than the device count (one of int32 vectors, whose dtype the result keeps) and a long
+one at every count, and read the compiled program.
 """
+
+import re
 
 import numpy as np
 import pytest
 
 from grader.suite import expect_close, expect_shape, feedback, hlo
+from grader.suite.jax_errors import Rule
+
+# A pmap of blocks with no elements fails to compile, with XLA's words only. In this task a device's block is
+# empty only when the vectors, shorter than the device count, were cut down to a multiple of it.
+JAX_ERRORS = (Rule("empty blocks", re.compile(r"manual_computation_body.*tensor<\d+x0x", re.S),
+                   lambda match, situation: "every device's block is empty: a vector shorter than the device count, "
+                                            "cut down to a multiple of it, leaves nothing; pad both vectors with zeros "
+                                            "up to a multiple of the device count instead"),)
 
 
-def _check_dot(student, rng, devices, length):
+# What a pattern of the values means in this task (grader.suite.value_patterns): the facts are the engine's.
+CAUSES = {
+    "n_times": "after one lax.psum every device already holds the whole dot product; adding the devices' results "
+               "up again (a sum over the pmap's output, or a second psum) counts it once per device: return out[0]",
+    "1/n": "the devices' partial dot products were averaged (lax.pmean, or a division by the device count) where "
+           "the task adds them up with lax.psum",
+    "dtype": "a dot product of int32 vectors is int32: pad with zeros of x.dtype, as jnp.pad does, and convert nothing",
+}
+
+
+def _vectors(rng, length, dtype):
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(-9, 10, size=length).astype(dtype), rng.integers(-9, 10, size=length).astype(dtype)
+    return rng.normal(size=length).astype(dtype), rng.normal(size=length).astype(dtype)
+
+
+def _check_dot(student, rng, devices, length, dtype=np.float32):
     """JAX's errors (a reshape that does not divide, a leading axis that is not the device count) are
     told as the mistake by the grader itself (grader.suite.jax_errors)."""
-    x, y = rng.normal(size=length), rng.normal(size=length)
-    what = f"distributed_dot(x, y) with len {length}"
-    got = expect_shape(student.call("dot.distributed_dot", x.astype(np.float32), y.astype(np.float32)), (), what)
-    pad = -length % devices
-    right = np.isclose(got, np.dot(x, y), rtol=1e-4, atol=1e-4)
-    for value, padding in ((1.0, "ones"), (x[-1] * y[-1], "copies of the last element")):
-        if pad and not right and np.isclose(got, np.dot(x, y) + pad * value, rtol=1e-4, atol=1e-4):
+    x, y = _vectors(rng, length, dtype)
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    what = f"distributed_dot(x, y) with len {length}" + ("" if dtype == np.float32 else f" and dtype {np.dtype(dtype)}")
+    got = expect_shape(student.call("dot.distributed_dot", x, y), (), what)
+    pad, used = -length % devices, length // devices * devices
+    answer = np.dot(x64, y64)
+    right = np.isclose(got, answer, rtol=1e-4, atol=1e-4)
+    for value, padding in ((1.0, "ones"), (x64[-1] * y64[-1], "copies of the last element")):
+        if pad and not right and np.isclose(got, answer + pad * value, rtol=1e-4, atol=1e-4):
             raise AssertionError(f"{what} on {devices} devices returned {float(got):.6g}, expected "
-                                 f"{np.dot(x, y):.6g}: off by what padding with {pad} {padding} adds to the dot "
+                                 f"{answer:.6g}: off by what padding with {pad} {padding} adds to the dot "
                                  "product; pad with zeros, which add nothing")
-    parts = np.pad(x * y, (0, pad)).reshape(devices, -1).sum(axis=1)  # each device's partial dot
-    expect_close(got, np.dot(x, y), what=what, rtol=1e-4, atol=1e-4, devices=devices, parts=parts)
+    if pad and used and not right and np.isclose(got, np.dot(x64[:used], y64[:used]), rtol=1e-4, atol=1e-4):
+        raise AssertionError(f"{what} on {devices} devices returned {float(got):.6g}, the dot product of the first "
+                             f"{used} elements only (expected {answer:.6g}): {length} is not a multiple of {devices}, "
+                             f"and the last {length - used} were cut off; pad both vectors with zeros to a multiple "
+                             f"of {devices} instead")
+    parts = np.pad(x64 * y64, (0, pad)).reshape(devices, -1).sum(axis=1)  # each device's partial dot
+    expect_close(got, answer, what=what, rtol=1e-4, atol=1e-4, dtype=dtype, devices=devices, parts=parts,
+                 causes=CAUSES)
 
 
 @pytest.mark.devices(1, 2, 4)
@@ -33,9 +68,9 @@ def test_dot_matches_numpy(student, rng, devices, length):
     _check_dot(student, rng, devices, length)
 
 
-@pytest.mark.parametrize("length", [1, 3, 1001])
-def test_dot_other_lengths(student, rng, devices, length):
-    _check_dot(student, rng, devices, length)
+@pytest.mark.parametrize("length, dtype", [(1, np.float32), (3, np.int32), (1001, np.float32)])
+def test_dot_other_lengths(student, rng, devices, length, dtype):
+    _check_dot(student, rng, devices, length, dtype)
 
 
 def test_dot_uses_one_all_reduce(student, rng, devices):

@@ -6,10 +6,42 @@ and 4 devices; the hidden ones (course.yaml) shard onto the other mesh shape at 
 the compiled matmul for one psum among the devices of a mesh row.
 """
 
+import re
+
 import numpy as np
 import pytest
 
 from grader.suite import WrongProgram, expect_close, expect_shape, feedback, hlo
+from grader.suite.jax_errors import Rule
+
+K_PER_COLUMN, P_COLUMNS = 4, 5  # sharded_matmul's x is (3 * n_rows, 4 * n_cols) and w is (4 * n_cols, 5): _matmul
+
+
+def _blocks_disagree(match, situation):
+    """Inside shard_map, x's block and w's block contract 4 * c with 4 (or the reverse) only when the two in_specs
+    split k differently: one over 'model', the other not at all."""
+    a, b = int(match["a"]), int(match["b"])
+    if a == b or min(a, b) != K_PER_COLUMN or max(a, b) % K_PER_COLUMN:
+        return None
+    return (f"x's block and w's block contract {a} with {b}: the in_specs split k, x's columns and w's rows, "
+            "differently; split both over 'model', in_specs (P('data', 'model'), P('model', None))")
+
+
+def _columns_of_w_split(match, situation):
+    """An axis of size 5 that does not split is w's columns: nothing else in sharded_matmul has that size."""
+    if int(match["size"]) != P_COLUMNS or match["axis"] != "1":
+        return None
+    return (f"w's {P_COLUMNS} columns were split over the mesh (its PartitionSpec names a mesh axis in second place): "
+            "w is split by rows over 'model', P('model', None), and keeps its columns whole")
+
+
+# Shapes tell which of sharded_matmul's arrays a JAX error is about; the grader's own rules tell the rest.
+JAX_ERRORS = (
+    Rule("blocks that do not multiply", re.compile(r"contracting dimensions to have the same shape, got "
+                                                   r"\((?P<a>\d+),?\) and \((?P<b>\d+),?\)"), _blocks_disagree),
+    Rule("w's columns split", re.compile(r"implies that array axis (?P<axis>\d+) is partitioned \d+ times, but does "
+                                         r"not evenly divide the dimension size (?P<size>\d+)"), _columns_of_w_split),
+)
 
 
 def factor_pairs(n: int) -> list[tuple[int, int]]:
@@ -61,14 +93,16 @@ def test_make_2d_mesh_names_and_uses_every_device(student, devices):
 
 
 def _check_shard_matrix(student, rng, n_rows, n_cols):
-    x = rng.normal(size=(3 * n_rows, 5 * n_cols)).astype(np.float32)
+    x = rng.normal(size=(3 * n_rows, 7 * n_cols)).astype(np.float32)  # no axis of 5, which is w's in sharded_matmul
     call = f"shard_matrix(x, mesh) on a {n_rows} x {n_cols} mesh"
     out = student.probe("probes_mesh.shard_matrix", x, n_rows, n_cols)
     show_blocks(call, out, x.shape[0] // n_rows, x.shape[1] // n_cols)
     if "spec" not in out:
-        raise AssertionError(f"{call} returned {out['type']} with {out['sharding']}, not a NamedSharding: "
-                             "jax.device_put(x, NamedSharding(mesh, P('data', 'model'))) places it on the mesh")
-    expect_close(out["values"], x, what=call, rtol=0, atol=0)
+        held = (f"a {out['type']}, which has no sharding" if out["sharding"] == "NoneType"
+                else f"{out['type']} with a {out['sharding']}, not a NamedSharding")
+        raise AssertionError(f"{call} returned {held}: jax.device_put(x, NamedSharding(mesh, P('data', 'model'))) "
+                             "places it on the mesh")
+    expect_close(out["values"], x, what=call, rtol=0, atol=0, dtype=x.dtype)
     spec = list(out["spec"])
     while spec and spec[-1] is None:
         spec.pop()
@@ -101,7 +135,7 @@ def _matmul(student, rng, devices):
     out = {"device_ids": np.arange(devices).reshape(n_rows, n_cols)}  # the program's devices, in mesh order
     try:
         program = student.program("probes_mesh.sharded_matmul", x, w, n_rows=n_rows, n_cols=n_cols,
-                                  expect=lambda a, b: a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4,
+                                  expect=lambda a, b: a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4, dtype=np.float32,
                                   what=f"sharded_matmul(x, w, mesh) on a {n_rows} x {n_cols} mesh")
     except WrongProgram as wrong:
         psums = hlo.select(wrong.program.hlo, "all-reduce", by_student=True)

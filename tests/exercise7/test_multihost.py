@@ -25,7 +25,7 @@ def _check_mean(student, rng, devices, rows_per_device):
             raise AssertionError(f"{what} is the mean of that process's own rows only: every process must return "
                                  "the mean over the rows of all processes; build one global array with "
                                  "jax.make_array_from_process_local_data and take its mean")
-        expect_close(got, expected, what=what, rtol=1e-4, atol=1e-5)
+        expect_close(got, expected, what=what, rtol=1e-4, atol=1e-5, dtype=np.float32)
 
 
 @pytest.mark.devices(2)

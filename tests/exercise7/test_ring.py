@@ -1,16 +1,29 @@
 """Suite for task ring: ring_shift moves blocks around the ring, ring_allreduce is made of ppermutes.
 
-Both are per-device functions; probes_ring.py wraps them in jax.pmap in the worker; the structural
-tests get the compiled HLO of one program from student.program, whose values (row i = device i) the
-grader checks first on the test's inputs and on inputs of its own.
+Both are per-device functions, wrapped in jax.pmap in the worker: by ring_values.py for the values
+(row i = device i), by probes_ring.py for the structural tests, which get the compiled HLO of one
+program from student.program, whose values the grader checks first on the test's inputs and on
+inputs of its own.
 Visible tests run shifts of 1 and -1 and one block shape at 1, 2 and 4 devices; the hidden ones
-(course.yaml) try longer shifts, another block shape and every count, and read the compiled programs.
+(course.yaml) try longer shifts, int32 blocks of another shape and every count, and read the compiled
+programs. A failing ring says which mistake its values show only when every device shows it; a ring
+sum has no psum to advise (the task forbids it), so the rest is told as facts.
 """
+
+import re
 
 import numpy as np
 import pytest
 
 from grader.suite import expect_close, expect_shape, feedback, hlo
+from grader.suite.jax_errors import Rule
+
+# A perm that names a device past the end of the ring: JAX fails while it builds the program, with only
+# "list index out of range" and no line of the student's; inside this task nothing else of JAX's does.
+JAX_ERRORS = (Rule("perm off the ring", re.compile(r"^list index out of range$"),
+                   lambda match, situation: ("lax.ppermute's perm names a device that is not on the ring: every source "
+                                             "and destination must lie in 0 .. n - 1, so wrap them with % n")
+                   if situation.raised_in == "jax" else None, exc_types=("IndexError",)),)
 
 
 def _whose_block(got_row, x) -> int | None:
@@ -53,7 +66,7 @@ def expect_ppermute_only(text: str, name: str) -> int:
 
 def _check_ring_shift(student, rng, devices, shift):
     x = rng.normal(size=(devices, 5)).astype(np.float32)
-    got = student.probe("probes_ring.values", "ring_shift", x, shift=shift)
+    got = student.probe("ring_values.ring_shift", x, shift=shift)
     check_shift(got, x, shift, f"ring_shift(x, axis_name, shift={shift})")
 
 
@@ -81,16 +94,50 @@ def test_ring_shift_default_is_one_ppermute(student, rng, devices):
                              "every device sends its block to its neighbour at once")
 
 
-def _check_ring_allreduce(student, rng, devices, shape):
-    x = rng.normal(size=(devices, *shape))
+DTYPE = "int32 blocks add up to int32 sums: accumulate in the input's dtype (start from x, add what arrives)"
+
+
+def _passing_the_running_sum(x, direction):
+    """What every device ends with when each step sends on its running sum instead of the block that arrived."""
+    total = x.copy()
+    for _ in range(len(x) - 1):
+        total = total + np.roll(total, direction, axis=0)
+    return total
+
+
+def _ring_mistakes(got, x) -> str | None:
+    """The sentence for a ring sum whose every device shows one known mistake, or None (a right sum among them)."""
+    n, total = len(x), x.sum(axis=0)
+    close = lambda a: np.allclose(got, a, rtol=1e-4, atol=1e-5)  # noqa: E731
+    if close(np.broadcast_to(total, x.shape)):
+        return None
+    if close(total + x):
+        return ("adds every device's own block twice: after n - 1 shifts each block has visited every device once; "
+                "an n-th shift brings it home again")
+    if close(total - x):
+        return ("leaves out every device's own block: start the sum from x, then add the n - 1 blocks that arrive")
+    for direction in (1, -1):
+        last = np.roll(x, direction * (n - 1), axis=0)  # the block that would arrive at the (n - 1)-th shift
+        if close(total - last):
+            return (f"is one block short on every device (device 0 misses device {(-direction * (n - 1)) % n}'s): "
+                    "n - 1 shifts are needed, each adding the block that arrives")
+        if close(_passing_the_running_sum(x, direction)):
+            return ("passes its running sum around the ring instead of the block that arrived, so blocks are counted "
+                    "more than once: send on the block you received, and add it to your own sum")
+    return None
+
+
+def _check_ring_allreduce(student, rng, devices, shape, dtype=np.float32):
+    x = rng.normal(size=(devices, *shape)) if dtype == np.float32 else rng.integers(-9, 10, size=(devices, *shape))
+    x = x.astype(dtype)
     what = f"ring_allreduce on {devices} devices (row i is what device i returned)"
-    got = expect_shape(student.probe("probes_ring.values", "ring_allreduce", x.astype(np.float32)), x.shape, what)
-    if devices > 1 and np.allclose(got, x.sum(axis=0) + x, rtol=1e-4, atol=1e-5):
-        raise AssertionError(f"ring_allreduce on {devices} devices adds every device's own block twice: after n - 1 "
-                             "shifts each block has visited every device once; an n-th shift brings it home again")
-    parts = np.broadcast_to(x[:, None], (devices, *x.shape))  # device k's block, as seen on every device
-    expect_close(got, np.broadcast_to(x.sum(axis=0), x.shape), what=what, devices=devices, parts=parts,
-                 device_axis=True)
+    got = expect_shape(student.probe("ring_values.ring_allreduce", x), x.shape, what)
+    x64 = x.astype(np.float64)
+    mistake = _ring_mistakes(got.astype(np.float64), x64) if devices > 1 else None
+    if mistake:
+        raise AssertionError(f"ring_allreduce on {devices} devices {mistake}")
+    expect_close(got, np.broadcast_to(x64.sum(axis=0), x.shape), what=what, dtype=dtype, devices=devices,
+                 device_axis=True, causes={"dtype": DTYPE})
 
 
 @pytest.mark.devices(1, 2, 4)
@@ -99,7 +146,8 @@ def test_ring_allreduce_equals_psum(student, rng, devices):
 
 
 def test_ring_allreduce_block_of_another_shape(student, rng, devices):
-    _check_ring_allreduce(student, rng, devices, (3, 2))
+    """int32 blocks of another shape: the sum keeps their dtype, as lax.psum's does."""
+    _check_ring_allreduce(student, rng, devices, (3, 2), np.int32)
 
 
 def test_ring_allreduce_uses_ppermute_only(student, rng, devices):

@@ -2,8 +2,8 @@
 
 The sum must equal psum, and the bytes each device sends through ppermute, read from the compiled
 program with loop trip counts, must stay within 2(n - 1) chunks of ceil(size / n) elements. The
-visible test runs one block at 4 devices; the hidden ones (course.yaml) run another block shape at
-4 and 8 devices, and count the bytes.
+visible test runs one block at 4 devices; the hidden ones (course.yaml) run int32 blocks of another
+shape at 4 and 8 devices, and count the bytes.
 """
 
 import math
@@ -11,25 +11,51 @@ import math
 import numpy as np
 import pytest
 
-from grader.suite import expect_close, feedback, hlo
+from grader.suite import expect_close, expect_shape, feedback, hlo
 
 
-def expect_sum(got, x):
-    expect_close(got, np.broadcast_to(x.sum(axis=0), x.shape),
-                 what=f"ring_allreduce_optimal on {len(x)} devices (row i is what device i returned)")
+DTYPE = "int32 blocks add up to int32 sums: keep every chunk in the input's dtype (pad with zeros of x.dtype)"
+
+
+def _one_finished_chunk_each(got, x) -> str | None:
+    """The sentence for a result where every device holds the complete sum in exactly one chunk, a different one
+    on each (what the reduce-scatter leaves), or None."""
+    n, flat = len(x), x.reshape(len(x), -1)
+    chunk = -(-flat.shape[1] // n)
+    total, mine = flat.sum(axis=0), got.reshape(n, -1)
+    finished = [[c for c in range(n) if np.allclose(mine[d, c * chunk:(c + 1) * chunk],
+                                                    total[c * chunk:(c + 1) * chunk], rtol=1e-4, atol=1e-5)]
+                for d in range(n)]
+    if n < 2 or any(len(f) != 1 for f in finished) or len({f[0] for f in finished}) != n:
+        return None
+    return (f"on {n} devices holds the complete sum in one chunk per device only (device 0 in chunk {finished[0][0]}, "
+            f"chunks of {chunk} elements): that is where the reduce-scatter ends; the n - 1 all-gather steps then pass "
+            "the finished chunks around until every device has all of them")
+
+
+def expect_sum(got, x, dtype=np.float32):
+    what = f"ring_allreduce_optimal on {len(x)} devices (row i is what device i returned)"
+    got = expect_shape(got, x.shape, what)
+    x64 = x.astype(np.float64)
+    said = _one_finished_chunk_each(got.astype(np.float64), x64)
+    if said:
+        raise AssertionError(f"ring_allreduce_optimal {said}")
+    expect_close(got, np.broadcast_to(x64.sum(axis=0), x.shape), what=what, dtype=dtype, devices=len(x),
+                 device_axis=True, causes={"dtype": DTYPE})
 
 
 def run_optimal(student, x):
-    expect_sum(student.probe("probes_ring.values", "ring_allreduce_optimal", x.astype(np.float32)), x)
+    expect_sum(student.probe("ring_values.ring_allreduce_optimal", x), x, x.dtype)
 
 
 @pytest.mark.devices(4)
 def test_optimal_equals_psum(student, rng, devices):
-    run_optimal(student, rng.normal(size=(devices, 13)))
+    run_optimal(student, rng.normal(size=(devices, 13)).astype(np.float32))
 
 
 def test_optimal_block_of_another_shape(student, rng, devices):
-    run_optimal(student, rng.normal(size=(devices, 4, 8)))
+    """int32 blocks of another shape: the sum keeps their dtype, as lax.psum's does."""
+    run_optimal(student, rng.integers(-9, 10, size=(devices, 4, 8)).astype(np.int32))
 
 
 def test_optimal_sends_2_n_minus_1_chunks(student, rng, devices):

@@ -2,9 +2,10 @@
 
 Visible tests run the statement's cases at 1, 2 and 4 devices; the hidden ones (course.yaml) try
 the edges at every count: fewer rows than devices, batches that already divide, real rows that are
-all zeros, and uint8 / bool batches whose dtype the padding must keep.
+all zeros, and bfloat16 / uint8 / bool batches whose dtype the padding must keep.
 """
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -91,7 +92,7 @@ def test_shard_batch(student, rng, devices):
 
 def test_shard_batch_edges(student, rng, devices):
     for n in _n_devices(devices):
-        for per, rest, dtype in [(1, (2, 3), np.float32), (2, (2, 2), np.uint8), (4, (), np.bool_)]:
+        for per, rest, dtype in [(1, (2, 3), ml_dtypes.bfloat16), (2, (2, 2), np.uint8), (4, (), np.bool_)]:
             _check_shard_batch(student, _batch(rng, n * per, rest, dtype), n, devices)
 
 
@@ -163,9 +164,9 @@ def test_pad_and_shard(student, rng, devices):
 
 
 def test_pad_and_shard_edges(student, rng, devices):
-    """Fewer rows than devices, a batch that divides, real rows of zeros, byte pixels and bools."""
+    """Fewer rows than devices, a batch that divides (of bfloat16), real rows of zeros, byte pixels and bools."""
     n = devices
-    cases = [(1, n, (2,), np.float32), (max(n - 1, 1), n, (), np.float32), (3 * n, n, (2,), np.float32),
+    cases = [(1, n, (2,), np.float32), (max(n - 1, 1), n, (), np.float32), (3 * n, n, (2,), ml_dtypes.bfloat16),
              (2 * n + 1, n, (2, 2), np.uint8), (5, 3, (), np.bool_)]
     for rows, n_devices, rest, dtype in cases:
         _check_pad_and_shard(student, _batch(rng, rows, rest, dtype), n_devices)

@@ -20,10 +20,24 @@ CONTRACTION = ("the predictions are x @ params ((b, d) @ (d,) -> (b,)), not the 
                "contracts parameters with samples")
 
 
-# The chapter's params @ x, told in this task's words; the grader's own rules (grader.suite.jax_errors)
-# tell the rest, a fixed device count among them.
-JAX_ERRORS = (Rule("the chapter's params @ x", re.compile(r"contracting dimensions|core dimension"),
-                   lambda match, situation: CONTRACTION),)
+def _contraction(match, situation):
+    """A product that contracts d with b is the chapter's params @ x; one that contracts d with the device count
+    got the whole (n, d) params on every device: params are mapped (in_axes 0), not shared. Other sizes: no rule."""
+    sizes = (int(match["a"] or match["a2"]), int(match["b"] or match["b2"]))
+    if sizes == (D, B):
+        return CONTRACTION
+    if sizes == (D, situation.devices):
+        return (f"x @ params contracts the {D} features with {situation.devices}, the device count: every device got "
+                f"the whole params array ({situation.devices}, {D}) instead of its own replica (d,); params are mapped "
+                "over the devices like the batch, only lr is shared: in_axes=(0, 0, None)")
+    return None
+
+
+# The chapter's params @ x and a params array shared instead of mapped, told in this task's words when the sizes
+# in the error show which it is; the grader's own rules (grader.suite.jax_errors) tell the rest.
+JAX_ERRORS = (Rule("a product of params and x", re.compile(r"contracting dimensions to have the same shape, got "
+                                                           r"\((?P<a>\d+),?\) and \((?P<b>\d+),?\)|size (?P<b2>\d+) is "
+                                                           r"different from (?P<a2>\d+)"), _contraction),)
 
 
 def maps_lr(student, params, batch, lr) -> bool:
@@ -72,10 +86,22 @@ def run_step(student, rng, n, lr):
             sgd(params, X, y, lr))
 
 
+def _loss_mistakes(mse: float) -> list[tuple[float, str]]:
+    """Known wrong losses for a mean squared error of ``mse`` over B samples, each with what it is."""
+    return [(B * mse, f"the sum of the {B} squared errors, not their mean (jnp.mean)"),
+            (mse / 2, "half the mean squared error: the task's loss has no factor 1/2"),
+            (np.sqrt(mse), "the root of the mean squared error: the task's loss is the mean squared error itself")]
+
+
 def test_loss_fn_matches_numpy(student, rng, devices):
     params, X, y = problem(rng, B)
-    got = student.call("train.loss_fn", *f32(params), f32(X, y))
-    expect_close(got, np.mean((X @ params - y) ** 2), what="loss_fn(params, (x, y))", rtol=1e-4)
+    what = "loss_fn(params, (x, y))"
+    got = expect_shape(student.call("train.loss_fn", *f32(params), f32(X, y)), (), what)
+    mse = np.mean((X @ params - y) ** 2)
+    for wrong, mistake in _loss_mistakes(mse):
+        if not np.isclose(got, mse, rtol=1e-4) and np.isclose(got, wrong, rtol=1e-4):
+            raise AssertionError(f"{what} returned {float(got):.6g}, expected {mse:.6g}: it is {mistake}")
+    expect_close(got, mse, what=what, rtol=1e-4, dtype=np.float32)
 
 
 def test_replicate_copies_params(student, rng, devices):
@@ -95,7 +121,7 @@ def _check_step(student, rng, devices, lr):
         raise AssertionError(f"train_step's update is {devices} times the full-batch step on {devices} devices: "
                              "lax.psum adds the gradients up; lax.pmean averages them")
     expect_close(new[0], expected, what=f"params after one train_step on {devices} devices (lr={lr})",
-                 rtol=1e-4, atol=1e-5)
+                 rtol=1e-4, atol=1e-5, dtype=np.float32)
 
 
 @pytest.mark.devices(1, 2, 4)
@@ -116,7 +142,8 @@ def test_train_step_returns_the_global_loss(student, rng, devices):
     if devices > 1 and np.isclose(loss[0], devices * expected, rtol=1e-4):
         raise AssertionError(f"train_step's loss is {devices} times the mean loss on {devices} devices: "
                              "lax.psum adds the losses up; lax.pmean averages them")
-    expect_close(loss, np.full(devices, expected), what=f"train_step's loss on {devices} devices", rtol=1e-4)
+    expect_close(loss, np.full(devices, expected), what=f"train_step's loss on {devices} devices", rtol=1e-4,
+                 dtype=np.float32)
 
 
 def step_reference(params, batch, lr):
@@ -158,6 +185,23 @@ def test_train_step_sends_only_gradient_and_loss(student, rng, devices):
                              "shard, and the pmean averages the devices' gradients")
 
 
+def _expect_no_padded_samples(got_losses, params, X, y, steps, lr, devices):
+    """Fail, saying so, if fit's losses are those of the samples padded with zero rows to a multiple of devices."""
+    pad = -len(X) % devices
+    if not pad:
+        return
+    Xp, yp = np.concatenate([X, np.zeros((pad, D))]), np.concatenate([y, np.zeros(pad)])
+    padded, losses = params, []
+    for _ in range(steps):
+        padded, loss, _ = sgd(padded, Xp, yp, lr)
+        losses.append(loss)
+    if np.allclose(got_losses, losses, rtol=1e-3, atol=1e-5):
+        used = len(X) - (len(X) % devices)
+        raise AssertionError(f"fit on {devices} devices pads the {len(X)} samples with {pad} zero row"
+                             f"{'s' if pad > 1 else ''} and trains on all {len(Xp)}: keep the first {used} samples and "
+                             f"drop the remaining {len(X) - used}, as a data loader's drop_last does")
+
+
 def _check_fit(student, rng, devices, samples):
     steps, lr = 12, 0.1
     params, X, y = problem(rng, samples)
@@ -172,6 +216,12 @@ def _check_fit(student, rng, devices, samples):
         raise AssertionError(f"the loss did not fall over fit on {devices} devices ({got_losses[0]:.4g} -> "
                              f"{got_losses[-1]:.4g} in {steps} steps)")
     what = f"fit on {devices} devices with {len(X)} samples (it uses the first {used})"
+    _expect_no_padded_samples(got_losses, params, X, y, steps, lr, devices)
+    after = sgd(expected, X[:used], y[:used], lr)[1]  # the loss after the last step
+    if not np.allclose(got_losses, losses, rtol=1e-3, atol=1e-5) and \
+            np.allclose(got_losses, [*losses[1:], after], rtol=1e-3, atol=1e-5):
+        raise AssertionError(f"the losses of {what} are the losses after each step, one step late: record the loss "
+                             "before each step, the one train_step returns for the params it was given")
     expect_close(got_losses, losses, what=f"losses of {what}", rtol=1e-3, atol=1e-5)
     expect_close(got[0], expected, what=f"params after {what}", rtol=1e-3, atol=1e-5)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -52,11 +53,30 @@ def test_ndarray_subclass_arrives_as_plain_ndarray():
     assert type(got) is np.ndarray
 
 
+@pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.int4])
+def test_jaxs_narrow_dtypes_cross_as_themselves(dtype):
+    """A student's bfloat16 result is graded as bfloat16 (its dtype is part of the answer), not refused."""
+    value = np.array([[1.5, -2.0], [0.0, 3.0]]).astype(dtype)
+    got = roundtrip({"x": value})["x"]
+    assert got.dtype == np.dtype(dtype) and got.shape == (2, 2)
+    np.testing.assert_array_equal(got.astype(np.float64), value.astype(np.float64))
+
+
+@pytest.mark.parametrize("name, carrier", [("__class__", np.uint16), ("float32", np.uint32), ("void", np.uint8),
+                                           ("bfloat16", np.uint8), ("bfloat16", np.int16)])
+def test_a_narrow_dtype_is_only_a_name_of_ml_dtypes_on_its_own_carrier(name, carrier):
+    tree, blobs = protocol.encode(np.arange(4, dtype=carrier))
+    with pytest.raises(protocol.ProtocolError, match="refused"):
+        protocol.decode(dict(tree, dtype=name), blobs)
+
+
 @pytest.mark.parametrize("value, named", [
     (object(), "an object of type object"),
     (lambda: 1, "an object of type function"),
     (np.array([object()], dtype=object), "dtype object"),
     (np.array(["a"]), "dtype <U1"),
+    (np.zeros(2, dtype="V2"), "dtype \\|V2"),
+    (np.zeros(2, dtype=[("a", "<i4")]), "dtype"),
     ({1: 2}, "non-string keys"),
 ])
 def test_unsupported_values_are_refused_by_name(value, named):

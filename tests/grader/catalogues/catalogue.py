@@ -135,8 +135,13 @@ def expect_mistake(graded: dict, test: str, words: tuple[str, ...], devices: set
 
 def mutate(module: str, *edits: tuple[str, str], exercise: str = "exercise7") -> str:
     """solutions/<exercise>/<module>.py with each (old, new) edit applied; old must occur exactly once."""
-    source = (ROOT / "solutions" / exercise / f"{module}.py").read_text()
+    path = ROOT / "solutions" / exercise / f"{module}.py"
+    return edited(path.read_text(), *edits, name=f"solutions/{exercise}/{module}.py")
+
+
+def edited(source: str, *edits: tuple[str, str], name: str = "the source") -> str:
+    """``source`` with each (old, new) edit applied in turn; old must occur exactly once."""
     for old, new in edits:
-        assert source.count(old) == 1, f"{old!r} does not occur exactly once in solutions/{exercise}/{module}.py"
+        assert source.count(old) == 1, f"{old!r} does not occur exactly once in {name}"
         source = source.replace(old, new)
     return source

@@ -2,6 +2,7 @@
 
 import pytest
 
+from apart import apart
 from catalogue import Catalogue, Right, Wrong
 
 # Each submission carries one mistake per function; each mistake is (test it fails, words its
@@ -115,6 +116,11 @@ SUBMISSIONS = {
         """},
         fails=(("test_each_function_runs_a_pmap", ("per_device_sum's program has no jax.pmap", "jax.device_put"),
                 {2, 4}),)),
+    # Issue 23: written from the statements alone (apart.py); each names its mistake and no wrong advice.
+    "int32 squared with a float exponent, a check for too many rows only": Wrong(
+        apart("basics", ("b ** 2 + 1)", "b ** 2.0 + 1.0)"), ("if a.shape[0] != n:", "if a.shape[0] > n:")), "2",
+        says=("square_plus_one(x) with x of shape (2, 3, 5): dtype changed from int32 to float32", "float literal"),
+        fails=(("test_rejects_other_leading_axes", ("with x (1, 6) on 2 devices returned a value",), {2}),)),
 }
 
 

@@ -4,6 +4,7 @@ import textwrap
 
 import pytest
 
+from apart import apart
 from catalogue import Catalogue, Right, Wrong
 
 HEADER = """
@@ -91,6 +92,20 @@ SUBMISSIONS = {
         """)},
         fails=(("test_all_reduce_stats", ("the total from", "lax.pmean where lax.psum was meant"), {2, 4}),
                ("test_standardize_across_devices", ("close to the answer but off by up to", "epsilon"), {1, 2, 4}))),
+    # Issue 23: written from the statements alone (apart.py); each names its mistake and no wrong advice.
+    "the statistics in another order, the mean of the devices' standard deviations": Wrong(
+        apart("collectives", ('return lax.psum(row, "i"), lax.pmean(row, "i"), lax.pmax(row, "i")',
+                              'return lax.psum(row, "i"), lax.pmax(row, "i"), lax.pmean(row, "i")'),
+              ("return (row - mean) / jnp.sqrt(var)", 'return (row - mean) / lax.pmean(jnp.std(row), "i")')), "2",
+        says=("the mean from all_reduce_stats(x)", "another order than (total, mean, maximum)"),
+        never=("constant factor is wrong",),
+        fails=(("test_standardize_across_devices", ("times the answer at every entry",
+                                                    "the standard deviation it divides by"), {2}),)),
+    "each device's own variance with ddof=1": Wrong(
+        apart("collectives", ('var = lax.pmean(jnp.mean((row - mean) ** 2), "i")',
+                              'var = lax.pmean(jnp.var(row, ddof=1), "i")')), "2",
+        says=("standardize_across_devices(x) with x of shape (2, 9)",),
+        fails=(("test_standardize_other_width", ("returned NaN", "one number per device"), {2}),)),
 }
 
 
@@ -122,6 +137,9 @@ RIGHT = {
         def standardize_across_devices(x):
             return _over_devices(_standardize, P("d"))(x)
         """)}),
+    "written apart: the variance as the pmean of squares minus the squared mean": Right(apart(
+        "collectives", ('var = lax.pmean(jnp.mean((row - mean) ** 2), "i")',
+                        'var = lax.pmean(jnp.mean(row ** 2), "i") - mean ** 2')), "2"),
 }
 
 

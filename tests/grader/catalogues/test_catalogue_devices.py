@@ -2,7 +2,8 @@
 
 import pytest
 
-from catalogue import Catalogue, Wrong
+from apart import apart
+from catalogue import Catalogue, Right, Wrong
 
 # Each submission carries one mistake in count_devices and one in put_on_device; each mistake is
 # (test it fails, words its message must contain, device counts at which it shows up).
@@ -33,7 +34,8 @@ SUBMISSIONS = {
             return jax.device_put(x, jax.devices()[index])
         """},
         fails=(("test_count_devices", ("count_devices('gpu') raised RuntimeError", "0 devices"), {1, 2, 4}),
-               ("test_put_on_device_rejects_bad_index", ("raised IndexError, expected ValueError",), {1, 2, 4}))),
+               ("test_put_on_device_rejects_bad_index", ("raised IndexError at devices.py:", "expected ValueError"),
+                {1, 2, 4}))),
     "hard-coded 4 devices, silent error message": Wrong(
         {"devices": """
         import jax
@@ -79,12 +81,29 @@ SUBMISSIONS = {
             return jax.device_put(jnp.asarray(x, jnp.float32), jax.devices()[index])
         """},
         fails=(("test_put_on_device_other_arrays", ("returned dtype float32", "keeps x's dtype (int32)"), {1, 2, 4}),)),
+    # Issue 23: written from the statements alone (apart.py); each names its mistake and no wrong advice.
+    "an index checked one too late, and -1 let through": Wrong(
+        apart("devices", ("if not 0 <= index < n:", "if index > n:")), "2",
+        says=("put_on_device(x, 2) with 2 devices raised IndexError at devices.py:", "expected ValueError"),
+        fails=(("test_put_on_device_rejects_bad_index", ("IndexError at devices.py:", "`return jax.device_put(x, "
+                                                         "jax.devices()[index])`", "list index out of range"), {2}),
+               ("test_put_on_device_rejects_other_bad_indices", ("put_on_device(x, -1)", "returned a value"), {2}))),
 }
 
 
-CATALOGUE = Catalogue("devices", SUBMISSIONS, intact="basics")
+RIGHT = {
+    "written apart: devices filtered by jax.devices(platform)": Right(apart("devices"), "2"),
+}
+
+
+CATALOGUE = Catalogue("devices", SUBMISSIONS, RIGHT, intact="basics")
 
 
 @pytest.mark.parametrize("name", SUBMISSIONS)
 def test_wrong_devices_loses_points_on_devices_only(name):
     CATALOGUE.expect_caught(name)
+
+
+@pytest.mark.parametrize("way", RIGHT)
+def test_other_right_devices_keeps_full_marks(way):
+    CATALOGUE.expect_full_marks(way)

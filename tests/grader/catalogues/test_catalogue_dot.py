@@ -2,6 +2,7 @@
 
 import pytest
 
+from apart import apart
 from catalogue import Catalogue, Right, Wrong, mutate
 
 PMAPPED = ('local = jax.pmap(lambda a, b: lax.psum(jnp.dot(a, b), axis_name="i"), axis_name="i")\n'
@@ -34,6 +35,22 @@ WRONG = {
     "padded with ones": Wrong(
         {"dot": mutate("dot", ("jnp.pad(v, (0, pad))", "jnp.pad(v, (0, pad), constant_values=1)"))},
         "2", says=("off by what padding with 1 ones adds to the dot product",)),
+    # Issue 23: written from the statements alone (apart.py); each names its mistake and no wrong advice.
+    "the remainder cut off instead of padded": Wrong(
+        apart("dot", ("padded = -(-L // n) * n", "padded = L // n * n"),
+              ("x = jnp.concatenate([x, jnp.zeros(padded - L, x.dtype)]).reshape(n, -1)",
+               "x = x[:padded].reshape(n, -1)"),
+              ("y = jnp.concatenate([y, jnp.zeros(padded - L, y.dtype)]).reshape(n, -1)",
+               "y = y[:padded].reshape(n, -1)")),
+        "2", says=("the dot product of the first 4 elements only", "pad both vectors with zeros"),
+        never=("constant factor", "pmean", "psum where")),
+    "the devices' totals added up": Wrong(
+        apart("dot", ("return out[0]", "return jnp.sum(out)")), "2",
+        says=("is 2 times the answer on 2 devices", "return out[0]"), never=("pmean was meant", "lax.pmean where")),
+    "int32 vectors padded with float zeros": Wrong(
+        apart("dot", ("jnp.zeros(padded - L, x.dtype)", "jnp.zeros(padded - L)"),
+              ("jnp.zeros(padded - L, y.dtype)", "jnp.zeros(padded - L)")), "2",
+        fails=(("test_dot_other_lengths", ("dtype changed from int32 to float32", "pad with zeros of x.dtype"), {2}),)),
 }
 
 

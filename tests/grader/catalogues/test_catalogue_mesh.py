@@ -2,6 +2,7 @@
 
 import pytest
 
+from apart import apart
 from catalogue import Catalogue, Right, Wrong, mutate
 
 MESH = 'return jax.make_mesh((n_rows, n_cols), ("data", "model"))'
@@ -28,6 +29,30 @@ WRONG = {
     "a plain matmul, no shard_map": Wrong(
         {"mesh": mutate("mesh", ("return row_parallel(shard_matrix(x, mesh), w)", "return x @ w"))},
         "4", says=("runs 0 psums of its own, expected exactly one",)),
+    # Issue 23: written from the statements alone (apart.py); each names its mistake and no wrong advice.
+    "axis names swapped, w's columns split": Wrong(
+        apart("mesh", ('jax.make_mesh((n_rows, n_cols), ("data", "model"))',
+                       'jax.make_mesh((n_rows, n_cols), ("model", "data"))'),
+              ('w = jax.device_put(w, NamedSharding(mesh, P("model", None)))',
+               'w = jax.device_put(w, NamedSharding(mesh, P(None, "model")))'),
+              ('in_specs=(P("data", "model"), P("model", None))', 'in_specs=(P("data", "model"), P(None, "model"))')),
+        "2", says=("has axis names ('model', 'data'), expected ('data', 'model')",), never=("choose shapes",),
+        fails=(("test_sharded_matmul_matches_numpy", ("w's 5 columns were split", "P('model', None)"), {2}),)),
+    "x's columns kept whole, in shard_matrix and in the matmul": Wrong(
+        apart("mesh", ('    return jax.device_put(x, NamedSharding(mesh, P("data", "model")))\n\n\ndef sharded',
+                       '    return jax.device_put(x, NamedSharding(mesh, P("data")))\n\n\ndef sharded'),
+              ('x = jax.device_put(x, NamedSharding(mesh, P("data", "model")))\n    w',
+               'x = jax.device_put(x, NamedSharding(mesh, P("data", None)))\n    w'),
+              ('in_specs=(P("data", "model"), P("model", None))', 'in_specs=(P("data", None), P("model", None))')),
+        "2", says=("is sharded with P('data'), expected P('data', 'model')",), never=("params",),
+        fails=(("test_sharded_matmul_matches_numpy", ("contract 8 with 4", "split k"), {2}),)),
+    "the placed arrays multiplied outside shard_map": Wrong(
+        apart("mesh", ("""    def block(xb, wb):
+        return lax.psum(xb @ wb, "model")
+
+    return jax.shard_map(block, mesh=mesh, in_specs=(P("data", "model"), P("model", None)),
+                         out_specs=P("data", None))(x, w)""", "    return x @ w")), "2",
+        says=("both split the dimension it adds up over (mesh axis 'model')", "inside jax.shard_map")),
 }
 
 

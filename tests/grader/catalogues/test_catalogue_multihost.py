@@ -2,7 +2,8 @@
 
 import pytest
 
-from catalogue import Catalogue, Wrong, mutate
+from apart import apart
+from catalogue import Catalogue, Right, Wrong, mutate
 
 WRONG = {
     "a ValueError that names no counts": Wrong(
@@ -15,12 +16,32 @@ WRONG = {
     "each process's own mean": Wrong(
         {"multihost": mutate("multihost", ("    return mean(rows)\n", "    return local_batch.mean(axis=0)\n"))},
         "2", says=("is the mean of that process's own rows only",)),
+    # Issue 23: written from the statements alone (apart.py); each names its mistake and no wrong advice.
+    "only the processes that differ from process 0 raise": Wrong(
+        apart("multihost", ("if len(set(counts)) > 1:", "if counts[jax.process_index()] != counts[0]:")), "2",
+        says=("the processes disagree", "process 0 never finished")),
 }
 
 
-CATALOGUE = Catalogue("multihost", WRONG, intact="dot")
+RIGHT = {
+    "written apart: the mean of the processes' means, gathered": Right(apart(
+        "multihost", ("""    mesh = Mesh(np.array(jax.devices()), ("batch",))
+    sharding = NamedSharding(mesh, P("batch"))
+    arr = jax.make_array_from_process_local_data(sharding, local_batch)
+    return jax.jit(lambda a: jnp.mean(a, axis=0), out_shardings=NamedSharding(mesh, P()))(arr)""",
+                      """    means = multihost_utils.process_allgather(jnp.mean(jnp.asarray(local_batch), axis=0))
+    return jnp.mean(jnp.asarray(means).reshape(-1, local_batch.shape[1]), axis=0)""")), "2"),
+}
+
+
+CATALOGUE = Catalogue("multihost", WRONG, RIGHT, intact="dot")
 
 
 @pytest.mark.parametrize("mistake", WRONG)
 def test_wrong_multihost_is_caught(mistake):
     CATALOGUE.expect_caught(mistake)
+
+
+@pytest.mark.parametrize("way", RIGHT)
+def test_other_right_multihost_keeps_full_marks(way):
+    CATALOGUE.expect_full_marks(way)

@@ -6,6 +6,7 @@ ring_shift, which every ring uses, are checked against dot instead.
 
 import pytest
 
+from apart import apart
 from catalogue import Catalogue, Right, Wrong, mutate
 
 SHIFT = "perm=[(i, (i + shift) % n) for i in range(n)]"
@@ -27,11 +28,26 @@ WRONG = {
         "4", says=("runs an all-gather (from lax.all_gather)",), intact="ring_optimal"),
     "one step too few": Wrong(
         {"ring": mutate("ring", (LOOP, "return lax.fori_loop(0, n - 2, step, (x, x))[0]"))},
-        "4", says=("on every device leaves out one device's contribution (device 0 misses device 1's)",),
+        "4", says=("is one block short on every device (device 0 misses device 1's)",),
         intact="ring_optimal"),
     "one step too many": Wrong(
         {"ring": mutate("ring", (LOOP, "return lax.fori_loop(0, n, step, (x, x))[0]"))},
         "4", says=("adds every device's own block twice",), intact="ring_optimal"),
+    # Issue 23: written from the statements alone (apart.py); each names its mistake and no wrong advice.
+    "int blocks summed in float32": Wrong(
+        apart("ring", ("total, block = x, x", "total, block = x.astype(jnp.float32), x")), "2",
+        says=("dtype changed from int32 to float32", "accumulate in the input's dtype")),
+    "the running sum passed around the ring": Wrong(
+        apart("ring", ("block = ring_shift(block, axis_name)\n        total = total + block",
+                       "total = total + ring_shift(total, axis_name)")), "4",
+        says=("passes its running sum around the ring",), never=("lax.psum", "lax.pmean", "collective ("),
+        intact="ring_optimal"),
+    "the sum started from zeros": Wrong(
+        apart("ring", ("total, block = x, x", "total, block = jnp.zeros_like(x), x")), "2",
+        says=("leaves out every device's own block",), never=("lax.psum", "lax.pmean", "collective (")),
+    "destinations not wrapped around the ring": Wrong(
+        apart("ring", ("(i, (i + shift) % n)", "(i, i + shift)")), "2",
+        says=("ring_shift raised IndexError", "not on the ring", "% n")),
 }
 
 

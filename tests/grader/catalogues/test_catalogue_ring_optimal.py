@@ -2,7 +2,8 @@
 
 import pytest
 
-from catalogue import Catalogue, Wrong, mutate
+from apart import apart
+from catalogue import Catalogue, Right, Wrong, mutate
 
 OPTIMAL = "def ring_allreduce_optimal(x, axis_name):\n"
 
@@ -16,12 +17,32 @@ WRONG = {
     "padding not cut off": Wrong(
         {"ring": mutate("ring", ("return chunks.reshape(-1)[:size].reshape(x.shape)", "return chunks.reshape(-1)"))},
         "4", says=("returned shape",)),
+    # Issue 23: written from the statements alone (apart.py); each names its mistake and no wrong advice.
+    "int chunks turned float32": Wrong(
+        apart("ring", ("chunks = jnp.pad(flat, (0, c * n - size)).reshape(n, c)",
+                       "chunks = jnp.pad(flat, (0, c * n - size)).reshape(n, c).astype(jnp.float32)")), "4",
+        says=("dtype changed from int32 to float32", "keep every chunk in the input's dtype")),
+    "no all-gather after the reduce-scatter": Wrong(
+        apart("ring", ("    for s in range(n - 1):\n        send = (i + 1 - s) % n",
+                       "    for s in range(0):\n        send = (i + 1 - s) % n")), "4",
+        says=("holds the complete sum in one chunk per device only", "all-gather steps"),
+        never=("lax.psum", "constant factor")),
 }
 
 
-CATALOGUE = Catalogue("ring_optimal", WRONG, intact="ring")
+RIGHT = {
+    "written apart: Python loops over the chunks": Right(apart("ring"), "4"),
+}
+
+
+CATALOGUE = Catalogue("ring_optimal", WRONG, RIGHT, intact="ring")
 
 
 @pytest.mark.parametrize("mistake", WRONG)
 def test_wrong_ring_optimal_is_caught(mistake):
     CATALOGUE.expect_caught(mistake)
+
+
+@pytest.mark.parametrize("way", RIGHT)
+def test_other_right_ring_optimal_keeps_full_marks(way):
+    CATALOGUE.expect_full_marks(way)

@@ -2,6 +2,7 @@
 
 import pytest
 
+from apart import apart
 from catalogue import Catalogue, Right, Wrong, mutate
 
 # Each submission carries one mistake per function; each mistake is (test it fails, words its
@@ -67,7 +68,8 @@ SUBMISSIONS = {
         def unshard(x):
             return jnp.ravel(x)
         """},
-        fails=(("test_shard_batch_rejects_uneven_batch", ("raised AssertionError, expected ValueError",), {1, 2, 4}),
+        fails=(("test_shard_batch_rejects_uneven_batch", ("raised AssertionError at shard.py:", "expected ValueError"),
+                {1, 2, 4}),
                ("test_pad_and_shard", ("puts the padding first",), {1, 2, 4}),
                ("test_unshard", ("unshard(x) with x of shape", "returned shape (", ", expected shape ("), {1, 2, 4}))),
     "mask and unshard judge rows by their values": Wrong(
@@ -117,7 +119,7 @@ SUBMISSIONS = {
         fails=(("test_shard_batch", ("returned dtype float32 for a batch of dtype int32", "keep x's dtype"), {1, 2, 4}),
                ("test_pad_and_shard", ("returned dtype float32 for a batch of dtype int32", "pad with zeros of x.dtype"),
           {1, 2, 4}),
-               ("test_pad_and_shard_edges", ("returned dtype float32 for a batch of dtype uint8",), {1, 2, 4}))),
+               ("test_pad_and_shard_edges", ("returned dtype float32 for a batch of dtype",), {1, 2, 4}))),
     "unshard strips the trailing zero rows": Wrong(
         {"shard": mutate("shard", ("    return x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])",
                          "    flat = x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])\n"
@@ -126,6 +128,14 @@ SUBMISSIONS = {
         fails=(("test_unshard_keeps_every_row", ("unshard(x) with x of shape", "expected n_devices * per",
                                            "padding included"), {1, 2, 4}),
                ("test_round_trip_with_rows_of_zeros", ("unshard(sharded) has",), {1, 2, 4}))),
+    # Issue 23: written from the statements alone (apart.py); each names its mistake and no wrong advice.
+    "no ValueError of its own, rows per device rounded down to a negative pad width": Wrong(
+        apart("shard", ("per = -(-B // n_devices)", "per = B // n_devices"),
+              ('    if B % n_devices:\n        raise ValueError(f"batch of {B} rows does not split over {n_devices} '
+               'devices; use pad_and_shard")\n', "")), "2",
+        says=("raised ValueError inside JAX at shard.py:", "not from a check of your own"),
+        fails=(("test_pad_and_shard", ("pad_and_shard() raised ValueError at `padded = jnp.pad(", "negative pad width"),
+                {2}),)),
 }
 
 

@@ -2,6 +2,7 @@
 
 import pytest
 
+from apart import apart
 from catalogue import Catalogue, Right, Wrong, mutate
 
 GRADS = "grads = lax.pmean(grads, AXIS)"
@@ -28,8 +29,8 @@ WRONG = {
         "2", says=("runs an all-gather (from lax.all_gather)",)),
     "hard-coded 4 devices in fit": Wrong(
         {"train": mutate("train", ("    n = jax.device_count()\n", "    n = 4\n"))},
-        "2,4", says=("[2 devices] fit() raised ValueError: jax.pmap got an input with leading axis 4, "
-                                    "2 rows per device",)),
+        "2,4", says=("[2 devices] fit() raised ValueError at `", "jax.pmap got an input with leading axis 4, "
+                                                                  "2 rows per device")),
     "train_step as a Python loop of device_puts, no pmap": Wrong(
         {"train": mutate("train", ("train_step = jax.pmap(_step, axis_name=AXIS, in_axes=(0, 0, None))", """\
 def train_step(params, batch, lr):
@@ -39,6 +40,23 @@ def train_step(params, batch, lr):
     n = len(shards)
     return params - lr * sum(grads) / n, jnp.full((n,), sum(losses) / n)"""))},
         "2", says=("train_step runs no all-reduce of its own",)),
+    # Issue 23: written from the statements alone (apart.py); each names its mistake and no wrong advice.
+    "params shared instead of mapped": Wrong(
+        apart("train", ("in_axes=(0, 0, None)", "in_axes=(None, 0, None)")), "2",
+        says=("every device got the whole params array (2, 3)", "in_axes=(0, 0, None)"), never=("params @ x",)),
+    "the sum of the squared errors": Wrong(
+        apart("train", ("return jnp.mean((x @ params - y) ** 2)", "return jnp.sum((x @ params - y) ** 2)")), "2",
+        says=("it is the sum of the 5 squared errors, not their mean",), never=("params @ x",)),
+    "losses recorded after each step": Wrong(
+        apart("train", ("losses.append(loss[0])",
+                        "losses.append(loss_fn(p[0], (X.reshape(-1, X.shape[-1]), y.reshape(-1))))")), "2",
+        says=("are the losses after each step, one step late",), never=("params @ x",)),
+    "the remainder padded with zero samples": Wrong(
+        apart("train", ("per = X.shape[0] // n", "per = -(-X.shape[0] // n)"),
+              ("X = X[: n * per].reshape(n, per, -1)",
+               "X = jnp.pad(X, ((0, n * per - X.shape[0]), (0, 0))).reshape(n, per, -1)"),
+              ("y = y[: n * per].reshape(n, per)", "y = jnp.pad(y, (0, n * per - y.shape[0])).reshape(n, per)")), "2",
+        says=("pads the 51 samples with 1 zero row", "keep the first 50"), never=("params @ x",)),
 }
 
 

@@ -82,7 +82,17 @@ def test_a_classified_failure_carries_who_raised_it_across_the_wire(folders):
     again = type(failure).from_reply(failure.as_reply())
     assert (again.kind, again.exc_type, again.raised_in, again.line) == ("raised", "ValueError", "jax",
                                                                         "return pmap(x)")
-    assert again.message == "square_plus_one() raised ValueError: cannot select an axis to squeeze out"
+    assert again.message == ("square_plus_one() raised ValueError at `return pmap(x)`: cannot select an axis to "
+                             "squeeze out")
+
+
+def test_a_failure_names_the_students_line_shortened(folders, tmp_path):
+    """The message quotes the line that raised (the traceback inside the worker), cut to a readable length."""
+    (tmp_path / "submission" / "long.py").write_text("def f(xs):\n    return xs[len(xs)]" + " + 0" * 40 + "\n")
+    failure = student_code.classify(_raised(lambda: _load(tmp_path / "submission" / "long.py", "student_long").f([1])),
+                                    "f()")
+    assert failure.message.startswith("f() raised IndexError at `return xs[len(xs)] + 0")
+    assert failure.message.endswith("...`: list index out of range") and failure.where == "long.py:2"
 
 
 def test_what_a_failure_keeps_of_a_flood_is_capped(folders, tmp_path):

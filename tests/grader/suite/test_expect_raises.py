@@ -6,9 +6,9 @@ from grader.suite import expect_raises
 from grader.errors import StudentFailure
 
 
-def raising(exc_type, text, kind="raised", raised_in="submission"):
+def raising(exc_type, text, kind="raised", raised_in="submission", line=None):
     def call():
-        raise StudentFailure(kind, f"f() raised {exc_type}: {text}", "f.py:3", exc_type, raised_in)
+        raise StudentFailure(kind, f"f() raised {exc_type}: {text}", "f.py:3", exc_type, raised_in, text, line)
     return call
 
 
@@ -34,9 +34,12 @@ def test_negative_numbers_are_named_as_such():
         expect_raises(raising("ValueError", "no device -1 among 2"), "ValueError", "f", mentions=(-1, 1))
 
 
-def test_another_exception_type_fails_naming_both_types():
-    with pytest.raises(AssertionError, match="f raised IndexError, expected ValueError"):
-        expect_raises(raising("IndexError", "list index out of range"), "ValueError", "f")
+def test_another_exception_type_fails_naming_both_types_and_the_students_line():
+    """A student's own IndexError (an index checked one too late) points at the line that raised it."""
+    with pytest.raises(AssertionError) as info:
+        expect_raises(raising("IndexError", "list index out of range", line="return devices[index]"), "ValueError", "f")
+    assert str(info.value) == ('f raised IndexError at f.py:3: `return devices[index]` ("list index out of range"), '
+                               "expected ValueError")
 
 
 def test_a_returned_value_fails():
@@ -54,8 +57,16 @@ def test_failures_that_are_not_a_raised_error_pass_through(kind):
 @pytest.mark.parametrize("raised_in, inside", [("jax", "inside JAX"), ("library", "inside a library")])
 def test_an_error_raised_inside_jax_is_not_the_students_check(raised_in, inside):
     text = "cannot select an axis to squeeze out which has size not equal to one, got shape=(2, 6)"
-    with pytest.raises(AssertionError, match=f"f raised ValueError {inside}.*, not from a check of your own"):
+    with pytest.raises(AssertionError, match=f"f raised ValueError {inside}.* at f.py:3, not from a check of your own"):
         expect_raises(raising("ValueError", text, raised_in=raised_in), "ValueError", "f", mentions=(2,))
+
+
+def test_the_students_message_is_read_from_the_exception_not_from_the_grader_words_around_it():
+    """A multi-process failure's message starts with the process; the exception's own text is what is checked."""
+    def call():
+        raise StudentFailure("raised", "process 1 of 2: g() raised ValueError: they hold [2, 4]", "g.py:5",
+                             "ValueError", "submission", "they hold [2, 4]")
+    assert expect_raises(call, "ValueError", "g", mentions=(2, 4)) == "they hold [2, 4]"
 
 
 def test_a_failure_that_does_not_say_who_raised_it_counts_as_the_students():

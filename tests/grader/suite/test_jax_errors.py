@@ -29,7 +29,11 @@ EXPECTED = {
     "leading_axis_one_too_many": (4, ("leading axis 5", "maps over 4 devices", "jax.device_count()")),
     "leading_axis_twice_the_devices": (4, ("leading axis 8, 2 rows per device", "maps over 4 devices")),
     "lr_mapped_by_pmap": (4, ("a scalar has no leading axis", "in_axes=(0, 0, None)")),
-    "params_at_x": (4, ("contracts a dimension of 3 with one of 5", "x @ params")),
+    "lr_mapped_by_a_pmap_with_an_axis_name": (4, ("a scalar was split over the devices of axis 'batch'",
+                                                  "in_axes=(0, 0, None)")),
+    "lr_mapped_by_a_pmap_inside_jit": (4, ("a scalar was split over the devices of axis 'batch'",
+                                           "in_axes=(0, 0, None)")),
+    "params_at_x": (4, ("contracts a dimension of 3 with one of 5", "the last axis of the left operand")),
     "psum_scatter_that_does_not_divide": (4, ("splits a dimension of 3 into 4 equal parts",)),
     "psum_over_an_unbound_axis_name": (4, ("axis name 'batch'", "use the axis_name you are given")),
     "mesh_larger_than_the_machine": (4, ("a mesh of shape (2, 4)", "the 4 there are")),
@@ -37,7 +41,7 @@ EXPECTED = {
                                                   "lax.axis_size(axis_name)", "never from jax.device_count()")),
     "spec_without_a_mesh_as_out_shardings": (4, ("bare PartitionSpec", "NamedSharding(mesh, P(...))")),
     "spec_without_a_mesh_to_device_put": (4, ("bare PartitionSpec", "NamedSharding(mesh, P(...))")),
-    "explicit_matmul_without_out_sharding": (4, ("Explicit axes", "split over 'model'", "out_sharding=")),
+    "explicit_matmul_without_out_sharding": (4, ("Explicit axes", "split over mesh axis 'model'", "out_sharding=")),
     "loop_carry_of_zeros_set_per_device": (4, ("carry starts the same on every device", "differ along 'data' and 'model'",
                                                "set your own block before the loop")),
     "indexing_an_explicit_array": (4, ("index a NumPy copy (np.asarray(y)[...])",)),
@@ -45,7 +49,22 @@ EXPECTED = {
     "one_axis_for_two_dimensions": (4, ("P('model', 'model') splits two dimensions over the same mesh axis 'model'",)),
     "spec_longer_than_the_array": (4, ("P('data', 'model', None) has entries for 3 dimensions", "the array has 2")),
     "gradient_of_a_vector": (4, ("returns one number", "shape (3,)", "jnp.mean")),
+    "matmul_of_two_sharded_arrays_outside_shard_map": (4, ("split over mesh axis 'model' in both operands",
+                                                           "inside jax.shard_map", "lax.psum over 'model'")),
+    "add_of_arrays_sharded_differently": (4, ("add of two arrays laid out differently", "('model', 'data')")),
+    "in_specs_naming_an_axis_the_mesh_lacks": (4, ("in_specs[0] names mesh axis 'rows'", "'data' and 'model'")),
+    "out_specs_longer_than_the_result": (4, ("out_specs is P('data', None, None), 3 entries for the function's result",
+                                             "rank 2")),
+    "one_spec_for_two_arguments": (4, ("argument 'b' (float32[4,3]) the spec P('data', 'model')", "one spec per argument")),
+    "range_over_the_device_index": (4, ("used as a Python integer", "lax.axis_size(axis_name) is a Python int")),
+    "slice_up_to_the_device_index": (4, ("a slice whose bound is traced",)),
+    "int_blocks_added_up_in_a_float_carry": (4, ("carry goes in as int32[3] but the loop body returns float32[3]",
+                                                 "must return int32[3] again")),
+    "padding_to_a_shorter_length": (4, ("negative pad width", "(-L) % n")),
 }
+
+# Words a rule of the grader's own may never say: they belong to one task, and are wrong advice in another.
+TASK_WORDS = ("params", "x @", "choose shapes")
 
 
 def test_every_sample_has_an_expectation():
@@ -61,6 +80,7 @@ def test_each_jax_error_becomes_the_mistake_behind_it(name):
     missing = [w for w in words if w not in said]
     assert not missing, f"{name}: {said!r} does not say {missing}"
     assert "_internal_pmap_axis_name" not in said and "jax/_src" not in said
+    assert not [w for w in TASK_WORDS if w in said], f"{name}: {said!r} gives one task's advice"
 
 
 def test_every_rule_is_used_by_a_sample():

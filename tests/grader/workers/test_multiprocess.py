@@ -39,6 +39,18 @@ DIES_ON_PROCESS_1 = """
 """
 
 
+RAISES_ON_PROCESS_1 = """
+import jax
+from jax.experimental import multihost_utils
+
+
+def global_mean(local_batch):
+    if jax.process_index() == 1:
+        raise ValueError("process 1 found uneven rows")
+    return {after}
+"""
+
+
 def _processes_mentioning(text: str) -> list[int]:
     """Live processes whose command line or working folder contains ``text`` (how we find leftover workers)."""
     found = []
@@ -139,6 +151,26 @@ def test_a_process_that_hangs_before_joining_ends_the_start_at_the_join_timeout(
     assert outcome["failure"].message == "the 2 processes did not all join within 8 s (2 processes x 1 device)"
     assert 8 <= time.monotonic() - started < 20
     assert not any(Path(f"/proc/{pid}").exists() for pid in pids)
+
+
+@pytest.mark.parametrize("after, others", [
+    ("multihost_utils.process_allgather(local_batch).mean(axis=(0, 1))  # waits for process 1 forever",
+     "process 0 never finished (still waiting 5 s later, in a collective the others never reached)"),
+    ("local_batch.mean(axis=0)", "process 0 returned a value"),
+])
+def test_a_case_where_only_some_processes_raise_fails_naming_the_others(group_in, tmp_path, after, others):
+    """Every process must meet the expectation: one ValueError among processes that hang or return is no
+    pass for a test that expects ValueError (the suite once counted it as one)."""
+    group = group_in(2, 1)
+    (tmp_path / "submission" / "multihost.py").write_text(RAISES_ON_PROCESS_1.format(after=after))
+    batches = [np.ones((1, 3), np.float32)] * 2
+    with pytest.raises(StudentFailure) as info:
+        group.request("probe", "multihost_probes.global_mean", (batches,), {}, "global_mean")
+    failure = info.value
+    assert failure.kind == "diverged" and failure.exc_type == "ValueError" and failure.where == "multihost.py:8"
+    assert failure.message == (f"the processes disagree: process 1 of 2 raised, but {others}; every process must "
+                               "raise, or return, alike. process 1 of 2: global_mean raised ValueError at `raise "
+                               "ValueError(\"process 1 found uneven rows\")`: process 1 found uneven rows")
 
 
 def test_a_taken_port_is_retried_and_gloo_lines_are_not_student_output(group_in, monkeypatch):

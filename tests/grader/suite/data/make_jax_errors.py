@@ -84,6 +84,15 @@ def lr_mapped_by_pmap():
     return jax.pmap(lambda p, lr: p * lr)(np.ones((4, 3), np.float32), 0.1)
 
 
+def lr_mapped_by_a_pmap_with_an_axis_name():
+    return jax.pmap(lambda p, lr: p * lr, axis_name="batch")(np.ones((4, 3), np.float32), 0.1)
+
+
+def lr_mapped_by_a_pmap_inside_jit():
+    step = jax.pmap(lambda p, lr: p * lr, axis_name="batch")
+    return jax.jit(lambda p: step(p, np.float32(0.1)))(np.ones((4, 3), np.float32))
+
+
 def params_at_x():
     return jnp.ones(3) @ jnp.ones((5, 3))
 
@@ -156,14 +165,68 @@ def gradient_of_a_vector():
     return jax.grad(lambda w: (jnp.ones((3, 2)) @ w - 1.0) ** 2)(jnp.ones(2))
 
 
+def matmul_of_two_sharded_arrays_outside_shard_map():
+    _, x, w = _mesh_operands()
+    return x @ w
+
+
+def add_of_arrays_sharded_differently():
+    mesh, x, _ = _mesh_operands()
+    return x + jax.device_put(np.ones((4, 4), np.float32), NamedSharding(mesh, P("model", "data")))
+
+
+def in_specs_naming_an_axis_the_mesh_lacks():
+    mesh, x, w = _mesh_operands()
+    return jax.shard_map(lambda a, b: lax.psum(a @ b, "model"), mesh=mesh,
+                         in_specs=(P("rows", "model"), P("model", None)), out_specs=P("rows", None))(x, w)
+
+
+def out_specs_longer_than_the_result():
+    mesh, x, w = _mesh_operands()
+    return jax.shard_map(lambda a, b: lax.psum(a @ b, "model"), mesh=mesh,
+                         in_specs=(P("data", "model"), P("model", None)), out_specs=P("data", None, None))(x, w)
+
+
+def one_spec_for_two_arguments():
+    mesh, x, w = _mesh_operands()
+    return jax.shard_map(lambda a, b: lax.psum(a @ b, "model"), mesh=mesh, in_specs=P("data", "model"),
+                         out_specs=P("data", None))(x, w)
+
+
+def range_over_the_device_index():
+    def rotate(block):
+        for _ in range(lax.axis_index("i")):
+            block = jnp.roll(block, 1)
+        return block
+    return jax.pmap(rotate, axis_name="i")(np.ones((4, 3), np.float32))
+
+
+def slice_up_to_the_device_index():
+    return jax.pmap(lambda block: block[:lax.axis_index("i")], axis_name="i")(np.ones((4, 3), np.float32))
+
+
+def int_blocks_added_up_in_a_float_carry():
+    def ring_sum(block):
+        return lax.fori_loop(0, 3, lambda i, total: total + jnp.zeros(block.shape), block)
+    return jax.pmap(ring_sum, axis_name="i")(np.ones((4, 3), np.int32))
+
+
+def padding_to_a_shorter_length():
+    return jnp.pad(jnp.ones(7), (0, 3 * (7 // 4) - 7))
+
+
 MISTAKES = [ring_written_for_4_on_2_devices, ring_that_sends_everything_to_device_0, psum_over_the_wrong_mesh_axis,
             w_not_placed_on_the_mesh, rows_that_do_not_split_over_the_mesh, np_sqrt_inside_pmap, float_inside_pmap,
             if_on_a_traced_value, reshape_without_padding, leading_axis_one_too_many, leading_axis_twice_the_devices,
-            lr_mapped_by_pmap, params_at_x, psum_scatter_that_does_not_divide, psum_over_an_unbound_axis_name,
-            mesh_larger_than_the_machine, ring_over_every_device_on_a_mesh_axis, spec_without_a_mesh_as_out_shardings,
-            spec_without_a_mesh_to_device_put, explicit_matmul_without_out_sharding, loop_carry_of_zeros_set_per_device,
-            indexing_an_explicit_array, axis_not_in_the_mesh, one_axis_for_two_dimensions, spec_longer_than_the_array,
-            gradient_of_a_vector]
+            lr_mapped_by_pmap, lr_mapped_by_a_pmap_with_an_axis_name, lr_mapped_by_a_pmap_inside_jit, params_at_x,
+            psum_scatter_that_does_not_divide, psum_over_an_unbound_axis_name, mesh_larger_than_the_machine,
+            matmul_of_two_sharded_arrays_outside_shard_map, add_of_arrays_sharded_differently,
+            in_specs_naming_an_axis_the_mesh_lacks, out_specs_longer_than_the_result, one_spec_for_two_arguments,
+            range_over_the_device_index, slice_up_to_the_device_index, int_blocks_added_up_in_a_float_carry,
+            padding_to_a_shorter_length, ring_over_every_device_on_a_mesh_axis, spec_without_a_mesh_as_out_shardings,
+            spec_without_a_mesh_to_device_put, explicit_matmul_without_out_sharding,
+            loop_carry_of_zeros_set_per_device, indexing_an_explicit_array, axis_not_in_the_mesh,
+            one_axis_for_two_dimensions, spec_longer_than_the_array, gradient_of_a_vector]
 
 
 def _line_here(exc: BaseException) -> str:
