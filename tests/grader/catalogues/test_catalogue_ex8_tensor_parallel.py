@@ -31,7 +31,7 @@ WRONG = {
         says=("w1 is column-parallel, P(None, 'model')", "its rows match the columns of h")),
     "jit on Explicit axes with no out_sharding": Wrong(
         tensor_parallel((SHARD_MAP, "return jax.jit(lambda x, w1, w2: jax.nn.relu(x @ w1) @ w2)(x, w1, w2)")),
-        devices="4", says=("Explicit axes", "split over 'model'", "out_sharding=")),
+        devices="4", says=("Explicit axes", "split over mesh axis 'model'", "out_sharding=")),
 }
 
 RIGHT = {

@@ -52,7 +52,7 @@ WRONG = {
 
     return jax.shard_map(block, mesh=mesh, in_specs=(P("data", "model"), P("model", None)),
                          out_specs=P("data", None))(x, w)""", "    return x @ w")), "2",
-        says=("both split the dimension it adds up over (mesh axis 'model')", "inside jax.shard_map")),
+        says=("split over mesh axis 'model' in both operands", "inside jax.shard_map")),
 }
 
 

@@ -47,7 +47,7 @@ WRONG = {
         says=("leaves out every device's own block",), never=("lax.psum", "lax.pmean", "collective (")),
     "destinations not wrapped around the ring": Wrong(
         apart("ring", ("(i, (i + shift) % n)", "(i, i + shift)")), "2",
-        says=("ring_shift raised IndexError", "not on the ring", "% n")),
+        says=("ring_shift() raised IndexError", "not on the ring", "% n")),
 }
 
 

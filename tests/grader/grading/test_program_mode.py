@@ -77,8 +77,8 @@ SUBMISSIONS = {
         import numpy as np
 
         def distributed_dot(x, y):
-            result = jax.ShapeDtypeStruct((), jnp.float32)
-            return jax.pure_callback(lambda a, b: np.dot(a, b).astype(np.float32), result, x, y)
+            result = jax.ShapeDtypeStruct((), x.dtype)
+            return jax.pure_callback(lambda a, b: np.dot(a, b).astype(a.dtype), result, x, y)
         ''',
     "io_callback": '''
         import jax
@@ -87,8 +87,8 @@ SUBMISSIONS = {
         from jax.experimental import io_callback
 
         def distributed_dot(x, y):
-            result = jax.ShapeDtypeStruct((), jnp.float32)
-            return io_callback(lambda a, b: np.dot(a, b).astype(np.float32), result, x, y)
+            result = jax.ShapeDtypeStruct((), x.dtype)
+            return io_callback(lambda a, b: np.dot(a, b).astype(a.dtype), result, x, y)
         ''',
     "debug_callback": SOLUTION + '''
 _dot = distributed_dot
@@ -123,8 +123,8 @@ def distributed_dot(x, y):
         jax.export.export = _forge
 
         def distributed_dot(x, y):
-            result = jax.ShapeDtypeStruct((), jnp.float32)
-            return jax.pure_callback(lambda a, b: np.dot(a, b).astype(np.float32), result, x, y)
+            result = jax.ShapeDtypeStruct((), x.dtype)
+            return jax.pure_callback(lambda a, b: np.dot(a, b).astype(a.dtype), result, x, y)
         ''',
     # A program for other inputs than the test's: the clean worker refuses it, and must recover.
     "bad_blob": SOLUTION + '''

@@ -169,7 +169,7 @@ def test_a_case_where_only_some_processes_raise_fails_naming_the_others(group_in
     failure = info.value
     assert failure.kind == "diverged" and failure.exc_type == "ValueError" and failure.where == "multihost.py:8"
     assert failure.message == (f"the processes disagree: process 1 of 2 raised, but {others}; every process must "
-                               "raise, or return, alike. process 1 of 2: global_mean raised ValueError at `raise "
+                               "raise, or return, alike. process 1 of 2: global_mean() raised ValueError at `raise "
                                "ValueError(\"process 1 found uneven rows\")`: process 1 found uneven rows")
 
 
