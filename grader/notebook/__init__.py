@@ -58,18 +58,29 @@ def _course(explicit: str | None) -> Course:
                          f"holds {COURSE_FILE}") from None
 
 
+def _exercise_of(course: Course, tasks: tuple[str, ...], sources: list[str]) -> str:
+    """The one exercise of ``course`` that has every task named, or else every module the cells are marked
+    for; a course of one exercise needs no naming."""
+    if len(course.exercises) == 1:
+        return next(iter(course.exercises))
+    marked = {m for m in map(cells.module_of, sources) if m}
+    fits = [name for name, ex in course.exercises.items()
+            if (set(tasks) <= ex.task_ids if tasks else
+                marked and marked <= set(expected_modules(os.path.join(course.root, ex.stubs))))]
+    if len(fits) != 1:
+        raise UsageError(f"name the exercise: notebook.check(..., exercise=...); this course has "
+                         f"{', '.join(course.exercises)}")
+    return fits[0]
+
+
 def check(*tasks: str, exercise: str | None = None, path: str | None = None, devices: str | None = None,
           backend: str = "auto", course: str | None = None, seed: int | None = None) -> Result:
     """Grade this notebook's marked cells (only ``tasks`` if given); returns the report as a table."""
     found_course = _course(course)
-    if exercise is None:
-        if len(found_course.exercises) != 1:
-            raise UsageError(f"name the exercise: notebook.check(..., exercise=...); this course has "
-                             f"{', '.join(found_course.exercises)}")
-        exercise = next(iter(found_course.exercises))
-    expected = expected_modules(os.path.join(found_course.root, found_course.exercise(exercise).stubs))
     where = os.path.basename(path) if path else "this notebook"
     sources = cells.code_cells(path) if path else _history()
+    exercise = exercise or _exercise_of(found_course, tasks, sources)
+    expected = expected_modules(os.path.join(found_course.root, found_course.exercise(exercise).stubs))
     found = cells.modules(sources, expected, where, latest_wins=path is None)
     with tempfile.TemporaryDirectory(prefix="grade-notebook-") as folder:
         cells.write(found, folder)

@@ -254,7 +254,7 @@ def test_where_points_at_the_student_file_and_line(fault_report):
 
 def test_a_probe_failure_names_the_students_function_never_the_probe(fault_report):
     tasks, _ = fault_report
-    assert {c["message"] for c in tasks["probed"]["cases"]} == {"double() raised ValueError: halving is not doubling"}
+    assert {c["message"] for c in tasks["probed"]["cases"]} == {'double() raised ValueError at `raise ValueError("halving is not doubling")`: halving is not doubling'}
     assert tasks["probed"]["cases"][0]["where"] == "probed.py:3"  # where it raised: the helper double called
     returned = {c["devices"]: c["message"] for c in tasks["probedreturn"]["cases"]}  # 3 values fit 1 device's row
     assert returned[2].startswith("double() raised ValueError: cannot reshape array of size 3"), returned

@@ -298,14 +298,27 @@ from grader.suite import hlo
 
 def test_ring_allreduce_after_a_probe(student, rng, devices):
     x = rng.normal(size=(devices, 6)).astype(np.float32)
-    student.probe("probes_MODULE.values", "ring_allreduce", x)
+    student.probe("values_MODULE.ring_allreduce", x)
     out = student.program("probes_MODULE.ring_allreduce", x,
                           expect=lambda v: np.broadcast_to(v.astype(np.float64).sum(axis=0), v.shape))
     assert all(c.op == "collective-permute" for c in hlo.select(out.hlo, by_student=True)), "not ppermute only"
 '''
 
-# Suites of this file's own: (test file, the exercise 7 task whose probes it calls, or None).
-OWN_SUITES = {"after a call": (AFTER_A_CALL, None), "after a probe": (AFTER_A_PROBE, "ring")}
+# A probe that runs a ring all-reduce on values, as exercise 7's ring value tests do.
+VALUES_PROBE = '''
+import jax
+import numpy as np
+
+from grader.sandbox import student_function
+
+
+def ring_allreduce(x):
+    fn = student_function("MODULE.ring_allreduce")
+    return np.asarray(jax.pmap(lambda block: fn(block, "ring"), axis_name="ring")(x))
+'''
+
+# Suites of this file's own: (test file, the exercise 7 task whose probes it calls, or None, a values probe or None).
+OWN_SUITES = {"after a call": (AFTER_A_CALL, None, None), "after a probe": (AFTER_A_PROBE, "ring", VALUES_PROBE)}
 NEVER_SAW = "a second set of inputs drawn by the grader that your code never saw"
 # module: (device counts, its suite: an exercise 7 task's or one of OWN_SUITES, {structural test: what it says})
 TASKS = {
@@ -344,14 +357,16 @@ def structural_suite(task: str, keep) -> str:
 
 
 def suite_files(module: str, suite: str, tests) -> dict[str, str]:
-    """The test file (and the probe module it calls, if any) grading ``module`` with ``suite``."""
-    source, probes_of = OWN_SUITES.get(suite, (None, suite))
+    """The test file (and the probe modules it calls, if any) grading ``module`` with ``suite``."""
+    source, probes_of, values_probe = OWN_SUITES.get(suite, (None, suite, None))
     if source is None:
         source = structural_suite(suite, tests).replace(f'"{suite}.', f'"{module}.')
     files = {f"test_{module}.py": source.replace("MODULE", module).replace(f'"probes_{probes_of}.', f'"probes_{module}.')}
     probes = SUITES / f"probes_{probes_of}.py"
     if probes_of and probes.exists():
         files[f"probes_{module}.py"] = probes.read_text().replace(f'"{probes_of}.', f'"{module}.')
+    if values_probe:
+        files[f"values_{module}.py"] = values_probe.replace("MODULE", module)
     return files
 
 

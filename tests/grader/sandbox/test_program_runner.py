@@ -22,6 +22,7 @@ from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
 sys.path[:0] = [{root!r}]
 from grader.sandbox.program_export import export_program
 from grader.sandbox.program_runner import run_program
+from grader.protocol import ArraySpec
 from grader.suite import hlo
 
 mesh = jax.make_mesh((2, 2), ("data", "model"), axis_types=(AxisType.Auto,) * 2)
@@ -31,8 +32,9 @@ def blocks(x, w):
     return jax.jit(jnp.matmul, out_shardings=split)(x, w)
 
 x, w = np.arange(32, dtype=np.float32).reshape(4, 8), np.ones((8, 6), np.float32)
-out = run_program(export_program(blocks, (x, w), "blocks"), (x, w), "blocks")
-print(json.dumps({{"right": bool(np.allclose(out["value"], x @ w)), "shapes": hlo.output_shapes(out["hlo"])}}))
+specs = tuple(ArraySpec(a.shape, str(a.dtype)) for a in (x, w))
+out = run_program(export_program(blocks, specs, "blocks"), [(x, w)], "blocks")
+print(json.dumps({{"right": bool(np.allclose(out["values"][0], x @ w)), "shapes": hlo.output_shapes(out["hlo"])}}))
 """
 
 
