@@ -1,0 +1,185 @@
+"""A pid and a mount namespace of the worker's own (and, for a normal user, a user namespace first).
+
+In its own pid namespace the worker cannot name a process outside its tree: kill, ptrace,
+prlimit, setpriority, sched_setaffinity, ioprio_set or pidfd_open on the grader, the zygote or a
+classmate's worker find no such process (ESRCH), and a fresh /proc shows only its own. When the
+namespace's init ends, the kernel kills everything left in it, so nothing the student started
+outlives the worker. Its own mount namespace lets the worker mount a private /proc, a size-capped
+scratch and (as root) hide folders a uid of its own could not pass (grader.sandbox.mounts), none
+of which the grader or anyone else sees. A normal user gets these through a user namespace in
+which its uid maps to itself: the worker keeps its uid, and its processes are counted in that
+namespace (RLIMIT_NPROC counts per user namespace since Linux 5.14), not with the grader's.
+
+:func:`enter` leaves three processes where there was one:
+
+- the *holder*: the process the grader started or the zygote forked. It stays in the grader's
+  namespaces (the grader and the zygote know only its pid), holds nothing of the worker's, waits
+  and ends the way the worker ends (exit code or signal, passed up by the init);
+- the *init*, pid 1 of the new pid namespace: it reaps what is orphaned inside and, when the worker
+  ends, exits, which ends the namespace. It dies with the holder (PR_SET_PDEATHSIG);
+- the *worker*, pid 2: the only one that returns from :func:`enter`.
+
+Why a separate init: the kernel drops every signal a namespace's init has no handler for when it
+comes from inside, so a worker at pid 1 would survive ``os.kill(os.getpid(), SIGKILL)`` and turn
+``abort()`` into a SIGSEGV. At pid 2 it dies like any process.
+
+The process limit: since Linux 6.14 each pid namespace has its own pid_max, so writing it bounds
+the tasks (threads included) in the worker's namespace whatever the uid. Before 6.14 the file is
+the machine's (a root worker would lower it for everyone), so it is left alone there.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+
+CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
+_MS_REC, _MS_PRIVATE = 0x4000, 0x40000
+_PR_SET_PDEATHSIG = 1
+PID_MAX_PER_NAMESPACE = (6, 14)  # the first kernel whose pid namespaces each have their own pid_max
+LEAST_PID_MAX = 301  # the kernel refuses less
+_STATUS = 4  # bytes of a wait status on the pipe from init to holder
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    """mount(2); OSError naming the target when the kernel refuses."""
+    enc = (lambda s: s.encode() if s is not None else None)
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {fstype or ''} on {target}")
+
+
+def _unshare() -> None:
+    """Unshare a pid and a mount namespace (a normal user: inside a user namespace mapping its ids to
+    themselves), and stop mounts from propagating back to the grader's namespace."""
+    uid, gid = os.geteuid(), os.getegid()
+    own_user = uid != 0
+    _check(_libc.unshare(CLONE_NEWPID | CLONE_NEWNS | (CLONE_NEWUSER if own_user else 0)), "unshare")
+    if own_user:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
+    mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+
+
+def _quiet() -> None:
+    """Nothing of the worker's stays open here, and no signal from inside the namespace ends this process."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_IGN)
+
+
+def _close_all_but(keep: int) -> None:
+    os.closerange(3, keep)
+    os.closerange(keep + 1, max(keep + 2, os.sysconf("SC_OPEN_MAX")))
+
+
+def _end_like(status: int) -> None:
+    """Exit the way a child with wait status ``status`` ended: the same exit code, or the same signal."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+        os.kill(os.getpid(), sig)
+        os._exit(128 + sig)
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
+def _hold(init: int, status_r: int) -> None:
+    """The holder: wait for the init, then end as the worker did (as the init did, if it was killed)."""
+    _close_all_but(status_r)
+    _quiet()
+    _, status = os.waitpid(init, 0)
+    passed = os.read(status_r, _STATUS)
+    _end_like(int.from_bytes(passed, "little") if len(passed) == _STATUS else status)
+
+
+def _init(worker: int, status_w: int) -> None:
+    """Pid 1: reap every process of the namespace; once the worker is reaped, hand its status up and exit."""
+    _close_all_but(status_w)
+    _quiet()
+    while True:
+        pid, status = os.wait()
+        if pid == worker:
+            os.write(status_w, status.to_bytes(_STATUS, "little"))
+            os._exit(0)  # the kernel kills whatever the worker left in the namespace
+
+
+def enter() -> int:
+    """Move into namespaces of the worker's own (see the module's docstring); returns the holder's pid.
+
+    Raises OSError, before anything has changed, where this machine or its seccomp profile refuses
+    the namespaces. Only the worker returns; call it single-threaded (unshare requires that).
+    """
+    holder = os.getpid()
+    _unshare()
+    status_r, status_w = os.pipe()
+    init = os.fork()
+    if init:
+        os.close(status_w)
+        _hold(init, status_r)
+    os.close(status_r)
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    worker = os.fork()
+    if worker:
+        _init(worker, status_w)
+    os.close(status_w)
+    return holder
+
+
+def kernel_at_least(version: tuple[int, int]) -> bool:
+    """Whether the running kernel is ``version`` (major, minor) or newer."""
+    release = os.uname().release.split("-")[0].split(".")
+    try:
+        return (int(release[0]), int(release[1])) >= version
+    except (IndexError, ValueError):
+        return False
+
+
+def per_namespace_pid_max() -> bool:
+    """Whether this kernel gives each pid namespace its own pid_max (else the file is the machine's)."""
+    return kernel_at_least(PID_MAX_PER_NAMESPACE)
+
+
+def limit_tasks(count: int) -> None:
+    """At most ``count`` tasks (processes and threads, the init included) in this pid namespace, at least
+    LEAST_PID_MAX - 1. Only on a kernel with a pid_max per namespace (per_namespace_pid_max)."""
+    with open("/proc/sys/kernel/pid_max", "w") as f:
+        f.write(str(max(count + 1, LEAST_PID_MAX)))
+
+
+def availability() -> str:
+    """"" where a worker can enter namespaces of its own here, else why not (for the sandbox record).
+
+    Asked of a child, which tries and exits, so the caller's own namespaces stay as they are.
+    """
+    if not hasattr(os, "fork") or not hasattr(_libc, "unshare"):
+        return "this system has no namespaces (not Linux)"
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        why = b""
+        try:
+            _unshare()
+        except OSError as exc:
+            why = str(exc).encode()
+        os.write(w, why)
+        os._exit(0)
+    os.close(w)
+    why = os.read(r, 4096).decode()
+    os.close(r)
+    os.waitpid(pid, 0)
+    return f"the kernel refused new namespaces ({why})" if why else ""
