@@ -8,6 +8,11 @@ a student's object can never execute code in the grader (no pickle, no ``__eq__`
 Frame on the wire: 8-byte big-endian header length, the UTF-8 JSON header, then each blob the header
 lists, each preceded by its own 8-byte length.
 
+Sizes are capped where a message is read, before it is read, since a worker runs student code
+that can write anything to its reply pipe: a header of at most MAX_HEADER_BYTES, a message of at
+most MAX_MESSAGE_BYTES in all. The text a failure carries is cut further when it becomes a
+:class:`grader.errors.StudentFailure` (REPLY_TEXT_CHARS per field), so no reply can make a report large.
+
 A worker finds its request pipe at REQUEST_FD and its reply pipe at REPLY_FD. The first message
 on the request pipe is its :class:`WorkerSettings`, so nothing about the grading run (which
 submission, which suite) is on a command line or in an environment other processes can read.
@@ -26,6 +31,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 MAX_MESSAGE_BYTES = 512 << 20
+MAX_HEADER_BYTES = 16 << 20  # the JSON part: a value's structure and strings (arrays travel as blobs)
 _LEN = struct.Struct(">Q")
 _ALLOWED_KINDS = "biufc"  # bool, signed, unsigned, float, complex
 REQUEST_FD, REPLY_FD = 3, 4
@@ -161,7 +167,10 @@ def _read_len(fd: int, deadline: float | None, budget: list[int]) -> int:
 def receive(fd: int, deadline: float | None = None) -> tuple[dict, list[bytes]]:
     """Read one message; ``deadline`` is a ``time.monotonic()`` value or None to wait forever."""
     budget = [MAX_MESSAGE_BYTES]
-    raw = _read_exact(fd, _read_len(fd, deadline, budget), deadline)
+    size = _read_len(fd, deadline, budget)
+    if size > MAX_HEADER_BYTES:
+        raise ProtocolError(f"a header larger than {MAX_HEADER_BYTES >> 20} MiB refused")
+    raw = _read_exact(fd, size, deadline)
     try:
         header = json.loads(raw)
         nblobs = int(header["nblobs"])

@@ -43,6 +43,7 @@ def similar_command(source, exercise_name, course_path, threshold, html):
     from grader.classroom.similarity import compare
     from grader.course import find_course
     from grader.layout import plural
+    from grader.sanitise import terminal
 
     name, entries = _entries(source, exercise_name)
     course = find_course(explicit=course_path)
@@ -51,9 +52,9 @@ def similar_command(source, exercise_name, course_path, threshold, html):
     compared = plural(len(entries) - len(skipped), "submission")
     click.echo(f"{name}: {compared} compared, {plural(len(pairs), 'pair')} more than "
                f"{threshold:.0%} alike (after removing the stubs' code)")
-    for p in pairs:
-        click.echo(f"  {p.first}  {p.second}  {p.module}.py  {p.first_share:.0%} / {p.second_share:.0%}")
+    for p in pairs:  # student ids are folder names
+        click.echo(terminal(f"  {p.first}  {p.second}  {p.module}.py  {p.first_share:.0%} / {p.second_share:.0%}"))
     for student, why in sorted(skipped.items()):
-        click.echo(f"  not compared: {student}: {why}", err=True)
+        click.echo(terminal(f"  not compared: {student}: {why}"), err=True)
     if html:
         click.echo(f"side-by-side report: {html}", err=True)

@@ -18,6 +18,7 @@ from grader.grading.confinement import describe
 from grader.grading.runner import RunResult
 from grader.grading.scoring import Score
 from grader.layout import number, summary
+from grader.sanitise import terminal
 
 SCHEMA = "pmap-course/report"
 SCHEMA_VERSION = 1
@@ -202,4 +203,4 @@ def to_text(run: RunResult, score: Score, course_name: str, notes=(), options=()
         lines.append(f"sandbox: {describe(run.sandbox)}")
     if run.interrupted:
         lines.append(INTERRUPTED)
-    return "\n".join(lines) + "\n"
+    return terminal("\n".join(lines) + "\n")  # messages hold what the student's code chose to say
