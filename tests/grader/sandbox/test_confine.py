@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import tempfile
@@ -24,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from grader import processes
+from liveprocesses import new_marker, running_with
 from grader.sandbox import confine as confine_mod
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -554,25 +553,10 @@ def test_without_namespaces_a_setsid_double_fork_survivor_stays_in_the_tree_and_
         open(f"/proc/{result['survivor']}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
 
 
-def running_with(marker: str) -> list[int]:
-    """Pids (seen from here) of live processes whose command line holds ``marker``."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if marker.encode() in f.read():
-                    with open(f"/proc/{pid}/stat") as stat_file:
-                        if stat_file.read().rsplit(")", 1)[1].split()[0] != "Z":
-                            found.append(int(pid))
-        except OSError:
-            continue
-    return found
-
-
 @pytest.mark.parametrize("ending", ["exits", "is killed"])
 def test_nothing_the_worker_started_outlives_it(place, ending):
     """A setsid double fork that execs a program is still in the worker's pid namespace, which ends with it."""
-    marker = f"{4000 + os.getpid() % 1000}.{time.monotonic_ns() % 10**6}"
+    marker = new_marker()
     script = _PRELUDE.format(root=str(ROOT), policy=repr({"scratch": place["scratch"]})) + textwrap.dedent(f"""
         import time
         if os.fork() == 0:

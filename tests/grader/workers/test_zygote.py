@@ -16,6 +16,7 @@ import time
 import pytest
 
 from conftest import ROOT
+from liveprocesses import new_marker, parent, running_with, state, wait_until
 from grader.errors import StudentFailure
 from grader.layout import Layout
 from grader.workers import worker as workers
@@ -101,42 +102,10 @@ def call(pool: WorkerPool, target: str, *args, timeout_s: float | None = None):
     return pool.request(Layout(1), "call", target, args, {}, target, timeout_s)
 
 
-def state(pid: int) -> str:
-    """The state letter of ``pid`` in /proc (Z: a zombie), or "" once it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rpartition(")")[2].split()[0]
-    except FileNotFoundError:
-        return ""
-
-
-def parent(pid: int) -> int:
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rpartition(")")[2].split()[1])
-
-
 def holder(pool: WorkerPool) -> int:
     """The pid the grader knows its worker by: the holder outside the worker's own pid namespace
     (grader.sandbox.namespaces), where the pids the worker itself sees mean nothing."""
     return pool.worker(Layout(1)).proc.pid
-
-
-def new_marker() -> str:
-    """A sleep argument no other process has: finds the student's child from outside its namespace."""
-    return f"300.{os.getpid()}{time.monotonic_ns() % 10**9}"
-
-
-def running_with(marker: str) -> list[int]:
-    """Live processes (but this one) whose command line holds ``marker``."""
-    found = []
-    for pid in filter(lambda p: p.isdigit() and int(p) != os.getpid(), os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if marker.encode() in f.read() and state(int(pid)) not in ("", "Z"):
-                    found.append(int(pid))
-        except OSError:
-            continue
-    return found
 
 
 def call_in_background(pool: WorkerPool, target: str, *args, timeout_s: float | None = None):
@@ -154,20 +123,9 @@ def call_in_background(pool: WorkerPool, target: str, *args, timeout_s: float | 
     return thread, outcome
 
 
-def wait_until(condition, within_s: float = 60.0) -> None:
-    deadline = time.monotonic() + within_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.02)
-
-
 def gone(pid: int) -> bool:
     """True once ``pid`` no longer runs (a zombie waiting for init to collect it counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rpartition(")")[2].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
+    return state(pid) in ("", "Z")
 
 
 def wait_gone(*pids: int, within_s: float = 5.0) -> list[int]:
@@ -266,12 +224,12 @@ def test_a_grader_that_dies_takes_zygote_and_busy_workers_with_it(spy_dirs):
     marker = new_marker()
     code = textwrap.dedent(f"""
         import os, sys, threading, time
-        sys.path[:0] = [{str(ROOT / "tests" / "grader")!r}, {str(ROOT / "tests" / "grader" / "workers")!r}]
+        sys.path.insert(0, {str(ROOT / "tests" / "grader")!r})
         from grader.layout import Layout
         from grader.workers.backends import EMULATED
         from grader.workers.pool import WorkerPool
         from grader.workers.worker import RunSettings
-        from test_zygote import parent, running_with
+        from liveprocesses import parent, running_with
         run = RunSettings({str(submission)!r}, {str(suite)!r}, EMULATED, {MEMORY_MB}, {TIMEOUT_S})
         pool = WorkerPool(run, {str(engine)!r})
         threading.Thread(target=pool.request, args=(Layout(1), "call", "spy.hang", ({marker!r},), {{}}, "hang"),
