@@ -91,7 +91,9 @@ class Policy:
     the kernel's Landlock is no newer than this (1 or more). ``process_limit``: the most tasks
     (processes and threads) the worker may have, by its pid namespace's pid_max (at least
     300, the kernel's least) and RLIMIT_NPROC where that counts its own processes only.
-    ``scratch_bytes``: the size of its private scratch. ``limits``: the other resource limits, by RLIMIT_* number.
+    ``scratch_bytes``: the size of its private scratch. ``network_of``: the pid of the process holding
+    its multi-process group's own network namespace, to join (grader.sandbox.namespaces.hold_network;
+    0: none). ``limits``: the other resource limits, by RLIMIT_* number.
     """
 
     scratch: str
@@ -104,6 +106,7 @@ class Policy:
     max_landlock_abi: int | None = None
     process_limit: int = PROCESS_LIMIT
     scratch_bytes: int = mounts.SCRATCH_BYTES
+    network_of: int = 0
     limits: dict[int, int] = field(default_factory=lambda: {resource.RLIMIT_FSIZE: FILE_SIZE_LIMIT,
                                                              resource.RLIMIT_NOFILE: OPEN_FILES_LIMIT,
                                                              resource.RLIMIT_CORE: 0})
@@ -124,6 +127,7 @@ class _Record:
         self.fresh_proc = ""  # why the worker's pid namespace has no /proc of its own ("" when it has one)
         self.tasks_bounded_by: list[str] = []  # what bounds the process count: "pid_max", "RLIMIT_NPROC"
         self.private_scratch = False
+        self.private_network = ""  # why the group's own network could not be joined ("" when it was, or none is given)
 
     def held(self, mechanism: str) -> bool:
         return mechanism not in self.why_not
@@ -159,8 +163,10 @@ class _Record:
         net_missing = ll or ("" if "net" in self.landlock_parts else
                              f"Landlock ABI {self.landlock_abi} has no TCP rules (ABI {landlock.NET_ABI} does)")
         tcp = self.policy.tcp_ports is not None
-        if tcp and self.policy.tcp_connect_any and not net_missing:
-            net_missing = "a multi-process group's gloo connects to its peers' ephemeral ports"
+        joined = self.policy.network_of and not self.private_network
+        if tcp and self.policy.tcp_connect_any and not net_missing and not joined:
+            net_missing = ("a multi-process group's gloo connects to its peers' ephemeral ports, and this group has no "
+                           f"network of its own{': ' + self.private_network if self.private_network else ''}")
         ns, reaper = self.why_not.get("namespaces", ""), self.why_not.get("subreaper", "")
         return {
             "files": ll,
@@ -361,14 +367,22 @@ def _check_namespaces(record: _Record) -> None:
 
 
 def _enter_namespaces(record: _Record) -> int:
-    """Move into namespaces of the worker's own where the machine allows; returns the holder's pid (this
-    process's own without them). Only the worker returns (grader.sandbox.namespaces)."""
+    """Move into namespaces of the worker's own where the machine allows (first into its group's network,
+    when it has one); returns the holder's pid (this process's own without them). Only the worker
+    returns (grader.sandbox.namespaces)."""
     holder = os.getpid()
-    if record.held("namespaces"):
+    if not record.held("namespaces"):
+        record.private_network = record.why_not["namespaces"]
+        return holder
+    if record.policy.network_of:
         try:
-            return namespaces.enter()
+            namespaces.join_network(record.policy.network_of)
         except OSError as exc:
-            record.why_not["namespaces"] = f"the kernel refused new namespaces ({exc})"
+            record.private_network = str(exc)
+    try:
+        return namespaces.enter()
+    except OSError as exc:
+        record.why_not["namespaces"] = f"the kernel refused new namespaces ({exc})"
     return holder
 
 
@@ -468,8 +482,9 @@ def confine_worker(code: str, probes: str, backend: str, distributed: dict | Non
     """Confine a worker: it may write its copy of the submission (``code``) and the folder ``kept``
     (watch mode's compile cache, when given), and read the ``probes`` copied beside it.
 
-    A process of a multi-process group (``distributed``: its coordinator's ``host:port``) may also
-    bind that port and ephemeral ones, and connect to its peers. On a real accelerator (``backend``
+    A process of a multi-process group (``distributed``: its coordinator's ``host:port``, and the pid
+    holding the group's own network, ``network``, where it has one) may also bind that port and
+    ephemeral ones, and connect to its peers. On a real accelerator (``backend``
     other than cpu) it may open the device nodes in /dev and read /sys and the driver's /proc
     files (worked out from the drivers' documentation, not yet tried on a GPU or TPU).
     """
@@ -477,7 +492,8 @@ def confine_worker(code: str, probes: str, backend: str, distributed: dict | Non
     accelerator = backend != "cpu"
     read_only = (ENGINE_DIR, probes, *(_ACCELERATOR_READ_ONLY if accelerator else ()))
     return confine(Policy(scratch=code, kept=(kept,) if kept else (), read_only=read_only, devices=("/dev",) if accelerator else (),
-                          tcp_ports=ports, tcp_connect_any=bool(distributed), off=_mechanisms(off)))
+                          tcp_ports=ports, tcp_connect_any=bool(distributed), off=_mechanisms(off),
+                          network_of=(distributed or {}).get("network", 0)))
 
 
 def _mechanisms(off) -> frozenset[str]:

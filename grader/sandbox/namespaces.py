@@ -26,15 +26,28 @@ comes from inside, so a worker at pid 1 would survive ``os.kill(os.getpid(), SIG
 The process limit: since Linux 6.14 each pid namespace has its own pid_max, so writing it bounds
 the tasks (threads included) in the worker's namespace whatever the uid. Before 6.14 the file is
 the machine's (a root worker would lower it for everyone), so it is left alone there.
+
+A multi-process group's processes talk over TCP on localhost, to ports nobody knows in advance
+(gloo's). So the group gets a network of its own: :func:`hold_network`, run by the grader in a
+fresh Python, makes a network namespace with only a loopback (and a host name, ``localhost``, that
+resolves to it), and each of the group's processes joins it (:func:`join_network`) before it enters
+its own namespaces. Its connections reach the group and nothing else on the machine: no other
+group's coordinator, no port of the grader's.
 """
 
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import os
 import signal
+import socket
+import struct
+import sys
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
+CLONE_NEWUTS, CLONE_NEWNET = 0x04000000, 0x40000000
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 _MS_REC, _MS_PRIVATE = 0x4000, 0x40000
 _PR_SET_PDEATHSIG = 1
 PID_MAX_PER_NAMESPACE = (6, 14)  # the first kernel whose pid namespaces each have their own pid_max
@@ -57,16 +70,19 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
     _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {fstype or ''} on {target}")
 
 
-def _unshare() -> None:
-    """Unshare a pid and a mount namespace (a normal user: inside a user namespace mapping its ids to
-    themselves), and stop mounts from propagating back to the grader's namespace."""
+def _unshare_as_self(flags: int) -> None:
+    """unshare(``flags``); a normal user first gets a user namespace in which its ids map to themselves."""
     uid, gid = os.geteuid(), os.getegid()
-    own_user = uid != 0
-    _check(_libc.unshare(CLONE_NEWPID | CLONE_NEWNS | (CLONE_NEWUSER if own_user else 0)), "unshare")
-    if own_user:
+    _check(_libc.unshare(flags | (CLONE_NEWUSER if uid != 0 else 0)), "unshare")
+    if uid != 0:
         for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
             with open(f"/proc/self/{name}", "w") as f:
                 f.write(text)
+
+
+def _unshare() -> None:
+    """Unshare a pid and a mount namespace, and stop mounts from propagating back to the grader's namespace."""
+    _unshare_as_self(CLONE_NEWPID | CLONE_NEWNS)
     mount(None, "/", None, _MS_REC | _MS_PRIVATE)
 
 
@@ -137,6 +153,42 @@ def enter() -> int:
         _init(worker, status_w)
     os.close(status_w)
     return holder
+
+
+def _loopback_up() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        flags = struct.unpack("16sH14x", fcntl.ioctl(s, _SIOCGIFFLAGS, struct.pack("16sH14x", b"lo", 0)))[1]
+        fcntl.ioctl(s, _SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | _IFF_UP))
+
+
+def hold_network() -> None:
+    """A multi-process group's network (see the module's docstring), for as long as stdin stays open.
+
+    Prints ``ready`` once the namespace is made, or ``failed: why`` (and exits) where it cannot be.
+    Dies with the grader that started it.
+    """
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    try:
+        _unshare_as_self(CLONE_NEWNET | CLONE_NEWUTS)
+        socket.sethostname("localhost")
+        _loopback_up()
+    except OSError as exc:
+        print(f"failed: {exc}", flush=True)
+        return
+    print("ready", flush=True)
+    sys.stdin.read()
+
+
+def join_network(holder: int) -> None:
+    """Enter the network (and host name) namespace of the group's :func:`hold_network` process ``holder``
+    (a normal user: its user namespace first, whose owner it is). Single-threaded callers only."""
+    for kind, flag in ((("user", CLONE_NEWUSER),) if os.geteuid() != 0 else ()) + (("uts", CLONE_NEWUTS),
+                                                                                    ("net", CLONE_NEWNET)):
+        fd = os.open(f"/proc/{holder}/ns/{kind}", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            _check(_libc.setns(fd, flag), f"setns({kind})")
+        finally:
+            os.close(fd)
 
 
 def kernel_at_least(version: tuple[int, int]) -> bool:

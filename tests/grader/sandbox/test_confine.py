@@ -231,14 +231,40 @@ with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
     assert result["record"]["tcp_ports"] == [own] and "network" in result["record"]["held"]
 
 
-def test_a_gloo_group_may_connect_anywhere_and_the_record_says_so(place, listeners):
+def test_a_gloo_group_without_a_network_of_its_own_may_connect_anywhere_and_the_record_says_so(place, listeners):
     own = _free_port()
     result = run_confined(NETWORK_ATTEMPTS.format(bind_port=_free_port(), **listeners), scratch=place["scratch"],
                           tcp_ports=(own, 0), tcp_connect_any=True)
     assert result["tcp_connect"] == "ok" and result["tcp_bind"] == "EACCES"
     assert result["udp"] == "EPERM" and result["abstract"] == "EPERM"
     assert result["record"]["missing"]["network"] == ("TCP connections are open: a multi-process group's gloo "
-                                                      "connects to its peers' ephemeral ports")
+                                                      "connects to its peers' ephemeral ports, and this group has no "
+                                                      "network of its own")
+
+
+def test_a_group_in_a_network_of_its_own_reaches_nothing_outside_it(place, listeners):
+    """Its own loopback: the grader's listener is not there to connect to, its own port is, and the record holds
+    the network layer although gloo may connect to any port."""
+    from grader.workers.launch import GroupNetwork
+
+    network = GroupNetwork(str(ROOT), wanted=True)
+    own = _free_port()
+    code = NETWORK_ATTEMPTS.format(bind_port=_free_port(), **listeners) + f"""
+with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
+    server.bind(("127.0.0.1", {own}))
+    server.listen(1)
+    result["own_connect"] = attempt(lambda: connect(socket.AF_INET, socket.SOCK_STREAM, ("127.0.0.1", {own})))
+result["hostname"] = socket.gethostname()
+"""
+    try:
+        assert network.pid, "no network namespace could be made here"
+        result = run_confined(code, scratch=place["scratch"], tcp_ports=(own, 0), tcp_connect_any=True,
+                              network_of=network.pid)
+    finally:
+        network.close()
+    assert result["tcp_connect"] == "ECONNREFUSED" and result["own_connect"] == "ok"
+    assert result["hostname"] == "localhost" and result["udp"] == "EPERM"
+    assert "network" in result["record"]["held"]
 
 
 def test_an_old_landlock_without_tcp_rules_is_reported(place):
