@@ -17,10 +17,9 @@ starts (a usage error, exit 2), with a sentence naming each missing layer and wh
   people's code. Any user on Linux 5.13 or newer that allows user namespaces has all of it (6.14
   bounds the process count without a uid of its own: root also gets it through the uid); not a
   container whose seccomp profile refuses namespaces;
-- ``strict``: every layer: also network (no socket but a multi-process group's TCP, and that only
-  to its own ports) and a uid of its own (the grader runs as root). A multi-process task cannot
-  reach it: gloo's processes connect to each other's ephemeral TCP ports, which Landlock cannot
-  name in advance.
+- ``strict``: every layer: also network (no socket at all for a single worker; a multi-process
+  group's TCP stays in a network namespace of the group's own) and a uid of its own (the grader
+  runs as root).
 
 docs/sandbox.md has the table of layers, what each needs, and which level each setup meets.
 """

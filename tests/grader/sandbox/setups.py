@@ -122,6 +122,13 @@ class Setup:
         out = json.loads(proc.stdout.strip().splitlines()[-1])
         return BatchRun(out["code"], out["stdout"], out["stderr"], out["left"], book, course)
 
+    def run_python(self, code: str) -> str:
+        """What ``code`` prints, run by this setup's Python as its user."""
+        proc = subprocess.run([self.python, "-c", code], cwd=ROOT, env=self.env(), preexec_fn=self._become(),
+                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
     def bystander(self) -> int:
         """A process of this setup's user outside the batch (a classmate's grading, say): its pid."""
         proc = subprocess.Popen(["sleep", "600"], preexec_fn=self._become(), stdin=subprocess.DEVNULL)

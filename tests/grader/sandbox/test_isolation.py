@@ -379,6 +379,19 @@ def check_exports(run, work: Path) -> None:
     assert not any(c in similar.output for c in TERMINAL_FORBIDDEN), similar.output
 
 
+# ---------------------------------------------------------------- what each setup holds
+
+
+def test_grade_check_says_which_layers_hold_in_each_setup(setup):
+    line = setup.run_python("from grader.grading.confinement import here_line; print(here_line())").strip()
+    if setup.uid is None and os.geteuid() == 0:
+        assert line == ("sandbox on this machine: files, network, processes, syscalls, uid, lifetime, limits "
+                        "(meets --require-sandbox strict)")
+    else:
+        assert line == ("sandbox on this machine: files, network, processes, syscalls, lifetime, limits; not here: uid "
+                        "(the grader is not root, so workers keep its uid) (meets --require-sandbox basic)")
+
+
 # ---------------------------------------------------------------- reach: other processes, devices, files, text
 
 
