@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from grader import processes
+from attacks import PROCESS_CALLS
 from liveprocesses import new_marker, running_with
 from grader.sandbox import confine as confine_mod
 
@@ -291,23 +292,8 @@ def bystander():
 
 
 # Every way a process can be named, tried on the bystander, the parent and init; the errno each gets.
-REACH_ATTEMPTS = """
-import ctypes, resource, signal
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-def sys_call(number, *args):
-    if libc.syscall(ctypes.c_long(number), *[ctypes.c_long(a) for a in args]) < 0:
-        raise OSError(ctypes.get_errno(), "syscall")
-def ptrace_attach(pid):
-    if libc.ptrace(16, pid, None, None) != 0:  # PTRACE_ATTACH
-        raise OSError(ctypes.get_errno(), "ptrace")
-class IOVec(ctypes.Structure):
-    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
-def vm_read(pid):
-    buf = ctypes.create_string_buffer(8)
-    local, remote = IOVec(ctypes.addressof(buf), 8), IOVec(0x400000, 8)
-    if libc.process_vm_readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0) < 0:
-        raise OSError(ctypes.get_errno(), "process_vm_readv")
+REACH_ATTEMPTS = PROCESS_CALLS + """
+import resource, signal
 def same_nice(pid):
     os.setpriority(os.PRIO_PROCESS, pid, 0)  # 0 is what the bystander has: nothing changes if it escapes
 def tries(pid):
@@ -321,7 +307,7 @@ def tries(pid):
         "pidfd_open": attempt(lambda: sys_call(434, pid, 0)),
         "pidfd_signal": attempt(lambda: sys_call(424, 3, 0, 0, 0)),  # fd 3 stands for a pidfd it could not open
         "ptrace": attempt(lambda: ptrace_attach(pid)),
-        "vm_read": attempt(lambda: vm_read(pid)),
+        "vm_read": attempt(lambda: read_memory(pid)),
         "proc": attempt(lambda: open(f"/proc/{{pid}}/cmdline").read()),
     }}
 result["bystander"] = tries({pid})

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pytest
 
+from attacks import PROCESS_CALLS, TRY_STEPS
 from classroom import Page, folder
 from conftest import run_grade
 from setups import SETUPS, Factory
@@ -53,21 +54,9 @@ TERMINAL_FORBIDDEN = ("\x1b", "\x9b", "\x07", "\r", "\u202e", "\x00")
 
 # ---------------------------------------------------------------- the attacks
 
-DRIVER = """
-import ctypes, errno, json, os, resource, signal, stat, sys, time
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
+REACH = PROCESS_CALLS + TRY_STEPS + """
+import resource, signal, stat, sys
 _outcome = []
-
-
-def sys_call(number, *args):
-    result = libc.syscall(ctypes.c_long(number), *[ctypes.c_long(a) for a in args])
-    if result < 0:
-        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
-    return result
-"""
-
-REACH = DRIVER + """
 HOSTILE = {hostile!r}
 BYSTANDERS = {bystanders!r}
 PID_MAX = {pid_max}
@@ -89,22 +78,6 @@ def sweep(probe):
 
 def pidfd(pid):
     os.close(sys_call(434, pid, 0))  # pidfd_open
-
-
-def ptrace(pid):
-    if libc.ptrace(16, pid, None, None) != 0:  # PTRACE_ATTACH
-        raise OSError(ctypes.get_errno(), "ptrace")
-
-
-class IOVec(ctypes.Structure):
-    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
-
-
-def read_memory(pid):
-    buf = ctypes.create_string_buffer(8)
-    local, remote = IOVec(ctypes.addressof(buf), 8), IOVec(0x400000, 8)
-    if libc.process_vm_readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0) < 0:
-        raise OSError(ctypes.get_errno(), "process_vm_readv")
 
 
 def others_in_proc():
@@ -136,7 +109,7 @@ for _b in BYSTANDERS:
         (f"pin {{_b}}", lambda b=_b: os.sched_setaffinity(b, {{0}})),
         (f"ioprio {{_b}}", lambda b=_b: sys_call(251, 1, b, 3 << 13)),  # ioprio_set(PROCESS, b, IDLE)
         (f"pidfd_send_signal {{_b}}", lambda b=_b: sys_call(424, sys_call(434, b, 0), signal.SIGKILL, 0, 0)),
-        (f"ptrace {{_b}}", lambda b=_b: ptrace(b)),
+        (f"ptrace {{_b}}", lambda b=_b: ptrace_attach(b)),
         (f"read the memory of {{_b}}", lambda b=_b: read_memory(b)),
         (f"read /proc of {{_b}}", lambda b=_b: open(f"/proc/{{b}}/environ", "rb").read()),
     ]
@@ -144,14 +117,7 @@ for _b in BYSTANDERS:
 
 def add(x, y):
     if not _outcome:
-        escaped = []
-        for name, step in STEPS:
-            try:
-                step()
-                escaped.append(name)
-            except OSError:
-                pass
-        _outcome.append(escaped)
+        _outcome.append(escapes(STEPS))
     print(HOSTILE, flush=True)
     if _outcome[0]:
         raise RuntimeError("ESCAPED " + ", ".join(_outcome[0]))
@@ -159,7 +125,8 @@ def add(x, y):
     exec(compile(f"raise PermissionError({{'{refused} ' + HOSTILE!r}})", here, "exec"))  # a file name it chose
 """
 
-LIMITS = DRIVER + """
+LIMITS = """
+import errno, json, os, sys
 import numpy as np
 
 
