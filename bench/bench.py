@@ -164,12 +164,15 @@ def verdict(name: str, value: float) -> str:
     return f"{'<=' if at_most else '>='} {target:g}  {'met' if ok else 'MISSED'}"
 
 
+def ratio(mode: dict) -> str:
+    return f"{mode['ratio']:.2f}  ({mode['wall_s']:.2f} s / {mode['floor_s']:.2f} s)"
+
+
 def confinement_rows(s: dict) -> list[tuple[str, str, str]]:
     """Confined (the zygote on) against GRADE_SANDBOX=0, from the same run."""
     z, u = s["zygote"], s["unconfined"]
     cost = z["ratio"] / u["ratio"] - 1
-    return [("  unconfined (GRADE_SANDBOX=0): wall / floor", f"{u['ratio']:.2f}  ({u['wall_s']:.2f} s / {u['floor_s']:.2f} s)",
-             ""),
+    return [("  unconfined (GRADE_SANDBOX=0): wall / floor", ratio(u), ""),
             ("  confinement's cost on wall / floor", f"{cost:+.1%}", verdict("confinement_cost", cost))]
 
 
@@ -181,7 +184,7 @@ def table(result: dict) -> str:
                  ("  floor (worker_s)", f"{z['floor_s']:.2f} s", ""),
                  ("  wall / floor", f"{z['ratio']:.2f}",
                   verdict("exercise_ratio", z["ratio"]) if "--task" not in s["command"] else ""),
-                 ("  without zygote: wall / floor", f"{f['ratio']:.2f}  ({f['wall_s']:.2f} s / {f['floor_s']:.2f} s)", ""),
+                 ("  without zygote: wall / floor", ratio(f), ""),
                  *confinement_rows(s)]
         rows += [(f"    {k}", f"{v:.2f} s", "") for k, v in z["breakdown"].items()]
     b = result["batch"]
@@ -232,9 +235,7 @@ def main(argv=None) -> None:
             rows = [("figure", "value", "target")]
             for label, extra in (("exercise7", []), (f"exercise7 --task {a.task}", ["--task", a.task])):
                 s = single(label, extra, a.repeat, a.seed, modes=("zygote", "unconfined"))
-                rows += [(f"{s['command']}: wall / floor confined",
-                          f"{s['zygote']['ratio']:.2f}  ({s['zygote']['wall_s']:.2f} s / {s['zygote']['floor_s']:.2f} s)",
-                          ""), *confinement_rows(s)]
+                rows += [(f"{s['command']}: wall / floor confined", ratio(s["zygote"]), ""), *confinement_rows(s)]
             print(align(rows) + footer(load_before))
             return
         if a.endless_loop:

@@ -81,7 +81,9 @@ class StudentFailure(Exception):
 
 def _cut(value) -> str:
     text = str(value).encode("utf-8", "replace").decode("utf-8")  # a lone surrogate from JSON becomes "?"
-    return text if len(text) <= REPLY_TEXT_CHARS else text[:REPLY_TEXT_CHARS] + f" [... {len(text) - REPLY_TEXT_CHARS} more characters cut]"
+    if len(text) <= REPLY_TEXT_CHARS:
+        return text
+    return text[:REPLY_TEXT_CHARS] + f" [... {len(text) - REPLY_TEXT_CHARS} more characters cut]"
 
 
 class Interrupted(KeyboardInterrupt):

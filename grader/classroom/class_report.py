@@ -5,7 +5,7 @@ and per task), what went wrong most often in each task (failures grouped by test
 many students and one example), who has no grade and why, and what each result was graded with
 (backend, and the sandbox record where the report has one). Charts are inline SVG written here: a
 histogram is a few rectangles, not worth a plotting library, and the page needs no network or
-script. Every text on it goes through grader.sanitise.html (failure messages hold student output).
+script. Every text on it goes through grader.grading.sanitise.html (failure messages hold student output).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections import Counter
 
 from grader.classroom.gradebook import FAILED, GRADED, REFUSED, Gradebook, Result
 from grader.layout import number, plural
-from grader.sanitise import html
+from grader.grading.sanitise import html
 
 BINS = 10
 TOP_REASONS = 5

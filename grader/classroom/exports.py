@@ -15,7 +15,7 @@ import json
 from grader.classroom.gradebook import FAILED, GRADED, Gradebook, Result
 from grader.grading.junit import junit_xml
 from grader.layout import number
-from grader.sanitise import spreadsheet
+from grader.grading.sanitise import spreadsheet
 
 GRADEBOOK_SCHEMA = "pmap-course/gradebook"
 GRADEBOOK_SCHEMA_VERSION = 1
@@ -45,7 +45,7 @@ def gradebook_csv(book: Gradebook) -> str:
 
     A refused submission totals 0; one the grader failed on has no total, so it cannot be
     uploaded as a grade by mistake. Student ids and errors are written as spreadsheet text
-    (grader.sanitise.spreadsheet).
+    (grader.grading.sanitise.spreadsheet).
     """
     task_ids = [t["id"] for t in book.meta_value("tasks")]
     results = book.results()

@@ -10,7 +10,7 @@ grade by mistake (``grade export`` warns about those).
 Canvas: the columns its gradebook import documents (Student, ID, SIS User ID, SIS Login ID,
 Section), then one column per assignment, with the "Points Possible" row its own exports carry.
 Moodle: "Email address" (the identifier to map on import), "ID number", then the assignment.
-Names and sections are written as spreadsheet text (grader.sanitise.spreadsheet); the ids an LMS
+Names and sections are written as spreadsheet text (grader.grading.sanitise.spreadsheet); the ids an LMS
 matches on are written as they are (they come from the roster, the instructor's file, not from a
 submission).
 """
@@ -23,7 +23,7 @@ import io
 from grader.classroom.classlist import ClassList, Student
 from grader.classroom.exports import cell_number
 from grader.classroom.gradebook import FAILED, Gradebook, Result
-from grader.sanitise import spreadsheet, terminal
+from grader.grading.sanitise import spreadsheet, terminal
 
 CANVAS_IDS = (("ID", "canvas_id"), ("SIS User ID", "sis_user_id"), ("SIS Login ID", "sis_login_id"))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import time
 
-from grader.sanitise import terminal
+from grader.grading.sanitise import terminal
 
 BAR_WIDTH = 24
 

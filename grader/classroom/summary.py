@@ -6,7 +6,7 @@ import statistics
 
 from grader.classroom.gradebook import FAILED, GRADED, REFUSED, Result
 from grader.layout import number, plural
-from grader.sanitise import terminal
+from grader.grading.sanitise import terminal
 
 
 def _num(x: float) -> str:

@@ -43,7 +43,7 @@ def similar_command(source, exercise_name, course_path, threshold, html):
     from grader.classroom.similarity import compare
     from grader.course import find_course
     from grader.layout import plural
-    from grader.sanitise import terminal
+    from grader.grading.sanitise import terminal
 
     name, entries = _entries(source, exercise_name)
     course = find_course(explicit=course_path)

@@ -11,7 +11,7 @@ so the tests of a task add up to the task's score (unrounded, so the sum is exac
 the visibility course.yaml gives it. Tests of an extra-credit task have max_score 0, which is how
 Gradescope counts points on top of the maximum. The top-level output names only totals, never a test's reason (hidden tests would show through),
 and the run's stdout (the full text report) is for instructors only. Every output is terminal text
-(grader.sanitise.terminal): Gradescope can show output as ANSI, where a student's escape sequence
+(grader.grading.sanitise.terminal): Gradescope can show output as ANSI, where a student's escape sequence
 would be drawn.
 """
 
@@ -21,7 +21,7 @@ import json
 import os
 
 from grader.layout import plural, summary
-from grader.sanitise import terminal
+from grader.grading.sanitise import terminal
 
 STDOUT_VISIBILITY = "hidden"
 

@@ -1,6 +1,6 @@
 """A report (or several) as JUnit XML, which CI test reporters read: one <testcase> per case.
 
-Every text in it is XML text (grader.sanitise.xml): one student's escape sequence must not make
+Every text in it is XML text (grader.grading.sanitise.xml): one student's escape sequence must not make
 the whole class's file invalid XML, which CI would refuse.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from grader.layout import label
-from grader.sanitise import xml
+from grader.grading.sanitise import xml
 
 
 def _case_reason(case: dict) -> str:

@@ -3,12 +3,12 @@
 Print debugging is how students find out what their per-device function sees, so the text must be
 easy to reach, but a flood must not bury the report: each layout shows at most SHOW_LINES lines and
 SHOW_CHARS characters (the JSON report keeps up to 64 KiB per worker). It is written as terminal
-text (grader.sanitise.terminal): printed escape sequences must not clear the terminal or draw a fake report.
+text (grader.grading.sanitise.terminal): printed escape sequences must not clear the terminal or draw a fake report.
 """
 
 from __future__ import annotations
 
-from grader.sanitise import terminal
+from grader.grading.sanitise import terminal
 
 SHOW_LINES = 40
 SHOW_CHARS = 4000

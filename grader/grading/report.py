@@ -18,7 +18,7 @@ from grader.grading.confinement import describe
 from grader.grading.runner import RunResult
 from grader.grading.scoring import Score
 from grader.layout import number, summary
-from grader.sanitise import terminal
+from grader.grading.sanitise import terminal
 
 SCHEMA = "pmap-course/report"
 SCHEMA_VERSION = 1
