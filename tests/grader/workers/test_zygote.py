@@ -66,6 +66,11 @@ def hang(marker):
         time.sleep(0.01)
 
 
+def shout_and_die():
+    print("x" * (60 << 10), flush=True)
+    os._exit(1)
+
+
 def exit_early(marker):
     subprocess.Popen(["sleep", marker])
     time.sleep(1)  # long enough for the test to see the child from outside
@@ -205,6 +210,17 @@ def test_a_worker_that_ends_takes_everything_it_started_with_it(pool, target, ki
     assert wait_gone(worker) == []
     call(pool, "spy.facts")
     assert holder(pool) != worker  # the next call gets a new worker
+
+
+def test_output_is_capped_in_all_however_often_the_worker_is_replaced(spy_dirs):
+    submission, suite, engine = spy_dirs
+    pool = WorkerPool(RunSettings(str(submission), str(suite), EMULATED, MEMORY_MB, TIMEOUT_S), str(engine))
+    for _ in range(4):
+        with pytest.raises(StudentFailure):
+            call(pool, "spy.shout_and_die")
+    pool.close()
+    kept = pool.student_output[str(Layout(1))]
+    assert len(kept) < 2 * workers.OUTPUT_CAP and kept.count("of a later worker process not kept") >= 2
 
 
 def test_closing_the_pool_ends_workers_and_zygote(spy_dirs):
