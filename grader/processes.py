@@ -3,6 +3,9 @@
 A worker runs in its own session, so its process group holds the worker and whatever the student's
 code started. The group is killed *before* the worker is reaped: while the worker is an unreaped
 zombie its pid cannot be handed out again, so ``killpg(pid)`` can only reach the worker's own group.
+The pid the grader knows is the worker's *holder* (grader.sandbox.namespaces): the student's code
+runs two levels below it, in a pid namespace of its own that ends with it; from here every process
+of that namespace is a descendant of the holder, so the same code ends them all.
 The same code serves both ways a worker is started: the grader reaps the workers it spawned itself,
 the zygote reaps the workers it forked (only a process's parent can collect its exit status).
 """
@@ -101,9 +104,10 @@ def kill_adopted() -> None:
 def kill_group(pid: int) -> None:
     """SIGKILL everything ``pid`` started, its process group, and ``pid`` itself.
 
-    A confined worker is a child subreaper (grader.sandbox.confine), so while it lives every process
-    it started is its descendant, whatever setsid and double forks it used: those are killed
-    first, again until none is left (a fork bomb forks between two passes), then the worker.
+    A confined worker is in a pid namespace of its own, or else a child subreaper
+    (grader.sandbox.confine), so while it lives every process it started is its descendant,
+    whatever setsid and double forks it used: those are killed first, again until none is left (a
+    fork bomb forks between two passes), then the worker.
     """
     for _ in range(100):
         tree = descendants(pid)
