@@ -127,6 +127,8 @@ class _Record:
         self.fresh_proc = ""  # why the worker's pid namespace has no /proc of its own ("" when it has one)
         self.tasks_bounded_by: list[str] = []  # what bounds the process count: "pid_max", "RLIMIT_NPROC"
         self.private_scratch = False
+        self.scratch_why = ""  # why the private scratch could not be mounted
+        self.tasks_why = ""  # why its pid namespace's pid_max could not be written
         self.private_network = ""  # why the group's own network could not be joined ("" when it was, or none is given)
 
     def held(self, mechanism: str) -> bool:
@@ -148,11 +150,12 @@ class _Record:
         ns = self.why_not.get("namespaces", "")
         gaps = []
         if not self.tasks_bounded_by:
+            why = self.tasks_why or ns
             gaps.append("the process count (neither a pid namespace with its own pid_max, Linux "
                         f"{'.'.join(map(str, namespaces.PID_MAX_PER_NAMESPACE))}, nor a uid or user namespace of "
-                        f"its own{': ' + ns if ns else ''})")
+                        f"its own{': ' + why if why else ''})")
         if not self.private_scratch:
-            gaps.append(f"the scratch's size (no private tmpfs: {ns or 'it could not be mounted'})")
+            gaps.append(f"the scratch's size (no private tmpfs: {ns or self.scratch_why})")
         return "not bounded: " + "; ".join(gaps) if gaps else ""
 
     def layers(self) -> dict[str, str]:
@@ -229,7 +232,11 @@ def _set_limits(record: _Record) -> None:
 def _limit_tasks(record: _Record) -> None:
     """The pid namespace's own pid_max (while the worker still holds the capability to write it)."""
     if _pid_max_applies(record):
-        namespaces.limit_tasks(record.policy.process_limit)
+        try:
+            namespaces.limit_tasks(record.policy.process_limit)
+        except OSError as exc:
+            record.tasks_why = f"its pid_max could not be written: {exc}"
+            return
         record.tasks_bounded_by.append("pid_max")
 
 
@@ -386,23 +393,31 @@ def _enter_namespaces(record: _Record) -> int:
     return holder
 
 
-def _mount(record: _Record, uid: int | None) -> mounts.Scratch | None:
+def _mount(record: _Record, uid: int | None) -> tuple[mounts.Scratch | None, int | None]:
     """In the worker's mount namespace: its own /proc, the folders a uid of its own could not pass covered,
-    and its private scratch (the current folder too, when that was the scratch). None without one."""
+    and its private scratch (the current folder too, when that was the scratch). Returns (the private
+    scratch, None without one; the uid to take, None where the folders in its way could not be covered)."""
     if not record.held("namespaces"):
-        return None
+        return None, uid
     try:
         mounts.fresh_proc()
     except OSError as exc:
         record.fresh_proc = f"no /proc of its own ({exc})"
     if uid is not None:
-        mounts.reveal(_revealed_paths(record))
-    owner = os.geteuid() if uid is None else uid
-    scratch = mounts.Scratch(record.policy.scratch, owner, os.getegid() if uid is None else uid,
-                             record.policy.scratch_bytes)
+        try:
+            mounts.reveal(_revealed_paths(record))
+        except OSError as exc:
+            record.why_not["uid"] = f"the folders in the way of another uid could not be covered ({exc})"
+            uid = None
+    try:
+        scratch = mounts.Scratch(record.policy.scratch, os.geteuid() if uid is None else uid,
+                                 os.getegid() if uid is None else uid, record.policy.scratch_bytes)
+    except OSError as exc:
+        record.scratch_why = str(exc)
+        return None, uid
     record.private_scratch = True
     os.chdir(record.policy.scratch)
-    return scratch
+    return scratch, uid
 
 
 def _not_linux(record: _Record) -> bool:
@@ -439,8 +454,7 @@ def confine(policy: Policy) -> dict:
     holder = _enter_namespaces(record)
     if not record.held("namespaces"):
         _subreaper(record)
-    uid = UID_BASE + holder if _check_uid(record) else None
-    _scratch = _mount(record, uid)
+    _scratch, uid = _mount(record, UID_BASE + holder if _check_uid(record) else None)
     if _scratch is not None:
         _scratch.fill_so_far()
     _limit_tasks(record)
