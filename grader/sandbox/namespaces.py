@@ -40,6 +40,7 @@ from __future__ import annotations
 import ctypes
 import fcntl
 import os
+import resource
 import signal
 import socket
 import struct
@@ -105,6 +106,7 @@ def _end_like(status: int) -> None:
     """Exit the way a child with wait status ``status`` ended: the same exit code, or the same signal."""
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the worker dumped no core; nor does its holder
         if sig not in (signal.SIGKILL, signal.SIGSTOP):
             signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
