@@ -14,10 +14,13 @@ namespace (RLIMIT_NPROC counts per user namespace since Linux 5.14), not with th
 
 - the *holder*: the process the grader started or the zygote forked. It stays in the grader's
   namespaces (the grader and the zygote know only its pid), holds nothing of the worker's, waits
-  and ends the way the worker ends (exit code or signal, passed up by the init);
-- the *init*, pid 1 of the new pid namespace: it reaps what is orphaned inside and, when the worker
-  ends, exits, which ends the namespace. It dies with the holder (PR_SET_PDEATHSIG);
-- the *worker*, pid 2: the only one that returns from :func:`enter`.
+  for the worker, its child, and ends the way it ended (exit code or signal);
+- the *init*, pid 1 of the new pid namespace: ``/bin/sh`` reading a pipe only the holder writes,
+  spawned without copying the holder's memory (posix_spawn). It ends when the holder closes that
+  pipe, once the worker is gone, or when the holder dies; its end ends the namespace: the kernel
+  kills everything left in it. What the student's code orphans is adopted by it;
+- the *worker*, pid 2: the only one that returns from :func:`enter`. It dies with the holder
+  (PR_SET_PDEATHSIG).
 
 Why a separate init: the kernel drops every signal a namespace's init has no handler for when it
 comes from inside, so a worker at pid 1 would survive ``os.kill(os.getpid(), SIGKILL)`` and turn
@@ -53,7 +56,7 @@ _MS_REC, _MS_PRIVATE = 0x4000, 0x40000
 _PR_SET_PDEATHSIG = 1
 PID_MAX_PER_NAMESPACE = (6, 14)  # the first kernel whose pid namespaces each have their own pid_max
 LEAST_PID_MAX = 301  # the kernel refuses less
-_STATUS = 4  # bytes of a wait status on the pipe from init to holder
+INIT = ("/bin/sh", "-c", "read _")  # pid 1 of a worker's namespace: lives until its stdin ends
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
@@ -102,6 +105,14 @@ def _close_all_but(keep: int) -> None:
     os.closerange(keep + 1, max(keep + 2, os.sysconf("SC_OPEN_MAX")))
 
 
+def _spawn_init(lifeline: int) -> int:
+    """The namespace's init (INIT), its stdin ``lifeline``, /dev/null for output, none of the worker's pipes."""
+    others = [int(fd) for fd in os.listdir("/proc/self/fd") if int(fd) > 2 and int(fd) != lifeline]
+    actions = [(os.POSIX_SPAWN_DUP2, lifeline, 0), (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+               (os.POSIX_SPAWN_DUP2, 1, 2), *((os.POSIX_SPAWN_CLOSE, fd) for fd in others)]
+    return os.posix_spawn(INIT[0], list(INIT), {}, file_actions=actions)
+
+
 def _end_like(status: int) -> None:
     """Exit the way a child with wait status ``status`` ended: the same exit code, or the same signal."""
     if os.WIFSIGNALED(status):
@@ -115,24 +126,15 @@ def _end_like(status: int) -> None:
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
 
-def _hold(init: int, status_r: int) -> None:
-    """The holder: wait for the init, then end as the worker did (as the init did, if it was killed)."""
-    _close_all_but(status_r)
+def _hold(worker: int, init: int, lifeline: int) -> None:
+    """The holder: wait for the worker; then end the namespace (its init reads the end of ``lifeline``) and
+    end as the worker did."""
+    _close_all_but(lifeline)
     _quiet()
-    _, status = os.waitpid(init, 0)
-    passed = os.read(status_r, _STATUS)
-    _end_like(int.from_bytes(passed, "little") if len(passed) == _STATUS else status)
-
-
-def _init(worker: int, status_w: int) -> None:
-    """Pid 1: reap every process of the namespace; once the worker is reaped, hand its status up and exit."""
-    _close_all_but(status_w)
-    _quiet()
-    while True:
-        pid, status = os.wait()
-        if pid == worker:
-            os.write(status_w, status.to_bytes(_STATUS, "little"))
-            os._exit(0)  # the kernel kills whatever the worker left in the namespace
+    _, status = os.waitpid(worker, 0)
+    os.close(lifeline)
+    os.waitpid(init, 0)  # the kernel has killed whatever the worker left in the namespace
+    _end_like(status)
 
 
 def enter() -> int:
@@ -141,19 +143,18 @@ def enter() -> int:
     Raises OSError, before anything has changed, where this machine or its seccomp profile refuses
     the namespaces. Only the worker returns; call it single-threaded (unshare requires that).
     """
+    if not os.access(INIT[0], os.X_OK):
+        raise OSError(2, f"no {INIT[0]} to be the init of the worker's pid namespace")
     holder = os.getpid()
     _unshare()
-    status_r, status_w = os.pipe()
-    init = os.fork()
-    if init:
-        os.close(status_w)
-        _hold(init, status_r)
-    os.close(status_r)
-    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    lifeline_r, lifeline_w = os.pipe()
+    init = _spawn_init(lifeline_r)  # the namespace's first process: its pid 1
+    os.close(lifeline_r)
     worker = os.fork()
     if worker:
-        _init(worker, status_w)
-    os.close(status_w)
+        _hold(worker, init, lifeline_w)
+    os.close(lifeline_w)
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     return holder
 
 

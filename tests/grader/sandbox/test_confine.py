@@ -110,9 +110,9 @@ def test_files_reach_only_the_scratch_and_what_python_needs(place):
         result["pth"] = attempt(lambda: open({site + '/evil.pth'!r}, "w"))
         result["site_read"] = attempt(lambda: os.listdir({site!r}))
         result["stdlib"] = attempt(lambda: open(os.__file__).read())
-        result["parent_environ"] = attempt(lambda: open(f"/proc/{{os.getppid()}}/environ").read())
-        result["parent_cmdline"] = attempt(lambda: open(f"/proc/{{os.getppid()}}/cmdline").read())
-        result["parent_cwd"] = attempt(lambda: os.listdir(f"/proc/{{os.getppid()}}/cwd"))
+        result["init_environ"] = attempt(lambda: open("/proc/1/environ").read())  # another process of its own
+        result["init_cmdline"] = attempt(lambda: open("/proc/1/cmdline").read())  # namespace: Landlock's to deny
+        result["init_cwd"] = attempt(lambda: os.listdir("/proc/1/cwd"))
         result["scratch_write"] = attempt(lambda: open("mine.txt", "w").write("x"))
         result["scratch_mkdir"] = attempt(lambda: os.makedirs("sub/dir"))
         result["scratch_remove"] = attempt(lambda: os.remove("mine.txt"))
@@ -123,7 +123,7 @@ def test_files_reach_only_the_scratch_and_what_python_needs(place):
     """, scratch=place["scratch"])
     assert "files" in result["record"]["held"]
     denied = ("course", "solution", "list_course", "classmate", "overwrite_classmate", "tmp", "engine", "pth",
-              "parent_environ", "parent_cmdline", "parent_cwd")
+              "init_environ", "init_cmdline", "init_cwd")
     assert {k: result[k] for k in denied} == dict.fromkeys(denied, "EACCES")
     allowed = ("engine_read", "site_read", "stdlib", "scratch_write", "scratch_mkdir", "scratch_remove", "devnull",
                "urandom", "numpy")

@@ -60,8 +60,9 @@ _outcome = []
 HOSTILE = {hostile!r}
 BYSTANDERS = {bystanders!r}
 PID_MAX = {pid_max}
-# Its own tree: itself, its threads (XLA's), and in a pid namespace of its own, pid 1, its init.
-OWN = {{os.getpid()}} | {{int(t) for t in os.listdir("/proc/self/task")}} | ({{1}} if os.getppid() == 1 else set())
+# Its own tree: itself, its threads (XLA's), and in a pid namespace of its own (its parent is outside it, pid 0
+# here), pid 1, the namespace's init.
+OWN = {{os.getpid()}} | {{int(t) for t in os.listdir("/proc/self/task")}} | ({{1}} if os.getppid() == 0 else set())
 
 
 def sweep(probe):
