@@ -595,6 +595,39 @@ def test_nothing_the_worker_started_outlives_it(place, ending):
     assert running_with(marker) == []
 
 
+def test_a_holder_killed_before_its_worker_leaves_nothing_to_hang_on(place):
+    """killpg kills the holder, its worker and its namespace's init at once (a multi-process group is stopped
+    so): the worker's zombie and the init (which cannot end its namespace before that zombie is collected)
+    come to the subreaper above, which collects both without blocking on either."""
+    confined = _PRELUDE.format(root=str(ROOT), policy=repr({"scratch": place["scratch"]})) + \
+        "import time\nprint('CONFINED', flush=True)\ntime.sleep(60)\n"
+    script = textwrap.dedent(f"""
+        import os, subprocess, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from grader import processes
+        processes.adopt_orphans()
+        holder = subprocess.Popen([sys.executable, "-I", "-c", {confined!r}], stdout=subprocess.PIPE, text=True,
+                                  start_new_session=True, cwd={place['scratch']!r})
+        assert holder.stdout.readline() == "CONFINED\\n"
+        os.killpg(holder.pid, 9)
+        holder.wait()
+        processes.kill_adopted()
+        def children():  # zombies included
+            found = []
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open(f"/proc/{{pid}}/stat") as f:
+                        if int(f.read().rsplit(")", 1)[1].split()[1]) == os.getpid():
+                            found.append(int(pid))
+                except OSError:
+                    pass
+            return found
+        print("LEFT", children())
+    """)
+    out = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "LEFT []", out.stdout + out.stderr
+
+
 FORK_UNTIL_REFUSED = """
 import time
 children = []
