@@ -8,7 +8,9 @@ and without the zygote, and without the sandbox), a batch of copies with one and
 and the start-up time of ``grade --help`` and ``grade list``, and what an endless loop in ``dot`` costs
 next to its budget (one time limit per layout plus the other tasks' normal grading). It writes every
 raw figure as JSON, so a figure can be compared across commits. Run it from anywhere:
-``python bench/bench.py [--output PATH]``; ``--endless-loop`` measures only the last figure (a minute).
+``python bench/bench.py [--output PATH]``; ``--endless-loop`` measures only the last figure (a minute);
+``--confinement`` only what confining the workers costs (wall / floor confined against
+``GRADE_SANDBOX=0``, interleaved in one run), for both grade commands.
 """
 
 from __future__ import annotations
@@ -45,14 +47,16 @@ def breakdown(run: dict) -> dict:
             "process start, imports, report, exit": run["wall_s"] - run["report_wall_s"]}
 
 
-def single(label: str, extra: list[str], repeat: int, seed: int) -> dict:
+MODES = {"zygote": {}, "fresh": {"GRADE_ZYGOTE": "0"}, "unconfined": {"GRADE_SANDBOX": "0"}}
+
+
+def single(label: str, extra: list[str], repeat: int, seed: int, modes=tuple(MODES)) -> dict:
     """``repeat`` runs with the zygote, as many without, and as many unconfined (GRADE_SANDBOX=0, the
-    zygote on), interleaved so load drifts hit all alike."""
-    runs = {"zygote": [], "fresh": [], "unconfined": []}
+    zygote on), interleaved so load drifts hit all alike (``modes``: fewer of them)."""
+    runs = {mode: [] for mode in modes}
     for _ in range(repeat):
-        runs["zygote"].append(grade_once(ROOT / "solutions", extra, seed))
-        runs["fresh"].append(grade_once(ROOT / "solutions", extra, seed, {"GRADE_ZYGOTE": "0"}))
-        runs["unconfined"].append(grade_once(ROOT / "solutions", extra, seed, {"GRADE_SANDBOX": "0"}))
+        for mode in modes:
+            runs[mode].append(grade_once(ROOT / "solutions", extra, seed, MODES[mode]))
     out = {"label": label, "command": " ".join(["grade", "exercise7", "--submission", "solutions", *extra]),
            "runs": runs}
     for mode, rs in runs.items():
@@ -160,19 +164,28 @@ def verdict(name: str, value: float) -> str:
     return f"{'<=' if at_most else '>='} {target:g}  {'met' if ok else 'MISSED'}"
 
 
+def ratio(mode: dict) -> str:
+    return f"{mode['ratio']:.2f}  ({mode['wall_s']:.2f} s / {mode['floor_s']:.2f} s)"
+
+
+def confinement_rows(s: dict) -> list[tuple[str, str, str]]:
+    """Confined (the zygote on) against GRADE_SANDBOX=0, from the same run."""
+    z, u = s["zygote"], s["unconfined"]
+    cost = z["ratio"] / u["ratio"] - 1
+    return [("  unconfined (GRADE_SANDBOX=0): wall / floor", ratio(u), ""),
+            ("  confinement's cost on wall / floor", f"{cost:+.1%}", verdict("confinement_cost", cost))]
+
+
 def table(result: dict) -> str:
     rows = [("figure", "value", "target")]
     for s in result["single"]:
-        z, f, u = s["zygote"], s["fresh"], s["unconfined"]
-        cost = z["ratio"] / u["ratio"] - 1
+        z, f = s["zygote"], s["fresh"]
         rows += [(f"{s['command']}: wall", f"{z['wall_s']:.2f} s", ""),
                  ("  floor (worker_s)", f"{z['floor_s']:.2f} s", ""),
                  ("  wall / floor", f"{z['ratio']:.2f}",
                   verdict("exercise_ratio", z["ratio"]) if "--task" not in s["command"] else ""),
-                 ("  without zygote: wall / floor", f"{f['ratio']:.2f}  ({f['wall_s']:.2f} s / {f['floor_s']:.2f} s)", ""),
-                 ("  unconfined (GRADE_SANDBOX=0): wall / floor",
-                  f"{u['ratio']:.2f}  ({u['wall_s']:.2f} s / {u['floor_s']:.2f} s)", ""),
-                 ("  confinement's cost on wall / floor", f"{cost:+.1%}", verdict("confinement_cost", cost))]
+                 ("  without zygote: wall / floor", ratio(f), ""),
+                 *confinement_rows(s)]
         rows += [(f"    {k}", f"{v:.2f} s", "") for k, v in z["breakdown"].items()]
     b = result["batch"]
     for jobs in (1, 2):
@@ -198,6 +211,11 @@ def table(result: dict) -> str:
                           "same runs, absolute times depend on load")
 
 
+def footer(load_before) -> str:
+    return (f"\n\ncommit {git_commit()} · {os.cpu_count()} cores · load average {load_before[0]:.1f} before, "
+            f"{os.getloadavg()[0]:.1f} after")
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--output", default=str(ROOT / "bench" / "results" / "latest.json"), help="where to write JSON")
@@ -207,16 +225,22 @@ def main(argv=None) -> None:
     p.add_argument("--batch-task", help="grade only this task in the batch (default: the whole exercise)")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--endless-loop", action="store_true", help="measure only the endless-loop figure")
+    p.add_argument("--confinement", action="store_true", help="measure only what confining the workers costs")
     p.add_argument("--loop-devices", default="1,2", help="device counts of the endless-loop figure")
     p.add_argument("--loop-timeout", type=float, default=5.0, help="per-call time limit of the endless-loop figure")
     a = p.parse_args(argv)
     load_before = os.getloadavg()
     try:
+        if a.confinement:
+            rows = [("figure", "value", "target")]
+            for label, extra in (("exercise7", []), (f"exercise7 --task {a.task}", ["--task", a.task])):
+                s = single(label, extra, a.repeat, a.seed, modes=("zygote", "unconfined"))
+                rows += [(f"{s['command']}: wall / floor confined", ratio(s["zygote"]), ""), *confinement_rows(s)]
+            print(align(rows) + footer(load_before))
+            return
         if a.endless_loop:
             loop = endless_loop(a.loop_devices, a.loop_timeout, a.seed)
-            print(align([("figure", "value", "target"), *loop_rows(loop)]))
-            print(f"\ncommit {git_commit()} · {os.cpu_count()} cores · load average {load_before[0]:.1f} before, "
-                  f"{os.getloadavg()[0]:.1f} after")
+            print(align([("figure", "value", "target"), *loop_rows(loop)]) + footer(load_before))
             return
         result = {
             "commit": git_commit(),

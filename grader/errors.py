@@ -19,6 +19,7 @@ import sys
 
 EXIT_OK, EXIT_BELOW, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 EXIT_READER_GONE = 128 + signal.SIGPIPE  # what a shell reports for `cat` when `head` stops reading
+REPLY_TEXT_CHARS = 4000  # the most of each text of a worker's failure reply that the grader keeps
 
 # kind -> task status shown in the report when it is the first failure of a task.
 STATUS = {
@@ -80,8 +81,18 @@ class StudentFailure(Exception):
 
     @classmethod
     def from_reply(cls, header: dict) -> StudentFailure:
-        return cls(str(header.get("kind", "raised")), str(header.get("message", "failed")),
-                   **{name: header.get(name) for name in cls.OPTIONAL})
+        """The failure a worker's reply describes. Student code can write that reply itself, so every text
+        is cut to REPLY_TEXT_CHARS (and made valid Unicode) and an unknown kind becomes "raised"."""
+        kind = header.get("kind")
+        return cls(kind if kind in STATUS else "raised", _cut(header.get("message", "failed")),
+                   **{name: _cut(header[name]) if header.get(name) is not None else None for name in cls.OPTIONAL})
+
+
+def _cut(value) -> str:
+    text = str(value).encode("utf-8", "replace").decode("utf-8")  # a lone surrogate from JSON becomes "?"
+    if len(text) <= REPLY_TEXT_CHARS:
+        return text
+    return text[:REPLY_TEXT_CHARS] + f" [... {len(text) - REPLY_TEXT_CHARS} more characters cut]"
 
 
 class Interrupted(KeyboardInterrupt):

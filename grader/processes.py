@@ -3,6 +3,9 @@
 A worker runs in its own session, so its process group holds the worker and whatever the student's
 code started. The group is killed *before* the worker is reaped: while the worker is an unreaped
 zombie its pid cannot be handed out again, so ``killpg(pid)`` can only reach the worker's own group.
+The pid the grader knows is the worker's *holder* (grader.sandbox.namespaces): the student's code
+runs two levels below it, in a pid namespace of its own that ends with it; from here every process
+of that namespace is a descendant of the holder, so the same code ends them all.
 The same code serves both ways a worker is started: the grader reaps the workers it spawned itself,
 the zygote reaps the workers it forked (only a process's parent can collect its exit status).
 """
@@ -26,8 +29,9 @@ class Exit:
     maxrss_kb: int
 
 
-def _parents() -> dict[int, int]:
-    """pid -> parent pid of every live (not zombie) process this one can see in /proc (none without /proc)."""
+def _parents(zombies: bool = False) -> dict[int, int]:
+    """pid -> parent pid of every live process this one can see in /proc (none without /proc); ``zombies``:
+    of every process not yet collected too."""
     parents = {}
     for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
         if not name.isdigit():
@@ -37,7 +41,7 @@ def _parents() -> dict[int, int]:
                 fields = f.read().rsplit(b")", 1)[1].split()  # the command name may hold spaces and ")"
         except OSError:  # it ended meanwhile
             continue
-        if fields[0] != b"Z":
+        if zombies or fields[0] != b"Z":
             parents[int(name)] = int(fields[1])
     return parents
 
@@ -76,14 +80,22 @@ def adopt_orphans() -> None:
         ctypes.CDLL(None).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
+ADOPTED_GRACE_S = 10.0  # how long kill_adopted waits for what it killed to be collectable
+
+
 def kill_adopted() -> None:
-    """Kill every child of this process (and its tree) that it did not start: a dead worker's orphans.
+    """Kill every child of this process (and its tree) that it did not start, a dead worker's orphans, and
+    collect them all.
 
     A child the engine did not register, but that shares this process's session, is the embedding
     program's own and is left alone; a worker and its descendants always run in sessions of their own.
+    Zombies are collected too, and without blocking on any one child: when a worker's holder dies
+    before the worker, both the worker (a zombie by then) and its pid namespace's init come here, and
+    that init cannot finish ending its namespace until the worker's zombie is collected.
     """
     me, session = os.getpid(), os.getsid(0)
-    for child, parent in _parents().items():
+    adopted = []
+    for child, parent in _parents(zombies=True).items():
         if parent != me or child in started:
             continue
         try:
@@ -92,18 +104,26 @@ def kill_adopted() -> None:
         except ProcessLookupError:
             continue
         kill_group(child)
-        try:
-            os.waitpid(child, 0)  # it is this process's child now: collect it, or it stays a zombie
-        except ChildProcessError:
-            pass
+        adopted.append(child)
+    deadline = time.monotonic() + ADOPTED_GRACE_S
+    while adopted and time.monotonic() < deadline:
+        for child in list(adopted):
+            try:
+                if os.waitpid(child, os.WNOHANG)[0]:  # it is this process's child now: collect it
+                    adopted.remove(child)
+            except ChildProcessError:
+                adopted.remove(child)
+        if adopted:
+            time.sleep(0.005)
 
 
 def kill_group(pid: int) -> None:
     """SIGKILL everything ``pid`` started, its process group, and ``pid`` itself.
 
-    A confined worker is a child subreaper (grader.sandbox.confine), so while it lives every process
-    it started is its descendant, whatever setsid and double forks it used: those are killed
-    first, again until none is left (a fork bomb forks between two passes), then the worker.
+    A confined worker is in a pid namespace of its own, or else a child subreaper
+    (grader.sandbox.confine), so while it lives every process it started is its descendant,
+    whatever setsid and double forks it used: those are killed first, again until none is left (a
+    fork bomb forks between two passes), then the worker.
     """
     for _ in range(100):
         tree = descendants(pid)

@@ -15,6 +15,11 @@ return, and their dtype is part of the answer. NumPy saves them as raw bytes of 
 they cross as unsigned integers of the same width with the dtype's name beside them, and the other
 side views the bytes as that dtype again (a name from ``ml_dtypes``' own list, nothing else).
 
+Sizes are capped where a message is read, before it is read, since a worker runs student code
+that can write anything to its reply pipe: a header of at most MAX_HEADER_BYTES, a message of at
+most MAX_MESSAGE_BYTES in all. The text a failure carries is cut further when it becomes a
+:class:`grader.errors.StudentFailure` (REPLY_TEXT_CHARS per field), so no reply can make a report large.
+
 A worker finds its request pipe at REQUEST_FD and its reply pipe at REPLY_FD. The first message
 on the request pipe is its :class:`WorkerSettings`, so nothing about the grading run (which
 submission, which suite) is on a command line or in an environment other processes can read.
@@ -33,6 +38,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 MAX_MESSAGE_BYTES = 512 << 20
+MAX_HEADER_BYTES = 16 << 20  # the JSON part: a value's structure and strings (arrays travel as blobs)
 _LEN = struct.Struct(">Q")
 _ALLOWED_KINDS = "biufc"  # bool, signed, unsigned, float, complex
 REQUEST_FD, REPLY_FD = 3, 4
@@ -225,7 +231,10 @@ def _read_len(fd: int, deadline: float | None, budget: list[int]) -> int:
 def receive(fd: int, deadline: float | None = None) -> tuple[dict, list[bytes]]:
     """Read one message; ``deadline`` is a ``time.monotonic()`` value or None to wait forever."""
     budget = [MAX_MESSAGE_BYTES]
-    raw = _read_exact(fd, _read_len(fd, deadline, budget), deadline)
+    size = _read_len(fd, deadline, budget)
+    if size > MAX_HEADER_BYTES:
+        raise ProtocolError(f"a header larger than {MAX_HEADER_BYTES >> 20} MiB refused")
+    raw = _read_exact(fd, size, deadline)
     try:
         header = json.loads(raw)
         nblobs = int(header["nblobs"])

@@ -158,13 +158,12 @@ class Batch:
         cmd += ["--task", ",".join(tasks), "--backend", s.backend]
         return cmd + (["--devices", ",".join(map(str, s.devices))] if s.devices else [])
 
-    def _start(self, planned: Planned, scratch_root: str, index: int) -> Job | None:
+    def _start(self, planned: Planned, batch_scratch: BatchScratch, index: int) -> Job | None:
         """Start grading ``planned``; records it at once (and returns None) if it is refused."""
         if planned.refusal:
             self._record(self._base(planned, status=REFUSED, error=planned.refusal))
             return None
-        scratch = os.path.join(scratch_root, str(index))
-        os.makedirs(scratch)
+        scratch, tmp = batch_scratch.job(index)
         try:
             folder = intake.open_submission(planned.entry, scratch, self.settings.exercise.name)
         except unpack.Refused as exc:
@@ -172,9 +171,8 @@ class Batch:
             self._record(self._base(planned, status=REFUSED, error=str(exc)))
             return None
         pythonpath = os.pathsep.join(p for p in (ENGINE_PARENT, os.environ.get("PYTHONPATH")) if p)
-        os.makedirs(os.path.join(scratch, "tmp"))  # the grading's own scratch goes here: inside the batch's
         env = dict(os.environ, PYTHONPATH=pythonpath, GRADE_SEED=str(self.settings.seed),  # not on a command line
-                   TMPDIR=os.path.join(scratch, "tmp"))
+                   TMPDIR=tmp)  # the grading's own scratch goes there: inside the batch's
         with open(os.path.join(scratch, "log.txt"), "wb") as log:
             tasks = planned.tasks or tuple(t.id for t in self.settings.exercise.tasks)
             proc = subprocess.Popen(self._command(folder, os.path.join(scratch, "report.json"), tasks), cwd=scratch,
@@ -268,7 +266,7 @@ class Batch:
             while pending or running:
                 while pending and len(running) < self.settings.jobs:
                     index, planned = pending.popleft()
-                    job = self._start(planned, scratch.path, index)
+                    job = self._start(planned, scratch, index)
                     if job is not None:
                         running.append(job)
                 time.sleep(POLL_S)

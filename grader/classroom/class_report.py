@@ -5,17 +5,17 @@ and per task), what went wrong most often in each task (failures grouped by test
 many students and one example), who has no grade and why, and what each result was graded with
 (backend, and the sandbox record where the report has one). Charts are inline SVG written here: a
 histogram is a few rectangles, not worth a plotting library, and the page needs no network or
-script. Every text that comes from a submission (failure messages hold student output) is escaped.
+script. Every text on it goes through grader.grading.sanitise.html (failure messages hold student output).
 """
 
 from __future__ import annotations
 
-import html
 import statistics
 from collections import Counter
 
 from grader.classroom.gradebook import FAILED, GRADED, REFUSED, Gradebook, Result
 from grader.layout import number, plural
+from grader.grading.sanitise import html
 
 BINS = 10
 TOP_REASONS = 5
@@ -34,7 +34,7 @@ svg text { font-size: 11px; fill: #333; } svg rect.bar { fill: #3b6ea8; }
 
 
 def _e(value) -> str:
-    return html.escape(str(value), quote=True)
+    return html(str(value))
 
 
 def _num(x: float) -> str:

@@ -15,6 +15,7 @@ import json
 from grader.classroom.gradebook import FAILED, GRADED, Gradebook, Result
 from grader.grading.junit import junit_xml
 from grader.layout import number
+from grader.grading.sanitise import spreadsheet
 
 GRADEBOOK_SCHEMA = "pmap-course/gradebook"
 GRADEBOOK_SCHEMA_VERSION = 1
@@ -22,16 +23,6 @@ GRADEBOOK_SCHEMA_VERSION = 1
 
 def cell_number(x: float) -> str:
     return number(x, 4)  # 4 decimals: enough that a spreadsheet adds the tasks up to the total
-
-
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def spreadsheet_text(text: str) -> str:
-    """``text`` as a CSV cell a spreadsheet shows and never runs: a cell that starts like a formula
-    (a student id or name chosen as ``=HYPERLINK(...)``, an error quoting one) gets a leading ``'``,
-    which Excel, LibreOffice and Google Sheets read as "this is text"."""
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
 def task_scores(result: Result) -> dict[str, float]:
@@ -53,7 +44,8 @@ def gradebook_csv(book: Gradebook) -> str:
     final score) and the submission time and deadline after it.
 
     A refused submission totals 0; one the grader failed on has no total, so it cannot be
-    uploaded as a grade by mistake. Student ids and errors are written as spreadsheet text.
+    uploaded as a grade by mistake. Student ids and errors are written as spreadsheet text
+    (grader.grading.sanitise.spreadsheet).
     """
     task_ids = [t["id"] for t in book.meta_value("tasks")]
     results = book.results()
@@ -69,9 +61,9 @@ def gradebook_csv(book: Gradebook) -> str:
         else:
             total, percent = cell_number(r.score), cell_number(100 * r.score / r.max_score if r.max_score else 0)
         record = late(r) or {}
-        writer.writerow([spreadsheet_text(r.student), *(cell_number(scores[t]) if t in scores else "" for t in task_ids),
+        writer.writerow([spreadsheet(r.student), *(cell_number(scores[t]) if t in scores else "" for t in task_ids),
                          *(str(record.get(c, "")) for c in (LATE_COLUMNS if dated else ())), total,
-                         cell_number(r.max_score), percent, r.status, spreadsheet_text(r.error),
+                         cell_number(r.max_score), percent, r.status, spreadsheet(r.error),
                          *(record.get(c, "") for c in (LATE_TIMES if dated else ()))])
     return out.getvalue()
 

@@ -10,8 +10,9 @@ grade by mistake (``grade export`` warns about those).
 Canvas: the columns its gradebook import documents (Student, ID, SIS User ID, SIS Login ID,
 Section), then one column per assignment, with the "Points Possible" row its own exports carry.
 Moodle: "Email address" (the identifier to map on import), "ID number", then the assignment.
-Names and sections are written as spreadsheet text (grader.classroom.exports.spreadsheet_text); the
-ids an LMS matches on are written as they are.
+Names and sections are written as spreadsheet text (grader.grading.sanitise.spreadsheet); the ids an LMS
+matches on are written as they are (they come from the roster, the instructor's file, not from a
+submission).
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ import csv
 import io
 
 from grader.classroom.classlist import ClassList, Student
-from grader.classroom.exports import cell_number, spreadsheet_text
+from grader.classroom.exports import cell_number
 from grader.classroom.gradebook import FAILED, Gradebook, Result
+from grader.grading.sanitise import spreadsheet, terminal
 
 CANVAS_IDS = (("ID", "canvas_id"), ("SIS User ID", "sis_user_id"), ("SIS Login ID", "sis_login_id"))
 
@@ -42,7 +44,7 @@ def _warnings(book: Gradebook, roster: ClassList) -> list[str]:
     notes = []
     if strangers:
         notes.append(f"{_count(len(strangers), 'submission')} from ids not on the roster {roster.path}, "
-                     f"not exported: {', '.join(strangers)}")
+                     f"not exported: {terminal(', '.join(strangers))}")
     if missing:
         notes.append(f"{_count(len(missing), 'student')} on the roster without a submission (empty mark): "
                      f"{', '.join(missing)}")
@@ -68,7 +70,7 @@ def canvas_csv(book: Gradebook, roster: ClassList, assignment: str) -> tuple[str
     rows = [["Points Possible", "", "", "", "", cell_number(book.meta_value("max_score"))]]
     for s in roster.students:
         _require(roster, s, tuple(c for _, c in CANVAS_IDS), "Canvas matches a row to a student by one of them")
-        rows.append([spreadsheet_text(s.name), *(s.get(c) for _, c in CANVAS_IDS), spreadsheet_text(s.get("section")),
+        rows.append([spreadsheet(s.name), *(s.get(c) for _, c in CANVAS_IDS), spreadsheet(s.get("section")),
                      _mark(results.get(s.id))])
     header = ["Student", *(h for h, _ in CANVAS_IDS), "Section", assignment]
     return _write(header, rows), _warnings(book, roster)

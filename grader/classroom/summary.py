@@ -6,6 +6,7 @@ import statistics
 
 from grader.classroom.gradebook import FAILED, GRADED, REFUSED, Result
 from grader.layout import number, plural
+from grader.grading.sanitise import terminal
 
 
 def _num(x: float) -> str:
@@ -42,4 +43,4 @@ def summarize(results: list[Result], tasks: list[dict], title: str) -> str:
             lines.append(f"  {status} ({advice}):")
             width = max(len(r.student) for r in bad)
             lines += [f"    {r.student:<{width}}  {r.error}" for r in bad]
-    return "\n".join(lines) + "\n"
+    return terminal("\n".join(lines) + "\n")  # student ids are folder names, errors may quote them

@@ -45,7 +45,7 @@ def _lms(book, fmt, roster_path, assignment) -> str:
     render = {"canvas": lms.canvas_csv, "moodle": lms.moodle_csv}[fmt]
     text, warnings = render(book, classlist.load(roster_path), assignment or book.meta_value("exercise"))
     for warning in warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(f"warning: {warning}", err=True)  # already terminal text (grader.classroom.lms)
     return text
 
 

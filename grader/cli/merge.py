@@ -11,6 +11,7 @@ import click
 def merge_command(gradebooks, output):
     """Join shard gradebooks into one; refuses gradebooks of different courses or seeds."""
     from grader.classroom.gradebook import merge
+    from grader.grading.sanitise import terminal
 
     for note in merge(list(gradebooks), output):
-        click.echo(note, err=True)
+        click.echo(terminal(note), err=True)  # notes name students: folder names

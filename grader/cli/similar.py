@@ -63,6 +63,7 @@ def similar_command(source, exercise_name, course_path, threshold, html):
     """
     from grader.classroom.similarity import compare
     from grader.layout import plural
+    from grader.grading.sanitise import terminal
 
     name, entries, kept = _entries(source, exercise_name)
     with _stubs_folder(kept, name, course_path) as stubs:
@@ -70,9 +71,9 @@ def similar_command(source, exercise_name, course_path, threshold, html):
     compared = plural(len(entries) - len(skipped), "submission")
     click.echo(f"{name}: {compared} compared, {plural(len(pairs), 'pair')} more than "
                f"{threshold:.0%} alike (after removing the stubs' code)")
-    for p in pairs:
-        click.echo(f"  {p.first}  {p.second}  {p.module}.py  {p.first_share:.0%} / {p.second_share:.0%}")
+    for p in pairs:  # student ids are folder names
+        click.echo(terminal(f"  {p.first}  {p.second}  {p.module}.py  {p.first_share:.0%} / {p.second_share:.0%}"))
     for student, why in sorted(skipped.items()):
-        click.echo(f"  not compared: {student}: {why}", err=True)
+        click.echo(terminal(f"  not compared: {student}: {why}"), err=True)
     if html:
         click.echo(f"side-by-side report: {html}", err=True)

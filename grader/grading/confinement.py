@@ -9,13 +9,19 @@ starts (a usage error, exit 2), with a sentence naming each missing layer and wh
 
 - ``none``: grade with whatever this machine allows (the default for ``grade``: a student on their
   own laptop grades their own code);
-- ``basic``: the submission cannot read or change anything but its scratch, cannot make system
-  calls that reach other processes or bypass the filter, cannot outlive the run, and has resource
-  limits: files, syscalls, lifetime, limits (the default for ``grade batch`` and ``grade
-  autograde``, which grade other people's code; Linux 5.13 or newer has all of it, as any user);
-- ``strict``: every layer, including network and signals (Landlock ABI 6: Linux 6.12) and a uid of
-  its own (the grader runs as root). A multi-process task cannot reach it: gloo's processes
-  connect to each other's ephemeral TCP ports, which Landlock cannot name in advance.
+- ``basic``: classmates and the grader are out of reach: the submission reads and writes nothing
+  but its scratch (files), names or touches no process outside its own tree (processes), makes no
+  system call that bypasses the filter and holds no capability (syscalls), leaves nothing running
+  (lifetime), and cannot exhaust what others share: process count, scratch size, file size,
+  open files (limits). The default for ``grade batch`` and ``grade autograde``, which grade other
+  people's code. Any user on Linux 5.13 or newer that allows user namespaces has all of it (6.14
+  bounds the process count without a uid of its own: root also gets it through the uid); not a
+  container whose seccomp profile refuses namespaces;
+- ``strict``: every layer: also network (no socket at all for a single worker; a multi-process
+  group's TCP stays in a network namespace of the group's own) and a uid of its own (the grader
+  runs as root).
+
+docs/sandbox.md has the table of layers, what each needs, and which level each setup meets.
 """
 
 from __future__ import annotations
@@ -29,11 +35,11 @@ import tempfile
 
 from grader.errors import GraderError, UsageError
 
-BASIC = ("files", "syscalls", "lifetime", "limits")
+BASIC = ("files", "processes", "syscalls", "lifetime", "limits")
 LEVELS = ("none", "basic", "strict")  # strict: every layer a worker reports (grader.sandbox.confine.LAYERS)
 DEFAULT = {"grade": "none", "batch": "basic", "autograde": "basic"}
-HELP = ("refuse to grade unless student code is confined at least this much: none, basic (files, syscalls, "
-        "lifetime, limits) or strict (every layer; needs root and Linux 6.12)")
+HELP = ("refuse to grade unless student code is confined at least this much: none, basic (classmates and the "
+        "grader out of reach: files, processes, syscalls, lifetime, limits) or strict (every layer; needs root)")
 SWITCH = "GRADE_SANDBOX"  # "0": leave every mechanism out (for measuring the cost only); else a comma list to leave out
 SURVEY_TIMEOUT_S = 60.0
 

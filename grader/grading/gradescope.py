@@ -10,7 +10,9 @@ One Gradescope test per (task, test function): its cases (device counts, paramet
 so the tests of a task add up to the task's score (unrounded, so the sum is exact). Each test keeps
 the visibility course.yaml gives it. Tests of an extra-credit task have max_score 0, which is how
 Gradescope counts points on top of the maximum. The top-level output names only totals, never a test's reason (hidden tests would show through),
-and the run's stdout (the full text report) is for instructors only.
+and the run's stdout (the full text report) is for instructors only. Every output is terminal text
+(grader.grading.sanitise.terminal): Gradescope can show output as ANSI, where a student's escape sequence
+would be drawn.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import json
 import os
 
 from grader.layout import plural, summary
+from grader.grading.sanitise import terminal
 
 STDOUT_VISIBILITY = "hidden"
 
@@ -61,7 +64,7 @@ def _task_tests(task: dict, number: int) -> list[dict]:
             "number": f"{number}.{i}",
             "score": share * sum(c["weight"] for c in counted if c["outcome"] == "passed"),
             "max_score": 0.0 if task["extra_credit"] else share * sum(c["weight"] for c in counted),
-            "output": _test_output(task, cases),
+            "output": terminal(_test_output(task, cases)),
             "visibility": cases[0]["visibility"],
         }
         if counted:
@@ -80,7 +83,7 @@ def results(report: dict) -> dict:
     return {
         "score": report["score"],
         "execution_time": round(report["timing"]["wall_s"]),
-        "output": "\n".join(summary),
+        "output": terminal("\n".join(summary)),
         "visibility": "visible",
         "stdout_visibility": STDOUT_VISIBILITY,
         "tests": tests,
@@ -92,7 +95,7 @@ def results(report: dict) -> dict:
 
 def failure_results(message: str) -> dict:
     """results.json when nothing could be graded: zero points and one sentence saying why."""
-    return {"score": 0.0, "output": message, "visibility": "visible", "stdout_visibility": STDOUT_VISIBILITY,
+    return {"score": 0.0, "output": terminal(message), "visibility": "visible", "stdout_visibility": STDOUT_VISIBILITY,
             "tests": []}
 
 

@@ -2,17 +2,16 @@
 
 Print debugging is how students find out what their per-device function sees, so the text must be
 easy to reach, but a flood must not bury the report: each layout shows at most SHOW_LINES lines and
-SHOW_CHARS characters (the JSON report keeps up to 64 KiB per worker). Control characters other
-than tabs are shown as ``?``: printed escape sequences must not clear the terminal or draw a fake report.
+SHOW_CHARS characters (the JSON report keeps up to 64 KiB per worker). It is written as terminal
+text (grader.grading.sanitise.terminal): printed escape sequences must not clear the terminal or draw a fake report.
 """
 
 from __future__ import annotations
 
-import re
+from grader.grading.sanitise import terminal
 
 SHOW_LINES = 40
 SHOW_CHARS = 4000
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
 
 
 def printed(output: dict[str, str], lines: int = SHOW_LINES, chars: int = SHOW_CHARS) -> str:
@@ -21,11 +20,11 @@ def printed(output: dict[str, str], lines: int = SHOW_LINES, chars: int = SHOW_C
         return "your code printed nothing\n"
     out = []
     for where, text in output.items():
-        text = _CONTROL.sub("?", text.replace("\r\n", "\n")).strip("\n")
+        text = text.replace("\r\n", "\n").strip("\n")
         shown = text[:chars].split("\n")[:lines]
         rest = len(text) - len("\n".join(shown))
         out.append(f"your code printed ({where}):")
-        out += ["  | " + line for line in shown]
+        out += ["  | " + terminal(line) for line in shown]
         if rest > 0:
             out.append(f"  [... {rest} more characters not shown; --format json holds up to 64 KiB]")
     return "\n".join(out) + "\n"

@@ -19,6 +19,7 @@ from grader.grading.printed import printed
 from grader.grading.runner import RunResult
 from grader.grading.scoring import Score
 from grader.layout import number, summary
+from grader.grading.sanitise import terminal
 
 SCHEMA = "pmap-course/report"
 SCHEMA_VERSION = 1
@@ -207,5 +208,5 @@ def to_text(run: RunResult, score: Score, course_name: str, notes=(), options=()
         lines.append(f"sandbox: {describe(run.sandbox, why=False)}")
     if run.interrupted:
         lines.append(INTERRUPTED)
-    text = "\n".join(lines) + "\n"
+    text = terminal("\n".join(lines) + "\n")  # messages hold what the student's code chose to say
     return text + "\n" + printed(run.student_output) if show_output else text

@@ -90,15 +90,20 @@ def _empty(folder: str) -> None:
             os.unlink(path)
 
 
-def _own_like_folder(folder: str) -> None:
-    """As root, give what was just copied into ``folder`` to the folder's owner: the uid a spare took
-    when it confined itself (grader.sandbox.confine), as a worker started after the copy would."""
+def _give_to_workers(folder: str) -> None:
+    """As root, let a worker that is already running (a spare) take what was just copied into ``folder``:
+    readable by any uid (one with a private scratch copies it there at its first request, as its own
+    uid), and owned by the folder's owner (one without namespaces took the folder itself when it
+    confined itself: grader.sandbox.confine)."""
     if os.geteuid() != 0:
         return
     uid = os.stat(folder).st_uid
     for parent, dirs, files in os.walk(folder):
         for name in dirs + files:
-            os.lchown(os.path.join(parent, name), uid, uid)
+            path = os.path.join(parent, name)
+            os.lchown(path, uid, uid)
+            if not os.path.islink(path):
+                os.chmod(path, 0o755 if name in dirs else 0o644)
 
 
 class Workspace:
@@ -154,7 +159,7 @@ class Workspace:
         self._emptied = False
         submissions.copy_to_scratch(source, self.root)
         _copy_probes(suite, self.probes)
-        _own_like_folder(self.code)
+        _give_to_workers(self.code)
         return self.code, self.probes
 
     def settings(self, **run) -> RunSettings:

@@ -8,21 +8,32 @@ enough). The layers, by the names the record and the reports use:
 - ``files``: Landlock. Read-only the Python installation, site-packages, the engine, the system
   programs (/bin, /usr/bin: a program it runs is confined the same way) and libraries, /dev/null,
   /dev/urandom, the CPU topology JAX reads and the worker's own /proc entry; read-write the
-  scratch only (in watch mode, also its own compile cache). Nothing else: not the course, the suites, /tmp, another process's /proc entry, a
-  classmate's scratch.
+  scratch only (in watch mode, also its own compile cache), with no right to make device nodes,
+  FIFOs or sockets there. Nothing else: not the course, the suites, /tmp, another process's /proc
+  entry, a classmate's scratch.
 - ``network``: no socket but the TCP a multi-process group needs (seccomp), and TCP only to the
   ports given (Landlock, ABI 4); abstract unix sockets outside the worker are out of reach
   (Landlock scope, ABI 6, and no AF_UNIX ``socket()`` at all).
-- ``signals``: no signal to a process outside the worker's own (Landlock scope, ABI 6), no ptrace
-  or process_vm_* at all (seccomp).
-- ``syscalls``: the seccomp filter of :mod:`grader.sandbox.seccomp`.
-- ``uid``: when the worker starts as root, it becomes ``UID_BASE + its pid`` (gid the same, no
-  supplementary groups) and owns only the scratch. Pids are unique among live processes, so no
-  two live workers share a uid, and the range sits above pid_max and the usual /etc/subuid ranges.
-- ``lifetime``: the worker is a child subreaper, so whatever it starts stays its descendant even
-  after setsid and a double fork; the grader kills that whole tree (grader.processes.kill_group).
-- ``limits``: file size (a write past it fails with EFBIG), open files, no core dumps, and a process
-  count when the uid is its own (it counts threads too; XLA starts a few per core).
+- ``processes``: no process outside the worker's own tree can be signalled, ptraced, prlimit-ed,
+  reniced, rescheduled, pinned or read through /proc. A pid namespace of its own
+  (grader.sandbox.namespaces) makes every other process unnameable and its /proc lists none;
+  without one, each way needs its own layer: Landlock's signal scope (ABI 6), the seccomp filter
+  (ptrace, pidfd_*, and prlimit / setpriority / sched_* / ioprio_set on itself only) and Landlock's
+  /proc rule.
+- ``syscalls``: the seccomp filter of :mod:`grader.sandbox.seccomp`; and no capabilities, whatever
+  the uid (grader.sandbox.privileges).
+- ``uid``: when the worker starts as root, it becomes ``UID_BASE + the holder's pid`` (gid the
+  same, no groups) and owns only its scratch. Pids are unique among live processes, so no two
+  live workers share a uid, and the range sits above pid_max and the usual /etc/subuid ranges. A
+  Python in a folder that uid could not pass (pyenv under /root, mode 0700) is no reason to keep
+  root: in the worker's mount namespace that folder is covered by one holding only what the worker
+  needs (grader.sandbox.mounts).
+- ``lifetime``: nothing the worker starts outlives it: its pid namespace ends with it (without
+  one, it is a child subreaper and the grader kills its whole tree: grader.processes.kill_group).
+- ``limits``: file size (a write past it fails with EFBIG), open files, no core dumps; the
+  process count (threads included), by the pid namespace's own pid_max (Linux 6.14) and, with a
+  uid or a user namespace of its own, RLIMIT_NPROC; the scratch's size, by a private tmpfs of
+  SCRATCH_BYTES. Memory is the worker's own RLIMIT_AS (grader.sandbox.worker), per process.
 
 Applying all of it costs about a millisecond; the record carries the measured figure.
 """
@@ -41,10 +52,10 @@ import sysconfig
 import time
 from dataclasses import dataclass, field
 
-from grader.sandbox import landlock, seccomp
+from grader.sandbox import landlock, mounts, namespaces, privileges, seccomp
 
-LAYERS = ("files", "network", "signals", "syscalls", "uid", "lifetime", "limits")
-MECHANISMS = ("landlock", "seccomp", "uid", "subreaper", "limits")
+LAYERS = ("files", "network", "processes", "syscalls", "uid", "lifetime", "limits")
+MECHANISMS = ("landlock", "seccomp", "namespaces", "uid", "subreaper", "limits")
 UID_BASE = 2_000_000_000
 FILE_SIZE_LIMIT = 256 << 20
 OPEN_FILES_LIMIT = 4096
@@ -60,6 +71,7 @@ _ACCELERATOR_READ_ONLY = ("/sys", "/proc/driver")
 _GROUP_READ_ONLY = ("/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/resolv.conf", "/etc/gai.conf",
                     "/sys/bus/pci", "/sys/devices", "/sys/class/net")
 ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+USER_NAMESPACE_NPROC = (5, 14)  # RLIMIT_NPROC counts per user namespace from this kernel on
 
 
 @dataclass(frozen=True)
@@ -76,8 +88,12 @@ class Policy:
     ephemeral port). ``tcp_connect_any``: let it connect to any port (gloo's peers listen on
     ephemeral ports nobody knows in advance). ``off``: mechanisms to leave out as if this machine
     lacked them (a test and measurement switch), out of MECHANISMS. ``max_landlock_abi``: pretend
-    the kernel's Landlock is no newer than this (1 or more). ``process_limit``: RLIMIT_NPROC when
-    the worker has a uid of its own. ``limits``: the other resource limits, by RLIMIT_* number.
+    the kernel's Landlock is no newer than this (1 or more). ``process_limit``: the most tasks
+    (processes and threads) the worker may have, by its pid namespace's pid_max (at least
+    300, the kernel's least) and RLIMIT_NPROC where that counts its own processes only.
+    ``scratch_bytes``: the size of its private scratch. ``network_of``: the pid of the process holding
+    its multi-process group's own network namespace, to join (grader.sandbox.namespaces.hold_network;
+    0: none). ``limits``: the other resource limits, by RLIMIT_* number.
     """
 
     scratch: str
@@ -89,6 +105,8 @@ class Policy:
     off: frozenset[str] = frozenset()
     max_landlock_abi: int | None = None
     process_limit: int = PROCESS_LIMIT
+    scratch_bytes: int = mounts.SCRATCH_BYTES
+    network_of: int = 0
     limits: dict[int, int] = field(default_factory=lambda: {resource.RLIMIT_FSIZE: FILE_SIZE_LIMIT,
                                                              resource.RLIMIT_NOFILE: OPEN_FILES_LIMIT,
                                                              resource.RLIMIT_CORE: 0})
@@ -106,9 +124,39 @@ class _Record:
         self.landlock_abi = 0
         self.landlock_parts: set[str] = set()  # fs, net, scopes
         self.uid: int | None = None
+        self.fresh_proc = ""  # why the worker's pid namespace has no /proc of its own ("" when it has one)
+        self.tasks_bounded_by: list[str] = []  # what bounds the process count: "pid_max", "RLIMIT_NPROC"
+        self.private_scratch = False
+        self.scratch_why = ""  # why the private scratch could not be mounted
+        self.tasks_why = ""  # why its pid namespace's pid_max could not be written
+        self.private_network = ""  # why the group's own network could not be joined ("" when it was, or none is given)
 
     def held(self, mechanism: str) -> bool:
         return mechanism not in self.why_not
+
+    def _processes(self, ll: str, sc: str, scopes_missing: str) -> str:
+        ns = self.why_not.get("namespaces", "")
+        if not ns:
+            return "" if not (ll and self.fresh_proc) else (
+                f"other processes' /proc entries are readable: {ll}; {self.fresh_proc}")
+        gaps = [f"ptrace, prlimit, setpriority and sched_setaffinity ({sc})" if sc else "",
+                f"signals ({scopes_missing})" if scopes_missing else "", f"/proc ({ll})" if ll else ""]
+        gaps = [g for g in gaps if g]
+        return f"other processes are open to {'; '.join(gaps)}; no pid namespace: {ns}" if gaps else ""
+
+    def _limits(self) -> str:
+        if not self.held("limits"):
+            return self.why_not["limits"]
+        ns = self.why_not.get("namespaces", "")
+        gaps = []
+        if not self.tasks_bounded_by:
+            why = self.tasks_why or ns
+            gaps.append("the process count (neither a pid namespace with its own pid_max, Linux "
+                        f"{'.'.join(map(str, namespaces.PID_MAX_PER_NAMESPACE))}, nor a uid or user namespace of "
+                        f"its own{': ' + why if why else ''})")
+        if not self.private_scratch:
+            gaps.append(f"the scratch's size (no private tmpfs: {ns or self.scratch_why})")
+        return "not bounded: " + "; ".join(gaps) if gaps else ""
 
     def layers(self) -> dict[str, str]:
         """Layer -> "" when it held, else the reason in words."""
@@ -118,18 +166,20 @@ class _Record:
         net_missing = ll or ("" if "net" in self.landlock_parts else
                              f"Landlock ABI {self.landlock_abi} has no TCP rules (ABI {landlock.NET_ABI} does)")
         tcp = self.policy.tcp_ports is not None
-        if tcp and self.policy.tcp_connect_any and not net_missing:
-            net_missing = "a multi-process group's gloo connects to its peers' ephemeral ports"
+        joined = self.policy.network_of and not self.private_network
+        if tcp and self.policy.tcp_connect_any and not net_missing and not joined:
+            net_missing = ("a multi-process group's gloo connects to its peers' ephemeral ports, and this group has no "
+                           f"network of its own{': ' + self.private_network if self.private_network else ''}")
+        ns, reaper = self.why_not.get("namespaces", ""), self.why_not.get("subreaper", "")
         return {
             "files": ll,
             "network": f"other sockets are open: {sc}" if sc else (
                 f"TCP connections are open: {net_missing}" if tcp and net_missing else ""),
-            "signals": f"ptrace is open: {sc}" if sc else (
-                f"signals to other processes are open: {scopes_missing}" if scopes_missing else ""),
-            "syscalls": sc,
+            "processes": self._processes(ll, sc, scopes_missing),
+            "syscalls": sc or self.why_not.get("capabilities", ""),
             "uid": self.why_not.get("uid", ""),
-            "lifetime": self.why_not.get("subreaper", ""),
-            "limits": self.why_not.get("limits", ""),
+            "lifetime": f"no pid namespace ({ns}) and no subreaper ({reaper})" if ns and reaper else "",
+            "limits": self._limits(),
         }
 
     def as_dict(self, cost_ms: float) -> dict:
@@ -154,17 +204,40 @@ def _threads() -> int:
     return len(os.listdir("/proc/self/task"))
 
 
-def _set_limits(record: _Record, own_uid: bool) -> None:
+def _nproc_counts_own(record: _Record, own_uid: bool) -> bool:
+    """Whether RLIMIT_NPROC would count only this worker's processes: a uid of its own, or a user namespace
+    of its own on a kernel that counts per user namespace (a normal user's namespaces, grader.sandbox.namespaces)."""
+    return record.held("limits") and (own_uid or (os.geteuid() != 0 and record.held("namespaces")
+                                                  and namespaces.kernel_at_least(USER_NAMESPACE_NPROC)))
+
+
+def _pid_max_applies(record: _Record) -> bool:
+    return record.held("limits") and record.held("namespaces") and namespaces.per_namespace_pid_max()
+
+
+def _set_limits(record: _Record) -> None:
     if not record.held("limits"):
         return
     limits = dict(record.policy.limits)
-    if own_uid:
+    if _nproc_counts_own(record, record.uid is not None):
         limits[resource.RLIMIT_NPROC] = record.policy.process_limit
+        record.tasks_bounded_by.append("RLIMIT_NPROC")
     for which, value in limits.items():
         _, hard = resource.getrlimit(which)
         value = value if hard == resource.RLIM_INFINITY else min(value, hard)
         resource.setrlimit(which, (value, value))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the size limit fails with EFBIG instead
+
+
+def _limit_tasks(record: _Record) -> None:
+    """The pid namespace's own pid_max (while the worker still holds the capability to write it)."""
+    if _pid_max_applies(record):
+        try:
+            namespaces.limit_tasks(record.policy.process_limit)
+        except OSError as exc:
+            record.tasks_why = f"its pid_max could not be written: {exc}"
+            return
+        record.tasks_bounded_by.append("pid_max")
 
 
 def _subreaper(record: _Record) -> None:
@@ -191,7 +264,7 @@ def _check_landlock(record: _Record) -> int:
     return abi
 
 
-def _ruleset(record: _Record) -> landlock.Ruleset | None:
+def _ruleset(record: _Record, scratch: mounts.Scratch | None) -> landlock.Ruleset | None:
     """The Landlock ruleset, built now (opening every path, with the rights the worker starts with)."""
     abi = _check_landlock(record)
     if not abi:
@@ -207,20 +280,23 @@ def _ruleset(record: _Record) -> landlock.Ruleset | None:
         if os.path.exists(path):
             ruleset.allow_path(path, landlock.READ | landlock.READ_WRITE_FILE)
     for path in (policy.scratch, *policy.kept):
-        ruleset.allow_path(path, landlock.fs_rights(abi))
+        ruleset.allow_path(path, landlock.fs_rights(abi) & ~landlock.SPECIAL)
+    if scratch is not None:
+        ruleset.allow_fd(scratch.below, landlock.READ_FILE | landlock.READ_DIR)  # the grader's copy, to fill from
     for port in (policy.tcp_ports or ()) if ruleset.net_handled else ():
         ruleset.allow_port(port, tcp)
     return ruleset
 
 
-def _unreadable_for_others(paths, read: bool = True) -> str:
+def _unreadable_for_others(paths, read: bool = True, ancestors: bool = True) -> str:
     """The first path a uid with no groups could not reach (as "other"), with the mode in the way; "" if none.
 
-    Every folder on the way must be searchable; with ``read`` the path itself must be readable too.
+    Every folder on the way must be searchable (unless ``ancestors`` is False: a mount namespace can
+    reveal a path whatever folder it is in); with ``read`` the path itself must be readable too.
     """
     for path in paths:
         parts = os.path.abspath(path).split(os.sep)
-        for depth in range(2, len(parts) + 1):
+        for depth in range(2 if ancestors else len(parts), len(parts) + 1):
             here = os.sep.join(parts[:depth]) or os.sep
             st = os.stat(here)
             last = depth == len(parts)
@@ -231,6 +307,12 @@ def _unreadable_for_others(paths, read: bool = True) -> str:
     return ""
 
 
+def _revealed_paths(record: _Record) -> tuple[str, ...]:
+    """What a uid of the worker's own must reach: what it reads, and its scratch and kept folders."""
+    policy = record.policy
+    return (*python_paths(), *policy.read_only, *policy.devices, policy.scratch, *policy.kept)
+
+
 def _check_uid(record: _Record) -> bool:
     """Whether the worker can become a uid of its own (if not, the record says why)."""
     if not record.held("uid"):
@@ -238,29 +320,34 @@ def _check_uid(record: _Record) -> bool:
     if os.geteuid() != 0:
         record.why_not["uid"] = "the grader is not root, so workers keep its uid"
         return False
-    parents = [os.path.dirname(os.path.abspath(p)) for p in (record.policy.scratch, *record.policy.kept)]
-    blocked = (_unreadable_for_others([*python_paths(), *record.policy.read_only])
-               or _unreadable_for_others(parents, read=False))
+    policy = record.policy
+    if record.held("namespaces"):  # folders in the way are covered (grader.sandbox.mounts.reveal)
+        blocked = _unreadable_for_others([*python_paths(), *policy.read_only], ancestors=False)
+        remedy = "make it readable by every user"
+    else:
+        parents = [os.path.dirname(os.path.abspath(p)) for p in (policy.scratch, *policy.kept)]
+        blocked = (_unreadable_for_others([*python_paths(), *policy.read_only])
+                   or _unreadable_for_others(parents, read=False))
+        remedy = ("a Python installed where every user can read it (e.g. /usr or /opt), or a machine that allows "
+                  "mount namespaces, gets this layer")
     if blocked:
-        record.why_not["uid"] = (f"another uid could not read {blocked}, which the worker needs; a Python "
-                                 "installed where every user can read it (e.g. /usr or /opt) gets this layer")
+        record.why_not["uid"] = f"another uid could not read {blocked}, which the worker needs; {remedy}"
     return not blocked
 
 
-def _drop_uid(record: _Record) -> None:
-    """Become UID_BASE + pid with no groups, owning the scratch (and the kept folders); only when
-    started as root."""
-    if not _check_uid(record):
-        return
-    uid = UID_BASE + os.getpid()
-    for top in (record.policy.scratch, *record.policy.kept):
-        for folder, dirs, files in os.walk(top):
-            for name in (folder, *(os.path.join(folder, n) for n in dirs + files)):
-                os.lchown(name, uid, uid)
-    os.setgroups([])
-    os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)
-    record.uid = uid
+def _drop_privileges(record: _Record, uid: int | None, owned: tuple[str, ...]) -> None:
+    """Give up every capability and, as root, become ``uid`` with no groups, owning ``owned`` (its scratch,
+    its kept folders)."""
+    if uid is not None:
+        privileges.own_files(owned, uid)
+    try:
+        privileges.drop(uid)
+    except OSError as exc:
+        record.why_not["capabilities"] = f"the worker keeps its capabilities: {exc}"
+    if uid is not None and os.getuid() == uid:
+        record.uid = uid
+    elif uid is not None:
+        record.why_not["uid"] = f"setresuid({uid}) failed"
 
 
 def _check_seccomp(record: _Record) -> bool:
@@ -279,6 +366,60 @@ def _seccomp(record: _Record) -> None:
         record.why_not["seccomp"] = str(exc)
 
 
+def _check_namespaces(record: _Record) -> None:
+    if record.held("namespaces"):
+        why = namespaces.availability()
+        if why:
+            record.why_not["namespaces"] = why
+
+
+def _enter_namespaces(record: _Record) -> int:
+    """Move into namespaces of the worker's own where the machine allows (first into its group's network,
+    when it has one); returns the holder's pid (this process's own without them). Only the worker
+    returns (grader.sandbox.namespaces)."""
+    holder = os.getpid()
+    if not record.held("namespaces"):
+        record.private_network = record.why_not["namespaces"]
+        return holder
+    if record.policy.network_of:
+        try:
+            namespaces.join_network(record.policy.network_of)
+        except OSError as exc:
+            record.private_network = str(exc)
+    try:
+        return namespaces.enter()
+    except OSError as exc:
+        record.why_not["namespaces"] = f"the kernel refused new namespaces ({exc})"
+    return holder
+
+
+def _mount(record: _Record, uid: int | None) -> tuple[mounts.Scratch | None, int | None]:
+    """In the worker's mount namespace: its own /proc, the folders a uid of its own could not pass covered,
+    and its private scratch (the current folder too, when that was the scratch). Returns (the private
+    scratch, None without one; the uid to take, None where the folders in its way could not be covered)."""
+    if not record.held("namespaces"):
+        return None, uid
+    try:
+        mounts.fresh_proc()
+    except OSError as exc:
+        record.fresh_proc = f"no /proc of its own ({exc})"
+    if uid is not None:
+        try:
+            mounts.reveal(_revealed_paths(record))
+        except OSError as exc:
+            record.why_not["uid"] = f"the folders in the way of another uid could not be covered ({exc})"
+            uid = None
+    try:
+        scratch = mounts.Scratch(record.policy.scratch, os.geteuid() if uid is None else uid,
+                                 os.getegid() if uid is None else uid, record.policy.scratch_bytes)
+    except OSError as exc:
+        record.scratch_why = str(exc)
+        return None, uid
+    record.private_scratch = True
+    os.chdir(record.policy.scratch)
+    return scratch, uid
+
+
 def _not_linux(record: _Record) -> bool:
     """Every mechanism here is Linux's; elsewhere the record says so for each."""
     if sys.platform.startswith("linux"):
@@ -287,31 +428,51 @@ def _not_linux(record: _Record) -> bool:
     return True
 
 
+_scratch: mounts.Scratch | None = None  # this worker's private scratch, to fill at its first request
+
+
 def confine(policy: Policy) -> dict:
     """Apply every layer this machine allows to this process, for good; returns the sandbox record.
 
-    Call it single-threaded (Landlock confines only the calling thread). The order matters:
-    paths are opened for Landlock while the worker may still read them all, the uid is dropped
-    before no_new_privs, and seccomp comes last because it would refuse nothing earlier steps need.
+    Call it single-threaded (namespaces need that, and Landlock and seccomp confine only the calling
+    thread). Where namespaces hold, the caller continues in a new process, the worker of
+    grader.sandbox.namespaces. The order matters: mounts and pid_max need the privilege the uid
+    and capability drops take away; paths are opened for Landlock while the worker may still read
+    them all; the uid is dropped before no_new_privs; seccomp comes last because it would refuse
+    nothing earlier steps need.
     """
+    global _scratch
     started = time.perf_counter()
     record = _Record(policy)
     if _not_linux(record):
         return record.as_dict(0.0)
     threads = _threads()
-    if threads != 1:  # neither confines threads that already run
-        for mechanism in ("landlock", "seccomp"):
+    if threads != 1:  # none of them confines (or, for namespaces, allows) threads that already run
+        for mechanism in ("landlock", "seccomp", "namespaces"):
             record.why_not.setdefault(mechanism, f"{threads} threads were running; only the calling one would "
                                                  "be confined")
-    _subreaper(record)
-    ruleset = _ruleset(record)
-    _drop_uid(record)
-    _set_limits(record, own_uid=record.uid is not None)
+    holder = _enter_namespaces(record)
+    if not record.held("namespaces"):
+        _subreaper(record)
+    _scratch, uid = _mount(record, UID_BASE + holder if _check_uid(record) else None)
+    if _scratch is not None:
+        _scratch.fill_so_far()
+    _limit_tasks(record)
+    ruleset = _ruleset(record, _scratch)
+    _drop_privileges(record, uid, (policy.scratch, *policy.kept))
+    _set_limits(record)
     if ruleset is not None:
         seccomp.no_new_privs()
         ruleset.restrict_self()
     _seccomp(record)
     return record.as_dict((time.perf_counter() - started) * 1000)
+
+
+def fill_scratch() -> None:
+    """Copy into the private scratch what the grader copied below it since the worker confined itself (a
+    spare's submission), once; call it before running any student code. A no-op without a private scratch."""
+    if _scratch is not None:
+        _scratch.fill()
 
 
 def survey(policy: Policy) -> dict:
@@ -324,7 +485,10 @@ def survey(policy: Policy) -> dict:
     if not _not_linux(record):
         _check_landlock(record)
         _check_seccomp(record)
-        _check_uid(record)
+        _check_namespaces(record)
+        record.private_scratch = record.held("namespaces")
+        record.tasks_bounded_by = [name for name, applies in (("pid_max", _pid_max_applies(record)), (
+            "RLIMIT_NPROC", _nproc_counts_own(record, _check_uid(record)))) if applies]
     return record.as_dict(0.0)
 
 
@@ -332,8 +496,9 @@ def confine_worker(code: str, probes: str, backend: str, distributed: dict | Non
     """Confine a worker: it may write its copy of the submission (``code``) and the folder ``kept``
     (watch mode's compile cache, when given), and read the ``probes`` copied beside it.
 
-    A process of a multi-process group (``distributed``: its coordinator's ``host:port``) may also
-    bind that port and ephemeral ones, and connect to its peers. On a real accelerator (``backend``
+    A process of a multi-process group (``distributed``: its coordinator's ``host:port``, and the pid
+    holding the group's own network, ``network``, where it has one) may also bind that port and
+    ephemeral ones, and connect to its peers. On a real accelerator (``backend``
     other than cpu) it may open the device nodes in /dev and read /sys and the driver's /proc
     files (worked out from the drivers' documentation, not yet tried on a GPU or TPU).
     """
@@ -341,7 +506,8 @@ def confine_worker(code: str, probes: str, backend: str, distributed: dict | Non
     accelerator = backend != "cpu"
     read_only = (ENGINE_DIR, probes, *(_ACCELERATOR_READ_ONLY if accelerator else ()))
     return confine(Policy(scratch=code, kept=(kept,) if kept else (), read_only=read_only, devices=("/dev",) if accelerator else (),
-                          tcp_ports=ports, tcp_connect_any=bool(distributed), off=_mechanisms(off)))
+                          tcp_ports=ports, tcp_connect_any=bool(distributed), off=_mechanisms(off),
+                          network_of=(distributed or {}).get("network", 0)))
 
 
 def _mechanisms(off) -> frozenset[str]:

@@ -15,7 +15,8 @@ sanitised environment, and one zygote serves only workers that share that enviro
 A forked worker is as isolated as a fresh one: its own session and process group, the memory
 limit (set by :func:`grader.sandbox.worker.main`), the sanitised environment, its cwd in the scratch copy,
 stdin from /dev/null, stdout/stderr into the grader's capture pipe, and no other open file
-descriptor than its request and reply pipes. Only the zygote can collect a forked worker's exit, so
+descriptor than its request and reply pipes; then it confines itself like any worker, which moves
+it into namespaces of its own (the forked process stays as their holder: grader.sandbox.namespaces). Only the zygote can collect a forked worker's exit, so
 the grader asks it to (``reap``); the zygote never reaps on its own, which keeps a dead worker's
 pid (and so its process-group id) reserved until the grader has killed the group.
 

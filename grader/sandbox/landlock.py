@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+import stat
 
 _SYSCALLS = {  # landlock_create_ruleset, landlock_add_rule, landlock_restrict_self (same on every arch since 5.13)
     "x86_64": (444, 445, 446), "aarch64": (444, 445, 446), "riscv64": (444, 445, 446), "ppc64le": (444, 445, 446),
@@ -32,6 +33,7 @@ _FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 5: (1 << 16)
 
 READ = EXECUTE | READ_FILE | READ_DIR
 READ_WRITE_FILE = READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV  # a device such as /dev/null
+SPECIAL = MAKE_CHAR | MAKE_BLOCK | MAKE_FIFO | MAKE_SOCK | IOCTL_DEV  # device nodes and other special files
 
 # Network rights (ABI 4) and scopes (ABI 6).
 BIND_TCP, CONNECT_TCP = 1 << 0, 1 << 1
@@ -111,13 +113,17 @@ class Ruleset:
         """Allow ``rights`` (masked to what is handled; a file gets no directory rights) beneath ``path``."""
         fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
         try:
-            if not os.path.isdir(path):
-                rights &= EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
-            attr = _PathBeneathAttr(rights & self.fs_handled, fd)
-            _call(_numbers()[1], ctypes.c_int(self.fd), ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(attr),
-                  ctypes.c_uint32(0))
+            self.allow_fd(fd, rights)
         finally:
             os.close(fd)
+
+    def allow_fd(self, fd: int, rights: int) -> None:
+        """Allow ``rights`` beneath the file or folder open at ``fd`` (one no path may reach any more)."""
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            rights &= EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
+        attr = _PathBeneathAttr(rights & self.fs_handled, fd)
+        _call(_numbers()[1], ctypes.c_int(self.fd), ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(attr),
+              ctypes.c_uint32(0))
 
     def allow_port(self, port: int, rights: int) -> None:
         """Allow binding and/or connecting TCP ``port`` (0: binding an ephemeral port)."""

@@ -3,8 +3,14 @@
 Landlock governs files, TCP ports, abstract unix sockets and signals. What it does not cover is
 closed here, in a classic BPF program built by hand (libseccomp's Python bindings are not on PyPI):
 
-- other processes: ptrace, process_vm_readv/writev, pidfd_getfd, kcmp (Landlock's signal scope
-  does not stop these);
+- other processes: ptrace, process_vm_readv/writev, pidfd_open, pidfd_getfd, pidfd_send_signal,
+  process_madvise, process_mrelease, kcmp (Landlock's signal scope does not stop most of these);
+  and prlimit64, setpriority, sched_setaffinity / setscheduler / setparam / setattr, ioprio_set,
+  migrate_pages, move_pages and get_robust_list only on the calling process itself (pid 0; for
+  setpriority and ioprio_set, a process rather than a group or a user). A worker in a pid namespace
+  of its own cannot name another process anyway (grader.sandbox.namespaces); this is the second
+  layer, and the only one where no namespace can be had;
+- special files: mknod and mknodat (Landlock also gives the scratch no right to make them);
 - sockets: socket() only for the families a worker needs: none, or for a multi-process group TCP
   over IPv4/IPv6 (whose ports Landlock restricts) and NETLINK_ROUTE (gloo lists the interfaces
   with getifaddrs; without CAP_NET_ADMIN it can only read). socketpair() only AF_UNIX. So no UDP,
@@ -31,15 +37,25 @@ import struct
 _PR_SET_NO_NEW_PRIVS, _PR_GET_SECCOMP, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 21, 22, 2
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
 _LD_W_ABS, _JEQ, _JSET, _JGE, _AND, _RET = 0x20, 0x15, 0x45, 0x35, 0x54, 0x06
-_NR, _ARCH, _ARG0, _ARG1, _ARG2 = 0, 4, 16, 24, 32  # offsets in struct seccomp_data (low 32 bits of each argument)
+_NR, _ARCH, _ARG0, _ARG1, _ARG2 = 0, 4, 16, 24, 32  # offsets in struct seccomp_data (low 32 bits of each argument:
+# a pid, like every argument checked here, is a 32-bit int the kernel reads from the low half)
 _X32_BIT = 0x40000000
 _CLONE_NEW_ANY = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 _SOCK_TYPE_MASK = 0xF
 _NETLINK_ROUTE = 0
 
-DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp", "io_uring_setup",
-          "io_uring_enter", "io_uring_register", "unshare", "setns", "bpf", "perf_event_open", "userfaultfd",
-          "keyctl", "add_key", "request_key", "open_by_handle_at", "mount", "umount2", "chroot", "pivot_root")
+DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_open", "pidfd_getfd", "pidfd_send_signal",
+          "process_madvise", "process_mrelease", "kcmp", "io_uring_setup", "io_uring_enter", "io_uring_register",
+          "unshare", "setns", "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key",
+          "open_by_handle_at", "mount", "umount2", "chroot", "pivot_root", "mknod", "mknodat")
+_PRIO_PROCESS, _IOPRIO_WHO_PROCESS = 0, 1
+# Calls that name a process: allowed only with these (argument offset, value) pairs, i.e. on the caller itself.
+ONLY_ITSELF = {
+    "prlimit64": ((_ARG0, 0),), "sched_setaffinity": ((_ARG0, 0),), "sched_setscheduler": ((_ARG0, 0),),
+    "sched_setparam": ((_ARG0, 0),), "sched_setattr": ((_ARG0, 0),), "migrate_pages": ((_ARG0, 0),),
+    "move_pages": ((_ARG0, 0),), "get_robust_list": ((_ARG0, 0),),
+    "setpriority": ((_ARG0, _PRIO_PROCESS), (_ARG1, 0)), "ioprio_set": ((_ARG0, _IOPRIO_WHO_PROCESS), (_ARG1, 0)),
+}
 
 # System call numbers: x86_64 from asm/unistd_64.h, aarch64 from asm-generic/unistd.h.
 _TABLES = {
@@ -48,13 +64,21 @@ _TABLES = {
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "unshare": 272, "setns": 308,
         "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "keyctl": 250, "add_key": 248,
         "request_key": 249, "open_by_handle_at": 304, "mount": 165, "umount2": 166, "chroot": 161,
-        "pivot_root": 155, "clone": 56, "clone3": 435, "socket": 41, "socketpair": 53}),
+        "pivot_root": 155, "clone": 56, "clone3": 435, "socket": 41, "socketpair": 53, "pidfd_open": 434,
+        "pidfd_send_signal": 424, "process_madvise": 440, "process_mrelease": 448, "mknod": 133, "mknodat": 259,
+        "prlimit64": 302, "sched_setaffinity": 203, "sched_setscheduler": 144, "sched_setparam": 142,
+        "sched_setattr": 314, "migrate_pages": 256, "move_pages": 279, "get_robust_list": 274, "setpriority": 141,
+        "ioprio_set": 251}),
     "aarch64": (0xC00000B7, False, {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438, "kcmp": 272,
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "unshare": 97, "setns": 268,
         "bpf": 280, "perf_event_open": 241, "userfaultfd": 282, "keyctl": 219, "add_key": 217,
         "request_key": 218, "open_by_handle_at": 265, "mount": 40, "umount2": 39, "chroot": 51,
-        "pivot_root": 41, "clone": 220, "clone3": 435, "socket": 198, "socketpair": 199}),
+        "pivot_root": 41, "clone": 220, "clone3": 435, "socket": 198, "socketpair": 199, "pidfd_open": 434,
+        "pidfd_send_signal": 424, "process_madvise": 440, "process_mrelease": 448, "mknodat": 33,
+        "prlimit64": 261, "sched_setaffinity": 122, "sched_setscheduler": 119, "sched_setparam": 118,
+        "sched_setattr": 274, "migrate_pages": 238, "move_pages": 239, "get_robust_list": 100, "setpriority": 140,
+        "ioprio_set": 30}),  # aarch64 has no mknod, only mknodat
 }
 
 
@@ -125,12 +149,21 @@ def program(tcp: bool) -> bytes:
     if has_x32:
         p.jump(_JGE, _X32_BIT, "deny")
     for name in DENIED:
-        p.jump(_JEQ, numbers[name], "deny")
+        if name in numbers:
+            p.jump(_JEQ, numbers[name], "deny")
+    for name in ONLY_ITSELF:
+        p.jump(_JEQ, numbers[name], f"itself:{name}")
     p.jump(_JEQ, numbers["clone3"], "enosys")
     p.jump(_JEQ, numbers["clone"], "clone")
     p.jump(_JEQ, numbers["socket"], "socket")
     p.jump(_JEQ, numbers["socketpair"], "socketpair")
     p.ret(_RET_ALLOW)
+    for name, required in ONLY_ITSELF.items():
+        p.label(f"itself:{name}")
+        for offset, value in required:
+            p.load(offset)
+            p.jump(_JEQ, value, None, "deny")
+        p.ret(_RET_ALLOW)
     p.label("clone")
     p.load(_ARG0)
     p.jump(_JSET, _CLONE_NEW_ANY, "deny", "allow")

@@ -20,6 +20,9 @@ Pitfalls measured on JAX 0.10.2 that shape this module:
 - gloo prints "[Gloo] Rank r is connected to ..." lines into the worker's output: dropped here;
 - each process takes 2-3 s to start: the processes start in parallel and the group is kept for
   the whole grading run, like any worker.
+
+The group has a network of its own (grader.workers.launch.GroupNetwork): its processes reach each
+other on localhost and no other group's coordinator, nor any port of the grader's machine.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import time
 from grader import protocol
 from grader.errors import GraderError, StudentFailure
 from grader.layout import Layout, plural
-from grader.workers.launch import Launcher
+from grader.workers.launch import GroupNetwork, Launcher
 from grader.workers.worker import STARTUP_TIMEOUT_S, RunSettings, Worker
 
 JOIN_TIMEOUT_S = 60.0
@@ -80,6 +83,8 @@ class WorkerGroup:
         self.layout, self.run = layout, run
         self.timeout_s = run.timeout_s
         self._launcher = Launcher(engine_path, use_zygote=False, startup_timeout_s=STARTUP_TIMEOUT_S)
+        self._engine_path = engine_path
+        self._network: GroupNetwork | None = None
         self.members: list[Worker] = []
         self.info: dict = {}
         self.start_s = 0.0
@@ -97,9 +102,12 @@ class WorkerGroup:
     def _spawn(self, port: int) -> None:
         self._past_records = self.sandbox_records
         self.members = []
+        if self._network is None:
+            off = self.run.sandbox_off
+            self._network = GroupNetwork(self._engine_path, wanted="all" not in off and "namespaces" not in off)
         for i in range(self.layout.processes):
             group = {"coordinator": f"127.0.0.1:{port}", "process": i, "processes": self.layout.processes,
-                     "timeout_s": _JAX_INIT_TIMEOUT_S}
+                     "timeout_s": _JAX_INIT_TIMEOUT_S, "network": self._network.pid}
             self.members.append(Worker(self.layout, self.run, self._launcher,
                                        env=self.run.backend.worker_variables(self.layout.devices, i),
                                        distributed=group))
@@ -226,11 +234,15 @@ class WorkerGroup:
             m.ask_to_exit()
 
     def stop(self, grace_s: float = 2.0) -> str:
-        """Stop every process; returns what each printed (gloo's lines left out), under its number."""
+        """Stop every process and the group's network; returns what each printed (gloo's lines left out),
+        under its number."""
         parts = []
         for i, m in enumerate(self.members):
             text = student_text(m.stop(grace_s))
             self.peak_rss_kb = max(self.peak_rss_kb, m.peak_rss_kb)
             if text.strip():
                 parts.append(f"--- process {i} ---\n{text}")
+        if self._network is not None:
+            self._network.close()
+            self._network = None
         return "".join(parts)

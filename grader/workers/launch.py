@@ -66,6 +66,45 @@ def spawn_fresh(engine_path: str, env: dict[str, str], cwd: str) -> Started:
     return Started(processes.WorkerProcess(popen.pid, reap), req_w, rep_r, popen.stdout)
 
 
+class GroupNetwork:
+    """A multi-process group's own network namespace (only a loopback), held for as long as the group runs by
+    a small process that runs no student code (grader.sandbox.namespaces.hold_network); the group's
+    processes join it, so their TCP connections reach each other and nothing else on the machine.
+
+    ``pid`` is 0 where it could not be made (no namespaces here, or they are switched off): the group's
+    processes then share the grader's network, and their sandbox record says so.
+    """
+
+    def __init__(self, engine_path: str, wanted: bool):
+        self.pid, self._proc = 0, None
+        if not wanted or not sys.platform.startswith("linux"):
+            return
+        boot = (f"import sys; sys.path.insert(0, {engine_path!r}); "
+                "from grader.sandbox.namespaces import hold_network; hold_network()")
+        self._proc = subprocess.Popen([sys.executable, "-I", "-c", boot], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.DEVNULL, text=True, start_new_session=True,
+                                      env={"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8"})
+        processes.started.add(self._proc.pid)
+        if self._proc.stdout.readline().strip() == "ready":
+            self.pid = self._proc.pid
+        else:
+            self.close()
+
+    def close(self) -> None:
+        """End the holding process (once the group's processes are gone, nothing else is in the namespace)."""
+        if self._proc is None:
+            return
+        self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._proc.stdout.close()
+        processes.started.discard(self._proc.pid)
+        self._proc, self.pid = None, 0
+
+
 def fork_from(zygote: Zygote, cwd: str) -> Started:
     """A worker forked by ``zygote``; raises ZygoteError if the zygote cannot fork one."""
     req_r, req_w = os.pipe()

@@ -289,8 +289,10 @@ class Worker:
         self.proc = None
         if self.output is not None:
             self.output.wait(0.5)
-            if self.output.total:
-                self.transcripts.append(self.output.text())
+            if self.output.total:  # a worker replaced after every case keeps OUTPUT_CAP in all, not per process
+                kept = sum(map(len, self.transcripts)) < OUTPUT_CAP
+                self.transcripts.append(self.output.text() if kept else
+                                        f"[... {self.output.total} bytes of a later worker process not kept]")
 
     def ask_to_exit(self) -> None:
         """Ask the worker to leave its request loop (does not wait; see stop)."""

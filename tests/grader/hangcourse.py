@@ -71,8 +71,8 @@ def make_course(root: Path, timeout_s: float, local_timeout_s: float | None = No
     return write_course(root, course, SUITE, SOLUTIONS, ENDLESS)
 
 
-def processes_under(folder: Path) -> list[str]:
-    """Processes whose cwd or command line is under ``folder`` (a run's TMPDIR): workers, zygotes, graders."""
+def _under(folder: Path) -> list[tuple[str, str, bytes]]:
+    """(pid, cwd, command line) of the processes whose cwd or command line is under ``folder``."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         if int(pid) == os.getpid():
@@ -84,17 +84,22 @@ def processes_under(folder: Path) -> list[str]:
         except OSError:
             continue
         if cwd.startswith(str(folder)) or str(folder).encode() in cmdline:
-            found.append(f"{pid} cwd={cwd} cmd={cmdline[:120]!r}")
+            found.append((pid, cwd, cmdline))
     return found
 
 
+def processes_under(folder: Path) -> list[str]:
+    """Processes whose cwd or command line is under ``folder`` (a run's TMPDIR): workers, zygotes, graders."""
+    return [f"{pid} cwd={cwd} cmd={cmdline[:120]!r}" for pid, cwd, cmdline in _under(folder)]
+
+
 def under_way(tmp: Path):
-    """A condition: the run whose TMPDIR is ``tmp`` is in the endless loop of spin (task fine is graded)."""
+    """A condition: the run whose TMPDIR is ``tmp`` is in the endless loop of spin (task fine is graded).
+
+    The spin leaves REACHED in its worker's scratch, which is private to the worker (its own mount
+    namespace): it is looked for through each worker's /proc/PID/cwd, which opens the worker's view."""
     def reached() -> bool:
-        try:
-            return any(tmp.rglob(REACHED))
-        except OSError:  # a scratch folder went away while it was read
-            return False
+        return any(os.path.exists(f"/proc/{pid}/cwd/{REACHED}") for pid, _, _ in _under(tmp))
     return reached
 
 

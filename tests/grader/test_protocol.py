@@ -91,15 +91,31 @@ def test_a_pickled_object_array_is_refused_on_decode():
         protocol.decode({"__array__": 0}, [buf.getvalue()])
 
 
-def test_oversized_message_is_refused_before_reading_it():
+@pytest.mark.parametrize("size, refusal", [(protocol.MAX_MESSAGE_BYTES + 1, "message larger than 512 MiB"),
+                                           (protocol.MAX_HEADER_BYTES + 1, "a header larger than 16 MiB")])
+def test_an_oversized_message_or_header_is_refused_before_reading_it(size, refusal):
     r, w = os.pipe()
     try:
-        os.write(w, protocol._LEN.pack(protocol.MAX_MESSAGE_BYTES + 1))
-        with pytest.raises(protocol.ProtocolError, match="larger than"):
+        os.write(w, protocol._LEN.pack(size))
+        with pytest.raises(protocol.ProtocolError, match=refusal):
             protocol.receive(r, deadline=None)
     finally:
         os.close(r)
         os.close(w)
+
+
+def test_a_failure_reply_is_cut_to_size_made_valid_text_and_given_a_known_kind():
+    """Student code can write the reply itself: 24 MiB of message, a lone surrogate, a kind of its own."""
+    from grader.errors import REPLY_TEXT_CHARS, StudentFailure
+
+    huge = "y" * (24 << 20)
+    failure = StudentFailure.from_reply({"ok": False, "kind": "passed_really", "message": huge, "detail": huge,
+                                         "where": "\ud800.py:1", "line": None})
+    assert failure.kind == "raised"
+    assert failure.message == "y" * REPLY_TEXT_CHARS + f" [... {(24 << 20) - REPLY_TEXT_CHARS} more characters cut]"
+    assert len(failure.detail) == len(failure.message) and failure.line is None
+    assert failure.where == "?.py:1"
+    assert StudentFailure.from_reply({"kind": "timeout", "message": "m"}).kind == "timeout"
 
 
 def test_timeout_and_closed_channel_are_distinguished():

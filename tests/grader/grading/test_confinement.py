@@ -12,11 +12,11 @@ from grader.errors import UsageError
 from grader.grading import confinement
 from toycourse import EXERCISE, SOLUTIONS, make_course
 
-FULL = {"held": ["files", "network", "signals", "syscalls", "uid", "lifetime", "limits"], "missing": {},
+FULL = {"held": ["files", "network", "processes", "syscalls", "uid", "lifetime", "limits"], "missing": {},
         "landlock_abi": 7, "cost_ms": 1.0}
-NOT_ROOT = {"held": ["files", "network", "signals", "syscalls", "lifetime", "limits"],
+NOT_ROOT = {"held": ["files", "network", "processes", "syscalls", "lifetime", "limits"],
             "missing": {"uid": "the grader is not root, so workers keep its uid"}, "landlock_abi": 7, "cost_ms": 2.0}
-GROUP = {"held": ["files", "signals", "syscalls", "lifetime", "limits"],
+GROUP = {"held": ["files", "processes", "syscalls", "lifetime", "limits"],
          "missing": {"network": "TCP connections are open: gloo",
                      "uid": "the grader is not root, so workers keep its uid"},
          "landlock_abi": 6, "cost_ms": 3.0}
@@ -24,7 +24,7 @@ GROUP = {"held": ["files", "signals", "syscalls", "lifetime", "limits"],
 
 def test_a_run_holds_a_layer_only_where_every_worker_held_it():
     run = confinement.combine([FULL, NOT_ROOT, GROUP])
-    assert run["held"] == ["files", "signals", "syscalls", "lifetime", "limits"]
+    assert run["held"] == ["files", "processes", "syscalls", "lifetime", "limits"]
     assert run["missing"] == {"network": "TCP connections are open: gloo",
                               "uid": "the grader is not root, so workers keep its uid"}
     assert run["workers"] == 3 and run["landlock_abi"] == 6 and "cost_ms" not in run
@@ -33,9 +33,9 @@ def test_a_run_holds_a_layer_only_where_every_worker_held_it():
 
 
 def test_describe_names_what_held_and_what_did_not():
-    assert confinement.describe(NOT_ROOT) == ("files, network, signals, syscalls, lifetime, limits; not here: uid "
+    assert confinement.describe(NOT_ROOT) == ("files, network, processes, syscalls, lifetime, limits; not here: uid "
                                               "(the grader is not root, so workers keep its uid)")
-    assert confinement.describe(FULL) == "files, network, signals, syscalls, uid, lifetime, limits"
+    assert confinement.describe(FULL) == "files, network, processes, syscalls, uid, lifetime, limits"
     assert confinement.describe({"held": [], "missing": {"files": "off"}}) == "none; not here: files (off)"
     assert confinement.describe(NOT_ROOT, why=False) == "files, network, signals, syscalls, lifetime, limits; not here: uid"
 
@@ -45,10 +45,14 @@ def test_levels_name_what_is_missing():
     with pytest.raises(confinement.SandboxRefused, match=r"--require-sandbox strict: this run cannot confine student "
                                                          r"code enough; missing: network \(TCP connections"):
         confinement.require("strict", GROUP, "this run")
-    no_landlock = {"held": ["syscalls", "lifetime", "limits"],
+    no_landlock = {"held": ["processes", "syscalls", "lifetime", "limits"],
                    "missing": {"files": "the kernel has no Landlock (ENOSYS)"}}
     with pytest.raises(confinement.SandboxRefused, match=r"missing: files \(the kernel has no Landlock \(ENOSYS\)\)"):
         confinement.require("basic", no_landlock)
+    unbounded = {"held": ["files", "processes", "syscalls", "lifetime"],
+                 "missing": {"limits": "not bounded: the process count (...)"}}
+    with pytest.raises(confinement.SandboxRefused, match=r"missing: limits \(not bounded: the process count"):
+        confinement.require("basic", unbounded)  # a fork bomb would starve classmates
     confinement.require("none", {"held": [], "missing": {"files": "x", "syscalls": "y"}})
     with pytest.raises(UsageError, match="--require-sandbox takes none, basic, strict"):
         confinement.require("paranoid", FULL)
@@ -111,6 +115,17 @@ def test_batch_insists_on_basic_by_default(tmp_path):
     assert not (tmp_path / "book.sqlite").exists()
 
 
+def test_batch_refuses_a_machine_without_namespaces_where_one_student_could_starve_another(tmp_path):
+    """No pid or mount namespace (a container whose seccomp profile refuses them): no bound on a worker's
+    processes without a uid of its own, and none on its scratch's size; basic is refused, saying so."""
+    course = make_course(tmp_path / "course")
+    proc = run_grade("batch", str(course / "solutions"), "--exercise", EXERCISE, "--gradebook",
+                     str(tmp_path / "book.sqlite"), cwd=course, env={"GRADE_SANDBOX": "namespaces,uid"})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "missing: limits (not bounded: the process count" in proc.stderr
+    assert "the scratch's size (no private tmpfs: switched off for this run)" in proc.stderr
+
+
 def test_autograde_writes_results_then_exits_2_when_refused(tmp_path):
     course = make_course(tmp_path / "course")
     root = tmp_path / "autograder"
@@ -144,7 +159,8 @@ def test_a_batch_fails_a_grading_whose_workers_were_confined_less_than_required(
         job = batch.Job(batch.Planned(roster.Entry("ann", (str(tmp_path),)), "h"), str(scratch), done, 0.0)
         return batch.Batch(settings, None, None)._result(job)
 
-    weak = result({"held": ["syscalls", "lifetime", "limits"], "missing": {"files": "the kernel has no Landlock"}})
+    weak = result({"held": ["processes", "syscalls", "lifetime", "limits"],
+                   "missing": {"files": "the kernel has no Landlock"}})
     assert (weak.status, weak.score) == ("failed", 0.0)
     assert weak.error == ("its workers were not confined enough for --require-sandbox basic: missing files "
                           "(the kernel has no Landlock)")

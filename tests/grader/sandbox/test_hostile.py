@@ -1,11 +1,12 @@
-"""Hostile submissions: each attack of issue 11 is tried from inside a student's distributed_dot.
+"""Hostile submissions against one student's own grading: files, the network, the report's record.
 
 Every submission is the reference solution with an attack run first (once per worker process).
 An attack is a list of steps; a step that works is an escape, named in the verdict ("ESCAPED ...");
 when every step is refused the student's code sees an ordinary error ("every attempt was
-refused"), which is what the grader reports. Lifetime attacks (daemons, fork bombs) leave the
-answer correct and must leave nothing running once grading returns. After every run the course,
-the solutions, the hidden suite and the engine are byte for byte what they were.
+refused"), which is what the grader reports. After every run the course, the solutions, the
+hidden suite and the engine are byte for byte what they were. What reaches other processes,
+resource limits, lifetime and hostile text are the catalogue of test_isolation.py, in a batch
+beside classmates and in each setup.
 
 Graded: exercise7 --task dot --devices 1,2 (about 3 s each).
 """
@@ -15,14 +16,13 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
 import sys
 import textwrap
 import time
 
 import pytest
 
-from classroom import dot_files, folder, rows
+from attacks import TRY_STEPS
 from conftest import ROOT, grade_json, run_grade, task
 from grader.grading import integrity
 from toycourse import EXERCISE, SOLUTIONS, make_course
@@ -42,20 +42,13 @@ _outcome = []
 
 
 """
-ATTACK = """
+ATTACK = TRY_STEPS + """
 
 
 def _attack():
-    \"\"\"Run every step once per process; a step that does not raise OSError escaped.\"\"\"
+    \"\"\"Run every step once per process.\"\"\"
     if not _outcome:
-        escaped = []
-        for name, step in STEPS:
-            try:
-                step()
-                escaped.append(name)
-            except OSError:
-                pass
-        _outcome.append(escaped)
+        _outcome.append(escapes(STEPS))
     if _outcome[0]:
         raise RuntimeError("ESCAPED " + ", ".join(_outcome[0]))
     raise PermissionError("{refused}")
@@ -92,19 +85,6 @@ def expect_refused(dot: dict) -> None:
     messages = {c["message"] for c in dot["cases"]}
     assert all("ESCAPED" not in m for m in messages), messages
     assert all(REFUSED in m for m in messages), messages
-
-
-def gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
-
-
-def printed_pids(report_output: dict) -> list[int]:
-    return [int(line.split()[1]) for text in report_output.values() for line in text.splitlines()
-            if line.startswith("PID ")]
 
 
 # ---------------------------------------------------------------- files
@@ -212,122 +192,7 @@ def test_tcp_udp_and_abstract_sockets_are_refused(make_submission, guarded):
             s.close()
 
 
-# ---------------------------------------------------------------- signals
-
-
-def test_signalling_the_grader_or_another_process_is_refused(make_submission, guarded):
-    bystander = subprocess.Popen(["sleep", "120"])  # a sibling grading, say
-    try:
-        dot = grade_dot(make_submission({"dot": hostile(f"""
-            def probe_neighbours():
-                me, parent = os.getpid(), os.getppid()
-                for pid in range(max(2, parent - 300), parent):
-                    if pid != me:
-                        try:
-                            os.kill(pid, 0)  # 0 asks only whether it could be signalled
-                        except (ProcessLookupError, PermissionError):
-                            continue
-                        return  # one it may signal: escaped
-                raise PermissionError("no neighbour reachable")
-            STEPS = [
-                ("parent", lambda: os.kill(os.getppid(), signal.SIGKILL)),
-                ("bystander", lambda: os.kill({bystander.pid}, signal.SIGKILL)),
-                ("init", lambda: os.kill(1, 0)),
-                ("neighbours", probe_neighbours),
-            ]
-        """)}))
-        expect_refused(dot)
-        assert bystander.poll() is None
-    finally:
-        bystander.kill()
-        bystander.wait()
-
-
-# ---------------------------------------------------------------- lifetime and resources
-
-
-SURVIVOR = """
-def spawn_survivor(then_exit):
-    if _outcome:
-        return
-    _outcome.append([])
-    if os.fork() == 0:
-        os.setsid()
-        if os.fork() == 0:
-            try:
-                print("PID", os.getpid(), flush=True)
-                time.sleep(2)
-                with open({marker!r}, "w") as f:  # refused by the sandbox, and it should be dead by now anyway
-                    f.write("I outlived the grader")
-            finally:
-                os._exit(0)  # never back into the worker's loop: it holds the worker's pipes
-        os._exit(0)
-    time.sleep(0.3)
-    if then_exit:
-        os._exit(0)  # the worker leaves first: its orphan must not stay behind
-"""
-
-
-@pytest.mark.parametrize("worker_exits", [False, True], ids=["worker-lives", "worker-exits"])
-def test_a_setsid_double_fork_survivor_does_not_outlive_grading(make_submission, guarded, tmp_path, worker_exits):
-    marker = tmp_path / "outlived.txt"
-    source = hostile("STEPS = []\n" + SURVIVOR.format(marker=str(marker))).replace(
-        "    if STEPS:\n        _attack()", f"    spawn_survivor({worker_exits})")
-    # The survivor holds the worker's reply pipe open, so a worker that exits is noticed at the time limit:
-    # one device count and a short limit keep that quick.
-    limits = ("--devices", "1", "--timeout", "2") if worker_exits else ("--devices", "1,2")
-    report = grade_json(make_submission({"dot": source}), "--task", "dot", *limits)
-    dot = task(report, "dot")
-    pids = printed_pids(report["student_output"])
-    assert pids, report["student_output"]
-    assert all(gone(pid) for pid in pids), [p for p in pids if not gone(p)]
-    time.sleep(2.5)  # past the survivor's wake-up
-    assert not marker.exists()
-    if worker_exits:
-        assert {c["kind"] for c in dot["cases"]} <= {"died", "timeout"} and dot["score"] == 0, dot["reason"]
-    else:
-        assert dot["score"] == dot["max_score"], dot["reason"]
-
-
-def test_a_fork_bomb_leaves_nothing_running(make_submission, guarded):
-    source = hostile("""
-        STEPS = []
-        def bomb():
-            if _outcome:
-                return
-            _outcome.append([])
-            for _ in range(150):
-                try:
-                    pid = os.fork()
-                except OSError:
-                    break  # the process limit of a uid of its own
-                if pid == 0:
-                    os.setsid()
-                    print("PID", os.getpid(), flush=True)
-                    time.sleep(120)
-                    os._exit(0)
-    """).replace("    if STEPS:\n        _attack()", "    bomb()")
-    report = grade_json(make_submission({"dot": source}), "--task", "dot", "--devices", "1,2")
-    assert task(report, "dot")["score"] == task(report, "dot")["max_score"]
-    pids = printed_pids(report["student_output"])
-    assert len(pids) > 10
-    assert all(gone(pid) for pid in pids), [p for p in pids if not gone(p)]
-
-
-def test_filling_the_disk_stops_at_the_file_size_limit_and_outside_the_scratch(make_submission, guarded):
-    dot = grade_dot(make_submission({"dot": hostile("""
-        def fill(path):
-            chunk = b"x" * (16 << 20)
-            with open(path, "wb") as f:
-                for _ in range(20):  # 320 MiB, past the 256 MiB limit
-                    f.write(chunk)
-        STEPS = [
-            ("tmp", lambda: fill("/tmp/pmap-hostile-fill")),
-            ("scratch", lambda: fill("fill.bin")),
-        ]
-    """)}))
-    expect_refused(dot)
-    assert not os.path.exists("/tmp/pmap-hostile-fill")
+# ---------------------------------------------------------------- the scratch and the record
 
 
 def test_a_scratch_made_unreadable_is_removed_all_the_same(make_submission):
@@ -362,50 +227,7 @@ def test_the_report_says_what_confined_the_workers(make_submission):
     assert json.dumps(sandbox)  # plain data, as the gradebook stores it
 
 
-# ---------------------------------------------------------------- a batch, and the Gradescope layout
-
-
-def test_in_a_batch_a_student_reaches_no_classmate_nor_the_gradebook(tmp_path, guarded):
-    submissions, book = tmp_path / "submissions", tmp_path / "class.sqlite"
-    alice = folder(submissions, "alice", dot_files("correct"))
-    alice_dot = alice / "exercise7" / "dot.py"
-    mallory = folder(submissions, "mallory", {"exercise7/dot.py": hostile(f"""
-        def kill_siblings():
-            mine = {{int(t) for t in os.listdir("/proc/self/task")}}  # its own threads answer to kill() too
-            parent = os.getppid()
-            for pid in range(max(2, parent - 300), parent + 300):
-                if pid not in mine:
-                    try:
-                        os.kill(pid, 0)
-                    except (ProcessLookupError, PermissionError):
-                        continue
-                    return
-            raise PermissionError("no sibling reachable")
-        STEPS = [
-            ("copy classmate", lambda: open({str(alice_dot)!r}).read()),
-            ("overwrite classmate", lambda: open({str(alice_dot)!r}, "a").write("raise SystemExit")),
-            ("live scratch copies", lambda: os.listdir("/tmp")),
-            ("gradebook", lambda: open({str(book)!r}, "r+b").write(b"x")),
-            ("siblings", kill_siblings),
-        ]
-    """)})
-    before = alice_dot.read_text()
-    proc = run_grade("batch", str(submissions), "--exercise", "exercise7", "--task", "dot", "--devices", "1,2",
-                     "--jobs", "2", "--gradebook", str(book))
-    assert proc.returncode == 0, proc.stderr
-    assert alice_dot.read_text() == before and mallory.is_dir()
-    scores = {student: (status, score) for student, status, score, *_ in rows(book)}
-    points = task(json.loads(_stored_report(book, "alice")), "dot")["max_score"]
-    assert scores == {"alice": ("graded", points), "mallory": ("graded", 0.0)}
-    expect_refused(task(json.loads(_stored_report(book, "mallory")), "dot"))
-    assert json.loads(_stored_report(book, "mallory"))["sandbox"]["held"]  # the gradebook keeps the record
-
-
-def _stored_report(book, student: str) -> str:
-    import sqlite3
-
-    with sqlite3.connect(book) as db:
-        return db.execute("SELECT report FROM results WHERE student = ?", (student,)).fetchone()[0]
+# ---------------------------------------------------------------- the Gradescope layout
 
 
 def test_in_the_gradescope_layout_a_survivor_cannot_rewrite_results_json(tmp_path):

@@ -75,8 +75,8 @@ def group_in(tmp_path):
     (tmp_path / "engine" / "grader").symlink_to(ROOT / "grader")
     groups = []
 
-    def make(processes: int, devices: int) -> WorkerGroup:
-        run = RunSettings(str(submission), str(ROOT / "tests" / "exercise7"), EMULATED, 4096, 30.0)
+    def make(processes: int, devices: int, sandbox_off: tuple[str, ...] = ()) -> WorkerGroup:
+        run = RunSettings(str(submission), str(ROOT / "tests" / "exercise7"), EMULATED, 4096, 30.0, sandbox_off)
         groups.append(WorkerGroup(Layout(devices, processes), run, str(tmp_path / "engine")))
         return groups[-1]
 
@@ -174,6 +174,7 @@ def test_a_case_where_only_some_processes_raise_fails_naming_the_others(group_in
 
 
 def test_a_taken_port_is_retried_and_gloo_lines_are_not_student_output(group_in, monkeypatch):
+    """Only where the group shares the grader's network (no namespaces here): in one of its own no port is taken."""
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -184,7 +185,7 @@ def test_a_taken_port_is_retried_and_gloo_lines_are_not_student_output(group_in,
             return offered[-1]
 
         monkeypatch.setattr(multiprocess, "free_port", taken_port_first)
-        group = group_in(2, 1)
+        group = group_in(2, 1, sandbox_off=("namespaces",))
         group.start()
     assert len(offered) == 2, "process 0 could not bind the taken port, so the group retried on another"
     assert [m.info["process_index"] for m in group.members] == [0, 1]
@@ -197,6 +198,17 @@ def test_a_taken_port_is_retried_and_gloo_lines_are_not_student_output(group_in,
     assert "[Gloo] Rank" in printed
     assert multiprocess.student_text(printed + "mine\n") == "mine\n"
     assert not any(Path(f"/proc/{pid}").exists() for pid in pids)
+
+
+def test_a_group_joins_in_a_network_of_its_own_and_its_record_holds_the_network_layer(group_in):
+    """What its processes may reach there is tried in test_confine.py; here, that gloo and the coordinator work."""
+    group = group_in(2, 1)
+    group.start()
+    batches = [np.full((1, 3), 1.0, np.float32), np.full((1, 3), 3.0, np.float32)]
+    values, _ = group.request("probe", "multihost_probes.global_mean", (batches,), {}, "global_mean")
+    assert [v.tolist() for v in values] == [[2.0, 2.0, 2.0]] * 2
+    assert all("network" in r["held"] for r in group.sandbox_records), group.sandbox_records
+    group.stop()
 
 
 def test_on_tpu_one_configuration_at_a_time_holds_the_chips(monkeypatch):

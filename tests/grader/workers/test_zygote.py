@@ -10,11 +10,13 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
 
 from conftest import ROOT
+from liveprocesses import new_marker, parent, running_with, state, wait_until
 from grader.errors import StudentFailure
 from grader.layout import Layout
 from grader.workers import worker as workers
@@ -54,21 +56,24 @@ def compile_something():
     return float(jax.jit(lambda x: x * 2 + 1)(1.0))
 
 
-def _leave_child():
-    child = subprocess.Popen(["sleep", "300"])
-    with open("pids.tmp", "w") as f:
-        f.write(f"{os.getpid()} {child.pid} {os.getppid()}")
-    os.rename("pids.tmp", "pids.txt")  # whole or absent, even if the worker is killed right now
+def listing(path):
+    return sorted(os.listdir(path))
 
 
-def hang():
-    _leave_child()
+def hang(marker):
+    subprocess.Popen(["sleep", marker])
     while True:
         time.sleep(0.01)
 
 
-def exit_early():
-    _leave_child()
+def shout_and_die():
+    print("x" * (60 << 10), flush=True)
+    os._exit(1)
+
+
+def exit_early(marker):
+    subprocess.Popen(["sleep", marker])
+    time.sleep(1)  # long enough for the test to see the child from outside
     os._exit(3)
 '''
 
@@ -102,13 +107,30 @@ def call(pool: WorkerPool, target: str, *args, timeout_s: float | None = None):
     return pool.request(Layout(1), "call", target, args, {}, target, timeout_s)
 
 
+def holder(pool: WorkerPool) -> int:
+    """The pid the grader knows its worker by: the holder outside the worker's own pid namespace
+    (grader.sandbox.namespaces), where the pids the worker itself sees mean nothing."""
+    return pool.worker(Layout(1)).proc.pid
+
+
+def call_in_background(pool: WorkerPool, target: str, *args, timeout_s: float | None = None):
+    """Start ``call`` in a thread; returns (thread, outcome: filled with the value or the exception)."""
+    outcome = {}
+
+    def run():
+        try:
+            outcome["value"] = call(pool, target, *args, timeout_s=timeout_s)
+        except BaseException as exc:  # noqa: BLE001 - the test looks at it
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
 def gone(pid: int) -> bool:
     """True once ``pid`` no longer runs (a zombie waiting for init to collect it counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rpartition(")")[2].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
+    return state(pid) in ("", "Z")
 
 
 def wait_gone(*pids: int, within_s: float = 5.0) -> list[int]:
@@ -119,14 +141,16 @@ def wait_gone(*pids: int, within_s: float = 5.0) -> list[int]:
 
 
 def test_worker_is_forked_from_the_zygote_or_started_fresh(pool, forked):
-    facts = call(pool, "spy.facts")
-    assert (facts["ppid"] != os.getpid()) == forked
+    call(pool, "spy.facts")
+    assert (parent(holder(pool)) != os.getpid()) == forked
 
 
-def test_worker_has_its_own_session_and_process_group(pool):
+def test_worker_has_its_own_session_process_group_and_pid_namespace(pool):
     facts = call(pool, "spy.facts")
-    assert facts["pgid"] == facts["pid"] == facts["sid"]
-    assert facts["pgid"] not in (os.getpgid(0), facts["ppid"])
+    pid = holder(pool)
+    assert os.getsid(pid) == os.getpgid(pid) == pid
+    assert pid not in (os.getpgid(0), parent(pid))
+    assert (facts["pid"], facts["ppid"]) == (2, 0)  # pid 1 is its namespace's init; its parent is outside
 
 
 def test_worker_has_the_memory_limit(pool):
@@ -168,30 +192,43 @@ def test_xla_flags_of_the_sanitised_environment_reach_the_worker(pool, spy_dirs,
 
     monkeypatch.setattr(workers, "worker_environment", with_dump)
     assert call(pool, "spy.compile_something") == 3.0
-    assert dump.is_dir() and any(dump.iterdir())
+    assert call(pool, "spy.listing", str(dump))  # in the worker's private scratch
 
 
-def test_timeout_kills_the_worker_and_everything_it_started(pool, spy_dirs):
-    with pytest.raises(StudentFailure) as failure:
-        call(pool, "spy.hang", timeout_s=3)
-    assert failure.value.kind == "timeout"
-    worker_pid, child_pid, _ = map(int, (spy_dirs[0] / "pids.txt").read_text().split())
-    assert wait_gone(worker_pid, child_pid) == []
-    assert call(pool, "spy.facts")["pid"] != worker_pid  # the next call gets a new worker
+@pytest.mark.parametrize("target, kind, phrase", [("spy.hang", "timeout", "timed out"),
+                                                   ("spy.exit_early", "died", "exit code 3")])
+def test_a_worker_that_ends_takes_everything_it_started_with_it(pool, target, kind, phrase):
+    """Killed at its time limit, or exiting on its own: the child it started goes with it."""
+    marker = new_marker()
+    thread, outcome = call_in_background(pool, target, marker, timeout_s=3)
+    wait_until(lambda: running_with(marker))
+    worker = holder(pool)
+    thread.join(30)
+    failure = outcome["error"]
+    assert isinstance(failure, StudentFailure) and failure.kind == kind and phrase in failure.message
+    wait_until(lambda: not running_with(marker), within_s=5)
+    assert wait_gone(worker) == []
+    call(pool, "spy.facts")
+    assert holder(pool) != worker  # the next call gets a new worker
 
 
-def test_a_worker_that_exits_takes_what_it_started_with_it(pool, spy_dirs):
-    with pytest.raises(StudentFailure) as failure:
-        call(pool, "spy.exit_early")
-    assert failure.value.kind == "died" and "exit code 3" in failure.value.message
-    worker_pid, child_pid, _ = map(int, (spy_dirs[0] / "pids.txt").read_text().split())
-    assert wait_gone(worker_pid, child_pid) == []
+def test_output_is_capped_in_all_however_often_the_worker_is_replaced(spy_dirs):
+    submission, suite, engine = spy_dirs
+    pool = WorkerPool(RunSettings(str(submission), str(suite), EMULATED, MEMORY_MB, TIMEOUT_S), str(engine))
+    for _ in range(4):
+        with pytest.raises(StudentFailure):
+            call(pool, "spy.shout_and_die")
+    pool.close()
+    kept = pool.student_output[str(Layout(1))]
+    assert len(kept) < 2 * workers.OUTPUT_CAP and kept.count("of a later worker process not kept") >= 2
 
 
 def test_closing_the_pool_ends_workers_and_zygote(spy_dirs):
     submission, suite, engine = spy_dirs
     pool = WorkerPool(RunSettings(str(submission), str(suite), EMULATED, MEMORY_MB, TIMEOUT_S), str(engine))
-    worker_pid, zygote_pid = (lambda f: (f["pid"], f["ppid"]))(call(pool, "spy.facts"))
+    call(pool, "spy.facts")
+    worker_pid = holder(pool)
+    zygote_pid = parent(worker_pid)
     pool.close()
     assert wait_gone(worker_pid, zygote_pid, within_s=1) == []
     assert pool.peak_worker_rss_kb > 0 and pool.worker_seconds > 0
@@ -200,24 +237,30 @@ def test_closing_the_pool_ends_workers_and_zygote(spy_dirs):
 def test_a_grader_that_dies_takes_zygote_and_busy_workers_with_it(spy_dirs):
     """The zygote reads end-of-file on its channel when the grader is gone, and ends its workers."""
     submission, suite, engine = spy_dirs
-    pids = submission / "pids.txt"
+    marker = new_marker()
     code = textwrap.dedent(f"""
-        import os, threading, time
+        import os, sys, threading, time
+        sys.path.insert(0, {str(ROOT / "tests" / "grader")!r})
         from grader.layout import Layout
         from grader.workers.backends import EMULATED
         from grader.workers.pool import WorkerPool
         from grader.workers.worker import RunSettings
+        from liveprocesses import parent, running_with
         run = RunSettings({str(submission)!r}, {str(suite)!r}, EMULATED, {MEMORY_MB}, {TIMEOUT_S})
         pool = WorkerPool(run, {str(engine)!r})
-        threading.Thread(target=pool.request, args=(Layout(1), "call", "spy.hang", (), {{}}, "hang"),
+        threading.Thread(target=pool.request, args=(Layout(1), "call", "spy.hang", ({marker!r},), {{}}, "hang"),
                          daemon=True).start()
-        while not os.path.exists({str(pids)!r}):
+        while not running_with({marker!r}):
             time.sleep(0.05)
+        worker = pool.worker(Layout(1)).proc.pid
+        print(worker, parent(worker), flush=True)
         os._exit(0)
     """)
-    subprocess.run([sys.executable, "-c", code], cwd=ROOT, timeout=120, check=True)
-    worker_pid, child_pid, zygote_pid = map(int, pids.read_text().split())
-    assert wait_gone(worker_pid, child_pid, zygote_pid) == []
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, timeout=120, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    worker_pid, zygote_pid = map(int, proc.stdout.split())
+    assert wait_gone(worker_pid, zygote_pid) == []
+    wait_until(lambda: not running_with(marker), within_s=5)
 
 
 def test_a_zygote_that_is_not_fork_safe_is_not_used(spy_dirs, monkeypatch):
@@ -227,7 +270,8 @@ def test_a_zygote_that_is_not_fork_safe_is_not_used(spy_dirs, monkeypatch):
     submission, suite, engine = spy_dirs
     pool = WorkerPool(RunSettings(str(submission), str(suite), EMULATED, MEMORY_MB, TIMEOUT_S), str(engine))
     try:
-        assert call(pool, "spy.facts")["ppid"] == os.getpid()
+        call(pool, "spy.facts")
+        assert parent(holder(pool)) == os.getpid()
         assert "threads" in pool._launcher.fallback_reason
     finally:
         pool.close()
