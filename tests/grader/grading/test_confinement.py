@@ -37,7 +37,7 @@ def test_describe_names_what_held_and_what_did_not():
                                               "(the grader is not root, so workers keep its uid)")
     assert confinement.describe(FULL) == "files, network, processes, syscalls, uid, lifetime, limits"
     assert confinement.describe({"held": [], "missing": {"files": "off"}}) == "none; not here: files (off)"
-    assert confinement.describe(NOT_ROOT, why=False) == "files, network, signals, syscalls, lifetime, limits; not here: uid"
+    assert confinement.describe(NOT_ROOT, why=False) == "files, network, processes, syscalls, lifetime, limits; not here: uid"
 
 
 def test_levels_name_what_is_missing():

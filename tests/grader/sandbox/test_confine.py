@@ -480,7 +480,7 @@ PRIVATE_PYTHON = sys.executable if os.geteuid() == 0 and confine_mod._unreadable
 def test_a_python_in_a_private_folder_keeps_the_uid_layer(place):
     """Like pyenv under /root (mode 0700): in the worker's mount namespace the folder is covered by one that
     holds only the Python, so the worker takes a uid of its own and still imports; the rest stays hidden."""
-    private = Path(confine_mod.python_paths()[0])
+    private = Path(next(p for p in confine_mod.python_paths() if confine_mod._unreadable_for_others([p])))
     closed = next(p for p in [*reversed(private.parents)] if not p.stat().st_mode & 0o001)
     beside = sorted(n for n in os.listdir(closed) if not private.is_relative_to(closed / n))
     result = run_confined(f"""
