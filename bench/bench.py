@@ -10,7 +10,9 @@ next to its budget (one time limit per layout plus the other tasks' normal gradi
 raw figure as JSON, so a figure can be compared across commits. Run it from anywhere:
 ``python bench/bench.py [--output PATH]``; ``--endless-loop`` measures only the last figure (a minute);
 ``--confinement`` only what confining the workers costs (wall / floor confined against
-``GRADE_SANDBOX=0``, interleaved in one run), for both grade commands.
+``GRADE_SANDBOX=0``, interleaved in one run), for both grade commands; ``--peer`` only the student's
+loop against its peer: ``grade exercise7 --task dot --devices 4`` against one plain in-process
+pytest of the same checks (bench/peer_dot.py: no worker, no sandbox), interleaved, medians of each.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import argparse
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -26,7 +29,8 @@ from pathlib import Path
 from measure import GRADE, ROOT, GradeFailed, align, floor_figures, git_commit, grade_report, timed
 
 TARGETS = {  # name: (target, True if the measured value must be at most the target)
-    "exercise_ratio": (1.5, True),
+    "exercise_ratio": (1.2, True),  # issue 25 (it was 1.5)
+    "peer_ratio": (0.8, True),  # grade --task dot --devices 4 over the same checks as one in-process pytest
     "batch_jobs1_ratio": (1.3, True),
     "batch_speedup": (1.7, False),
     "help_s": (0.3, True),
@@ -152,6 +156,33 @@ def batch(copies: int, seed: int, extra: list[str]) -> dict:
         return out
 
 
+PEER_ARGS = ["--task", "dot", "--devices", "4"]
+PEER = [sys.executable, "-m", "pytest", "-q", "-c", os.devnull, "-p", "no:cacheprovider", "-p", "no:xdist",
+        str(ROOT / "bench" / "peer_dot.py")]
+
+
+def peer(repeat: int, seed: int) -> dict:
+    """``grade exercise7 --task dot --devices 4`` and its in-process peer, interleaved: median wall of each."""
+    grades, peers = [], []
+    for _ in range(repeat):
+        grades.append(grade_once(ROOT / "solutions", PEER_ARGS, seed))
+        wall, proc = timed(PEER, {"PEER_DEVICES": "4"})
+        if proc.returncode != 0:
+            raise SystemExit(f"{' '.join(PEER)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+        peers.append(wall)
+    grade_s = sorted(r["wall_s"] for r in grades)[len(grades) // 2]
+    peer_s = sorted(peers)[len(peers) // 2]
+    return {"command": " ".join(["grade", "exercise7", "--submission", "solutions", *PEER_ARGS]),
+            "peer": " ".join(["python", "-m", "pytest", "bench/peer_dot.py"]), "grade_s": grade_s, "peer_s": peer_s,
+            "ratio": grade_s / peer_s, "grade_runs": [r["wall_s"] for r in grades], "peer_runs": peers}
+
+
+def peer_rows(p: dict) -> list[tuple[str, str, str]]:
+    return [(f"{p['command']}: wall / in-process pytest", f"{p['ratio']:.2f}  ({p['grade_s']:.2f} s / "
+             f"{p['peer_s']:.2f} s)", verdict("peer_ratio", p["ratio"])),
+            (f"  the in-process pytest: {p['peer']}", f"{p['peer_s']:.2f} s", "")]
+
+
 def startup(repeat: int) -> dict:
     """Best of ``repeat``: the least the machine's load added."""
     return {name: min(timed([*GRADE, *args])[0] for _ in range(repeat))
@@ -205,6 +236,7 @@ def table(result: dict) -> str:
              ("grade --help", f"{result['startup']['help_s']:.3f} s", verdict("help_s", result["startup"]["help_s"])),
              ("grade list", f"{result['startup']['list_s']:.3f} s", "")]
     rows += loop_rows(result["endless_loop"])
+    rows += peer_rows(result["peer"])
     m = result["machine"]
     return align(rows) + (f"\n\ncommit {result['commit']} · {m['cpus']} cores · load average "
                           f"{m['load_before'][0]:.1f} before, {m['load_after'][0]:.1f} after · ratios are from the "
@@ -226,6 +258,7 @@ def main(argv=None) -> None:
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--endless-loop", action="store_true", help="measure only the endless-loop figure")
     p.add_argument("--confinement", action="store_true", help="measure only what confining the workers costs")
+    p.add_argument("--peer", action="store_true", help="measure only grade --task dot against an in-process pytest")
     p.add_argument("--loop-devices", default="1,2", help="device counts of the endless-loop figure")
     p.add_argument("--loop-timeout", type=float, default=5.0, help="per-call time limit of the endless-loop figure")
     a = p.parse_args(argv)
@@ -237,6 +270,10 @@ def main(argv=None) -> None:
                 s = single(label, extra, a.repeat, a.seed, modes=("zygote", "unconfined"))
                 rows += [(f"{s['command']}: wall / floor confined", ratio(s["zygote"]), ""), *confinement_rows(s)]
             print(align(rows) + footer(load_before))
+            return
+        if a.peer:
+            print(align([("figure", "value", "target"), *peer_rows(peer(max(a.repeat, 5), a.seed))])
+                  + footer(load_before))
             return
         if a.endless_loop:
             loop = endless_loop(a.loop_devices, a.loop_timeout, a.seed)
@@ -250,6 +287,7 @@ def main(argv=None) -> None:
             "batch": batch(a.copies, a.seed, ["--task", a.batch_task] if a.batch_task else []),
             "startup": startup(5),
             "endless_loop": endless_loop(a.loop_devices, a.loop_timeout, a.seed),
+            "peer": peer(max(a.repeat, 5), a.seed),
         }
     except GradeFailed as exc:
         raise SystemExit(str(exc)) from None

@@ -51,10 +51,18 @@ class GradeGroup(click.Group):
         return exercise_command(name)
 
     def invoke(self, ctx):
-        from grader.cli.interrupts import stop_on_signals
+        import os
+        import time
 
+        from grader.cli.interrupts import stop_on_signals
+        from grader.workers import timeline
+
+        timeline.span("grader", "start Python, import the command line", timeline.started(os.getpid()), time.monotonic())
         stop_on_signals()
-        return run_safely(super().invoke, ctx, passthrough=_CLICK_OWN)
+        try:
+            return run_safely(super().invoke, ctx, passthrough=_CLICK_OWN)
+        finally:
+            timeline.write()
 
 
 @click.group(cls=GradeGroup, context_settings={"help_option_names": ["-h", "--help"]},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+import time
 from dataclasses import replace
 
 import click
@@ -44,12 +45,15 @@ def _write(text: str, output: str | None) -> None:
 
 def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, course_path, backend, timeout,
            allow_jax_mismatch, require_sandbox, show_output, watch):
+    began = time.monotonic()
     from grader.cli.options import find_exercise, parse_devices, parse_tasks
     from grader.course import find_course
     from grader.errors import Interrupted
     from grader.grading.pipeline import grade_submission
     from grader.grading.progress import RunProgress
+    from grader.workers import timeline
 
+    timeline.span("grader", "import the grading pipeline", began, time.monotonic())
     course = find_course(explicit=course_path)
     exercise = find_exercise(course, name, lambda owner, task: f"grade {owner} --task {task}").only(parse_tasks(tasks))
     graded = exercise if submission else exercise.local()  # a student's own run: the local time limits
@@ -75,6 +79,7 @@ def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, c
     if watch:
         return _watch(grade, course, exercise, path, fmt=fmt, output=output, fail_under=fail_under, show_output=show_output)
     report = replace(grade(), show_output=show_output)
+    drawing = time.monotonic()
     text = report.render(fmt)
     if fmt == "classroom":  # the result is base64 for the reporter: the log shows the report to read
         click.echo(report.render("text"), err=True, nl=False)
@@ -84,6 +89,7 @@ def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, c
         click.echo(printed(report.run.student_output), err=True, nl=False)
     score = report.score
     _write(text, output)
+    timeline.span("grader", "draw and write the report", drawing, time.monotonic())
     if output:
         click.echo(f"{name}: {score.total:g} / {score.max_total:g} ({score.percent:.0f}%), seed {report.run.seed}; "
                    f"report written to {output}", err=True)

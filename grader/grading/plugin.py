@@ -9,9 +9,9 @@ imports student code; the student fixture only talks to workers.
 from __future__ import annotations
 
 import os
+import time
 import zlib
 from collections import Counter
-from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
@@ -19,38 +19,16 @@ import pytest
 from grader.course import Exercise
 from grader.errors import GraderError, StudentFailure
 from grader.grading.budget import TimeBudget
+from grader.grading.case import Case
 from grader.grading.progress import RunProgress
 from grader.grading.student import Student
-from grader.layout import Layout, label
+from grader.layout import Layout
 from grader.suite import feedback, jax_errors
+from grader.workers import timeline
 from grader.workers.pool import WorkerPool
 
 
 FRESH_STREAM = 1  # the case's second stream: inputs program mode draws, apart from the test's rng
-
-
-@dataclass
-class Case:
-    """The outcome of one test at one device count."""
-
-    nodeid: str
-    test: str
-    task: str
-    devices: int | None
-    outcome: str  # passed | failed | skipped
-    kind: str = ""
-    message: str = ""
-    where: str | None = None
-    error: str = ""  # the exception's own full text (JAX's, Python's) when the failure was one; for instructors
-    duration_s: float = 0.0
-    processes: int | None = None  # set for a multi-process layout; devices is then per process
-    feedback: list[dict] = field(default_factory=list)  # what the test attached (grader.suite.feedback)
-    cut_short: bool = False  # not run: an earlier case of its task timed out at the same layout (see budget)
-
-    @property
-    def label(self) -> str:
-        """Where it ran, as every output names it ("4 devices", "2 processes x 2 devices")."""
-        return label(self.devices, self.processes)
 
 
 def _one_line(text: str, limit: int = 400) -> str:
@@ -60,6 +38,18 @@ def _one_line(text: str, limit: int = 400) -> str:
 
 def _params(item) -> dict:
     return item.callspec.params if hasattr(item, "callspec") else {}
+
+
+def _layout(item) -> Layout:
+    params = _params(item)
+    return Layout(params.get("devices"), params.get("processes"))
+
+
+def _runs_programs(item) -> bool:
+    """Whether the test's own code asks for a program (``student.program``): it reads the test function's
+    names, so a helper that asks for one is missed, which costs only the early start of a clean worker."""
+    code = getattr(getattr(item, "function", None), "__code__", None)
+    return code is not None and "program" in code.co_names
 
 
 def explain(exc: BaseException, devices: int | None = None, rules=jax_errors.RULES) -> tuple[str, str, str | None]:
@@ -132,6 +122,8 @@ class GraderPlugin(CasePlan):
         self.collection_errors: list[str] = []
         self.grader_errors: list[str] = []
         self._feedback: dict[str, list[dict]] = {}
+        self._collecting = 0.0  # when collection began (for the timeline)
+        self._program_layouts: set[Layout] = set()  # layouts some collected test runs a program at
 
     def pytest_collection_modifyitems(self, session, config, items):
         keep = []
@@ -145,7 +137,25 @@ class GraderPlugin(CasePlan):
             keep.sort(key=lambda it: (_params(it).get("processes") or 0, _params(it).get("devices") or 0))
         items[:] = keep
         self.planned = Counter(self._task(item.path).id for item in keep)
+        self._program_layouts = {_layout(item) for item in keep if _runs_programs(item)}
         self.progress.planned(self.planned)
+
+    def pytest_collection(self, session):
+        self._collecting = time.monotonic()
+
+    def pytest_collection_finish(self, session):
+        timeline.span("grader", "collect the suite", self._collecting, time.monotonic())
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        """After a case, a layout that program tests will need a clean worker for gets it forked (it warms up
+        while the student's next calls run, instead of starting when the first program test asks)."""
+        began = time.monotonic()
+        yield
+        timeline.span("grader", item.nodeid.rpartition("::")[2], began, time.monotonic())
+        layout = _layout(item)
+        if layout.devices and not layout.processes and layout in self._program_layouts:
+            self.pool.prestart_clean(layout)
 
     def pytest_keyboard_interrupt(self, excinfo):
         """Ctrl-C or SIGTERM; pytest also calls this when it stops itself (session.shouldstop), which is not one."""

@@ -26,10 +26,11 @@ from grader.grading.workspace import ENGINE_DIR, Workspace
 from grader.layout import Layout
 from grader.submission import Submission
 from grader.workers.backends import Backend, resolve
+from grader.workers import timeline
 from grader.workers.pool import WorkerPool
 
 if TYPE_CHECKING:
-    from grader.grading.plugin import Case
+    from grader.grading.case import Case
 
 @dataclass
 class RunResult:
@@ -108,6 +109,7 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
     graded so far.
     """
     started = time.perf_counter()
+    timeline.span("grader", "grade(): resolve the backend", time.monotonic())
     backend = resolve(backend) if isinstance(backend, str) else backend
     seed = new_seed() if seed is None else seed
     progress = progress or RunProgress(None)
@@ -117,19 +119,23 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
     files = suite_files(course, exercise)
     guarded = _guarded(course, suite)
     before = integrity.snapshot(guarded)
+    made = time.monotonic()
     space = workspace or Workspace()
     try:
         space.fresh_copy(submission.found, suite)
+        timeline.span("grader", "make the workspace, copy the submission", made, time.monotonic())
         run = space.settings(backend=backend, memory_mb=backend.memory_limit_mb(course.memory_mb),
                              timeout_s=timeout_s or exercise.timeout_s, sandbox_off=confinement.switched_off())
         pool = WorkerPool(run, space.engine, launcher=space.launcher, spares=space.spares)
         log = io.StringIO()
         try:
             progress.starting()
-            pool.prestart(_single_layouts(exercise, devices))
-            import pytest  # only now, while the zygote imports JAX: the two overlap
+            with timeline.timed("grader", "start the zygote"):
+                pool.prestart(_single_layouts(exercise, devices))
+            with timeline.timed("grader", "import pytest and the plugin"):
+                import pytest  # only now, while the zygote imports JAX: the two overlap
 
-            from grader.grading.plugin import GraderPlugin
+                from grader.grading.plugin import GraderPlugin
 
             plugin = GraderPlugin(exercise, pool, seed, tuple(devices) if devices else None, timeout_s, progress)
             with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log), _private_bytecode(space.root):
@@ -139,11 +145,13 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
             pool.kill()  # interrupted before pytest ran, or the grader failed: no grace for anyone
             processes.kill_adopted()
             raise
+        closing = time.monotonic()
         if plugin.interrupted:
             pool.kill()
         else:
             pool.close()
         processes.kill_adopted()  # what a worker that exited on its own left behind
+        timeline.span("grader", "end the workers and the zygote", closing, time.monotonic())
         sandbox = confinement.combine(pool.sandbox_records)
         result = RunResult(exercise=exercise, submission=submission, seed=seed, backend=backend.name,
                            cases=plugin.cases, devices=tuple(devices) if devices else None,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from grader.course import Exercise, Task
 from grader.errors import STATUS
-from grader.grading.plugin import Case
+from grader.grading.case import Case
 
 UNFINISHED = ("not reached", "interrupted")  # statuses of the tasks an interrupted run did not finish
 

@@ -30,6 +30,7 @@ import json
 import os
 import socket
 import sys
+import time
 
 from grader import processes
 from grader.protocol import REPLY_FD, REQUEST_FD
@@ -125,19 +126,26 @@ def _reap(request: dict, children: set[int]) -> dict:
     return {"code": ended.code, "maxrss_kb": ended.maxrss_kb}
 
 
-def _preload() -> None:
-    """Import what every worker needs, so each fork starts with it; no backend is created here."""
+def _preload() -> dict[str, float]:
+    """Import what every worker needs, so each fork starts with it; no backend is created here. Returns
+    when each step ended (time.monotonic), for the run's timeline."""
+    moments = {"start Python": time.monotonic()}
     import jax  # noqa: F401
     import jax.numpy  # noqa: F401
+
+    moments["import JAX"] = time.monotonic()
     import jaxlib.mlir.dialects.mhlo  # noqa: F401 - first lowering imports it; do it once here
     from jax._src.lax import linalg
 
     linalg.initialize_lapack()  # else each clean worker's first program imports SciPy for it (0.2 s)
+    moments["set up LAPACK"] = time.monotonic()
 
     import grader.sandbox.worker  # noqa: F401
     from grader.sandbox import confine
 
     confine.python_paths()  # computed once, for every fork
+    moments["import the worker"] = time.monotonic()
+    return moments
 
 
 def serve(sock: socket.socket) -> None:
@@ -169,12 +177,12 @@ def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
     processes.adopt_orphans()  # a worker that exits leaves its orphans here, where reap ends them
     try:
-        _preload()
+        moments = _preload()
         if hazards := fork_hazards():
             raise RuntimeError("; ".join(hazards))
     except BaseException as exc:  # noqa: BLE001 - the grader reads why, then starts fresh workers
         sock.send(json.dumps({"ready": False, "message": f"{type(exc).__name__}: {exc}"}).encode())
         return
-    sock.send(json.dumps({"ready": True}).encode())
+    sock.send(json.dumps({"ready": True, "moments": moments}).encode())
     serve(sock)
     os._exit(0)  # nothing to clean up that the OS does not; tearing down JAX would cost the grader ~0.2 s

@@ -10,7 +10,8 @@ zygote, started in a folder of its own, never importing student code) to compile
 each set of inputs. A clean worker whose program failed is replaced before the next case.
 
 Given :class:`grader.workers.spares.Spares` (watch mode), the pool takes a layout's first worker,
-student's or clean, from there when one is waiting, and starts one otherwise.
+student's or clean, from there when one is waiting, and starts one otherwise; a run that will need a
+clean worker forks it early the same way (:meth:`WorkerPool.prestart_clean`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class WorkerPool:
         self._workers: dict[Layout, Handle] = {}
         self._clean: dict[Layout, Worker] = {}
         self._spares = spares
+        self._own_spares = spares is None  # made by prestart_clean, killed with the pool if nobody took them
         self.student_output: dict[str, str] = {}
         self.worker_seconds = 0.0
         self._sound: set[Layout] = set()  # layouts whose workers ran the grader's own program (_rule_out_environment)
@@ -54,6 +56,15 @@ class WorkerPool:
                 if other != layout and self._workers[other].alive:
                     self._retire(other)
         return chosen
+
+    def prestart_clean(self, layout: Layout) -> None:
+        """Fork ``layout``'s clean worker now, as a spare that warms up while the student's calls run, for a
+        program test later in the run (no-op once it has one, or when the run has no folder for them)."""
+        if layout in self._clean or not self.run.clean_home:
+            return
+        if self._spares is None:
+            self._spares = Spares()
+        self._spares.add(self.run, self._launcher, layout, clean=True)
 
     def _spare(self, layout: Layout, clean: bool) -> Worker | None:
         return self._spares.take(layout, self.run, clean) if self._spares is not None else None
@@ -168,5 +179,7 @@ class WorkerPool:
             self._keep_output(layout, w.stop(grace_s=0))
         for w in self._clean.values():
             w.stop(grace_s=0)  # what XLA printed while compiling is not the student's output
+        if self._own_spares and self._spares is not None:
+            self._spares.close()
         if self._owns_launcher:
             self._launcher.close()

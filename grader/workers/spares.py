@@ -8,6 +8,11 @@ run's workers are forked at once, each compiles one small collective program of 
 save that starts the next run. They are fresh processes in every sense that matters: none has run
 student code, and each run still gets its own (a spare is taken once, or killed).
 
+A single run forks spares too, for what it will need later: the pool of a run whose suite runs
+programs forks each layout's clean worker once the student's first call at that layout is over
+(:meth:`grader.workers.pool.WorkerPool.prestart_clean`), so it warms up on a core the student's
+calls leave free.
+
 A spare serves only a run with the same :class:`RunSettings` (the same folders, backend, limits);
 anything else gets a worker started on demand, as without spares. Only single-process workers on a
 backend whose devices can be shared have spares: a TPU chip opens in one process at a time, and a
@@ -30,18 +35,21 @@ class Spares:
         """Fork a warmed-up worker for each of ``layouts`` and a clean one for each of ``clean``; no-op on an
         exclusive backend. Returns at once: the workers set up JAX in the background."""
         self.close()
-        if run.backend.exclusive:
-            return
         for layout, is_clean in [*((lt, False) for lt in layouts), *((lt, True) for lt in clean)]:
-            if layout.processes:
-                continue
-            worker = Worker(layout, run, launcher, clean_dir=run.clean_home if is_clean else None, warm_up=True)
-            try:
-                worker.spawn()
-            except OSError:  # no process to be had now (e.g. too many): the next run starts its own
-                worker.kill()
-                continue
-            self._waiting[(layout, is_clean)] = worker
+            self.add(run, launcher, layout, is_clean)
+
+    def add(self, run: RunSettings, launcher: Launcher, layout: Layout, clean: bool) -> None:
+        """Fork one more spare (none if one for ``layout`` and ``clean`` is waiting already, on an exclusive
+        backend, or for a multi-process layout); returns at once."""
+        if run.backend.exclusive or layout.processes or (layout, clean) in self._waiting:
+            return
+        worker = Worker(layout, run, launcher, clean_dir=run.clean_home if clean else None, warm_up=True)
+        try:
+            worker.spawn()
+        except OSError:  # no process to be had now (e.g. too many): the run starts its own when it needs one
+            worker.kill()
+            return
+        self._waiting[(layout, clean)] = worker
 
     def take(self, layout: Layout, run: RunSettings, clean: bool = False) -> Worker | None:
         """The spare for ``layout``, once it is ready, or None (none was started for this run's settings, or it

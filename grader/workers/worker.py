@@ -22,6 +22,7 @@ from grader.errors import GraderError, StudentFailure
 from grader.layout import Layout
 from grader.processes import WorkerProcess
 from grader.workers.backends import Backend
+from grader.workers import timeline
 from grader.workers.launch import Launcher
 
 OUTPUT_CAP = 64 << 10
@@ -143,6 +144,12 @@ class Worker:
         self.transcripts: list[str] = []  # captured output of each process this worker has run
         self.info: dict = {}
         self.sandbox_records: list[dict] = []
+        self._in_flight = ("", 0.0)  # the request awaiting its reply, and when it was sent (for the timeline)
+
+    @property
+    def name(self) -> str:
+        """How the timeline names it: "worker 4 devices", "clean 4 devices"."""
+        return f"{'clean' if self.clean_dir is not None else 'worker'} {self.layout}"
 
     def start(self) -> None:
         began = time.perf_counter()
@@ -153,7 +160,8 @@ class Worker:
         """Wait (up to STARTUP_TIMEOUT_S) for a spawned worker to be ready, counting the time since
         ``began`` (by default: now) into ``start_s``; GraderError if it does not start."""
         began = time.perf_counter() if began is None else began
-        self.wait_ready(time.monotonic() + STARTUP_TIMEOUT_S)
+        with timeline.timed("grader", f"wait for {self.name} to be ready"):
+            self.wait_ready(time.monotonic() + STARTUP_TIMEOUT_S)
         self.start_s += time.perf_counter() - began
 
     def environment(self) -> dict[str, str]:
@@ -176,7 +184,8 @@ class Worker:
         """Start the process and send its settings; it reports ready (or why not) on the reply pipe."""
         home = self.clean_dir or self.run.code
         os.makedirs(os.path.join(home, ".tmp"), exist_ok=True)
-        started = self.launcher.start(self.environment(), home)
+        with timeline.timed("grader", f"start {self.name}"):
+            started = self.launcher.start(self.environment(), home)
         self.proc, self._req, self._rep = started.process, started.request_w, started.reply_r
         self.output = CapturedOutput(started.output)
         settings = protocol.WorkerSettings(code=home, probes="" if self.clean_dir else self.run.probes,
@@ -204,6 +213,7 @@ class Worker:
             raise GraderError(f"a worker for {self.layout} could not set up JAX: {header.get('message')}")
         self.info = header
         self.sandbox_records.append(header["sandbox"])
+        timeline.steps(self.name, header.get("moments"), self.proc.pid)
 
     @property
     def alive(self) -> bool:
@@ -230,6 +240,7 @@ class Worker:
             protocol.send(self._req, {"op": op, "target": target, "args": tree}, blobs)
         except BrokenPipeError:
             raise self.death(what) from None
+        self._in_flight = (f"{op} {target.rpartition('.')[2]}", time.monotonic())
 
     def reply(self, what: str, deadline: float, timeout_s: float) -> tuple[object, float]:
         """The reply to the request in flight: (value, seconds the worker spent) or StudentFailure."""
@@ -244,6 +255,9 @@ class Worker:
         except protocol.ProtocolError as exc:
             self.kill()
             raise StudentFailure("bad_return", f"{what} produced a reply the grader refuses: {exc}") from None
+        asked, sent = self._in_flight
+        timeline.span("grader", f"wait for {self.name}: {asked}", sent, time.monotonic())
+        timeline.reported(self.name, asked, header.get("began"), header.get("elapsed_s"))
         if not header.get("ok"):
             raise StudentFailure.from_reply(header)
         try:

@@ -22,6 +22,7 @@ import threading
 import time
 
 from grader import processes
+from grader.workers import timeline
 
 PACKET = 1 << 16
 
@@ -77,6 +78,7 @@ class Zygote:
         if not hello.get("ready"):
             raise ZygoteError(f"the zygote could not start: {hello.get('message')}")
         self._ready = True
+        timeline.steps("zygote", hello.get("moments"), self.proc.pid)
 
     def spawn(self, cwd: str, request_r: int, reply_w: int, output_w: int) -> processes.WorkerProcess:
         """Fork a worker running ``grader.sandbox.worker.main`` (pipes at REQUEST_FD, REPLY_FD)."""

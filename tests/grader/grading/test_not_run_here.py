@@ -2,7 +2,7 @@
 
 from grader import course
 from grader.course import find_course
-from grader.grading.plugin import Case
+from grader.grading.case import Case
 from grader.grading.report import to_text
 from grader.grading.runner import RunResult
 from grader.grading.scoring import Score, score_task

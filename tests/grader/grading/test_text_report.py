@@ -1,7 +1,7 @@
 """The student's text report, from a run built by hand: what it says once, and nothing it contradicts."""
 
 from grader import course
-from grader.grading.plugin import Case
+from grader.grading.case import Case
 from grader.grading.report import to_text
 from grader.grading.runner import RunResult
 from grader.grading.scoring import Score, score_task
