@@ -17,7 +17,7 @@ import pytest
 from grader.course import Course, Exercise
 from grader.errors import UsageError
 from grader.grading.plugin import CasePlan
-from grader.grading.runner import pytest_args, suite_files
+from grader.grading.runner import own_plugins_only, pytest_args, suite_files
 
 
 class _Counter(CasePlan):
@@ -49,7 +49,7 @@ def hidden_cases(course: Course, exercise: Exercise) -> dict[str, int]:
     counter = _Counter(exercise)
     files = suite_files(course, exercise)
     if files:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), own_plugins_only():
             pytest.main([*pytest_args(os.path.join(course.root, exercise.suite), files), "--collect-only"],
                         plugins=[counter])
     if counter.errors:

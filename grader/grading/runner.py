@@ -69,6 +69,22 @@ def _private_bytecode(scratch: str):
         sys.pycache_prefix = saved
 
 
+@contextlib.contextmanager
+def own_plugins_only():
+    """pytest loads no plugin merely installed beside it (xdist, randomly, rerunfailures, ...): a grade must
+    not depend on what else the machine's environment holds. A suite that needs one names it in
+    ``pytest_plugins`` of its conftest.py."""
+    saved = os.environ.get(AUTOLOAD)
+    os.environ[AUTOLOAD] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ[AUTOLOAD]
+        else:
+            os.environ[AUTOLOAD] = saved
+
+
 def _guarded(course: Course, suite: str) -> list[str]:
     """course.yaml, the suite folder and the engine's sources: what no grading may change."""
     engine = [os.path.join(folder, name) for folder, _, names in os.walk(ENGINE_DIR) for name in names
@@ -90,9 +106,12 @@ def suite_files(course: Course, exercise: Exercise) -> list[str]:
     return [p for p in paths if os.path.isfile(p)]
 
 
+AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
+
+
 def pytest_args(suite: str, files: list[str]) -> list[str]:
     """How the grader runs pytest on a suite: quiet, no cache, no user configuration."""
-    return [*files, "-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:randomly", "-c", os.devnull,
+    return [*files, "-p", "no:terminal", "-p", "no:cacheprovider", "-c", os.devnull,
             "--rootdir", suite, "--import-mode=importlib", "-W", "ignore::pytest.PytestAssertRewriteWarning"]
 
 
@@ -138,7 +157,8 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
                 from grader.grading.plugin import GraderPlugin
 
             plugin = GraderPlugin(exercise, pool, seed, tuple(devices) if devices else None, timeout_s, progress)
-            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log), _private_bytecode(space.root):
+            with (contextlib.redirect_stdout(log), contextlib.redirect_stderr(log), _private_bytecode(space.root),
+                  own_plugins_only()):
                 if files:
                     pytest.main(pytest_args(suite, files), plugins=[plugin])
         except BaseException:

@@ -83,6 +83,8 @@ class Zygote:
     def spawn(self, cwd: str, request_r: int, reply_w: int, output_w: int) -> processes.WorkerProcess:
         """Fork a worker running ``grader.sandbox.worker.main`` (pipes at REQUEST_FD, REPLY_FD)."""
         reply = self._ask({"op": "spawn", "cwd": cwd}, (request_r, reply_w, output_w))
+        if isinstance(reply.get("later"), list) and len(reply["later"]) == 2:
+            timeline.span("zygote", "set up LAPACK (after the first fork)", *reply["later"])
         return processes.WorkerProcess(reply["pid"], self.reap)
 
     def reap(self, pid: int, timeout: float | None) -> processes.Exit | None:
