@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import os
 import resource
+import socket
 import sys
 import time
 
@@ -177,6 +178,23 @@ def _give_back_free_memory() -> None:
         trim(0)
 
 
+def _await_coordinator(address: str, timeout_s: float) -> None:
+    """Wait until process 0's coordinator accepts connections (polling every 10 ms, up to ``timeout_s``).
+
+    A process that asks JAX to connect before the coordinator listens is refused and retried only after
+    gRPC's first back-off, a second later: most of a group's start-up (measured: 0.9 s of 0.93). If it
+    never listens, JAX's own connect below reports the failure as before.
+    """
+    host, _, port = address.rpartition(":")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host, int(port)), timeout=1.0).close()
+            return
+        except OSError:
+            time.sleep(0.01)
+
+
 def configure_jax(settings: WorkerSettings) -> dict:
     """Import JAX for one configuration and return a description of what it sees."""
     import jax
@@ -189,6 +207,8 @@ def configure_jax(settings: WorkerSettings) -> dict:
             jax.config.update("jax_cpu_collectives_implementation", "gloo")
         jax.config.update("jax_enable_preemption_service", False)  # else SIGTERM is ignored once joined
         address = group["coordinator"]
+        if group["process"]:
+            _await_coordinator(address, group["timeout_s"])
         jax.distributed.initialize(address, group["processes"], group["process"],
                                    cluster_detection_method="deactivate", coordinator_bind_address=address,
                                    initialization_timeout=group["timeout_s"],
