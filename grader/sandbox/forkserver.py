@@ -71,8 +71,8 @@ def _arrange_fds(request_r: int, reply_w: int, output_w: int) -> None:
 
 def _become_worker(sock: socket.socket, request: dict, fds: list[int]) -> None:
     """In the forked child: shed everything of the zygote, then run the worker. Never returns."""
-    code = 1
-    try:
+
+    def become() -> None:
         sock.detach()  # its descriptor is closed below; the object must not close a reused number later
         os.setsid()
         _arrange_fds(*fds)
@@ -83,20 +83,10 @@ def _become_worker(sock: socket.socket, request: dict, fds: list[int]) -> None:
         from grader.sandbox.worker import main as worker_main
 
         worker_main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    except BaseException:  # noqa: BLE001 - reported on the captured stderr, like a fresh worker's crash
-        import traceback
 
-        traceback.print_exc()
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:  # noqa: BLE001 - the pipe may be gone; exiting is all that is left
-                pass
-        os._exit(code)
+    from grader.sandbox.worker import run_then_exit
+
+    run_then_exit(become)
 
 
 def _spawn(sock: socket.socket, request: dict, fds: list[int], children: set[int]) -> dict:

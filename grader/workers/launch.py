@@ -42,11 +42,12 @@ def _die_with_grader() -> str:
 
 
 def spawn_fresh(engine_path: str, env: dict[str, str], cwd: str) -> Started:
-    """``python -I`` running ``grader.sandbox.worker.main`` in its own session."""
+    """``python -I`` running ``grader.sandbox.worker.main`` in its own session (then leaving at once, as a
+    forked worker does: grader.sandbox.worker.run_then_exit)."""
     req_r, req_w = os.pipe()
     rep_r, rep_w = os.pipe()
     boot = (f"{_die_with_grader()}import sys; sys.path.insert(0, {engine_path!r}); "
-            f"from grader.sandbox.worker import main; main({req_r}, {rep_w})")
+            f"from grader.sandbox.worker import main, run_then_exit; run_then_exit(lambda: main({req_r}, {rep_w}))")
     try:
         popen = subprocess.Popen([sys.executable, "-I", "-c", boot], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, pass_fds=(req_r, rep_w), start_new_session=True)
