@@ -47,7 +47,8 @@ class WorkerPool:
     def worker(self, layout: Layout) -> Handle:
         if layout not in self._workers:
             if layout.processes:
-                self._workers[layout] = WorkerGroup(layout, self.run, self._engine_path)
+                self._workers[layout] = WorkerGroup(layout, self.run, self._engine_path,
+                                                    self._launcher if self.backend.emulated else None)
             else:
                 self._workers[layout] = self._spare(layout, clean=False) or Worker(layout, self.run, self._launcher)
         chosen = self._workers[layout]

@@ -1,6 +1,7 @@
 """The multi-process backend end to end on CPU: processes joined by jax.distributed over gloo.
 
-Each process start costs 2-3 s, so these tests use few layouts and share nothing slow.
+A group a test makes itself starts its processes fresh (the path a GPU or TPU takes); a grading run's
+pool forks them from its zygote. These tests use few layouts and share nothing slow.
 """
 
 import json
@@ -91,6 +92,28 @@ def test_solutions_pass_at_every_layout():
     assert (multihost["score"], multihost["status"], multihost["extra_credit"]) == (5, "passed", True)
     assert {(c["processes"], c["devices"]) for c in multihost["cases"]} == {(2, 2), (4, 1)}
     assert all(c["outcome"] == "passed" for c in multihost["cases"])
+
+
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        return int(f.read().rsplit(b")", 1)[1].split()[1])
+
+
+def test_on_emulated_devices_a_runs_group_is_forked_from_its_zygote(tmp_path):
+    submission = tmp_path / "submission"
+    shutil.copytree(ROOT / "solutions" / "exercise7", submission)
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "engine" / "grader").symlink_to(ROOT / "grader")
+    run = RunSettings(str(submission), str(ROOT / "tests" / "exercise7"), EMULATED, 4096, 30.0)
+    pool = WorkerPool(run, str(tmp_path / "engine"))
+    try:
+        group = pool.worker(Layout(1, 2))
+        values, _ = group.request("call", "multihost.global_mean", (np.ones((1, 3), np.float32),), {}, "global_mean")
+        parents = {_parent(m.proc.pid) for m in group.members}
+        assert len(parents) == 1 and os.getpid() not in parents  # one parent, the zygote, not this process
+        assert [np.asarray(v).tolist() for v in values] == [[1.0, 1.0, 1.0]] * 2
+    finally:
+        pool.kill()
 
 
 def test_a_process_that_dies_mid_call_stops_the_whole_group(make_submission, tmp_path):
