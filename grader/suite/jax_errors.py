@@ -349,6 +349,17 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+# Opt-in rules: a suite lists one in its JAX_ERRORS where the text alone is too bare to be told in general.
+
+PERM_OFF_THE_RING = Rule(
+    "perm off the ring", re.compile(r"^list index out of range$"),
+    lambda match, s: ("lax.ppermute's perm names a device that is not on the ring: every source and destination must "
+                      "lie in 0 .. n - 1, so wrap them with % n") if s.raised_in == "jax" else None,
+    exc_types=("IndexError",))
+"""A perm that names a device past the end of the axis: JAX fails while it builds the program with only "list index
+out of range" and no line of the student's. For a task whose code indexes nothing else inside JAX (a ring)."""
+
+
 def mistake(text: str, exc_type: str | None = None, situation: Situation = Situation(),
             rules: tuple[Rule, ...] = RULES) -> str | None:
     """The sentence of the first rule that recognises ``text`` (an error of type ``exc_type``), or None."""

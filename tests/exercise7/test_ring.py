@@ -10,20 +10,14 @@ programs. A failing ring says which mistake its values show only when every devi
 sum has no psum to advise (the task forbids it), so the rest is told as facts.
 """
 
-import re
-
 import numpy as np
 import pytest
 
 from grader.suite import expect_close, expect_shape, feedback, hlo
-from grader.suite.jax_errors import Rule
+from grader.suite.jax_errors import PERM_OFF_THE_RING
 
-# A perm that names a device past the end of the ring: JAX fails while it builds the program, with only
-# "list index out of range" and no line of the student's; inside this task nothing else of JAX's does.
-JAX_ERRORS = (Rule("perm off the ring", re.compile(r"^list index out of range$"),
-                   lambda match, situation: ("lax.ppermute's perm names a device that is not on the ring: every source "
-                                             "and destination must lie in 0 .. n - 1, so wrap them with % n")
-                   if situation.raised_in == "jax" else None, exc_types=("IndexError",)),)
+# Inside this task nothing of JAX's but a ppermute's perm is indexed by the student's numbers.
+JAX_ERRORS = (PERM_OFF_THE_RING,)
 
 
 def _whose_block(got_row, x) -> int | None:

@@ -12,7 +12,10 @@ import numpy as np
 import pytest
 
 from grader.suite import expect_close, expect_shape, feedback, hlo
+from grader.suite.jax_errors import PERM_OFF_THE_RING
 
+# Inside this task nothing of JAX's but a ppermute's perm is indexed by the student's numbers.
+JAX_ERRORS = (PERM_OFF_THE_RING,)
 
 DTYPE = "int32 blocks add up to int32 sums: keep every chunk in the input's dtype (pad with zeros of x.dtype)"
 

@@ -14,6 +14,11 @@ WRONG = {
     "lax.psum under another name": Wrong(
         {"ring": mutate("ring", (OPTIMAL, f"{OPTIMAL}    return lax.psum(x, axis_name)\n"))},
         "4", says=("runs an all-reduce (from lax.psum)",)),
+    "a perm written out, not wrapped around the ring": Wrong(
+        {"ring": mutate("ring", ("received = ring_shift(chunks[(me - step) % n], axis_name)",
+                                 "received = lax.ppermute(chunks[(me - step) % n], axis_name, "
+                                 "perm=[(i, i + 1) for i in range(n)])"))},
+        "4", says=("ring_allreduce_optimal() raised IndexError", "not on the ring", "% n")),
     "padding not cut off": Wrong(
         {"ring": mutate("ring", ("return chunks.reshape(-1)[:size].reshape(x.shape)", "return chunks.reshape(-1)"))},
         "4", says=("returned shape",)),
