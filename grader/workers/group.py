@@ -18,8 +18,11 @@ Pitfalls measured on JAX 0.10.2 that shape this module:
 - once joined, SIGTERM is ignored while the preemption service runs: workers disable it, and the
   grader kills with SIGKILL anyway;
 - gloo prints "[Gloo] Rank r is connected to ..." lines into the worker's output: dropped here;
-- each process takes 2-3 s to start: the processes start in parallel and the group is kept for
-  the whole grading run, like any worker.
+- a process that connects before the coordinator listens waits for gRPC's first back-off, a second:
+  each waits for the port first (grader.sandbox.worker), and the group then joins in a few tenths
+  of a second; the processes start in parallel and the group is kept for the whole grading run,
+  like any worker;
+- at exit jax.distributed's shutdown barrier holds every process 0.6 s: workers leave with os._exit.
 
 The group has a network of its own (grader.workers.launch.GroupNetwork): its processes reach each
 other on localhost and no other group's coordinator, nor any port of the grader's machine.
