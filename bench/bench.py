@@ -12,7 +12,8 @@ raw figure as JSON, so a figure can be compared across commits. Run it from anyw
 ``--confinement`` only what confining the workers costs (wall / floor confined against
 ``GRADE_SANDBOX=0``, interleaved in one run), for both grade commands; ``--peer`` only the student's
 loop against its peer: ``grade exercise7 --task dot --devices 4`` against one plain in-process
-pytest of the same checks (bench/peer_dot.py: no worker, no sandbox), interleaved, medians of each.
+pytest of the same checks (bench/peer_dot.py: no worker, no sandbox), interleaved, medians of each;
+``--extra-run`` only what program mode's second run of each program costs (bench/extra_run.py).
 """
 
 from __future__ import annotations
@@ -259,6 +260,7 @@ def main(argv=None) -> None:
     p.add_argument("--endless-loop", action="store_true", help="measure only the endless-loop figure")
     p.add_argument("--confinement", action="store_true", help="measure only what confining the workers costs")
     p.add_argument("--peer", action="store_true", help="measure only grade --task dot against an in-process pytest")
+    p.add_argument("--extra-run", action="store_true", help="measure only program mode's second run")
     p.add_argument("--loop-devices", default="1,2", help="device counts of the endless-loop figure")
     p.add_argument("--loop-timeout", type=float, default=5.0, help="per-call time limit of the endless-loop figure")
     a = p.parse_args(argv)
@@ -270,6 +272,11 @@ def main(argv=None) -> None:
                 s = single(label, extra, a.repeat, a.seed, modes=("zygote", "unconfined"))
                 rows += [(f"{s['command']}: wall / floor confined", ratio(s["zygote"]), ""), *confinement_rows(s)]
             print(align(rows) + footer(load_before))
+            return
+        if a.extra_run:
+            import extra_run
+
+            extra_run.main(["--repeat", str(max(a.repeat, 5))])
             return
         if a.peer:
             print(align([("figure", "value", "target"), *peer_rows(peer(max(a.repeat, 5), a.seed))])
