@@ -139,10 +139,11 @@ def _quiet_stdout() -> None:
     os.close(devnull)
 
 
-def run_safely(fn, *args, passthrough: tuple[type[BaseException], ...] = (), **kwargs):
-    """Call ``fn``, turning the engine's errors into one line on stderr and their exit code.
+def run_safely(fn, *args, passthrough: tuple[type[BaseException], ...] = (), say=_say, **kwargs):
+    """Call ``fn``, turning the engine's errors into one line on stderr (written by ``say``) and their exit code.
 
-    Exceptions in ``passthrough`` (the command-line library's own) propagate unchanged. A reader
+    Exceptions in ``passthrough`` (the command-line library's own) propagate unchanged. A message may
+    quote a worker's output, so the command line passes a ``say`` that makes it safe for a terminal. A reader
     that stops reading the output (a pipe into ``head``) is not the grader's failure: the command
     ends quietly with the status a shell gives any program stopped that way.
     """
@@ -153,13 +154,13 @@ def run_safely(fn, *args, passthrough: tuple[type[BaseException], ...] = (), **k
     except passthrough:
         raise
     except UsageError as exc:
-        _say(f"error: {exc}")
+        say(f"error: {exc}")
         sys.exit(EXIT_USAGE)
     except GraderError as exc:
-        _say(f"grader error: {exc}")
+        say(f"grader error: {exc}")
         sys.exit(EXIT_INTERNAL)
     except KeyboardInterrupt:
-        _say("interrupted")
+        say("interrupted")
         sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
         if isinstance(exc, BrokenPipeError) and _reader_gone():
@@ -167,6 +168,6 @@ def run_safely(fn, *args, passthrough: tuple[type[BaseException], ...] = (), **k
             sys.exit(EXIT_READER_GONE)
         if os.environ.get("GRADE_DEBUG"):
             raise
-        _say(f"grader error: internal failure ({type(exc).__name__}: {exc}); "
+        say(f"grader error: internal failure ({type(exc).__name__}: {exc}); "
              "rerun with GRADE_DEBUG=1 for the traceback")
         sys.exit(EXIT_INTERNAL)

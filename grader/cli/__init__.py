@@ -29,6 +29,13 @@ SUBCOMMANDS = {
 _CLICK_OWN = (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort)
 
 
+def _say(text: str) -> None:
+    """An error's one line on stderr, with what a worker's output could put in it shown as escapes."""
+    from grader.grading import sanitise
+
+    click.echo(sanitise.terminal(text), err=True)
+
+
 class GradeGroup(click.Group):
     """Fixed subcommands load on demand; any other name is an exercise to grade."""
 
@@ -60,7 +67,7 @@ class GradeGroup(click.Group):
         timeline.span("grader", "start Python, import the command line", timeline.started(os.getpid()), time.monotonic())
         stop_on_signals()
         try:
-            return run_safely(super().invoke, ctx, passthrough=_CLICK_OWN)
+            return run_safely(super().invoke, ctx, passthrough=_CLICK_OWN, say=_say)
         finally:
             timeline.write()
 
