@@ -44,9 +44,9 @@ class GradeGroup(click.Group):
 
     def resolve_command(self, ctx, args):
         if args and args[0] not in SUBCOMMANDS and not args[0].startswith("-"):
-            from grader.cli.options import require_exercise
+            from grader.cli.options import COURSE_KEY, require_exercise
 
-            require_exercise(args[0], args[1:], SUBCOMMANDS)
+            ctx.meta[COURSE_KEY] = require_exercise(args[0], args[1:], SUBCOMMANDS)  # read once: _grade takes it
         return super().resolve_command(ctx, args)
 
     def get_command(self, ctx, name):

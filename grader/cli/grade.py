@@ -43,8 +43,9 @@ def _write(text: str, output: str | None) -> None:
         click.echo(text, nl=False)
 
 
-def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, course_path, backend, timeout,
-           allow_jax_mismatch, require_sandbox, show_output, watch):
+def _grade(name, *, course=None, submission, tasks, devices, seed, fmt, output, fail_under, course_path, backend,
+           timeout, allow_jax_mismatch, require_sandbox, show_output, watch):
+    """``course``: the one the command line already read to check ``name``, else it is found here."""
     began = time.monotonic()
     from grader.cli.options import find_exercise, parse_devices, parse_tasks
     from grader.course import find_course
@@ -54,7 +55,7 @@ def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, c
     from grader.workers import timeline
 
     timeline.span("grader", "import the grading pipeline", began, time.monotonic())
-    course = find_course(explicit=course_path)
+    course = course or find_course(explicit=course_path)
     exercise = find_exercise(course, name, lambda owner, task: f"grade {owner} --task {task}").only(parse_tasks(tasks))
     graded = exercise if submission else exercise.local()  # a student's own run: the local time limits
     path = submission or os.path.join(course.root, exercise.stubs)
@@ -83,7 +84,7 @@ def _grade(name, *, submission, tasks, devices, seed, fmt, output, fail_under, c
     text = report.render(fmt)
     if fmt == "classroom":  # the result is base64 for the reporter: the log shows the report to read
         click.echo(report.render("text"), err=True, nl=False)
-    if show_output and fmt != "text":
+    if show_output and fmt not in ("text", "classroom"):  # the text report holds the output already
         from grader.grading.printed import printed
 
         click.echo(printed(report.run.student_output), err=True, nl=False)
@@ -137,7 +138,9 @@ def exercise_command(name: str) -> click.Command:
     @click.option("--require-sandbox", type=click.Choice(LEVELS), default=DEFAULT["grade"], show_default=True,
                   help=HELP)
     def command(**kw):
-        _grade(name, **kw)
+        from grader.cli.options import COURSE_KEY
+
+        _grade(name, course=click.get_current_context().meta.get(COURSE_KEY), **kw)
 
     command.help = f"Grade {name}: run its hidden tests against your code and print a score table."
     return command

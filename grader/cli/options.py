@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import difflib
-
 from grader.errors import UsageError
+
+COURSE_KEY = "grader.course"  # click's ctx.meta: the course require_exercise read, which the exercise command reuses
 
 
 def parse_devices(text: str | None) -> tuple[int, ...] | None:
@@ -46,10 +46,12 @@ def _course_option(args: list[str]) -> str | None:
     return None
 
 
-def require_exercise(name: str, args: list[str], commands) -> None:
-    """UsageError unless ``name`` is an exercise of the course (found as ``args`` would find it): a
+def require_exercise(name: str, args: list[str], commands):
+    """The course (found as ``args`` would find it) if ``name`` is one of its exercises, else UsageError: a
     near miss of a command (``grade batc``) is named, and nothing, not even --help, runs for an
     exercise that does not exist."""
+    import difflib
+
     from grader.course import find_course
 
     close = difflib.get_close_matches(name, list(commands), n=1, cutoff=0.75)
@@ -60,8 +62,7 @@ def require_exercise(name: str, args: list[str], commands) -> None:
         if guess:
             raise UsageError(f"no command '{name}': {guess}") from None
         raise
-    if name in course.exercises:
-        return
-    if guess:
+    if guess and name not in course.exercises:
         raise UsageError(f"no command or exercise '{name}': {guess} (exercises: {', '.join(course.exercises)})")
-    find_exercise(course, name, lambda owner, task: f"grade {owner} --task {task}")
+    find_exercise(course, name, lambda owner, task: f"grade {owner} --task {task}")  # a task's id is named as such
+    return course

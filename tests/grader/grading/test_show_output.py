@@ -44,6 +44,14 @@ def test_json_stays_parseable_and_the_output_goes_to_stderr(make_submission):
     assert "your code printed (2 devices):" in proc.stderr
 
 
+def test_the_classroom_format_shows_the_output_once_beside_its_text_report(make_submission):
+    submission = make_submission({"dot": PRINTING_DOT})
+    proc = run_grade("exercise7", "--submission", str(submission), "--task", "dot", "--devices", "2",
+                     "--show-output", "--format", "classroom")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("your code printed (2 devices):") == 1
+
+
 def test_a_flood_is_cut_to_the_first_lines_and_says_how_much_is_left():
     text = "".join(f"line {i}\n" for i in range(1000))
     shown = printed({"4 devices": text}, lines=5)
