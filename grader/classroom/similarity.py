@@ -11,7 +11,6 @@ in copydetect's HTML report, and no grade is touched.
 
 from __future__ import annotations
 
-import html
 import os
 import shutil
 import tempfile
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 
 from grader.classroom import intake, roster, unpack
 from grader.errors import UsageError
+from grader.grading import sanitise
 from grader.submission import expected_modules, locate, python_source
 
 # copydetect's thresholds are in tokens after normalisation: a student's function for one task is
@@ -73,7 +73,7 @@ def _name_files_by_student(html_path: str, code: str, students: dict[str, str]) 
     with open(html_path, encoding="utf-8") as f:
         text = f.read()
     for alias, student in students.items():
-        text = text.replace(os.path.join(code, alias) + os.sep, html.escape(student) + "/")
+        text = text.replace(os.path.join(code, alias) + os.sep, sanitise.html(student) + "/")
     with open(html_path, "w", encoding="utf-8") as f:
         f.write(text)
 

@@ -47,19 +47,19 @@ def autograde_command(exercise, root, allow_jax_mismatch, require_sandbox):
     Exit code 2, after writing results.json, when --require-sandbox refuses this machine.
     """
     from grader.errors import EXIT_USAGE, UsageError
-    from grader.grading import gradescope
+    from grader.grading import gradescope, sanitise
 
     refused = False
     try:
         results = autograde(exercise, root, allow_jax_mismatch, require_sandbox)
     except confinement.SandboxRefused as exc:
-        click.echo(f"error: {exc}")
+        click.echo(sanitise.terminal(f"error: {exc}"))
         results, refused = gradescope.failure_results(GRADER_FAILED), True
     except UsageError as exc:
-        click.echo(f"error: {exc}")
+        click.echo(sanitise.terminal(f"error: {exc}"))
         results = gradescope.failure_results(f"This submission could not be graded: {exc}")
     except Exception:  # noqa: BLE001 - Gradescope must get a results.json whatever went wrong
-        click.echo(traceback.format_exc())
+        click.echo(sanitise.terminal(traceback.format_exc()))  # a grader error may quote a worker's output
         results = gradescope.failure_results(GRADER_FAILED)
     gradescope.write(os.path.join(root, "results", "results.json"), results)
     click.echo(f"wrote {os.path.join(root, 'results', 'results.json')}: {results['score']:g} points")

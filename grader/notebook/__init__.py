@@ -12,7 +12,6 @@ as a table: HTML in Jupyter, Colab and VS Code, text anywhere else.
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import subprocess
@@ -21,6 +20,7 @@ import tempfile
 
 from grader.course import COURSE_FILE, Course, find_course
 from grader.errors import UsageError
+from grader.grading import sanitise
 from grader.notebook import cells
 from grader.submission import expected_modules
 
@@ -126,13 +126,13 @@ class Result:
         lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths)) + "  " + row[3] for row in rows]
         for task, text in self._pictures():
             lines += [f"{task}:"] + ["  " + line for line in text]
-        return "\n".join(lines + [*(f"note: {n}" for n in self.report["notes"]), self._footer()])
+        return sanitise.terminal("\n".join(lines + [*(f"note: {n}" for n in self.report["notes"]), self._footer()]))
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th style='text-align:left'>{h}</th>" for h in ("task", "points", "status", "first failure"))
-        body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{html.escape(cell)}</td>" for cell in row) + "</tr>"
-                       for row in self.rows())
-        pictures = "".join(f"<p><b>{html.escape(task)}</b></p><pre>{html.escape(chr(10).join(text))}</pre>"
+        body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{sanitise.html(cell)}</td>" for cell in row)
+                       + "</tr>" for row in self.rows())
+        pictures = "".join(f"<p><b>{sanitise.html(task)}</b></p><pre>{sanitise.html(chr(10).join(text))}</pre>"
                            for task, text in self._pictures())
-        notes = "".join(f"<p>note: {html.escape(n)}</p>" for n in self.report["notes"])
-        return f"<table><tr>{head}</tr>{body}</table>{pictures}{notes}<p>{html.escape(self._footer())}</p>"
+        notes = "".join(f"<p>note: {sanitise.html(n)}</p>" for n in self.report["notes"])
+        return f"<table><tr>{head}</tr>{body}</table>{pictures}{notes}<p>{sanitise.html(self._footer())}</p>"
