@@ -84,7 +84,7 @@ class StudentFailure(Exception):
         """The failure a worker's reply describes. Student code can write that reply itself, so every text
         is cut to REPLY_TEXT_CHARS (and made valid Unicode) and an unknown kind becomes "raised"."""
         kind = header.get("kind")
-        return cls(kind if kind in STATUS else "raised", _cut(header.get("message", "failed")),
+        return cls(kind if isinstance(kind, str) and kind in STATUS else "raised", _cut(header.get("message", "failed")),
                    **{name: _cut(header[name]) if header.get(name) is not None else None for name in cls.OPTIONAL})
 
 

@@ -182,10 +182,14 @@ def decode(tree, blobs: list[bytes]):
         if "__complex__" in v:
             return complex(*v["__complex__"])
         if "__spec__" in v:
-            shape, dtype = v["__spec__"]
-            if np.dtype(dtype).kind not in _ALLOWED_KINDS:
-                raise ProtocolError(f"array spec of dtype {dtype} refused")
-            return ArraySpec(tuple(int(d) for d in shape), str(np.dtype(dtype)))
+            try:
+                shape, dtype = v["__spec__"]
+                spec = ArraySpec(tuple(int(d) for d in shape), str(np.dtype(dtype)))
+            except (TypeError, ValueError) as exc:
+                raise ProtocolError(f"malformed array spec: {exc}") from None
+            if np.dtype(spec.dtype).kind not in _ALLOWED_KINDS:
+                raise ProtocolError(f"array spec of dtype {spec.dtype} refused")
+            return spec
         raise ProtocolError(f"unknown value tag {sorted(v)}")
 
     return walk(tree)

@@ -42,6 +42,9 @@ def test_an_array_spec_crosses_as_shape_and_dtype_only():
     assert blobs == [] and tree == {"__spec__": [[3, 4], "float32"]}
     with pytest.raises(protocol.ProtocolError, match="array spec of dtype object refused"):
         protocol.decode({"__spec__": [[2], "object"]}, [])
+    for forged in (5, [[2], {"a": 1}], [[{}], "float32"], [[2], "not a dtype"], [[2], "float32", "x"]):
+        with pytest.raises(protocol.ProtocolError):  # a worker's forged reply is refused, never a TypeError
+            protocol.decode({"__spec__": forged}, [])
 
 
 def test_ndarray_subclass_arrives_as_plain_ndarray():
@@ -116,6 +119,7 @@ def test_a_failure_reply_is_cut_to_size_made_valid_text_and_given_a_known_kind()
     assert len(failure.detail) == len(failure.message) and failure.line is None
     assert failure.where == "?.py:1"
     assert StudentFailure.from_reply({"kind": "timeout", "message": "m"}).kind == "timeout"
+    assert StudentFailure.from_reply({"kind": ["timeout"], "message": "m"}).kind == "raised"  # unhashable: no crash
 
 
 def test_timeout_and_closed_channel_are_distinguished():
