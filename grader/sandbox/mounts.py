@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import stat
 
-from grader.sandbox.namespaces import mount
+from grader.sandbox.namespaces import mount, unmount
 
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC = 0x2, 0x4, 0x8, 0x1000, 0x4000
 SCRATCH_BYTES = 256 << 20
@@ -41,9 +41,9 @@ def closed_ancestor(path: str) -> str:
     return ""
 
 
-def reveal(paths) -> list[str]:
+def reveal(paths) -> None:
     """Cover every closed ancestor of ``paths`` with a tmpfs holding just those paths (bind-mounted where
-    they were); returns the folders covered."""
+    they were); a covering that fails part-way is taken off again before the OSError goes on."""
     needed: dict[str, list[str]] = {}
     for path in {os.path.realpath(p) for p in paths if os.path.exists(p)}:
         closed = closed_ancestor(path)
@@ -54,17 +54,20 @@ def reveal(paths) -> list[str]:
         held = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for p in wanted}
         try:
             mount("tmpfs", closed, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
-            for path, fd in held.items():
-                if stat.S_ISDIR(os.fstat(fd).st_mode):
-                    os.makedirs(path, exist_ok=True)
-                else:
-                    os.makedirs(os.path.dirname(path), exist_ok=True)
-                    open(path, "w").close()
-                mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+            try:
+                for path, fd in held.items():
+                    if stat.S_ISDIR(os.fstat(fd).st_mode):
+                        os.makedirs(path, exist_ok=True)
+                    else:
+                        os.makedirs(os.path.dirname(path), exist_ok=True)
+                        open(path, "w").close()
+                    mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+            except OSError:
+                unmount(closed)  # half a covering would hide what the worker needs: the folder as it was
+                raise
         finally:
             for fd in held.values():
                 os.close(fd)
-    return sorted(needed)
 
 
 class Scratch:

@@ -74,6 +74,14 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
     _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {fstype or ''} on {target}")
 
 
+MNT_DETACH = 2
+
+
+def unmount(target: str) -> None:
+    """umount2(``target``, MNT_DETACH); OSError naming the target when the kernel refuses."""
+    _check(_libc.umount2(target.encode(), MNT_DETACH), f"umount {target}")
+
+
 def _unshare_as_self(flags: int) -> None:
     """unshare(``flags``); a normal user first gets a user namespace in which its ids map to themselves."""
     uid, gid = os.geteuid(), os.getegid()
