@@ -180,8 +180,9 @@ def _give_back_free_memory() -> None:
         trim(0)
 
 
-def _await_coordinator(address: str, timeout_s: float) -> None:
-    """Wait until process 0's coordinator accepts connections (polling every 10 ms, up to ``timeout_s``).
+def _await_coordinator(address: str, timeout_s: float) -> float:
+    """Wait until process 0's coordinator accepts connections (polling every 10 ms, up to ``timeout_s``);
+    returns the seconds left of ``timeout_s``, for JAX's own connect.
 
     A process that asks JAX to connect before the coordinator listens is refused and retried only after
     gRPC's first back-off, a second later: most of a group's start-up (measured: 0.9 s of 0.93). If it
@@ -192,9 +193,10 @@ def _await_coordinator(address: str, timeout_s: float) -> None:
     while time.monotonic() < deadline:
         try:
             socket.create_connection((host, int(port)), timeout=1.0).close()
-            return
+            break
         except OSError:
             time.sleep(0.01)
+    return max(0.0, deadline - time.monotonic())
 
 
 def configure_jax(settings: WorkerSettings) -> dict:
@@ -208,12 +210,12 @@ def configure_jax(settings: WorkerSettings) -> dict:
         if settings.backend == "cpu":
             jax.config.update("jax_cpu_collectives_implementation", "gloo")
         jax.config.update("jax_enable_preemption_service", False)  # else SIGTERM is ignored once joined
-        address = group["coordinator"]
+        address, left = group["coordinator"], group["timeout_s"]
         if group["process"]:
-            _await_coordinator(address, group["timeout_s"])
+            left = _await_coordinator(address, left)  # one time limit for the wait and the connect
         jax.distributed.initialize(address, group["processes"], group["process"],
                                    cluster_detection_method="deactivate", coordinator_bind_address=address,
-                                   initialization_timeout=group["timeout_s"],
+                                   initialization_timeout=max(1, int(left)),
                                    shutdown_timeout_seconds=group["timeout_s"])
     local = jax.local_devices()
     if len(local) != settings.devices:

@@ -23,12 +23,13 @@ def test_it_returns_as_soon_as_the_coordinator_listens():
     thread.start()
     began = time.monotonic()
     try:
-        _await_coordinator(f"127.0.0.1:{port}", timeout_s=10)
+        left = _await_coordinator(f"127.0.0.1:{port}", timeout_s=10)
         waited = time.monotonic() - began
     finally:
         thread.join()
         server.close()
     assert 0.2 <= waited < 10  # it waited for the listener, and not for its whole time limit
+    assert 0 < left <= 10 - waited + 0.01  # and JAX's connect gets what is left of the limit
 
 
 def test_a_coordinator_that_never_listens_is_left_to_jax_to_report():
@@ -36,5 +37,5 @@ def test_a_coordinator_that_never_listens_is_left_to_jax_to_report():
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     began = time.monotonic()
-    _await_coordinator(f"127.0.0.1:{port}", timeout_s=0.3)
+    assert _await_coordinator(f"127.0.0.1:{port}", timeout_s=0.3) == 0.0
     assert 0.3 <= time.monotonic() - began < 5
