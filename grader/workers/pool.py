@@ -106,12 +106,12 @@ class WorkerPool:
     def _rule_out_environment(self, layout: Layout, failure: StudentFailure) -> None:
         """A worker that died or ran out of memory may have been killed by the machine, not by the student's
         code: a JAX installation that needs more address space than ``memory_mb`` (the CUDA plugin loaded
-        under --backend cpu), threads the system will not start. Once per layout, a fresh worker runs only
-        the grader's own small program (a spare's warm-up, which any solution needs too); if that fails as
+        under --backend cpu), threads the system will not start. Once per layout, a fresh clean worker (in its
+        own folder, beside none of the student's files) runs only the grader's own small program (a spare's warm-up, which any solution needs too); if that fails as
         well, the failure is the environment's: a GraderError (exit 3) with the cause, never a verdict."""
         if failure.kind not in ENVIRONMENT_KINDS or layout.processes or layout in self._sound:
             return
-        canary = Worker(layout, self.run, self._launcher, warm_up=True)
+        canary = Worker(layout, self.run, self._launcher, clean_dir=self.run.clean_home or None, warm_up=True)
         try:
             canary.start()
         except GraderError as cause:

@@ -46,13 +46,14 @@ class _Worker:
     broken = False
     failure = StudentFailure("died", "the worker died (signal 6: SIGABRT) during double() (1 device)")
 
-    def __init__(self, layout, run, launcher, warm_up=False, **_):
-        self.layout, self.warm_up = layout, warm_up
+    def __init__(self, layout, run, launcher, warm_up=False, clean_dir=None, **_):
+        self.layout, self.warm_up, self.clean_dir = layout, warm_up, clean_dir
 
     def request(self, *_args):
         raise self.failure
 
     def start(self):
+        assert self.clean_dir == _Run.clean_home, "the check runs in a clean worker, beside none of the student's files"
         _Worker.started.append(self.layout)
         if self.broken:
             raise GraderError("the worker died (signal 6: SIGABRT) during start-up (1 device)")
@@ -63,6 +64,7 @@ class _Worker:
 
 class _Run:
     backend = type("Backend", (), {"exclusive": False})()
+    clean_home = "/grade-x/clean"
 
 
 @pytest.fixture
