@@ -21,6 +21,7 @@ import base64
 import json
 import re
 
+from grader.errors import STATUS
 from grader.layout import number
 
 VERSION = 1
@@ -35,7 +36,7 @@ def results(report: dict) -> dict:
     """The runner's result for a JSON report."""
     tests = []
     for task in report["tasks"]:
-        full = task["score"] >= task["max_score"] and task["status"] != "not run here"
+        full = task["score"] >= task["max_score"] and task["status"] != STATUS["not_run"]
         extra = " extra credit" if task["extra_credit"] else ""
         tests.append({"name": f"{task['id']}: {number(task['score'], 2)} / {number(task['max_score'], 2)}{extra} points",
                       "status": "pass" if full else "fail", "score": task["score"],

@@ -304,8 +304,8 @@ class Worker:
         if self.output is not None:
             self.output.wait(0.5)
             if self.output.total:  # a worker replaced after every case keeps OUTPUT_CAP in all, not per process
-                kept = sum(map(len, self.transcripts)) < OUTPUT_CAP
-                self.transcripts.append(self.output.text() if kept else
+                room = OUTPUT_CAP - sum(map(len, self.transcripts))
+                self.transcripts.append(self.output.text()[:room] if room > 0 else
                                         f"[... {self.output.total} bytes of a later worker process not kept]")
 
     def ask_to_exit(self) -> None:
