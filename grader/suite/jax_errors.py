@@ -157,7 +157,8 @@ def _in_specs(match: re.Match, s: Situation) -> str:
 def _indivisible_spec(match: re.Match, s: Situation) -> str:
     axis, parts, size = match["axis"], match["parts"], match["size"]
     return (f"array axis {axis} has size {size}, which does not split evenly over the {plural(int(parts), 'device')} its "
-            f"PartitionSpec puts it on: entry {axis} of a PartitionSpec is the one that splits axis {axis}")
+            f"PartitionSpec puts it on: pad it to a multiple of {parts} (jnp.pad), or give that dimension another mesh "
+            f"axis or None (entry {axis} of the PartitionSpec, counting from 0, is the one that splits it)")
 
 
 def _unbound_axis(match: re.Match, s: Situation) -> str:
@@ -245,7 +246,8 @@ def _spec_does_not_divide(match: re.Match, s: Situation) -> str:
     return (f"shard_map's in_specs give argument {match['param']} ({shape}) the spec {match['spec']}, which "
             f"splits its axis {match['axis']} (size {match['size']}) over mesh axis {match['mesh_axis']} "
             f"({plural(int(match['parts']), 'device')}), and {match['parts']} does not divide {match['size']}: "
-            "in_specs holds one spec per argument, in the order of the arguments")
+            "in_specs holds one spec per argument, in the order of the arguments; if yours does, that axis must be a "
+            f"multiple of {match['parts']} (pad it), or split over another mesh axis")
 
 
 def _tracer_as_int(match: re.Match, s: Situation) -> str:
@@ -344,7 +346,7 @@ RULES: tuple[Rule, ...] = (
     Rule("traced slice", re.compile(r"Slice entries must be static integers"), _traced_slice),
     Rule("loop carry type", re.compile(r"carry input and carry output must have equal types.*?input carry component "
                                        r"\S+ has type (?P<a>\S+) but the corresponding output carry "
-                                       r"component has type (?P<b>\S+?),", re.S), _loop_carry),
+                                       r"component has type (?P<b>\S+?),\s+so\b", re.S), _loop_carry),
     Rule("negative pad width", re.compile(r"index can't contain negative values"), _negative_pad),
 )
 

@@ -144,3 +144,10 @@ def test_a_carry_that_varies_along_one_axis_is_told_too():
     text = ERRORS["loop_carry_of_zeros_set_per_device"]["text"].replace("{V:(data,model)}", "{V:model}")
     said = mistake(text, "TypeError", Situation(4))
     assert "differ along 'model' (" in said and "pcast(init, ('model',)" in said
+
+
+def test_a_carry_of_two_dimensions_is_named_whole():
+    text = ERRORS["int_blocks_added_up_in_a_float_carry"]["text"].replace("int32[3]", "int32[2,3]").replace(
+        "float32[3]", "float32[2,3]")
+    said = mistake(text, "TypeError", Situation(4))
+    assert "carry goes in as int32[2,3] but the loop body returns float32[2,3]" in said
