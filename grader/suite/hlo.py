@@ -50,7 +50,7 @@ from grader.suite.hlo_flow import VARIES, Flow, level
 COLLECTIVES = ("all-reduce", "all-gather", "collective-permute", "all-to-all", "reduce-scatter",
                "collective-broadcast")
 # Names JAX records for a primitive in some contexts, read as the primitive the student called.
-_ORIGIN_ALIASES = {"psum_invariant": "psum", "all_gather_invariant": "all_gather"}
+_ORIGIN_ALIASES = {"psum_invariant": "psum", "all_gather_invariant": "all_gather", "reduce_scatter": "psum_scatter"}
 _DTYPE_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4,
                 "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16, "s4": 1, "u4": 1,
                 "f8e4m3fn": 1, "f8e5m2": 1}
@@ -85,6 +85,11 @@ class Collective:
     kind: str = ""     # the program's operation it came from ("stablehlo.all_reduce", "stablehlo.reshape", ...)
     reads_input: bool = True   # what it moves depends on the program's inputs
     feeds_output: bool = True  # the program's result can depend on what it returns
+
+    @property
+    def a(self) -> str:
+        """The op with its article, for messages: "an all-reduce", "a collective-permute"."""
+        return f"{'an' if self.op[0] in 'aeiou' else 'a'} {self.op}"
 
     @property
     def by_student(self) -> bool:

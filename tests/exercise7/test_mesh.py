@@ -171,7 +171,7 @@ def test_sharded_matmul_is_row_parallel_with_one_psum(student, rng, devices):
     mine = hlo.select(out["hlo"], by_student=True)
     for c in mine:
         if c.op != "all-reduce":
-            raise AssertionError(f"sharded_matmul runs an {c.op} (from lax.{c.origin}): no device needs whole "
+            raise AssertionError(f"sharded_matmul runs {c.a} (from lax.{c.origin}): no device needs whole "
                                  "matrices; multiply the blocks you hold and psum the partial products over 'model'")
     if len(mine) != 1:
         raise AssertionError(f"sharded_matmul runs {len(mine)} psums of its own, expected exactly one: write the "

@@ -53,7 +53,7 @@ def expect_ppermute_only(text: str, name: str) -> int:
     """How many ppermutes the student's program runs, failing on any other collective of theirs."""
     for c in hlo.select(text, by_student=True):
         if c.op != "collective-permute":
-            raise AssertionError(f"{name} runs an {c.op} (from lax.{c.origin}): around a ring, data moves only "
+            raise AssertionError(f"{name} runs {c.a} (from lax.{c.origin}): around a ring, data moves only "
                                  "with lax.ppermute (ring_shift), one neighbour at a time")
     return hlo.count(text, "collective-permute", by_student=True)
 

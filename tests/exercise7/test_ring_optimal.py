@@ -74,7 +74,7 @@ def test_optimal_sends_2_n_minus_1_chunks(student, rng, devices):
                            "for n - 1 whole blocks")
     for c in hlo.select(text, by_student=True):
         if c.op != "collective-permute":
-            raise AssertionError(f"ring_allreduce_optimal runs an {c.op} (from lax.{c.origin}): "
+            raise AssertionError(f"ring_allreduce_optimal runs {c.a} (from lax.{c.origin}): "
                                  "pass the chunks with ring_shift (lax.ppermute) alone")
     sent = hlo.bytes_moved(text, "collective-permute", by_student=True)
     if sent is None:

@@ -165,7 +165,7 @@ def test_train_step_sends_only_gradient_and_loss(student, rng, devices):
     text = program.hlo
     gathered = hlo.select(text, ("all-gather", "all-to-all", "collective-permute"), by_student=True)
     if gathered:
-        raise AssertionError(f"train_step runs an {gathered[0].op} (from lax.{gathered[0].origin}): the data stays "
+        raise AssertionError(f"train_step runs {gathered[0].a} (from lax.{gathered[0].origin}): the data stays "
                              "where it is; each device sends only its gradient and its loss, with lax.pmean")
     sent, limit = hlo.bytes_moved(text, "all-reduce", by_student=True), (D + 1) * 4
     if sent == 0:

@@ -110,6 +110,14 @@ def test_the_programs_own_collectives_are_told_by_their_kind_whatever_their_labe
     assert [(c.kind, c.origin) for c in added] == [("stablehlo.reshape", "squeeze")]
 
 
+def test_a_collective_is_named_with_its_article_and_psum_scatter_by_its_lax_name():
+    text = program("dot_with_squeeze").replace("stablehlo.all_reduce:psum", "stablehlo.reduce_scatter:reduce_scatter")
+    assert [c.origin for c in hlo.collectives(text)][0] == "psum_scatter"
+    (mine,) = hlo.select(text, "all-reduce")[:1]
+    assert mine.a == "an all-reduce"
+    assert hlo.Collective("collective-permute", "f32[2]", 1, 8, 1, "ppermute", "main").a == "a collective-permute"
+
+
 def test_hlo_not_named_by_a_clean_worker_has_no_collective_of_the_students():
     text = program("dot_with_squeeze").replace("stablehlo.all_reduce:psum", "psum")
     assert [c.origin for c in hlo.collectives(text)] == ["psum", "squeeze"]
