@@ -29,7 +29,7 @@ itself a wrapper over ``jit(shard_map)``, and new code uses shard_map and meshes
    (your psum), among the devices of one mesh row, no all-gather, and no device multiplying more
    than the blocks it holds.
 
-Both keep x's dtype (float32 here), which is part of the answer.
+shard_matrix and sharded_matmul keep x's dtype (float32 here), which is part of the answer.
 
 The grader picks mesh shapes from the device count (1 x 1, 1 x 2, 2 x 1, 2 x 2, 4 x 2, 2 x 4, ...)
 and hands shard_matrix and sharded_matmul a mesh of its own, made by

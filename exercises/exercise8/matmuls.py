@@ -35,9 +35,9 @@ A collective over a mesh axis of one device moves nothing, and 'data' never need
 The grader runs each case on meshes of several shapes (1 x 2, 2 x 1, 2 x 2, 1 x 4, ...), checks
 y, and reads the compiled program: exactly the one collective each case needs (none in case 1),
 over 'model', with the bytes it moves, and each device holding only its block of y. ``jax.jit``
-with shardings computes the same y, but the grader hands your function whole arrays, and from
-those the compiler may compute anything without sending it: it is the per-device code that shows
-what each layout costs, so write these with shard_map.
+with shardings computes the same y, but the grader hands your function whole arrays: under jax.jit
+every device could compute y from its own full copy and send nothing, which hides what the layout
+costs. shard_map's per-device code shows it, so write these with shard_map.
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """
