@@ -325,8 +325,12 @@ def work(text: str) -> int | None:
 
 
 def numbers(work_done: int | None) -> str:
-    """A :func:`work` figure in words: "45 numbers", or "numbers in a loop of unknown length"."""
-    return "numbers in a loop of unknown length" if work_done is None else f"{work_done} numbers"
+    """A :func:`work` figure in words: "45 numbers", or, for a loop the compiler cannot count, that and
+    how to make it countable (the checks that use it cannot bound such work, so they fail it)."""
+    if work_done is None:
+        return ("an uncounted amount of numbers (in a loop whose length the compiler cannot tell, a "
+                "lax.while_loop; lax.fori_loop with fixed bounds or a Python for loop can be counted)")
+    return f"{work_done} numbers"
 
 
 def _entry_layout(text: str) -> str | None:

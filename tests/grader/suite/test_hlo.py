@@ -162,3 +162,8 @@ def test_output_shapes_are_one_devices_blocks():
     assert hlo.output_shapes(program("split_outputs")) == [(3, 4), (4,)]   # (6, 8) over 2 x 2, (8,) over 'model'
     assert hlo.output_shapes(program("jit_contraction")) == [(6, 10)]      # replicated: the whole array
     assert hlo.output_shapes("HloModule m\n") is None
+
+
+def test_work_in_words_says_how_to_make_an_uncounted_loop_countable():
+    assert hlo.numbers(45) == "45 numbers"
+    assert "lax.fori_loop with fixed bounds" in hlo.numbers(None)
