@@ -93,10 +93,12 @@ class CapturedOutput:
     def wait(self, timeout: float = 2.0) -> None:
         self._thread.join(timeout)
 
-    def text(self) -> str:
-        out = self.head.decode("utf-8", "replace")
-        if self.total > len(self.head):
-            out += f"\n[... output capped: {self.total - len(self.head)} more bytes not kept]"
+    def text(self, limit: int = OUTPUT_CAP) -> str:
+        """The first ``limit`` bytes kept, and a note of how many more there were."""
+        kept = self.head[:limit]
+        out = kept.decode("utf-8", "replace")
+        if self.total > len(kept):
+            out += f"\n[... output capped: {self.total - len(kept)} more bytes not kept]"
         return out
 
 
@@ -305,7 +307,7 @@ class Worker:
             self.output.wait(0.5)
             if self.output.total:  # a worker replaced after every case keeps OUTPUT_CAP in all, not per process
                 room = OUTPUT_CAP - sum(map(len, self.transcripts))
-                self.transcripts.append(self.output.text()[:room] if room > 0 else
+                self.transcripts.append(self.output.text(room) if room > 0 else
                                         f"[... {self.output.total} bytes of a later worker process not kept]")
 
     def ask_to_exit(self) -> None:
