@@ -252,7 +252,7 @@ def test_a_grader_that_dies_takes_zygote_and_busy_workers_with_it(spy_dirs):
                          daemon=True).start()
         while not running_with({marker!r}):
             time.sleep(0.05)
-        worker = pool.worker(Layout(1)).proc.pid
+        worker = parent(parent(running_with({marker!r})[0]))  # sleep <- the worker <- its holder, the zygote's fork
         print(worker, parent(worker), flush=True)
         os._exit(0)
     """)
