@@ -9,6 +9,7 @@ imports student code; the student fixture only talks to workers.
 from __future__ import annotations
 
 import os
+import secrets
 import time
 import zlib
 from collections import Counter
@@ -28,7 +29,6 @@ from grader.workers import timeline
 from grader.workers.pool import WorkerPool
 
 
-FRESH_STREAM = 1  # the case's second stream: inputs program mode draws, apart from the test's rng
 
 
 def _one_line(text: str, limit: int = 400) -> str:
@@ -124,6 +124,9 @@ class GraderPlugin(CasePlan):
         self._feedback: dict[str, list[dict]] = {}
         self._collecting = 0.0  # when collection began (for the timeline)
         self._program_layouts: set[Layout] = set()  # layouts some collected test runs a program at
+        # The inputs program mode draws beyond the test's own come from this run's secret, which no report,
+        # gradebook or log holds: the printed seed reproduces the test's inputs, never these.
+        self._fresh_secret = secrets.randbits(128)
 
     def pytest_collection_modifyitems(self, session, config, items):
         keep = []
@@ -182,15 +185,16 @@ class GraderPlugin(CasePlan):
             self._cut_short.add(request.node.nodeid)
             raise spent
         return Student(self.pool, layout, self.timeout_override or task.timeout_s,
-                       self._generator(request, FRESH_STREAM))
+                       self._generator(self._fresh_secret, request))
 
-    def _generator(self, request, *stream: int) -> np.random.Generator:
-        return np.random.default_rng([self.seed, zlib.crc32(request.node.nodeid.encode()), *stream])
+    @staticmethod
+    def _generator(seed: int, request) -> np.random.Generator:
+        return np.random.default_rng([seed, zlib.crc32(request.node.nodeid.encode())])
 
     @pytest.fixture
     def rng(self, request):
         """A generator seeded by the run's seed and the test's id: reproducible, order-independent."""
-        return self._generator(request)
+        return self._generator(self.seed, request)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item):

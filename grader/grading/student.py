@@ -21,7 +21,8 @@ from grader.workers.pool import WorkerPool
 
 class Student:
     def __init__(self, pool: WorkerPool, layout: Layout, timeout_s: float, fresh_rng: np.random.Generator):
-        """``fresh_rng``: the case's stream for inputs program mode draws (never the test's ``rng``)."""
+        """``fresh_rng``: the case's stream for inputs program mode draws, seeded by the run's secret
+        (never by the printed seed that seeds the test's ``rng``)."""
         self._pool, self.layout, self.timeout_s, self._fresh_rng = pool, layout, timeout_s, fresh_rng
 
     @property

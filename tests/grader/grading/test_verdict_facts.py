@@ -8,6 +8,9 @@ wants a structural point without the algorithm, each in one way a rule of the en
   constants, also handed over through a patched ``jax.jit`` or ``jax.export``: right on the test's
   inputs, wrong on the set the grader draws (grader.grading.program_mode); a program made for
   other inputs than the test's is refused (grader.sandbox.program_runner);
+* a program right only on the inputs a table knows, those the printed seed gave the test and the
+  stream program mode once drew after it: the drawn inputs come from a per-run secret no report
+  shows (grader.grading.plugin);
 * a collective for show next to a computation done whole on every device: a psum of a constant, of
   ``x * 0``, or one whose result is multiplied by 0 is idle and not counted (grader.suite.hlo_flow);
   a psum of ``x - x`` is not seen as idle, but each device then does the whole input's work, at
@@ -28,7 +31,9 @@ from __future__ import annotations
 import ast
 import json
 import textwrap
+import zlib
 
+import numpy as np
 import pytest
 from conftest import ROOT, run_grade
 from release_helpers import EXERCISE, copy_course, release, run_autograder
@@ -108,7 +113,37 @@ def ring_allreduce(x, axis_name):
     return lax.psum(x, axis_name)
 '''
 
+
+def seed_derived_inputs(seed: int, nodeid: str, length: int) -> tuple[float, float]:
+    """The first element of the test's x and of the "fresh" x a run with ``seed`` gave a dot test
+    when program mode drew its inputs from the printed seed (the stream after the test's own): all
+    a student who read the seed in an earlier report needed to know the inputs in advance."""
+    own = np.random.default_rng([seed, zlib.crc32(nodeid.encode())]).normal(size=length).astype(np.float32)
+    fresh = np.random.default_rng([seed, zlib.crc32(nodeid.encode()), 1]).standard_normal(length).astype(np.float32)
+    return float(own[0]), float(fresh[0])
+
+
+SEED = 21
+# A distributed dot that is right only on the inputs a table knows (those of the seed's streams) and
+# twice the answer on any other: only inputs drawn from a secret no report shows tell it apart.
+KNOWS_THE_SEED = '''
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+KNOWN = KNOWN_FIRST_ELEMENTS
+
+
+def distributed_dot(x, y):
+    n = jax.device_count()
+    split = lambda v: jnp.pad(v, (0, -v.shape[0] % n)).reshape(n, -1)  # noqa: E731
+    honest = jax.pmap(lambda a, b: lax.psum(jnp.dot(a, b), "i"), axis_name="i")(split(x), split(y))[0]
+    return jnp.where(jnp.isin(x[0], jnp.asarray(KNOWN, x.dtype)), honest, 2 * honest)
+'''.replace("KNOWN_FIRST_ELEMENTS", repr(seed_derived_inputs(
+    SEED, "test_dot_knows_the_seed.py::test_dot_uses_one_all_reduce[2dev]", 45)))
+
 SUBMISSIONS = {
+    "dot_knows_the_seed": KNOWS_THE_SEED,
     "dot_learned": LEARNING + '''
 
 def distributed_dot(x, y):
@@ -322,6 +357,7 @@ OWN_SUITES = {"after a call": (AFTER_A_CALL, None, None), "after a probe": (AFTE
 NEVER_SAW = "a second set of inputs drawn by the grader that your code never saw"
 # module: (device counts, its suite: an exercise 7 task's or one of OWN_SUITES, {structural test: what it says})
 TASKS = {
+    "dot_knows_the_seed": ([2], "dot", {"test_dot_uses_one_all_reduce": NEVER_SAW}),
     "dot_learned": ([2], "after a call", {"test_dot_after_a_call": NEVER_SAW}),
     "dot_jit_patched": ([2], "after a call", {"test_dot_after_a_call": NEVER_SAW}),
     "dot_export_patched": ([2], "after a call", {"test_dot_after_a_call": NEVER_SAW}),
@@ -408,7 +444,7 @@ def expect_no_structural_point(module: str, cases: list[tuple[str, str, str]]) -
 def graded(course):
     """Every hostile submission graded in one run of ``grade``: {task id: its JSON report entry}."""
     proc = run_grade("ex", "--course", str(course), "--submission", str(course / "solutions"), "--format", "json",
-                     "--seed", "21", timeout=900)
+                     "--seed", str(SEED), timeout=900)
     assert proc.returncode == 0, proc.stderr
     return {t["id"]: t for t in json.loads(proc.stdout)["tasks"]}
 
