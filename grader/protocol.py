@@ -71,6 +71,11 @@ PROGRAM_COLLECTIVES = frozenset({
     "stablehlo.collective_broadcast", "stablehlo.reduce_scatter", "sdy.all_reduce", "sdy.all_gather",
     "sdy.all_to_all", "sdy.collective_permute", "sdy.reduce_scatter"})
 LABEL_SEPARATOR = ":"
+# A collective of the program is named ``KIND:LABEL:cN`` (N: its place in the module, so that the compiled
+# instructions it became map back to what was measured of it), and ``KIND:LABEL:cN:idle`` in the text the
+# clean worker returns when replacing its result changed nothing of the answer (grader.sandbox.program_ablation).
+COLLECTIVE_INDEX = "c"
+IDLE_MARK = "idle"
 
 
 @dataclass(frozen=True)

@@ -10,14 +10,17 @@ throws every location away and names each operation itself, ``KIND:LABEL``
 from the program and so true of it; LABEL is the last name of the student's location (``psum``),
 kept only to word messages and reduced to letters, digits and ``_``. A collective the program holds
 ends up named after a collective operation; one the partitioner added, after the operation it was
-added for. Block arguments lose their locations, so no instruction is named by the student.
+added for. Each collective of the program also gets its place in the module, ``KIND:LABEL:cN``, by
+which the compiled instructions it became map back to what the clean worker measured of it
+(:mod:`grader.sandbox.program_ablation`). Block arguments lose their locations, so no instruction is
+named by the student.
 """
 
 from __future__ import annotations
 
 import re
 
-from grader.protocol import LABEL_SEPARATOR
+from grader.protocol import COLLECTIVE_INDEX, IDLE_MARK, LABEL_SEPARATOR, PROGRAM_COLLECTIVES
 from grader.sandbox.program_check import context
 
 _FIRST_NAME = re.compile(r'"([^"]*)"')
@@ -33,15 +36,27 @@ def label(location: str) -> str:
     return last if _LABEL.fullmatch(last) else ""
 
 
-def relabel(module) -> bytes:
+def index_suffix(index: int) -> str:
+    """What ends the name of the program's collective number ``index``."""
+    return f"{LABEL_SEPARATOR}{COLLECTIVE_INDEX}{index}"
+
+
+def relabel(module) -> tuple[bytes, int]:
     """Name each operation of ``module`` (parsed in :func:`grader.sandbox.program_check.context`) by its
-    kind and label, in place; returns the module as MLIR bytecode, for ``jax.export``'s ``Exported``."""
+    kind and label, and each collective also by its place, in place; returns the module as MLIR
+    bytecode, for ``jax.export``'s ``Exported``, and how many collectives it holds."""
     from jax._src.interpreters import mlir
     from jaxlib.mlir import ir
 
+    collectives = 0
+
     def visit(op):
+        nonlocal collectives
         op = op.operation
-        op.location = ir.Location.name(f"{op.name}{LABEL_SEPARATOR}{label(str(op.location))}")
+        name = f"{op.name}{LABEL_SEPARATOR}{label(str(op.location))}"
+        if op.name in PROGRAM_COLLECTIVES:
+            name, collectives = name + index_suffix(collectives), collectives + 1
+        op.location = ir.Location.name(name)
         for region in op.regions:
             for block in region.blocks:
                 for argument in block.arguments:
@@ -50,4 +65,19 @@ def relabel(module) -> bytes:
 
     with context():
         module.operation.walk(visit)
-        return mlir.module_to_bytecode(module)
+        return mlir.module_to_bytecode(module), collectives
+
+
+def surviving(hlo_text: str, collectives: int) -> list[int]:
+    """The program's collectives some instruction of the compiled HLO came from (XLA drops the dead
+    ones and merges duplicates into one)."""
+    return [i for i in range(collectives) if re.search(re.escape(index_suffix(i)) + r'["/:)]', hlo_text)]
+
+
+def mark_idle(hlo_text: str, idle) -> str:
+    """``hlo_text`` with the name of each collective in ``idle`` ending in ``:idle``: the measurement
+    travels with the text the suites read (grader.suite.hlo)."""
+    for i in idle:
+        hlo_text = re.sub(re.escape(index_suffix(i)) + r'(?=["/:)])', index_suffix(i) + LABEL_SEPARATOR + IDLE_MARK,
+                          hlo_text)
+    return hlo_text

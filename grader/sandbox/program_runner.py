@@ -7,9 +7,11 @@ it if it could run code on the host (:mod:`grader.sandbox.program_check`) or if 
 the test's inputs, names every operation by what it is (:mod:`grader.sandbox.program_labels`),
 compiles it once for this worker's devices and runs it on each set of inputs the grader sent: the
 test's, and at least one the grader drew for this run, which the student's process never saw. It
-returns every set's values, the compiled HLO text and whether the program holds a per-device
-computation (jax.pmap or jax.shard_map): the structural checks and the value checks of a case read
-the same program, and every fact about it comes from this process.
+then measures which of the program's collectives the answer depends on
+(:mod:`grader.sandbox.program_ablation`) and returns every set's values, the compiled HLO text with
+the idle collectives marked, and whether the program holds a per-device computation (jax.pmap or
+jax.shard_map): the structural checks and the value checks of a case read the same program, and
+every fact about it comes from this process.
 
 Anything that goes wrong here is the program's failure (``not_exportable`` with the reason); the
 grader replaces this worker after any failure, so a program that upset it cannot reach the next case.
@@ -25,7 +27,8 @@ import numpy as np
 from grader.errors import StudentFailure
 from grader.layout import plural
 from grader.sandbox.program_check import holds_manual_computation, module_operations, parse, refusal
-from grader.sandbox.program_labels import relabel
+from grader.sandbox.program_ablation import idle_collectives
+from grader.sandbox.program_labels import mark_idle, relabel, surviving
 from grader.sandbox.student_code import first_line
 
 
@@ -122,10 +125,16 @@ def run_program(blob: np.ndarray, input_sets: list, name: str) -> dict:
     if exported.nr_devices not in (1, len(devices)):
         raise _refuse(name, f"it was built for {plural(exported.nr_devices, 'device')}; this case has {len(devices)}")
     sets = [_fit_inputs(exported, inputs, name) for inputs in input_sets]
-    exported = dataclasses.replace(exported, mlir_module_serialized=relabel(module))
+    labelled, held = relabel(module)
+    exported = dataclasses.replace(exported, mlir_module_serialized=labelled)
     try:
         in_shardings, out_shardings = _shardings(exported, _mesh(exported, devices))
-        compiled = jax.jit(exported.call, in_shardings=in_shardings, out_shardings=out_shardings).lower(*sets[0]).compile()
+
+        def compile_(bytecode):
+            program = dataclasses.replace(exported, mlir_module_serialized=bytecode)
+            return jax.jit(program.call, in_shardings=in_shardings, out_shardings=out_shardings).lower(*sets[0]).compile()
+
+        compiled = compile_(labelled)
         values = [compiled(*inputs) for inputs in sets]
         jax.block_until_ready(values)
     except MemoryError:
@@ -135,4 +144,7 @@ def run_program(blob: np.ndarray, input_sets: list, name: str) -> dict:
             raise  # reported as the memory limit, like any call
         raise StudentFailure("not_exportable", f"{name}'s program does not run on the test's inputs: "
                              f"{first_line(exc, 200)}", None, type(exc).__name__) from None
-    return {"values": values, "hlo": compiled.as_text(), "manual": holds_manual_computation(operations)}
+    text = compiled.as_text()
+    idle = idle_collectives(labelled, surviving(text, held), lambda variant, inputs: compile_(variant)(*inputs),
+                            sets[-1], values[-1])
+    return {"values": values, "hlo": mark_idle(text, idle), "manual": holds_manual_computation(operations)}

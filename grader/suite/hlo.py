@@ -24,9 +24,12 @@ unit test on real HLO in tests/grader/suite/test_hlo.py):
   from: ``kind`` (a collective operation of the program itself, ``by_student``, or the operation
   the partitioner added this one for), which the student's process cannot choose, and ``origin``,
   the JAX primitive the student's trace called it (``psum``), which it can: for messages only;
-* a collective that moves only constants (a psum of 0, of ``x * 0``) or whose result the program's
-  output cannot depend on (multiplied by zero, unused) is ``idle`` (grader.suite.hlo_flow) and is
-  not counted: it communicates nothing the answer needs;
+* a collective of the program whose result the answer does not depend on is ``idle`` and is not
+  counted: the clean worker replaced its result by zeros, ran the program on the drawn inputs and
+  saw the same answer (grader.sandbox.program_ablation), which covers a psum of a constant or of
+  ``x - x``, a result multiplied away, a dead branch, a select that never picks it; for a collective
+  the partitioner added, and HLO of another source, the data flow decides (grader.suite.hlo_flow:
+  it moves only constants, or its result cannot reach the output);
 * ``groups`` are the replica groups (which devices reduce together): a psum over one axis of a
   2-D mesh has one group per row or column of the mesh (:mod:`grader.suite.replica_groups` reads
   each form XLA prints them in; :mod:`grader.suite.meshes` names the mesh axis they run over);
@@ -43,7 +46,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from grader.protocol import LABEL_SEPARATOR, PROGRAM_COLLECTIVES
+from grader.protocol import COLLECTIVE_INDEX, IDLE_MARK, LABEL_SEPARATOR, PROGRAM_COLLECTIVES
 from grader.suite import replica_groups
 from grader.suite.hlo_flow import VARIES, Flow, level
 
@@ -85,6 +88,7 @@ class Collective:
     kind: str = ""     # the program's operation it came from ("stablehlo.all_reduce", "stablehlo.reshape", ...)
     reads_input: bool = True   # what it moves depends on the program's inputs
     feeds_output: bool = True  # the program's result can depend on what it returns
+    measured_idle: bool | None = None  # the clean worker's measurement: the answer did not change without it
 
     @property
     def a(self) -> str:
@@ -98,7 +102,12 @@ class Collective:
 
     @property
     def idle(self) -> bool:
-        """True if it moves only constants, or nothing of what it returns can reach the result."""
+        """True if the answer does not depend on it: measured by the clean worker for a collective of the
+        program (its result replaced by zeros changed nothing); for one the partitioner added, or HLO
+        of another source, read from the data flow (it moves only constants, or nothing of what it
+        returns can reach the result)."""
+        if self.measured_idle is not None:
+            return self.measured_idle
         return not (self.reads_input and self.feeds_output)
 
 
@@ -169,10 +178,15 @@ def _operand_list(rest: str) -> list[str]:
     return [i.strip() for i in items if i.strip()]
 
 
-def _operand_bytes(rest: str, shapes: dict[str, str]) -> tuple[int, int]:
-    """(arrays, bytes) of the operands, whose types are those of the instructions that made them."""
+def _operand_bytes(rest: str, shapes: dict[str, str], idle=()) -> tuple[int, int]:
+    """(arrays, bytes) of the operands, whose types are those of the instructions that made them; where
+    ``idle`` says for each operand whether the collective it came from was measured idle (XLA merged
+    several into one instruction), the idle ones move nothing the answer needs and are left out."""
     arrays = total = 0
-    for name in _operand_list(rest):
+    names = _operand_list(rest)
+    if len(idle) == len(names) and not all(idle):
+        names = [n for n, unused in zip(names, idle) if not unused]
+    for name in names:
         n, b = shape_bytes(shapes.get(name.lstrip("%"), ""))
         arrays, total = arrays + n, total + b
     return arrays, total
@@ -197,17 +211,30 @@ def _trip_count(rest: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _origin(rest: str) -> tuple[str, str]:
-    """(kind, origin) from an instruction's op_name: the program's operation it came from, as the clean
-    worker named it ("" in HLO of another source), and what the student's trace called it."""
+_MEMBER = re.compile(rf"([\w.]+){LABEL_SEPARATOR}(\w*){LABEL_SEPARATOR}{COLLECTIVE_INDEX}\d+"
+                     rf"({LABEL_SEPARATOR}{IDLE_MARK})?")
+
+
+def _origin(rest: str) -> tuple[str, str, list[bool]]:
+    """(kind, origin, measured) from an instruction's op_name: the program's operation it came from, as
+    the clean worker named it ("" in HLO of another source), what the student's trace called it, and
+    for each collective of the program it carries (XLA may merge several into one instruction, named
+    ``(A:B)``), whether the clean worker found the answer independent of it; empty where nothing was
+    measured (a collective the partitioner added, HLO of another source)."""
     m = re.search(r'op_name="([^"]*)"', rest)
     if not m:
-        return "", ""
-    kind, separator, label = m.group(1).rstrip("/").rsplit("/", 1)[-1].partition(LABEL_SEPARATOR)
-    if not separator:
-        kind, label = "", kind
-    label = re.sub(r"\[.*$", "", label)
-    return kind, _ORIGIN_ALIASES.get(label, label)
+        return "", "", []
+    name = m.group(1).rstrip("/")
+    merged = re.search(r"/?\(([^()]*)\)$", name)
+    members = _MEMBER.findall(merged.group(1) if merged else name.rsplit("/", 1)[-1])
+    if members:
+        kind, label = members[0][0], members[0][1]
+    else:
+        kind, separator, label = name.rsplit("/", 1)[-1].partition(LABEL_SEPARATOR)
+        if not separator:
+            kind, label = "", kind
+        label = re.sub(r"\[.*$", "", label.partition(LABEL_SEPARATOR)[0])
+    return kind, _ORIGIN_ALIASES.get(label, label), [bool(idle) for _, _, idle in members]
 
 
 def _varies(value) -> bool:
@@ -259,11 +286,12 @@ def collectives(text: str) -> list[Collective]:
         shapes = {ins.name: ins.shape for ins in comps[name]}
         for ins in comps[name]:
             if _base(ins.opcode) in COLLECTIVES and not ins.opcode.endswith("-done"):
-                operands, nbytes = _operand_bytes(ins.rest, shapes)
-                kind, origin = _origin(ins.rest)
+                kind, origin, measured = _origin(ins.rest)
+                operands, nbytes = _operand_bytes(ins.rest, shapes, measured)
                 reads = any(_varies(flow.value(name, op)) for op in ins.operands)
                 found.append(Collective(_base(ins.opcode), ins.shape, operands, nbytes, times, origin, name,
-                                        replica_groups.parse(ins.rest), kind, reads, (name, ins.name) in flow.needed))
+                                        replica_groups.parse(ins.rest), kind, reads, (name, ins.name) in flow.needed,
+                                        all(measured) if measured else None))
     return found
 
 

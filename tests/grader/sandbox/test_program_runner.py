@@ -43,3 +43,69 @@ def test_a_result_split_over_a_mesh_the_inputs_do_not_name_comes_back_whole():
                           text=True, timeout=120, env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"right": True, "shapes": [[2, 3]]}
+
+
+# Each program's collectives of its own, as (opcode, idle) in the compiled HLO the clean worker returns:
+# idle where replacing its result by zeros left the answer as it was, whatever the shape of the trick.
+ABLATION = """
+import json, sys
+import jax
+jax.config.update("jax_num_cpu_devices", {devices})
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+sys.path[:0] = [{root!r}]
+from grader.sandbox.program_export import export_program
+from grader.sandbox.program_runner import run_program
+from grader.protocol import ArraySpec
+from grader.suite import hlo
+
+n = jax.device_count()
+split = lambda v: jnp.pad(v, (0, -v.shape[0] % n)).reshape(n, -1)
+
+def per_device(body):
+    return lambda x, y: jax.pmap(body, axis_name="i")(split(x), split(y))[0]
+
+PROGRAMS = {{
+    "honest": per_device(lambda a, b: lax.psum(jnp.dot(a, b), "i")),
+    "of_difference": lambda x, y: jnp.dot(x, y) + per_device(lambda a, b: lax.psum(jnp.dot(a - a, b), "i"))(x, y),
+    "multiplied_away": lambda x, y: jnp.dot(x, y) + per_device(lambda a, b: lax.psum(jnp.dot(a, b), "i") * 0)(x, y),
+    "subtracted_from_itself": lambda x, y: jnp.dot(x, y) + per_device(
+        lambda a, b: lax.psum(jnp.dot(a, b), "i") - lax.psum(jnp.dot(a, b), "i"))(x, y),
+    "dead_branch": lambda x, y: jnp.dot(x, y) + per_device(
+        lambda a, b: lax.cond(jnp.sum(a * 0) > 1, lambda: lax.psum(jnp.dot(a, b), "i"), lambda: 0.0))(x, y),
+    "never_selected": lambda x, y: jnp.dot(x, y) + per_device(
+        lambda a, b: jnp.where(jnp.sum(a * a) < -1, lax.psum(jnp.dot(a, b), "i"), 0.0))(x, y),
+    "too_small_to_matter": lambda x, y: jnp.dot(x, y) + per_device(
+        lambda a, b: lax.psum(jnp.dot(a, b), "i") * 1e-9)(x, y),
+}}
+x, y, fx, fy = np.random.default_rng(0).normal(size=(4, 45)).astype(np.float32)
+specs = tuple(ArraySpec(a.shape, str(a.dtype)) for a in (x, y))
+found = {{}}
+for name, fn in PROGRAMS.items():
+    out = run_program(export_program(fn, specs, name), [(x, y), (fx, fy)], name)
+    found[name] = [[c.op, c.idle] for c in hlo.collectives(out["hlo"]) if c.by_student]
+print(json.dumps(found))
+"""
+
+
+def _collectives_measured(devices: int) -> dict:
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(ABLATION.format(root=str(ROOT), devices=devices))],
+                          capture_output=True, text=True, timeout=300, env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_a_collective_counts_only_if_the_answer_changes_without_it():
+    found = _collectives_measured(2)
+    assert found["honest"] == [["all-reduce", False]]
+    for trick in ("of_difference", "multiplied_away", "subtracted_from_itself", "dead_branch", "never_selected",
+                  "too_small_to_matter"):
+        assert found[trick] and all(idle for _, idle in found[trick]), (trick, found[trick])
+
+
+def test_on_one_device_where_a_psum_is_the_identity_the_measurement_still_tells():
+    found = _collectives_measured(1)
+    assert found["honest"] == [["all-reduce", False]]
+    for trick in ("of_difference", "multiplied_away", "dead_branch"):
+        assert all(idle for _, idle in found[trick]), (trick, found[trick])

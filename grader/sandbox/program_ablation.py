@@ -1,0 +1,149 @@
+"""Which of a program's collectives its answer depends on: measured, never read from a pattern.
+
+A structural point for "one psum" is only worth something if the psum's result reaches the answer.
+A program can hold a collective for show in more ways than anybody lists: a psum of a constant, a
+result multiplied by zero, subtracted from itself, placed in a branch that never runs or that a
+select never picks. So the clean worker measures it: for each collective of the program that is
+left in the compiled HLO, it builds a variant of the program with that collective's results
+replaced by zeros (a value no honest algorithm of the course absorbs: a sum, a maximum, a gathered
+block, a shifted block all change), compiles it and runs it on the inputs the grader drew for this
+run. If the answer does not change beyond a rounding error, the collective is idle and earns
+nothing. On one device a psum is the identity, and zeros still tell.
+
+Duplicates that XLA merged into one instruction (``psum(v) - psum(v)``) are replaced together with
+the collective the instruction kept, so that the pair is measured as the one instruction the
+program runs. Only collectives left in the compiled program are measured: those are the ones a
+structural rule can count. A variant that fails to compile or run counts the collective as needed.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from grader.protocol import PROGRAM_COLLECTIVES
+from grader.sandbox.program_check import context
+from grader.sandbox.program_labels import index_suffix
+
+# How far the answer may move (relative to its largest entry, or absolutely below 1) for a collective
+# to count as idle: far above a rounding error, far below what any collective of the course moves.
+TOLERANCE = 1e-3
+_INDEX = re.compile(re.escape(index_suffix(0)[:-1]) + r'(\d+)"')
+
+
+def _collectives(module) -> dict[int, object]:
+    """The program's collectives by index, read from the names program_labels gave them."""
+    from jaxlib.mlir import ir
+
+    found = {}
+
+    def visit(op):
+        op = op.operation
+        if op.name in PROGRAM_COLLECTIVES:
+            index = _INDEX.search(str(op.location))
+            if index:
+                found[int(index.group(1))] = op
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found
+
+
+def _signature(op) -> str:
+    """What makes two collectives the same computation, bar their channel: kind, types, attributes and
+    the reduction they apply."""
+    attributes = sorted((name, str(op.attributes[name])) for name in op.attributes if name != "channel_handle")
+    body = [inner.name for region in op.regions for block in region.blocks for inner in block.operations]
+    return repr((op.name, [str(v.type) for v in op.operands], [str(r.type) for r in op.results], attributes, body))
+
+
+def groups(bytecode: bytes, kept: list[int]) -> dict[int, list[int]]:
+    """For each collective left in the compiled program, the collectives replaced with it: itself and
+    every one the compiled program lost that is the same computation (XLA merged it into this one)."""
+    from jaxlib.mlir import ir
+
+    with context():
+        module = ir.Module.parse(bytecode)  # kept while its operations are read
+        ops = _collectives(module)
+        signatures = {i: _signature(op) for i, op in ops.items()}
+    lost = [i for i in ops if i not in kept]
+    return {k: [k, *(i for i in lost if signatures[i] == signatures.get(k))] for k in kept}
+
+
+def _zeros(result):
+    """A constant of zeros of ``result``'s type, or None if its element type has no plain zero."""
+    from jaxlib.mlir import ir
+
+    kind = ir.RankedTensorType(result.type)
+    element = kind.element_type
+    if isinstance(element, ir.FloatType):
+        zero = ir.FloatAttr.get(element, 0.0)
+    elif isinstance(element, ir.IntegerType):
+        zero = ir.IntegerAttr.get(element, 0)
+    else:
+        return None
+    return ir.Operation.create("stablehlo.constant", results=[result.type],
+                               attributes={"value": ir.DenseElementsAttr.get_splat(kind, zero)}).result
+
+
+def without(bytecode: bytes, indices: list[int]) -> bytes | None:
+    """The program with the results of its collectives ``indices`` replaced by zeros, as bytecode; None
+    if one of them cannot be replaced so."""
+    from jax._src.interpreters import mlir
+    from jaxlib.mlir import ir
+
+    with context():
+        module = ir.Module.parse(bytecode)
+        ops = _collectives(module)
+        for i in indices:
+            op = ops[i]
+            with ir.InsertionPoint(op), ir.Location.unknown():
+                zeros = [_zeros(r) for r in op.results]
+            if any(z is None for z in zeros):
+                return None
+            for result, zero in zip(op.results, zeros):
+                result.replace_all_uses_with(zero)
+            op.erase()
+        return mlir.module_to_bytecode(module)
+
+
+def _leaves(value) -> list[np.ndarray]:
+    import jax
+
+    return [np.asarray(leaf) for leaf in jax.tree.leaves(value)]
+
+
+def same_answer(got, baseline) -> bool:
+    """Whether ``got`` is ``baseline`` up to :data:`TOLERANCE` (integers and bools exactly)."""
+    for a, b in zip(_leaves(got), _leaves(baseline)):
+        if a.shape != b.shape:
+            return False
+        if b.dtype.kind in "biu":
+            if not np.array_equal(a, b):
+                return False
+            continue
+        a, b = (np.asarray(v, np.result_type(v, np.float64)) for v in (a, b))
+        scale = max(1.0, float(np.max(np.abs(b[np.isfinite(b)]), initial=0.0)))
+        if not np.allclose(a, b, rtol=0, atol=TOLERANCE * scale, equal_nan=True):
+            return False
+    return True
+
+
+def idle_collectives(bytecode: bytes, kept: list[int], run_variant, inputs: tuple, baseline) -> list[int]:
+    """The collectives in ``kept`` whose replacement by zeros leaves the answer to ``inputs`` as it was
+    (``baseline``); ``run_variant(bytecode)`` compiles a variant and runs it on ``inputs``."""
+    idle = []
+    for k, replaced in groups(bytecode, kept).items():
+        variant = without(bytecode, replaced)
+        if variant is None:
+            continue
+        try:
+            got = run_variant(variant, inputs)
+        except MemoryError:
+            raise
+        except Exception:  # noqa: BLE001 - a variant that does not run says the collective mattered
+            continue
+        if same_answer(got, baseline):
+            idle.append(k)
+    return idle
