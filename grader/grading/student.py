@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-from grader.errors import UNNAMED_CALL
+from grader.errors import UNNAMED_CALL, GraderError
 from grader.grading import program_mode
 from grader.grading.program_mode import Program
 from grader.layout import Layout
@@ -55,7 +55,7 @@ class Student:
         return self._ask("call", target, args, kwargs, f"{target.rpartition('.')[2]}()", timeout_s)
 
     def program(self, target: str, *args, expect, what: str | None = None, rtol: float = 1e-4, atol: float = 1e-5,
-                dtype=None, fresh=None, timeout_s: float | None = None, **kwargs) -> Program:
+                dtype=None, fresh=None, arrives=None, timeout_s: float | None = None, **kwargs) -> Program:
         """``jax.jit(module.function)`` as one program, graded by processes that never ran student code.
 
         The student's worker traces and exports it from the shapes and dtypes of ``args`` alone (arrays,
@@ -65,12 +65,20 @@ class Student:
         or by the rule in grader.grading.program_mode); each run's values must match ``expect(*inputs)``
         within ``rtol``/``atol`` (integers and bools exactly), and in ``dtype`` where one is given, else
         WrongProgram (an AssertionError) naming ``what`` (default: the function's name), the device count and
-        which inputs.
+        which inputs. ``arrives``: how the task hands the inputs over, one entry per positional input, each
+        None (whole on every device) or a PartitionSpec as a list (``["data", None]``: rows split over the
+        mesh axis 'data') on the mesh the program declares; the clean worker places them so, and a
+        program that wants its inputs elsewhere must move them itself. Without it every input arrives
+        whole on every device.
         """
         what = what or target.rpartition(".")[2]
+        if arrives is not None and (len(arrives) != len(args) or not all(isinstance(a, np.ndarray) for a in args)):
+            raise GraderError(f"student.program's arrives gives {len(arrives)} layouts for {len(args)} inputs; it "
+                              "needs one per input, each an array")
         input_sets = [tuple(args), *program_mode.fresh_inputs(args, fresh, self._fresh_rng, what)]
         out = self._pool.program(self.layout, target, program_mode.specs(args), input_sets, kwargs,
-                                 self._what(target), timeout_s or self.timeout_s)
+                                 self._what(target), timeout_s or self.timeout_s,
+                                 None if arrives is None else [None if a is None else list(a) for a in arrives])
         program = Program(out["values"][0], out["hlo"], out["manual"])
         program_mode.check_values(program, out["values"], input_sets, expect, what, self.devices, rtol, atol, dtype)
         return program

@@ -69,15 +69,46 @@ def _mesh(exported, devices):
     return Mesh(np.array(devices[:exported.nr_devices]), ("devices",))
 
 
-def _shardings(exported, mesh):
+def _spec(entry):
+    """A PartitionSpec from its plain form: a list of None, an axis name, or a list of axis names."""
+    from jax.sharding import PartitionSpec
+
+    return PartitionSpec(*(tuple(e) if isinstance(e, list) else e for e in entry))
+
+
+def _arrival(exported, mesh, arrives, name: str) -> list:
+    """The sharding each input leaf arrives in: ``arrives`` gives one entry per positional input (None:
+    whole on every device; a PartitionSpec as a list, on the mesh the program declares), None: all whole."""
+    import jax
+    from jax.sharding import NamedSharding
+
+    if arrives is None:
+        return [None] * exported.in_tree.num_leaves
+    wanted = {axis for entry in arrives if entry for part in entry
+              for axis in (part if isinstance(part, list) else [part]) if axis is not None}
+    if not wanted <= set(mesh.axis_names):
+        raise _refuse(name, f"its inputs arrive split over the mesh axes {', '.join(sorted(map(repr, wanted)))}, "
+                            f"and it runs on a mesh of {', '.join(map(repr, mesh.axis_names))}: build the "
+                            "computation on the mesh the task gives")
+    return [None if entry is None else NamedSharding(mesh, _spec(entry)) for entry in arrives]
+
+
+def _shardings(exported, mesh, arrives=None, name: str = ""):
     """Where each input goes and each output comes from: the exported shardings on this worker's
-    devices; an input the program left unspecified is replicated (as a NumPy argument to jax.jit is),
-    an output left unspecified is wherever the compiled program puts it."""
+    devices. An input the program left unspecified arrives as the task hands it over (``arrives``),
+    else replicated (as a NumPy argument to jax.jit is); a program built for its inputs laid out
+    another way than the task's is refused. An output left unspecified is wherever the compiled program
+    puts it."""
     import jax
     from jax.sharding import NamedSharding, PartitionSpec
 
     replicated = NamedSharding(mesh, PartitionSpec())
-    ins = [s or replicated for s in exported.in_shardings_jax(mesh)]
+    ins = []
+    for own, task, aval in zip(exported.in_shardings_jax(mesh), _arrival(exported, mesh, arrives, name),
+                               exported.in_avals):
+        if own is not None and task is not None and not own.is_equivalent_to(task, aval.ndim):
+            raise _refuse(name, "it was built for its inputs laid out otherwise than the task hands them over")
+        ins.append(own or task or replicated)
     return jax.tree.unflatten(exported.in_tree, ins)[0], jax.tree.unflatten(exported.out_tree,
                                                                            list(exported.out_shardings_jax(mesh)))
 
@@ -101,9 +132,10 @@ def _fit_inputs(exported, inputs: tuple, name: str) -> tuple:
     return jax.tree.unflatten(tree, [np.asarray(a, w.dtype) for a, w in zip(leaves, wanted)])[0]
 
 
-def run_program(blob: np.ndarray, input_sets: list, name: str) -> dict:
-    """{"values": what the program returns for each set of inputs in ``input_sets``, "hlo": its compiled
-    HLO text, "manual": whether it holds a jax.pmap or jax.shard_map}."""
+def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None) -> dict:
+    """{"values": what the program returns for each set of inputs in ``input_sets``, laid out as
+    ``arrives`` says (:func:`_shardings`), "hlo": its compiled HLO text, idle collectives marked,
+    "manual": whether it holds a jax.pmap or jax.shard_map}."""
     import dataclasses
 
     import jax
@@ -127,9 +159,8 @@ def run_program(blob: np.ndarray, input_sets: list, name: str) -> dict:
     sets = [_fit_inputs(exported, inputs, name) for inputs in input_sets]
     labelled, held = relabel(module)
     exported = dataclasses.replace(exported, mlir_module_serialized=labelled)
+    in_shardings, out_shardings = _shardings(exported, _mesh(exported, devices), arrives, name)
     try:
-        in_shardings, out_shardings = _shardings(exported, _mesh(exported, devices))
-
         def compile_(bytecode):
             program = dataclasses.replace(exported, mlir_module_serialized=bytecode)
             return jax.jit(program.call, in_shardings=in_shardings, out_shardings=out_shardings).lower(*sets[0]).compile()

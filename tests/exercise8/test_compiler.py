@@ -1,8 +1,8 @@
 """Suite for task compiler: jax.jit with out_shardings on an Auto mesh, graded from the compiled program.
 
-probes_programs.placed hands the student's function x and w already laid out (a sharding constraint
-in the traced program) on an Auto ('data', 'model') mesh; student.program exports it and a clean
-worker compiles and runs it. Visible tests check the values on the squarest mesh at 1, 2 and 4
+probes_programs.placed hands the student's function x and w on an Auto ('data', 'model') mesh, and the
+clean worker that compiles and runs the exported program places them as the task says they arrive
+(``arrives``), so a function that wants them laid out otherwise moves them, and that is measured. Visible tests check the values on the squarest mesh at 1, 2 and 4
 devices; the hidden ones (course.yaml) try the other mesh shapes and read which collectives the
 partitioner added, over which axis, and how much of y each device holds.
 """
@@ -24,7 +24,8 @@ def run(student, rng, function, rows, cols):
     x_spec, w_spec = ARRIVES[function]
     program = student.program("probes_programs.placed", x, w, expect=lambda x, w: x.astype(np.float64) @ w,
                               what=f"{function}(x, w, mesh) on a {rows} x {cols} mesh", rtol=1e-4, atol=1e-4,
-                              function=f"compiler.{function}", rows=rows, cols=cols, x_spec=x_spec, w_spec=w_spec)
+                              function=f"compiler.{function}", rows=rows, cols=cols, x_spec=x_spec, w_spec=w_spec,
+                              arrives=(x_spec, w_spec))
     return x, w, program
 
 

@@ -12,9 +12,10 @@ wants a structural point without the algorithm, each in one way a rule of the en
   stream program mode once drew after it: the drawn inputs come from a per-run secret no report
   shows (grader.grading.plugin);
 * a collective for show next to a computation done whole on every device: a psum of a constant, of
-  ``x * 0``, or one whose result is multiplied by 0 is idle and not counted (grader.suite.hlo_flow);
-  a psum of ``x - x`` is not seen as idle, but each device then does the whole input's work, at
-  once or one element per loop step (grader.suite.hlo.work);
+  ``x * 0`` or ``x - x``, or one whose result is multiplied by 0 is idle and not counted: the clean
+  worker replaced its result by zeros and the answer did not change (grader.sandbox.program_ablation);
+* the right collective on the wrong data, a psum of the whole dot product each device took divided
+  by the device count: each device does the whole input's work (grader.suite.hlo.work);
 * a psum labelled as something XLA added (a lying ``op_name``): the clean worker names every
   operation by what it is (grader.sandbox.program_labels);
 * ``jax.make_jaxpr`` patched to print a pmap: the pmap is read from the compiled program.
@@ -198,6 +199,11 @@ jax.export.export = _for_three_numbers
     # ... and the dot taken one element per step of a loop, so that no instruction holds the whole vector.
     "dot_loop_of_elements": DOT_FOR_SHOW.replace("PSUM_OF", 'lax.psum(v - v, "i")').replace(
         "jnp.dot(x, y)", "lax.fori_loop(0, x.shape[0], lambda i, total: total + x[i] * y[i], jnp.zeros((), x.dtype))"),
+    # The right collective on the wrong data: every device takes the whole dot product, divided by the device
+    # count, and the psum adds those up. The psum is needed, but each device did the whole input's work.
+    "dot_psum_of_whole_work": DOT_FOR_SHOW.replace("PSUM_OF", 'lax.psum(v, "i")').replace(
+        "jnp.broadcast_to(x[0], (n,))", "jnp.broadcast_to(jnp.dot(x, y) / n, (n,))").replace(
+        "jnp.dot(x, y) + token", "token"),
     # Every device's block recorded by a callback while a probe runs it, their sum then baked in: no collective.
     "ring_learned": '''
         import jax
@@ -367,16 +373,17 @@ TASKS = {
     "dot_psum_of_zero": ([1], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
     "dot_psum_of_times_zero": ([1], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
     "dot_psum_times_zero": ([1], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
-    "dot_psum_of_difference": ([2], "dot", {"test_dot_uses_one_all_reduce": "one device computes on 45 numbers"}),
-    "dot_loop_of_elements": ([2], "dot", {"test_dot_uses_one_all_reduce": "one device computes on 45 numbers"}),
+    "dot_psum_of_difference": ([2], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
+    "dot_loop_of_elements": ([2], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
+    "dot_psum_of_whole_work": ([2], "dot", {"test_dot_uses_one_all_reduce": "one device computes on 45 numbers"}),
     "ring_learned": ([2], "after a probe", {"test_ring_allreduce_after_a_probe": NEVER_SAW}),
     "ring_lying_label": ([2], "ring", {"test_ring_allreduce_uses_ppermute_only": "runs an all-reduce (from lax.squeeze)"}),
     "basics_patched_jaxpr": ([2], "basics", {"test_each_function_runs_a_pmap": "square_plus_one's program has no "
                                                                               "jax.pmap"}),
-    "collectives_replicated": ([2], "collectives", {"test_communicates_with_all_reduce": "each device holds a row of 5"}),
-    "train_replicated": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": "its shard of the batch has 15"}),
-    "mesh_replicated": ([2], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": "blocks of x and w have "
-                                                                                          "at most 20"}),
+    "collectives_replicated": ([2], "collectives", {"test_communicates_with_all_reduce": "runs no all-reduce of its "
+                                                                                         "own"}),
+    "train_replicated": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": "runs no all-reduce of its own"}),
+    "mesh_replicated": ([2], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": "runs 0 psums of its own"}),
 }
 
 
@@ -432,11 +439,11 @@ def course(tmp_path_factory):
     return root
 
 
-def expect_no_structural_point(module: str, cases: list[tuple[str, str, str]]) -> None:
-    """Every case of ``module``'s task, (test, outcome, message), failed saying what its rule says."""
+def expect_no_structural_point(module: str, cases: list[tuple[str, str, str]], words: bool = True) -> None:
+    """Every case of ``module``'s task, (test, outcome, message), failed, saying what its rule says if ``words``."""
     failures = TASKS[module][2]
     assert cases and all(outcome == "failed" for _, outcome, _ in cases), cases
-    for test, _, message in cases:
+    for test, _, message in cases if words else ():
         assert failures[test] in message, message
 
 
@@ -457,6 +464,8 @@ def test_no_structural_point_for_a_program_that_does_not_compute_it(graded, modu
 
 
 def test_no_structural_point_in_gradescopes_layout_either(course, tmp_path):
+    """The seed's table names the test by its id in the run above; in Gradescope's layout the id, and so
+    the test's own inputs, differ: that submission fails on them, in other words."""
     proc = run_grade("release", "ex", "--out", str(tmp_path / "out"), "--course", str(course))
     assert proc.returncode == 0, proc.stderr
     files = {f"{module}.py": textwrap.dedent(SUBMISSIONS[module]).encode() for module in TASKS}
@@ -465,7 +474,7 @@ def test_no_structural_point_in_gradescopes_layout_either(course, tmp_path):
     for module in TASKS:
         tests = [t for t in results["tests"] if t["name"].startswith(f"{module}: ")]
         expect_no_structural_point(module, [(t["name"].partition(": ")[2].split("[")[0], t["status"], t["output"])
-                                            for t in tests])
+                                            for t in tests], words=module != "dot_knows_the_seed")
 
 
 # The real suites of a released copy of the course at 2 devices, in Gradescope's layout, the hostile
