@@ -24,7 +24,9 @@ devices. The grader runs on 1, 2, 4 and 8.
    shape and dtype as x: int32 blocks give int32 sums, so accumulate in x's dtype), what
    ``lax.psum(x, axis_name)`` returns, built from ``ring_shift`` alone: pass the blocks around
    the ring n - 1 times and add up what arrives. No psum, pmean or all_gather:
-   the grader reads the compiled program and finds them. A ``lax.fori_loop(0, n - 1, ...)``
+   the grader reads the compiled program and finds them. It counts only the ppermutes your answer
+   depends on, and those must send at least 2(n - 1)/n of the block per device (what any ring
+   all-reduce sends; n - 1 whole blocks is more). A ``lax.fori_loop(0, n - 1, ...)``
    keeps the program small.
 
 3. Extra credit, ``ring_allreduce_optimal(x, axis_name)``: the same sum, as real all-reduce
@@ -35,7 +37,9 @@ devices. The grader runs on 1, 2, 4 and 8.
    all-gather: n - 1 more steps passing the completed chunks around until every device has all
    of them. Each device then sends 2(n - 1) chunks of size/n, about 2x the block whatever n is,
    instead of (n - 1)x. The grader checks the bytes your ppermutes send (read from the compiled
-   program, loops included) are at most 2(n - 1) * ceil(size / n) elements.
+   program, loops included, counting only those your answer depends on) are at most
+   2(n - 1) * ceil(size / n) and at least 2(n - 1) * (size // n) elements, on a size the device
+   count divides (1000) and one it does not (1001).
    Like ring_allreduce, it keeps x's dtype.
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.

@@ -93,8 +93,8 @@ def test_dot_uses_one_all_reduce(student, rng, devices):
     numbers = reduces[0].bytes // 4
     assert numbers == 1, (f"distributed_dot's psum carries {numbers} numbers per device, expected 1: finish the "
                           "local dot (jnp.dot of the two slices) before the psum, so only one number travels")
-    share, done = -(-length // devices), hlo.work(text)
+    share, done = length // devices + 1, hlo.work(text)  # the bound the statement gives: L // n + 1
     assert done is not None and done <= share, (
         f"in distributed_dot one device computes on {hlo.numbers(done)} of a vector of {length}; on {devices} "
-        f"devices each should multiply only its own slices, at most {share} pairs, and the psum adds the devices' "
-        "dot products")
+        f"devices each should multiply only its own slices, at most L // n + 1 = {share} pairs, and the psum adds "
+        "the devices' dot products")

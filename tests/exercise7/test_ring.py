@@ -152,3 +152,9 @@ def test_ring_allreduce_uses_ppermute_only(student, rng, devices):
     feedback.communication(out.hlo, needed=f"{devices - 1} collective-permute (ppermute) of {x[0].nbytes} bytes "
                            "per device (n - 1 shifts of the block), and no psum")
     expect_ppermute_only(out.hlo, "ring_allreduce")
+    sent, least = hlo.bytes_moved(out.hlo, "collective-permute", by_student=True), 2 * (devices - 1) * x[0].nbytes // devices
+    if sent is not None and sent < least:
+        raise AssertionError(f"on {devices} devices the ppermutes ring_allreduce's answer depends on send {sent} bytes "
+                             f"per device; a sum of every device's block of {x[0].nbytes} bytes that travels around "
+                             f"the ring sends at least 2(n - 1)/n of the block, {least} bytes: the blocks that arrive "
+                             "must be what you add up")

@@ -61,8 +61,8 @@ def test_optimal_block_of_another_shape(student, rng, devices):
     run_optimal(student, rng.integers(-9, 10, size=(devices, 4, 8)).astype(np.int32))
 
 
-def test_optimal_sends_2_n_minus_1_chunks(student, rng, devices):
-    size = 1001
+@pytest.mark.parametrize("size", [1001, 1000])  # a length no device count divides, and one 1, 2, 4 and 8 divide
+def test_optimal_sends_2_n_minus_1_chunks(student, rng, devices, size):
     x = rng.normal(size=(devices, size))
     program = student.program("probes_ring.ring_allreduce_optimal", x.astype(np.float32),
                               expect=lambda v: np.broadcast_to(v.astype(np.float64).sum(axis=0), v.shape),
@@ -84,3 +84,9 @@ def test_optimal_sends_2_n_minus_1_chunks(student, rng, devices):
         raise AssertionError(f"on {devices} devices each device sends {sent} bytes to all-reduce a block of "
                              f"{size * 4} bytes; the reduce-scatter + all-gather ring sends 2(n - 1) chunks of "
                              f"ceil(size / n) elements, {limit} bytes. Passing whole blocks costs (n - 1) blocks")
+    least = 2 * (devices - 1) * (size // devices) * 4
+    if sent < least:
+        raise AssertionError(f"on {devices} devices the ppermutes ring_allreduce_optimal's answer depends on send "
+                             f"{sent} bytes per device; the reduce-scatter + all-gather ring sends 2(n - 1) chunks of "
+                             f"at least size // n = {size // devices} elements, {least} bytes: the chunks that arrive "
+                             "must be what you add up and pass on")

@@ -59,7 +59,18 @@ def test_two_d_step_communicates_over_the_right_axes(student, rng, devices):
                            f"gradients over 'data'; 1 all-reduce over 'model' of the partial sums ({partial} bytes); "
                            "the loss in an all-reduce over 'data' (4 bytes)", by_student=False)
     where = f"on a {rows} x {cols} mesh"
-    for c in meshes.moving(program.hlo, AXES, sizes):
+    moved = meshes.moving(program.hlo, AXES, sizes)
+    sums = [c for c in moved if c.op in ("all-reduce", "reduce-scatter") and meshes.axes_of(c, AXES, sizes) == ("model",)]
+    gathers = [c for c in moved if c.op == "all-gather" and meshes.axes_of(c, AXES, sizes) == ("data",)]
+    if not sums or not gathers:
+        missing = " and ".join(what for what, found in (("no sum over 'model' of the partial products", sums),
+                                                        ("no all-gather over 'data' of the weight blocks", gathers))
+                               if not found)
+        raise AssertionError(f"train_step's program runs {missing} {where} (of the collectives its answer depends "
+                             "on): each device holds only its blocks of w1 and w2, so FSDP gathers them over 'data' "
+                             "and the tensor split adds h_block @ w2_block over 'model'; a step computed whole on "
+                             "every device does neither")
+    for c in moved:
         axes = meshes.axes_of(c, AXES, sizes)
         if c.op in ("all-gather", "reduce-scatter") and axes != ("data",):
             raise AssertionError(f"train_step runs {meshes.phrase(c, AXES, sizes)} {where}: only FSDP's parts move "

@@ -19,8 +19,10 @@ wants a structural point without the algorithm, each in one way a rule of the en
 * a psum labelled as something XLA added (a lying ``op_name``): the clean worker names every
   operation by what it is (grader.sandbox.program_labels);
 * ``jax.make_jaxpr`` patched to print a pmap: the pmap is read from the compiled program.
+* exercise 8's tasks computed whole on every device, with a ring of ppermutes or a psum for show
+  (measured idle), or with no collective at all where the algorithm needs them (two_d).
 
-They are graded by exercise 7's own structural tests (their test functions cut out of the suites,
+They are graded by the exercises' own structural tests (their test functions cut out of the suites,
 the module names changed), and by two tests of this file's own in which the student's process sees
 the test's inputs once before the program is asked for. All of it in one run of the real ``grade``,
 and again in Gradescope's layout with the real exercise 7 suites, where the hostile modules replace
@@ -315,6 +317,57 @@ jax.export.export = _for_three_numbers
                                     in_specs=(P("data", "model"), P("model", None)), out_specs=P("data", None))
             return x @ w + nothing(blocks, column)
         ''',
+    # Exercise 8. x @ w whole on every device, and n - 1 ppermutes of x's blocks whose results are multiplied away.
+    "collective_matmul_replicated": '''
+        import jax
+        import jax.numpy as jnp
+        from jax import lax
+        from jax.sharding import NamedSharding, PartitionSpec as P
+
+
+        def collective_matmul(x, w, mesh):
+            n = mesh.shape["model"]
+
+            def show(block):
+                passing, total = block, jnp.zeros_like(block)
+                for _ in range(1, n):
+                    passing = lax.ppermute(passing, "model", [(i, (i + 1) % n) for i in range(n)])
+                    total = total + passing * 0
+                return total
+
+            blocks = jax.device_put(x, NamedSharding(mesh, P("model", None)))
+            nothing = jax.shard_map(show, mesh=mesh, in_specs=P("model", None), out_specs=P("model", None))(blocks)
+            return x @ w + jnp.sum(nothing)
+        ''',
+    # The whole MLP on every device, and a psum of (y - y) over 'model' for show.
+    "tensor_parallel_replicated": '''
+        import jax
+        from jax import lax
+        from jax.sharding import NamedSharding, PartitionSpec as P
+
+
+        def mlp(x, w1, w2, mesh):
+            y = jax.nn.relu(x @ w1) @ w2
+            nothing = jax.shard_map(lambda a: lax.psum(a - a, "model"), mesh=mesh, in_specs=P("data", "model"),
+                                    out_specs=P("data", "model"))
+            return y + nothing(jax.device_put(y, NamedSharding(mesh, P("data", "model"))))
+        ''',
+    # The full-batch step on every device, its results laid out as asked: no collective at all.
+    "two_d_replicated": '''
+        import jax
+        import jax.numpy as jnp
+        from jax.sharding import NamedSharding, PartitionSpec as P
+
+
+        def loss_fn(w1, w2, x, y):
+            return jnp.mean((jax.nn.relu(x @ w1) @ w2 - y) ** 2)
+
+
+        def train_step(w1, w2, x, y, lr, mesh):
+            loss, (g1, g2) = jax.value_and_grad(loss_fn, argnums=(0, 1))(w1, w2, x, y)
+            at = lambda a, *spec: jax.device_put(a, NamedSharding(mesh, P(*spec)))  # noqa: E731
+            return at(w1 - lr * g1, "data", "model"), at(w2 - lr * g2, "model", "data"), loss
+        ''',
 }
 
 # The suites this file adds: the student's process sees the test's inputs once before the program.
@@ -384,12 +437,19 @@ TASKS = {
                                                                                          "own"}),
     "train_replicated": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": "runs no all-reduce of its own"}),
     "mesh_replicated": ([2], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": "runs 0 psums of its own"}),
+    "collective_matmul_replicated": ([4], "exercise8/collective_matmul", {
+        "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": "runs 0 ppermutes"}),
+    "tensor_parallel_replicated": ([4], "exercise8/tensor_parallel", {
+        "test_mlp_runs_one_all_reduce_over_model": "mlp runs no collective"}),
+    "two_d_replicated": ([4], "exercise8/two_d", {
+        "test_two_d_step_communicates_over_the_right_axes": "runs no sum over 'model' of the partial products"}),
 }
 
 
-def structural_suite(task: str, keep) -> str:
-    """exercise 7's suite for ``task`` with every test function but those in ``keep`` cut out."""
-    source = (SUITES / f"test_{task}.py").read_text()
+def structural_suite(task: str, keep, suites=SUITES) -> str:
+    """the suite for ``task`` (in ``suites``, exercise 7's by default) with every test function but those
+    in ``keep`` cut out."""
+    source = (suites / f"test_{task}.py").read_text()
     lines = source.splitlines()
     cut = [(min([n.lineno, *(d.lineno for d in n.decorator_list)]), n.end_lineno)
            for n in ast.parse(source).body
@@ -402,10 +462,16 @@ def structural_suite(task: str, keep) -> str:
 def suite_files(module: str, suite: str, tests) -> dict[str, str]:
     """The test file (and the probe modules it calls, if any) grading ``module`` with ``suite``."""
     source, probes_of, values_probe = OWN_SUITES.get(suite, (None, suite, None))
+    suites = SUITES
+    if "/" in suite:  # another exercise's suite, whose programs come from its shared probes module
+        exercise, suite = suite.split("/")
+        suites, probes_of = ROOT / "tests" / exercise, None
     if source is None:
-        source = structural_suite(suite, tests).replace(f'"{suite}.', f'"{module}.')
+        source = structural_suite(suite, tests, suites).replace(f'"{suite}.', f'"{module}.')
     files = {f"test_{module}.py": source.replace("MODULE", module).replace(f'"probes_{probes_of}.', f'"probes_{module}.')}
-    probes = SUITES / f"probes_{probes_of}.py"
+    if suites != SUITES:
+        files["probes_programs.py"] = (suites / "probes_programs.py").read_text()
+    probes = suites / f"probes_{probes_of}.py"
     if probes_of and probes.exists():
         files[f"probes_{module}.py"] = probes.read_text().replace(f'"{probes_of}.', f'"{module}.')
     if values_probe:
