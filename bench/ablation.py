@@ -1,0 +1,94 @@
+"""What measuring the collectives costs: each program's collectives replaced one at a time and run again.
+
+Every ``student.program`` case has its clean worker compile one variant of the program per collective
+left in the compiled HLO (grader.sandbox.program_ablation) and run it on the drawn inputs. This script
+measures that, for each program exercise 7's suites compile (bench/extra_run.py lists them, at the
+suites' shapes) at each device count: a process exports the reference solution's program and times
+``run_program`` with the measurement and with it switched off, alternately, ``--repeat`` times; the
+difference of the medians is the measurement. It adds these up over the exercise's program cases and
+sets the sum against the floor of ``grade exercise7 --submission solutions`` (its report's
+``timing.worker_s``, which holds the measurement; the floor without it is that minus the sum).
+
+    python bench/ablation.py [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+from extra_run import DEVICES, programs
+from measure import ROOT, grade_report
+
+CHILD = "--child"
+
+
+def child(n: int, repeat: int) -> None:
+    """At n devices: for each program, its collectives measured and the measurement's cost in ms."""
+    import jax
+
+    jax.config.update("jax_num_cpu_devices", n)
+    sys.path[:0] = [str(ROOT)]
+    from grader import protocol
+    from grader.sandbox import program_runner, worker
+    from grader.sandbox.program_export import export_program
+    from grader.sandbox.student_code import use_submission
+
+    worker._probes_folder = str(ROOT / "tests" / "exercise7")
+    use_submission(str(ROOT / "solutions" / "exercise7"))
+    measure, variants = program_runner.idle_collectives, []
+
+    def counting(bytecode, kept, *rest):
+        variants.append(len(kept))
+        return measure(bytecode, kept, *rest)
+
+    out = {}
+    for name, cases, target, args, fixed in programs(n):
+        specs = jax.tree.map(lambda a: protocol.ArraySpec(a.shape, str(a.dtype)), args)
+        blob = export_program(worker._program_function(target, specs, fixed), specs, name)
+        sets = [args, args]  # the test's inputs and one drawn set, as program mode runs them
+        took = {True: [], False: []}
+        for _ in range(repeat):
+            for on in took:
+                program_runner.idle_collectives = counting if on else (lambda *a: [])
+                began = time.perf_counter()
+                program_runner.run_program(blob, sets, name)
+                took[on].append(time.perf_counter() - began)
+        out[name] = {"cases": cases, "variants": variants[-1] if variants else 0,
+                     "ms": 1000 * (statistics.median(took[True]) - statistics.median(took[False]))}
+        variants.clear()
+    print(json.dumps(out))
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument(CHILD, type=int, help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.child:
+        child(a.child, a.repeat)
+        return
+    total, rows = 0.0, []
+    for n in DEVICES:
+        proc = subprocess.run([sys.executable, __file__, CHILD, str(n), "--repeat", str(a.repeat)],
+                              capture_output=True, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+        if proc.returncode != 0:
+            raise SystemExit(f"measuring at {n} devices failed:\n{proc.stderr}")
+        for name, m in json.loads(proc.stdout.splitlines()[-1]).items():
+            total += m["cases"] * m["ms"]
+            rows.append(f"{n} devices  {name:28s} {m['cases']} x {m['ms']:.1f} ms ({m['variants']} variants)")
+    print("\n".join(rows))
+    _, report = grade_report(ROOT / "solutions", [], 1234)
+    floor_ms = 1000 * report["timing"]["worker_s"]
+    print(f"measuring the collectives of the exercise: {total:.0f} ms; floor {floor_ms:.0f} ms with it, "
+          f"{floor_ms - total:.0f} ms without; {100 * total / (floor_ms - total):.1f} % of the floor "
+          f"(load {os.getloadavg()[0]:.1f})")
+
+
+if __name__ == "__main__":
+    main()
