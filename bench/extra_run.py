@@ -25,7 +25,7 @@ import time
 
 from measure import ROOT, grade_report
 
-DEVICES = (1, 2, 4, 8)
+DEVICES = tuple(int(n) for n in os.environ.get("BENCH_DEVICES", "1,2,4,8").split(","))
 CHILD = "--child"
 
 

@@ -25,7 +25,9 @@ loss at the old weights, a scalar.
 The grader compares the step with a float64 one on a single device at 1, 2, 4 and 8 devices, on
 meshes of several shapes, and reads the compiled step: weights gathered and gradients
 reduce-scattered over 'data' only, the activations' partial sums all-reduced over 'model', no
-gradient in an all-reduce, and each device left with its blocks of the new weights only.
+gradient in an all-reduce, and each device left with its blocks of the new weights only. It counts
+only the collectives your answer depends on, and needs at least one all-gather over 'data' and one
+sum over 'model' among them: a step computed whole on every device has neither.
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """

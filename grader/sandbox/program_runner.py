@@ -176,6 +176,6 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None) -> 
         raise StudentFailure("not_exportable", f"{name}'s program does not run on the test's inputs: "
                              f"{first_line(exc, 200)}", None, type(exc).__name__) from None
     text = compiled.as_text()
-    idle = idle_collectives(labelled, surviving(text, held), lambda variant, inputs: compile_(variant)(*inputs),
-                            sets[-1], values[-1])
+    idle = idle_collectives(labelled, surviving(text, held),
+                            lambda variant, inputs: compile_(variant)(*inputs), sets[-1], values[-1])
     return {"values": values, "hlo": mark_idle(text, idle), "manual": holds_manual_computation(operations)}

@@ -109,3 +109,49 @@ def test_on_one_device_where_a_psum_is_the_identity_the_measurement_still_tells(
     assert found["honest"] == [["all-reduce", False]]
     for trick in ("of_difference", "multiplied_away", "dead_branch"):
         assert all(idle for _, idle in found[trick]), (trick, found[trick])
+
+
+# A program that wants x whole on every device, given x as the task hands it over: whole, or its rows split
+# over 'data' (then the program must gather them, and that is in its HLO); and given it on axes its mesh lacks.
+ARRIVES = """
+import json, sys
+import jax
+jax.config.update("jax_num_cpu_devices", 4)
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+sys.path[:0] = [{root!r}]
+from grader.errors import StudentFailure
+from grader.sandbox.program_export import export_program
+from grader.sandbox.program_runner import run_program
+from grader.protocol import ArraySpec
+from grader.suite import hlo
+
+mesh = jax.make_mesh((2, 2), ("data", "model"), axis_types=(AxisType.Auto,) * 2)
+
+def whole_then_sum(x):
+    return jnp.sum(jax.lax.with_sharding_constraint(x, NamedSharding(mesh, P())) ** 2, axis=0)
+
+x = np.arange(32, dtype=np.float32).reshape(8, 4)
+blob = export_program(whole_then_sum, (ArraySpec(x.shape, str(x.dtype)),), "f")
+found = {{}}
+for name, arrives in (("whole", None), ("rows split", [["data", None]])):
+    out = run_program(blob, [(x,)], "f", arrives)
+    found[name] = {{"right": bool(np.allclose(out["values"][0], (x ** 2).sum(axis=0))),
+                    "gathers": [c.op for c in hlo.collectives(out["hlo"]) if c.op == "all-gather"]}}
+try:
+    run_program(blob, [(x,)], "f", [["rows", None]])
+except StudentFailure as refused:
+    found["refused"] = refused.message
+print(json.dumps(found))
+"""
+
+
+def test_inputs_arrive_as_the_task_hands_them_over():
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(ARRIVES.format(root=str(ROOT)))], capture_output=True,
+                          text=True, timeout=120, env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    assert found["whole"] == {"right": True, "gathers": []}
+    assert found["rows split"] == {"right": True, "gathers": ["all-gather"]}
+    assert "split over the mesh axes 'rows'" in found["refused"]
