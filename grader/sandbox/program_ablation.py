@@ -130,20 +130,32 @@ def same_answer(got, baseline) -> bool:
     return True
 
 
-def idle_collectives(bytecode: bytes, kept: list[int], run_variant, inputs: tuple, baseline) -> list[int]:
-    """The collectives in ``kept`` whose replacement by zeros leaves the answer to ``inputs`` as it was
-    (``baseline``); ``run_variant(bytecode)`` compiles a variant and runs it on ``inputs``."""
-    idle = []
-    for k, replaced in groups(bytecode, kept).items():
-        variant = without(bytecode, replaced)
-        if variant is None:
-            continue
+def _run_each(run_variants, variants: dict[int, bytes], inputs: tuple) -> dict[int, object]:
+    """Every variant's answer to ``inputs``, from one compile of them all together; if that fails, from one
+    compile each, leaving out a variant that does not run (its collective mattered)."""
+    try:
+        return dict(zip(variants, run_variants(list(variants.values()), inputs)))
+    except MemoryError:
+        raise
+    except Exception:  # noqa: BLE001 - one variant that does not compile fails them all: try each alone
+        pass
+    answers = {}
+    for k, variant in variants.items():
         try:
-            got = run_variant(variant, inputs)
+            answers[k] = run_variants([variant], inputs)[0]
         except MemoryError:
             raise
         except Exception:  # noqa: BLE001 - a variant that does not run says the collective mattered
             continue
-        if same_answer(got, baseline):
-            idle.append(k)
-    return idle
+    return answers
+
+
+def idle_collectives(bytecode: bytes, kept: list[int], run_variants, inputs: tuple, baseline) -> list[int]:
+    """The collectives in ``kept`` whose replacement by zeros leaves the answer to ``inputs`` as it was
+    (``baseline``); ``run_variants(bytecodes, inputs)`` compiles the variants as one program (each a
+    function of it) and returns each one's answer to ``inputs``."""
+    variants = {k: without(bytecode, replaced) for k, replaced in groups(bytecode, kept).items()}
+    variants = {k: v for k, v in variants.items() if v is not None}
+    if not variants:
+        return []
+    return [k for k, got in _run_each(run_variants, variants, inputs).items() if same_answer(got, baseline)]

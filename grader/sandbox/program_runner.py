@@ -161,11 +161,10 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None) -> 
     exported = dataclasses.replace(exported, mlir_module_serialized=labelled)
     in_shardings, out_shardings = _shardings(exported, _mesh(exported, devices), arrives, name)
     try:
-        def compile_(bytecode):
-            program = dataclasses.replace(exported, mlir_module_serialized=bytecode)
-            return jax.jit(program.call, in_shardings=in_shardings, out_shardings=out_shardings).lower(*sets[0]).compile()
+        def compile_(fn, outputs):
+            return jax.jit(fn, in_shardings=in_shardings, out_shardings=outputs).lower(*sets[0]).compile()
 
-        compiled = compile_(labelled)
+        compiled = compile_(exported.call, out_shardings)
         values = [compiled(*inputs) for inputs in sets]
         jax.block_until_ready(values)
     except MemoryError:
@@ -176,6 +175,11 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None) -> 
         raise StudentFailure("not_exportable", f"{name}'s program does not run on the test's inputs: "
                              f"{first_line(exc, 200)}", None, type(exc).__name__) from None
     text = compiled.as_text()
-    idle = idle_collectives(labelled, surviving(text, held),
-                            lambda variant, inputs: compile_(variant)(*inputs), sets[-1], values[-1])
+
+    def run_variants(variants, inputs):
+        """The answers of the programs ``variants`` (bytecode) to ``inputs``, compiled as one program."""
+        calls = [dataclasses.replace(exported, mlir_module_serialized=v).call for v in variants]
+        return compile_(lambda *args: [call(*args) for call in calls], [out_shardings] * len(calls))(*inputs)
+
+    idle = idle_collectives(labelled, surviving(text, held), run_variants, sets[-1], values[-1])
     return {"values": values, "hlo": mark_idle(text, idle), "manual": holds_manual_computation(operations)}
