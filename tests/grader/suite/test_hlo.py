@@ -167,3 +167,24 @@ def test_output_shapes_are_one_devices_blocks():
 def test_work_in_words_says_how_to_make_an_uncounted_loop_countable():
     assert hlo.numbers(45) == "45 numbers"
     assert "lax.fori_loop with fixed bounds" in hlo.numbers(None)
+
+
+MEASURED = 'op_name="jit(call)/call_exported/sdy.manual_computation:shard_map/stablehlo.all_reduce:psum"'
+
+
+@pytest.mark.parametrize("name, idle, operands", [
+    # the clean worker's measurement travels in the name: ":cN" for the program's collective N, ":idle" after it
+    # when the answer did not depend on it; it decides whatever the data flow says
+    ("stablehlo.all_reduce:psum:c0", False, 3),
+    ("stablehlo.all_reduce:psum:c0:idle", True, 3),
+    # XLA merged three collectives into one instruction, named (A:B:C); the idle ones move nothing that counts
+    ("(stablehlo.all_reduce:psum:c0:stablehlo.all_reduce:psum:c1:idle:stablehlo.all_reduce:psum:c2)", False, 2),
+    ("(stablehlo.all_reduce:psum:c0:idle:stablehlo.all_reduce:psum:c1:idle:stablehlo.all_reduce:psum:c2:idle)",
+     True, 3),
+])
+def test_the_clean_workers_measurement_decides_which_collectives_are_idle(name, idle, operands):
+    text = program("merged_psums").replace(MEASURED, f'op_name="jit(call)/call_exported/sdy.manual_computation:'
+                                                     f'shard_map/{name}"')
+    (merged,) = hlo.collectives(text)
+    assert (merged.idle, merged.operands, merged.by_student, merged.origin) == (idle, operands, True, "psum")
+    assert hlo.count(text, "all-reduce", by_student=True) == (0 if idle else 1)
