@@ -26,8 +26,10 @@ the same ring.
     (P(None, 'model'), array([ 1.,  5.,  9., 13.], dtype=float32))
 
 No ``lax.all_gather`` (the point is to do without it), no psum: the grader reads the compiled
-program on meshes of several shapes and counts the ppermutes: n_model - 1 of them, over 'model', each
-of one block of x.
+program on meshes of several shapes and counts the ppermutes y depends on: n_model - 1 of them, over
+'model', each of one block of x; and no device computes on more numbers in one operation than its
+block of w or its block of y holds (the larger of 5 x N / n_model and M x N / n_model, for x of M
+rows and w of N columns): x @ w whole on every device is too much.
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """

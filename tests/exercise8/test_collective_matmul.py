@@ -15,12 +15,13 @@ AXES = ("data", "model")
 
 
 def run(student, rng, rows, cols):
+    """x (2 n_model x 5) and w (5 x 3 n_model), and the program of collective_matmul on them."""
     x = rng.normal(size=(2 * cols, 5)).astype(np.float32)
     w = rng.normal(size=(5, 3 * cols)).astype(np.float32)
     program = student.program("probes_programs.on_mesh", x, w, expect=lambda x, w: x.astype(np.float64) @ w,
                               what=f"collective_matmul(x, w, mesh) on a {rows} x {cols} mesh", rtol=1e-4, atol=1e-4,
                               function="collective_matmul.collective_matmul", shape=[rows, cols])
-    return x, program
+    return x, w, program
 
 
 @pytest.mark.devices(1, 2, 4)
@@ -36,7 +37,7 @@ def test_collective_matmul_on_another_mesh_shape(student, rng, devices):
 @pytest.mark.devices(4, 8)
 def test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes(student, rng, devices):
     rows, cols = sizes = meshes.square(devices)
-    x, program = run(student, rng, rows, cols)
+    x, w, program = run(student, rng, rows, cols)
     block = x.nbytes // cols
     feedback.communication(program.hlo, needed=f"{cols - 1} collective-permute (ppermute) over 'model' of {block} "
                            "bytes per device: one block of x per step, and no all-gather", by_student=False)
@@ -63,3 +64,10 @@ def test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes(student, rng, device
         extra = ": after n - 1 steps every block has been multiplied; the last one needs no sending" \
             if steps == cols else ""
         raise AssertionError(f"collective_matmul runs {steps} ppermutes {where}, expected n - 1 = {cols - 1}{extra}")
+    bound = max(w.size, x.shape[0] * w.shape[1]) // cols  # the statement's bound: a block of w, or of y
+    done = hlo.work(program.hlo)
+    if done is None or done > bound:
+        raise AssertionError(f"in collective_matmul one device computes on {hlo.numbers(done)} {where}; each "
+                             f"multiplies only the blocks it holds or receives, at most {bound} numbers in one "
+                             "operation (its block of w, or of y): x @ w whole on every device is every device's "
+                             "work done on each")

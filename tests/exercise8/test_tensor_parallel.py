@@ -80,3 +80,8 @@ def test_mlp_runs_one_all_reduce_over_model(student, rng, devices):
     if held and held[0] != (x.shape[0] // rows, w2.shape[1]):
         raise AssertionError(f"mlp leaves each device a {held[0]} block of y {where}, expected "
                              f"{(x.shape[0] // rows, w2.shape[1])}: y's rows stay split over 'data', P('data', None)")
+    bound, done = w1.size // cols, hlo.work(program.hlo)  # the statement's bound: D x H / n_model, a block of w1
+    if done is None or done > bound:
+        raise AssertionError(f"in mlp one device computes on {hlo.numbers(done)} {where}; each multiplies only its "
+                             f"blocks, at most D x H / n_model = {bound} numbers in one operation (its block of w1): "
+                             "whole weights multiplied on every device is every device's work done on each")

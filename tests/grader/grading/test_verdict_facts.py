@@ -343,6 +343,28 @@ jax.export.export = _for_three_numbers
             nothing = jax.shard_map(show, mesh=mesh, in_specs=P("model", None), out_specs=P("model", None))(blocks)
             return x @ w + jnp.sum(nothing)
         ''',
+    # The reference's ring, whose every ppermute the answer needs, averaged with x @ w done whole on every device.
+    "collective_matmul_ring_and_whole": (ROOT / "solutions" / "exercise8" / "collective_matmul.py").read_text() + '''
+
+_ring = collective_matmul
+
+
+def collective_matmul(x, w, mesh):
+    return (_ring(x, w, mesh) + x @ w) / 2
+''',
+    # The whole MLP on every device, then the right psum over 'model' of its rows divided by the axis size.
+    "tensor_parallel_whole_then_psum": '''
+        import jax
+        from jax import lax
+        from jax.sharding import NamedSharding, PartitionSpec as P
+
+
+        def mlp(x, w1, w2, mesh):
+            y = jax.nn.relu(x @ w1) @ w2
+            average = jax.shard_map(lambda rows: lax.psum(rows, "model") / lax.axis_size("model"), mesh=mesh,
+                                    in_specs=P("data", None), out_specs=P("data", None))
+            return average(jax.device_put(y, NamedSharding(mesh, P("data", None))))
+        ''',
     # The whole MLP on every device, and a psum of (y - y) over 'model' for show.
     "tensor_parallel_replicated": '''
         import jax
@@ -445,6 +467,10 @@ TASKS = {
                                                                                                   "6024 bytes"}),
     "collective_matmul_replicated": ([4], "exercise8/collective_matmul", {
         "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": "runs 0 ppermutes"}),
+    "collective_matmul_ring_and_whole": ([4], "exercise8/collective_matmul", {
+        "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": "one device computes on 20 numbers"}),
+    "tensor_parallel_whole_then_psum": ([4], "exercise8/tensor_parallel", {
+        "test_mlp_runs_one_all_reduce_over_model": "one device computes on 32 numbers"}),
     "tensor_parallel_replicated": ([4], "exercise8/tensor_parallel", {
         "test_mlp_runs_one_all_reduce_over_model": "mlp runs no collective"}),
     "two_d_replicated": ([4], "exercise8/two_d", {
