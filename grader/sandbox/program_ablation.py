@@ -14,6 +14,10 @@ Duplicates that XLA merged into one instruction (``psum(v) - psum(v)``) are repl
 the collective the instruction kept, so that the pair is measured as the one instruction the
 program runs. Only collectives left in the compiled program are measured: those are the ones a
 structural rule can count. A variant that fails to compile or run counts the collective as needed.
+The same measurement says whether the answer needs the program's per-device computations at all
+(all of them replaced by zeros at once): a jax.pmap that does nothing beside a computation that does
+everything holds no per-device computation that counts. All variants of a program are compiled as
+one program, each a function of it: one compile per program, whatever the number of collectives.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import re
 import numpy as np
 
 from grader.protocol import PROGRAM_COLLECTIVES
-from grader.sandbox.program_check import context
+from grader.sandbox.program_check import MANUAL, context
 from grader.sandbox.program_labels import index_suffix
 
 # How far the answer may move (relative to its largest entry, or absolutely below 1) for a collective
@@ -87,17 +91,33 @@ def _zeros(result):
                                attributes={"value": ir.DenseElementsAttr.get_splat(kind, zero)}).result
 
 
-def without(bytecode: bytes, indices: list[int]) -> bytes | None:
-    """The program with the results of its collectives ``indices`` replaced by zeros, as bytecode; None
-    if one of them cannot be replaced so."""
+def _manual_computations(module) -> list:
+    """The program's per-device computations (a jax.pmap or jax.shard_map, as Shardy writes them)."""
+    from jaxlib.mlir import ir
+
+    found = []
+
+    def visit(op):
+        if op.operation.name == MANUAL:
+            found.append(op.operation)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found
+
+
+def without(bytecode: bytes, indices: list[int], manual: bool = False) -> bytes | None:
+    """The program with the results of its collectives ``indices`` (or, if ``manual``, of every per-device
+    computation it holds) replaced by zeros, as bytecode; None if one of them cannot be replaced so."""
     from jax._src.interpreters import mlir
     from jaxlib.mlir import ir
 
     with context():
         module = ir.Module.parse(bytecode)
-        ops = _collectives(module)
-        for i in indices:
-            op = ops[i]
+        ops = _manual_computations(module) if manual else [_collectives(module)[i] for i in indices]
+        if not ops:
+            return None
+        for op in ops:
             with ir.InsertionPoint(op), ir.Location.unknown():
                 zeros = [_zeros(r) for r in op.results]
             if any(z is None for z in zeros):
@@ -150,12 +170,17 @@ def _run_each(run_variants, variants: dict[int, bytes], inputs: tuple) -> dict[i
     return answers
 
 
-def idle_collectives(bytecode: bytes, kept: list[int], run_variants, inputs: tuple, baseline) -> list[int]:
-    """The collectives in ``kept`` whose replacement by zeros leaves the answer to ``inputs`` as it was
-    (``baseline``); ``run_variants(bytecodes, inputs)`` compiles the variants as one program (each a
-    function of it) and returns each one's answer to ``inputs``."""
+def measure(bytecode: bytes, kept: list[int], run_variants, inputs: tuple, baseline) -> tuple[list[int], bool]:
+    """(the collectives in ``kept`` whose replacement by zeros leaves the answer to ``inputs`` as it was,
+    ``baseline``; whether the answer depends on the program's per-device computations, its jax.pmap
+    or jax.shard_map: a pmap that computes nothing the answer needs runs for show).
+    ``run_variants(bytecodes, inputs)`` compiles the variants as one program (each a function of it) and
+    returns each one's answer to ``inputs``."""
     variants = {k: without(bytecode, replaced) for k, replaced in groups(bytecode, kept).items()}
+    variants[MANUAL] = without(bytecode, [], manual=True)
     variants = {k: v for k, v in variants.items() if v is not None}
     if not variants:
-        return []
-    return [k for k, got in _run_each(run_variants, variants, inputs).items() if same_answer(got, baseline)]
+        return [], True
+    answers = _run_each(run_variants, variants, inputs)
+    idle = [k for k, got in answers.items() if k != MANUAL and same_answer(got, baseline)]
+    return idle, not (MANUAL in answers and same_answer(answers[MANUAL], baseline))

@@ -7,10 +7,10 @@ it if it could run code on the host (:mod:`grader.sandbox.program_check`) or if 
 the test's inputs, names every operation by what it is (:mod:`grader.sandbox.program_labels`),
 compiles it once for this worker's devices and runs it on each set of inputs the grader sent: the
 test's, and at least one the grader drew for this run, which the student's process never saw. It
-then measures which of the program's collectives the answer depends on
-(:mod:`grader.sandbox.program_ablation`) and returns every set's values, the compiled HLO text with
-the idle collectives marked, and whether the program holds a per-device computation (jax.pmap or
-jax.shard_map): the structural checks and the value checks of a case read the same program, and
+then measures which of the program's collectives, and whether its per-device computations, the
+answer depends on (:mod:`grader.sandbox.program_ablation`) and returns every set's values, the
+compiled HLO text with the idle collectives marked, and whether the program holds a per-device
+computation (jax.pmap or jax.shard_map) that the answer needs: the structural checks and the value checks of a case read the same program, and
 every fact about it comes from this process.
 
 Anything that goes wrong here is the program's failure (``not_exportable`` with the reason); the
@@ -27,7 +27,7 @@ import numpy as np
 from grader.errors import StudentFailure
 from grader.layout import plural
 from grader.sandbox.program_check import holds_manual_computation, module_operations, parse, refusal
-from grader.sandbox.program_ablation import idle_collectives
+from grader.sandbox.program_ablation import measure
 from grader.sandbox.program_labels import mark_idle, relabel, surviving
 from grader.sandbox.student_code import first_line
 
@@ -181,5 +181,6 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None) -> 
         calls = [dataclasses.replace(exported, mlir_module_serialized=v).call for v in variants]
         return compile_(lambda *args: [call(*args) for call in calls], [out_shardings] * len(calls))(*inputs)
 
-    idle = idle_collectives(labelled, surviving(text, held), run_variants, sets[-1], values[-1])
-    return {"values": values, "hlo": mark_idle(text, idle), "manual": holds_manual_computation(operations)}
+    idle, manual_needed = measure(labelled, surviving(text, held), run_variants, sets[-1], values[-1])
+    return {"values": values, "hlo": mark_idle(text, idle),
+            "manual": holds_manual_computation(operations) and manual_needed}

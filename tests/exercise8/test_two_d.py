@@ -60,16 +60,9 @@ def test_two_d_step_communicates_over_the_right_axes(student, rng, devices):
                            "the loss in an all-reduce over 'data' (4 bytes)", by_student=False)
     where = f"on a {rows} x {cols} mesh"
     moved = meshes.moving(program.hlo, AXES, sizes)
-    sums = [c for c in moved if c.op in ("all-reduce", "reduce-scatter") and meshes.axes_of(c, AXES, sizes) == ("model",)]
+    sums = [c for c in moved
+            if c.op in ("all-reduce", "reduce-scatter") and meshes.axes_of(c, AXES, sizes) == ("model",)]
     gathers = [c for c in moved if c.op == "all-gather" and meshes.axes_of(c, AXES, sizes) == ("data",)]
-    if not sums or not gathers:
-        missing = " and ".join(what for what, found in (("no sum over 'model' of the partial products", sums),
-                                                        ("no all-gather over 'data' of the weight blocks", gathers))
-                               if not found)
-        raise AssertionError(f"train_step's program runs {missing} {where} (of the collectives its answer depends "
-                             "on): each device holds only its blocks of w1 and w2, so FSDP gathers them over 'data' "
-                             "and the tensor split adds h_block @ w2_block over 'model'; a step computed whole on "
-                             "every device does neither")
     for c in moved:
         axes = meshes.axes_of(c, AXES, sizes)
         if c.op in ("all-gather", "reduce-scatter") and axes != ("data",):
@@ -86,6 +79,14 @@ def test_two_d_step_communicates_over_the_right_axes(student, rng, devices):
                                  "and JAX reduce-scatters their gradients")
         if c.op not in ("all-gather", "reduce-scatter", "all-reduce"):
             raise AssertionError(f"train_step runs {meshes.phrase(c, AXES, sizes)} {where}: nothing needs it")
+    if not sums or not gathers:
+        missing = " and ".join(what for what, found in (("no sum over 'model' of the partial products", sums),
+                                                        ("no all-gather over 'data' of the weight blocks", gathers))
+                               if not found)
+        raise AssertionError(f"train_step's program runs {missing} {where} (of the collectives its answer depends "
+                             "on): each device holds only its blocks of w1 and w2, so FSDP gathers them over 'data' "
+                             "and the tensor split adds h_block @ w2_block over 'model'; a step computed whole on "
+                             "every device does neither")
     blocks = [(w1.shape[0] // rows, w1.shape[1] // cols), (w2.shape[0] // cols, w2.shape[1] // rows)]
     held = hlo.output_shapes(program.hlo)
     if held and held[:2] != blocks:

@@ -18,7 +18,9 @@ wants a structural point without the algorithm, each in one way a rule of the en
   by the device count: each device does the whole input's work (grader.suite.hlo.work);
 * a psum labelled as something XLA added (a lying ``op_name``): the clean worker names every
   operation by what it is (grader.sandbox.program_labels);
-* ``jax.make_jaxpr`` patched to print a pmap: the pmap is read from the compiled program.
+* ``jax.make_jaxpr`` patched to print a pmap: the pmap is read from the compiled program; a pmap
+  whose result the answer does not need, beside the work done whole, does not count (measured like
+  a collective, grader.sandbox.program_ablation);
 * exercise 8's tasks computed whole on every device, with a ring of ppermutes or a psum for show
   (measured idle), or with no collective at all where the algorithm needs them (two_d).
 
@@ -265,6 +267,29 @@ jax.export.export = _for_three_numbers
             _check(X, Y)
             return _spread(jnp.matmul(X, Y))
         ''',
+    # Each function computed whole and laid out over the devices (the partitioner splits the work), beside a
+    # jax.pmap whose result the answer does not need.
+    "basics_idle_pmap": '''
+        import jax
+        import jax.numpy as jnp
+        from jax.sharding import NamedSharding, PartitionSpec as P
+
+
+        def _spread(rows):
+            return jax.device_put(rows, NamedSharding(jax.make_mesh((jax.device_count(),), ("d",)), P("d")))
+
+
+        def square_plus_one(x):
+            return _spread(x ** 2 + 1) + jax.pmap(lambda row: row - row)(x)
+
+
+        def per_device_sum(x):
+            return _spread(x.reshape(len(x), -1).sum(axis=1)) + jax.pmap(lambda row: jnp.sum(row - row))(x)
+
+
+        def per_device_matmul(X, Y):
+            return _spread(jnp.matmul(X, Y)) + jax.pmap(lambda a, b: (a - a) @ b)(X, Y)
+        ''',
     # The statistics of the whole array on every device, and a psum of (row - row) added for show.
     "collectives_replicated": '''
         import jax
@@ -459,6 +484,8 @@ TASKS = {
     "ring_lying_label": ([2], "ring", {"test_ring_allreduce_uses_ppermute_only": "runs an all-reduce (from lax.squeeze)"}),
     "basics_patched_jaxpr": ([2], "basics", {"test_each_function_runs_a_pmap": "square_plus_one's program has no "
                                                                               "jax.pmap"}),
+    "basics_idle_pmap": ([2], "basics", {"test_each_function_runs_a_pmap": "square_plus_one's program has no "
+                                                                          "jax.pmap"}),
     "collectives_replicated": ([2], "collectives", {"test_communicates_with_all_reduce": "runs no all-reduce of its "
                                                                                          "own"}),
     "train_replicated": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": "runs no all-reduce of its own"}),

@@ -155,3 +155,35 @@ def test_inputs_arrive_as_the_task_hands_them_over():
     assert found["whole"] == {"right": True, "gathers": []}
     assert found["rows split"] == {"right": True, "gathers": ["all-gather"]}
     assert "split over the mesh axes 'rows'" in found["refused"]
+
+
+# Whether the program holds a per-device computation that its answer needs (Program.manual).
+MANUAL = """
+import json, sys
+import jax
+jax.config.update("jax_num_cpu_devices", 2)
+import jax.numpy as jnp
+import numpy as np
+sys.path[:0] = [{root!r}]
+from grader.sandbox.program_export import export_program
+from grader.sandbox.program_runner import run_program
+from grader.protocol import ArraySpec
+
+PROGRAMS = {{
+    "pmap": lambda x: jax.pmap(lambda row: row ** 2 + 1)(x),
+    "idle pmap beside the work": lambda x: x ** 2 + 1 + 0 * jax.pmap(lambda row: row)(x),
+    "pmap of nothing beside the work": lambda x: (x ** 2 + 1) + jax.pmap(lambda row: row - row)(x),
+    "no pmap": lambda x: x ** 2 + 1,
+}}
+x, fresh = np.random.default_rng(0).normal(size=(2, 2, 3)).astype(np.float32)
+print(json.dumps({{name: run_program(export_program(fn, (ArraySpec(x.shape, str(x.dtype)),), "f"), [(x,), (fresh,)],
+                                    "f")["manual"] for name, fn in PROGRAMS.items()}}))
+"""
+
+
+def test_a_pmap_counts_only_if_the_answer_needs_it():
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(MANUAL.format(root=str(ROOT)))], capture_output=True,
+                          text=True, timeout=120, env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"pmap": True, "idle pmap beside the work": False,
+                                       "pmap of nothing beside the work": False, "no pmap": False}
