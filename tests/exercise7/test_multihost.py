@@ -50,5 +50,9 @@ def test_uneven_rows_rejected(student, rng, devices):
 
 
 def test_uneven_rows_rejected_on_every_layout(student, rng, devices):
-    """Only the last process holds fewer rows: every process must notice, not only the one that differs."""
-    _expect_uneven_rejected(student, rng, [devices * 3] * (student.processes - 1) + [devices])
+    """One process holds fewer rows, in turn each of them (a check of the first and last process's counts
+    alone misses the ones between): every process must notice, not only the one that differs."""
+    for short in range(student.processes):
+        counts = [devices * 3] * student.processes
+        counts[short] = devices
+        _expect_uneven_rejected(student, rng, counts)

@@ -16,6 +16,11 @@ WRONG = {
     "each process's own mean": Wrong(
         {"multihost": mutate("multihost", ("    return mean(rows)\n", "    return local_batch.mean(axis=0)\n"))},
         "2", says=("is the mean of that process's own rows only",)),
+    # Issue 30: both uneven layouts once put the odd count on the first or the last process; now each in turn.
+    "only the first and last processes' counts compared": Wrong(
+        {"multihost": mutate("multihost", ("    if len(set(counts)) != 1:\n", "    if counts[0] != counts[-1]:\n"))},
+        "1", says=("returned a value, expected it to raise ValueError",),
+        fails=(("test_uneven_rows_rejected_on_every_layout", ("row counts [3, 1, 3, 3]",), {1}),)),
     # Issue 23: written from the statements alone (apart.py); each names its mistake and no wrong advice.
     "only the processes that differ from process 0 raise": Wrong(
         apart("multihost", ("if len(set(counts)) > 1:", "if counts[jax.process_index()] != counts[0]:")), "2",
