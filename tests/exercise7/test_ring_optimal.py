@@ -1,9 +1,10 @@
 """Suite for the extra-credit task ring_optimal: the reduce-scatter + all-gather ring.
 
-The sum must equal psum, and the bytes each device sends through ppermute, read from the compiled
-program with loop trip counts, must stay within 2(n - 1) chunks of ceil(size / n) elements. The
-visible test runs one block at 4 devices; the hidden ones (course.yaml) run int32 blocks of another
-shape at 4 and 8 devices, and count the bytes.
+The sum must equal psum, and the bytes each device sends through the ppermutes the answer depends
+on, read from the compiled program with loop trip counts, must stay within 2(n - 1) chunks of
+ceil(size / n) elements and reach 2(n - 1) chunks of size // n, on a size no device count divides
+and one they all divide. The visible test runs one block at 4 devices; the hidden ones (course.yaml)
+run int32 blocks of another shape at 4 and 8 devices, and count the bytes.
 """
 
 import math

@@ -67,7 +67,7 @@ for name, fn in functions.items():
 for name, fn in {{"pmap": dot.distributed_dot, "plain": jnp.dot}}.items():
     out["manual " + name] = holds_manual_computation(module_operations(parse(jax.jit(fn).lower(x, x).as_text())))
 lying = parse(jax.jit(dot.distributed_dot).lower(x, x).as_text(debug_info=True).replace('"psum', '"squeeze'))
-named, found = parse(relabel(lying)), []
+named, found = parse(relabel(lying)[0]), []
 
 def visit(op):
     op = op.operation
@@ -90,7 +90,7 @@ def test_real_modules_are_read_operation_by_operation():
     verdicts = json.loads(proc.stdout)
     assert (verdicts.pop("manual pmap"), verdicts.pop("manual plain")) == (True, False)
     named = verdicts.pop("named")  # the psum labelled "squeeze": named by what it is, the label kept after it
-    assert ["stablehlo.all_reduce", 'loc("stablehlo.all_reduce:squeeze")'] in named
+    assert ["stablehlo.all_reduce", 'loc("stablehlo.all_reduce:squeeze:c0")'] in named  # and its place: collective 0
     assert all(where.startswith(f'loc("{what}:') for what, where in named if what != "argument")
     assert {where for what, where in named if what == "argument"} == {"loc(unknown)"}
     assert verdicts.pop("reference dot") is None
