@@ -33,6 +33,9 @@ from grader.sandbox.program_labels import index_suffix
 # How far the answer may move (relative to its largest entry, or absolutely below 1) for a collective
 # to count as idle: far above a rounding error, far below what any collective of the course moves.
 TOLERANCE = 1e-3
+# Variants compiled as one program: each is a copy of the whole program, so a program of many collectives
+# compiles in several parts rather than as one that grows with the square of their number.
+TOGETHER = 8
 _INDEX = re.compile(re.escape(index_suffix(0)[:-1]) + r'(\d+)"')
 
 
@@ -150,9 +153,15 @@ def same_answer(got, baseline) -> bool:
     return True
 
 
-def _run_each(run_variants, variants: dict[int, bytes], inputs: tuple) -> dict[int, object]:
-    """Every variant's answer to ``inputs``, from one compile of them all together; if that fails, from one
-    compile each, leaving out a variant that does not run (its collective mattered)."""
+def answers_of(run_variants, variants: dict, inputs: tuple) -> dict:
+    """Every variant's answer to ``inputs``, from one compile of up to :data:`TOGETHER` of them at a time;
+    if that fails, from one compile each, leaving out a variant that does not run (its collective
+    mattered)."""
+    if len(variants) > TOGETHER:
+        keys = list(variants)
+        return {k: got for start in range(0, len(keys), TOGETHER)
+                for k, got in answers_of(run_variants, {k: variants[k] for k in keys[start:start + TOGETHER]},
+                                        inputs).items()}
     try:
         return dict(zip(variants, run_variants(list(variants.values()), inputs)))
     except MemoryError:
@@ -181,6 +190,6 @@ def measure(bytecode: bytes, kept: list[int], run_variants, inputs: tuple, basel
     variants = {k: v for k, v in variants.items() if v is not None}
     if not variants:
         return [], True
-    answers = _run_each(run_variants, variants, inputs)
+    answers = answers_of(run_variants, variants, inputs)
     idle = [k for k, got in answers.items() if k != MANUAL and same_answer(got, baseline)]
     return idle, not (MANUAL in answers and same_answer(answers[MANUAL], baseline))

@@ -12,6 +12,8 @@ import textwrap
 
 from conftest import ROOT
 
+from grader.sandbox.program_ablation import TOGETHER, answers_of
+
 RUN = """
 import json, sys
 import jax
@@ -187,3 +189,20 @@ def test_a_pmap_counts_only_if_the_answer_needs_it():
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"pmap": True, "idle pmap beside the work": False,
                                        "pmap of nothing beside the work": False, "no pmap": False}
+
+
+def test_many_variants_are_compiled_a_few_at_a_time_and_one_that_fails_alone_is_left_out():
+    batches = []
+
+    def run_variants(variants, inputs):
+        batches.append(len(variants))
+        if b"broken" in variants:
+            raise RuntimeError("does not compile")
+        return [v.decode() for v in variants]
+
+    variants = {k: f"v{k}".encode() for k in range(2 * TOGETHER + 3)}
+    assert answers_of(run_variants, variants, ()) == {k: f"v{k}" for k in variants}
+    assert batches == [TOGETHER, TOGETHER, 3]
+    batches.clear()
+    assert answers_of(run_variants, {0: b"v0", 1: b"broken", 2: b"v2"}, ()) == {0: "v0", 2: "v2"}
+    assert batches == [3, 1, 1, 1]
