@@ -20,13 +20,17 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from grader import cgroups
+
 
 @dataclass(frozen=True)
 class Exit:
-    """How a worker ended: its exit code (negative: killed by that signal) and its peak memory."""
+    """How a worker ended: its exit code (negative: killed by that signal), its peak memory (of its largest
+    process), and how many of its processes its memory cgroup's OOM killer ended (grader.cgroups)."""
 
     code: int
     maxrss_kb: int
+    oom_kills: int = 0
 
 
 def _parents(zombies: bool = False) -> dict[int, int]:
@@ -143,7 +147,8 @@ def _has_exited(pid: int) -> bool:
 def reap(pid: int, timeout: float | None) -> Exit | None:
     """Wait up to ``timeout`` s (None: as long as it takes) for child ``pid`` to end; None if it has not.
 
-    Once it has ended, whatever is left of its process group is killed and the child is collected.
+    Once it has ended, whatever is left of its process group is killed, the child is collected, and its
+    control groups are read and removed.
     """
     deadline = None if timeout is None else time.monotonic() + timeout
     delay = 0.0005
@@ -157,7 +162,8 @@ def reap(pid: int, timeout: float | None) -> Exit | None:
     _, status, usage = os.wait4(pid, 0)
     started.discard(pid)
     kill_adopted()
-    return Exit(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
+    memory = cgroups.collect(pid)
+    return Exit(os.waitstatus_to_exitcode(status), usage.ru_maxrss, memory.get("oom_kills", 0))
 
 
 class WorkerProcess:

@@ -281,6 +281,9 @@ class Worker:
             return StudentFailure("deadlock", f"{what} never finished a collective: only {arrived} of {expected} "
                                   f"devices reached its {op} ({self.layout}). Every device must run the same "
                                   "collectives: a psum inside lax.cond or an if on the device index deadlocks")
+        if proc.exit.oom_kills:  # its own memory cgroup's OOM killer: the bound of all its processes together
+            return StudentFailure("memory", f"{what} exceeded the {self.run.memory_mb} MB memory limit "
+                                  f"({self.layout}): the worker's processes together held more, and it was ended")
         if near_limit or any(m in self.output.tail for m in _MEMORY_MARKERS):
             return StudentFailure("memory", f"{what} exceeded the {self.run.memory_mb} MB memory limit "
                                   f"({self.layout}) and the worker died")

@@ -93,7 +93,7 @@ class Zygote:
         except ZygoteError:  # the zygote is gone and cannot collect it: end the worker's group here
             processes.kill_group(pid)
             return processes.Exit(-signal.SIGKILL, 0)
-        return processes.Exit(reply["code"], reply["maxrss_kb"]) if "code" in reply else None
+        return processes.Exit(reply["code"], reply["maxrss_kb"], reply.get("oom_kills", 0)) if "code" in reply else None
 
     def close(self) -> None:
         """End the zygote; it kills and collects any worker still running."""

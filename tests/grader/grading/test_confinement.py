@@ -166,3 +166,15 @@ def test_a_batch_fails_a_grading_whose_workers_were_confined_less_than_required(
                           "(the kernel has no Landlock)")
     strong = result(NOT_ROOT)
     assert (strong.status, strong.score) == ("graded", 10.0)
+
+
+def test_memory_bounded_per_process_only_meets_basic_not_strict_and_the_run_says_which_bound():
+    cgroup = dict(FULL, memory_bound="cgroup v1: 4096 MB for the worker's processes together")
+    rlimit = {"held": [layer for layer in FULL["held"]], "landlock_abi": 7, "cost_ms": 1.0,
+              "missing": {"memory": "bounded per process (RLIMIT_DATA), not per worker: no memory cgroup (EACCES)"},
+              "memory_bound": "RLIMIT_DATA: 4096 MB per process"}
+    confinement.require("basic", rlimit)
+    with pytest.raises(confinement.SandboxRefused, match=r"missing: memory \(bounded per process \(RLIMIT_DATA\)"):
+        confinement.require("strict", rlimit)
+    assert confinement.combine([cgroup, rlimit])["memory_bound"] == "RLIMIT_DATA: 4096 MB per process"
+    assert confinement.combine([cgroup, cgroup])["memory_bound"] == cgroup["memory_bound"]
