@@ -5,7 +5,9 @@ together nor memory that is not mapped private: memfd, tmpfs, System V and POSIX
 memory control group counts all of it, for every process in it, and when the group passes its
 limit the kernel's OOM killer picks a process *in that group*: nobody else on the machine is
 touched. A CPU control group gives the worker one share however many threads it runs, so a
-submission that keeps every core busy slows its own worker, not a classmate's.
+submission that keeps every core busy slows its own worker, not a classmate's. A pids control group
+bounds its tasks (processes and threads) on any kernel, and says afterwards whether the worker ran
+into that bound: a worker that could not start names the limit it hit, threads or memory.
 
 The worker's *holder* (grader.sandbox.namespaces) makes the groups before it starts the worker:
 :func:`join` makes a child of its own group in each hierarchy (``grade-worker-<holder pid>``),
@@ -27,7 +29,7 @@ import errno
 import os
 import time
 
-CONTROLLERS = ("memory", "cpu")
+CONTROLLERS = ("memory", "cpu", "pids")
 PREFIX = "grade-worker-"
 _V2 = ""  # the key of the unified hierarchy in the maps below
 REMOVE_GRACE_S = 2.0  # how long collect waits for the last process of a group to be gone
@@ -101,8 +103,10 @@ def _write(folder: str, name: str, value) -> None:
         f.write(str(value))
 
 
-def _limits(controller: str, folder: str, memory_bytes: int) -> None:
-    if controller == "memory" and memory_bytes:
+def _limits(controller: str, folder: str, memory_bytes: int, tasks: int) -> None:
+    if controller == "pids":
+        _write(folder, "pids.max", tasks)
+    elif controller == "memory" and memory_bytes:
         if _v1(folder):
             _write(folder, "memory.limit_in_bytes", memory_bytes)
             if os.path.exists(os.path.join(folder, "memory.memsw.limit_in_bytes")):
@@ -123,11 +127,11 @@ def _make(folder: str) -> None:
         os.mkdir(folder, 0o755)
 
 
-def join(memory_bytes: int, pid: int | None = None) -> tuple[dict[str, str], dict[str, str]]:
+def join(memory_bytes: int, tasks: int, pid: int | None = None) -> tuple[dict[str, str], dict[str, str]]:
     """Make this process's groups (see the module's docstring) and move into them.
 
     Returns (controller -> the group's folder, controller -> why it has none). ``memory_bytes``: the
-    group's memory limit (0: none).
+    group's memory limit (0: none); ``tasks``: the most processes and threads it may hold.
     """
     pid = os.getpid() if pid is None else pid
     found, why = parents()
@@ -135,7 +139,11 @@ def join(memory_bytes: int, pid: int | None = None) -> tuple[dict[str, str], dic
     for controller, parent in found.items():
         folder = os.path.join(parent, f"{PREFIX}{pid}")
         if folder in made.values():  # controllers mounted together (cpu,cpuacct; v2): one group
-            _limits(controller, folder, memory_bytes)
+            try:
+                _limits(controller, folder, memory_bytes, tasks)
+            except OSError as exc:
+                why[controller] = f"the {controller} cgroup {folder} could not be set up: {exc.strerror}"
+                continue
             made[controller] = folder
             continue
         try:
@@ -144,7 +152,7 @@ def join(memory_bytes: int, pid: int | None = None) -> tuple[dict[str, str], dic
             why[controller] = f"a {controller} cgroup could not be made in {parent}: {exc.strerror}"
             continue
         try:
-            _limits(controller, folder, memory_bytes)
+            _limits(controller, folder, memory_bytes, tasks)
             _write(folder, "cgroup.procs", pid)
         except OSError as exc:
             why[controller] = f"the {controller} cgroup {folder} could not be set up: {exc.strerror}"
@@ -176,26 +184,32 @@ def _counter(text: str, key: str) -> int:
     return 0
 
 
-def counters(folder: str) -> dict[str, int]:
-    """What a memory group's counters say: ``oom_kills`` (processes its OOM killer ended), ``peak_bytes``."""
+def counters(controller: str, folder: str) -> dict[str, int]:
+    """What a group's counters say. memory: ``oom_kills`` (processes its OOM killer ended), ``memory_hits``
+    (times an allocation met the limit), ``peak_bytes``; pids: ``task_hits`` (forks and threads refused)."""
+    if controller == "pids":
+        return {"task_hits": _counter(_read(folder, "pids.events"), "max")}
+    if controller != "memory":
+        return {}
     if _v1(folder):
         return {"oom_kills": _counter(_read(folder, "memory.oom_control"), "oom_kill"),
+                "memory_hits": int(_read(folder, "memory.failcnt") or 0),
                 "peak_bytes": int(_read(folder, "memory.max_usage_in_bytes") or 0)}
-    return {"oom_kills": _counter(_read(folder, "memory.events"), "oom_kill"),
+    events = _read(folder, "memory.events")
+    return {"oom_kills": _counter(events, "oom_kill"), "memory_hits": _counter(events, "max"),
             "peak_bytes": int(_read(folder, "memory.peak").strip() or 0)}
 
 
 def collect(pid: int) -> dict[str, int]:
     """Read and remove the groups of the worker whose holder was ``pid`` (none: {}), once its processes
-    are gone; returns the memory group's :func:`counters`. Call it after the holder has been collected."""
+    are gone; returns their :func:`counters`. Call it after the holder has been collected."""
     found, _ = parents()
     out: dict[str, int] = {}
     for controller, parent in found.items():
         folder = os.path.join(parent, f"{PREFIX}{pid}")
         if not os.path.isdir(folder):
             continue
-        if controller == "memory":
-            out = counters(folder)
+        out.update(counters(controller, folder))
         deadline = time.monotonic() + REMOVE_GRACE_S
         while True:
             try:

@@ -26,11 +26,13 @@ from grader import cgroups
 @dataclass(frozen=True)
 class Exit:
     """How a worker ended: its exit code (negative: killed by that signal), its peak memory (of its largest
-    process), and how many of its processes its memory cgroup's OOM killer ended (grader.cgroups)."""
+    process), how many of its processes its memory cgroup's OOM killer ended, and the bounds of its control
+    groups it ran into: "memory", "tasks" (grader.cgroups; none where it had no groups)."""
 
     code: int
     maxrss_kb: int
     oom_kills: int = 0
+    limits_hit: tuple[str, ...] = ()
 
 
 def _parents(zombies: bool = False) -> dict[int, int]:
@@ -162,8 +164,9 @@ def reap(pid: int, timeout: float | None) -> Exit | None:
     _, status, usage = os.wait4(pid, 0)
     started.discard(pid)
     kill_adopted()
-    memory = cgroups.collect(pid)
-    return Exit(os.waitstatus_to_exitcode(status), usage.ru_maxrss, memory.get("oom_kills", 0))
+    counted = cgroups.collect(pid)
+    hit = tuple(name for name, key in (("memory", "memory_hits"), ("tasks", "task_hits")) if counted.get(key))
+    return Exit(os.waitstatus_to_exitcode(status), usage.ru_maxrss, counted.get("oom_kills", 0), hit)
 
 
 class WorkerProcess:

@@ -289,7 +289,7 @@ def _join_groups(record: _Record) -> None:
     if not record.held("cgroups"):
         return
     try:
-        record.groups, record.groups_why = cgroups.join(record.policy.memory_bytes)
+        record.groups, record.groups_why = cgroups.join(record.policy.memory_bytes, record.policy.process_limit)
     except OSError as exc:
         record.groups_why = dict.fromkeys(cgroups.CONTROLLERS, f"its cgroups could not be made: {exc}")
 

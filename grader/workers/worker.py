@@ -212,7 +212,10 @@ class Worker:
                               f"{self.output.text()[-2000:]}") from None
         if not header.get("ready"):
             self.kill()
-            raise GraderError(f"a worker for {self.layout} could not set up JAX: {header.get('message')}")
+            message = str(header.get("message"))
+            within = (f" within its {self.run.memory_mb} MB memory limit" if self.run.memory_mb and any(
+                m.decode() in message for m in _MEMORY_MARKERS) else "")
+            raise GraderError(f"a worker for {self.layout} could not set up JAX{within}: {message}")
         self.info = header
         self.sandbox_records.append(header["sandbox"])
         timeline.steps(self.name, header.get("moments"), self.proc.pid)
@@ -281,9 +284,12 @@ class Worker:
             return StudentFailure("deadlock", f"{what} never finished a collective: only {arrived} of {expected} "
                                   f"devices reached its {op} ({self.layout}). Every device must run the same "
                                   "collectives: a psum inside lax.cond or an if on the device index deadlocks")
-        if proc.exit.oom_kills:  # its own memory cgroup's OOM killer: the bound of all its processes together
+        if proc.exit.oom_kills or "memory" in proc.exit.limits_hit:  # its own memory cgroup: all its processes
             return StudentFailure("memory", f"{what} exceeded the {self.run.memory_mb} MB memory limit "
                                   f"({self.layout}): the worker's processes together held more, and it was ended")
+        if "tasks" in proc.exit.limits_hit:  # its own pids cgroup refused a process or a thread before it died
+            return StudentFailure("died", f"the worker died during {what} ({self.layout}) after reaching its limit "
+                                  "of processes and threads (a thread or process it started was refused)")
         if near_limit or any(m in self.output.tail for m in _MEMORY_MARKERS):
             return StudentFailure("memory", f"{what} exceeded the {self.run.memory_mb} MB memory limit "
                                   f"({self.layout}) and the worker died")
