@@ -80,6 +80,7 @@ _ACCELERATOR_READ_ONLY = ("/sys", "/proc/driver")
 _GROUP_READ_ONLY = ("/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/resolv.conf", "/etc/gai.conf",
                     "/sys/bus/pci", "/sys/devices", "/sys/class/net")
 ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PIDS_SLACK = 16  # pid_max above the pids cgroup's bound, so that the group's bound is the one a worker meets
 USER_NAMESPACE_NPROC = (5, 14)  # RLIMIT_NPROC counts per user namespace from this kernel on
 
 
@@ -247,12 +248,36 @@ class _Record:
 
 @functools.lru_cache(maxsize=1)
 def python_paths() -> tuple[str, ...]:
-    """The Python installation and the environment's site-packages (never a folder on sys.path like the cwd).
+    """The Python installation, the environment's site-packages, and the folders their ``.pth`` files add to
+    sys.path, as ``site`` does (another environment's packages, a plugin's folder): never a folder on sys.path
+    like the cwd or the engine's checkout.
 
     Cached: a zygote that calls it once hands the answer to every worker it forks.
     """
-    paths = {sys.base_prefix, *(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib"))}
+    sites = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
+    paths = {sys.base_prefix, *sites, *(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib"))}
+    paths.update(_pth_folders(sites))
     return tuple(sorted(p for p in paths if os.path.exists(p)))
+
+
+def _pth_folders(sites) -> set[str]:
+    """The folders named by the path lines of the ``.pth`` files in ``sites`` (lines that run code are not paths)."""
+    found = set()
+    for site in sites:
+        for name in os.listdir(site) if os.path.isdir(site) else ():
+            if not name.endswith(".pth"):
+                continue
+            try:
+                with open(os.path.join(site, name), encoding="utf-8") as f:
+                    lines = f.read().splitlines()
+            except (OSError, UnicodeDecodeError):
+                continue
+            for line in lines:
+                if line.strip() and not line.startswith(("#", "import ", "import\t")):
+                    folder = os.path.abspath(os.path.join(site, line.rstrip()))
+                    if os.path.isdir(folder):
+                        found.add(folder)
+    return found
 
 
 def _threads() -> int:
@@ -292,6 +317,8 @@ def _join_groups(record: _Record) -> None:
         record.groups, record.groups_why = cgroups.join(record.policy.memory_bytes, record.policy.process_limit)
     except OSError as exc:
         record.groups_why = dict.fromkeys(cgroups.CONTROLLERS, f"its cgroups could not be made: {exc}")
+    if "pids" in record.groups and record.held("limits"):
+        record.tasks_bounded_by.append("pids cgroup")
 
 
 def _leave_groups(record: _Record) -> None:
@@ -316,8 +343,8 @@ def _bound_memory(record: _Record) -> None:
 def _limit_tasks(record: _Record) -> None:
     """The pid namespace's own pid_max (while the worker still holds the capability to write it)."""
     if _pid_max_applies(record):
-        try:
-            namespaces.limit_tasks(record.policy.process_limit)
+        try:  # a pids cgroup, where the worker has one, is met first: it says afterwards that it was
+            namespaces.limit_tasks(record.policy.process_limit + (PIDS_SLACK if "pids" in record.groups else 0))
         except OSError as exc:
             record.tasks_why = f"its pid_max could not be written: {exc}"
             return
@@ -574,15 +601,16 @@ def survey(policy: Policy) -> dict:
         _check_landlock(record)
         _check_seccomp(record)
         _check_namespaces(record)
-        record.private_scratch = record.held("namespaces")
         if record.held("cgroups"):
             for controller, why in cgroups.survey().items():
                 if why:
                     record.groups_why[controller] = why
                 else:
                     record.groups[controller] = cgroups.parents()[0][controller]
+        record.private_scratch = record.held("namespaces")
         record.tasks_bounded_by = [name for name, applies in (("pid_max", _pid_max_applies(record)), (
-            "RLIMIT_NPROC", _nproc_counts_own(record, _check_uid(record)))) if applies]
+            "RLIMIT_NPROC", _nproc_counts_own(record, _check_uid(record))), (
+            "pids cgroup", record.held("limits") and "pids" in record.groups)) if applies]
     return record.as_dict(0.0)
 
 
