@@ -191,10 +191,11 @@ def counters(controller: str, folder: str) -> dict[str, int]:
         return {"task_hits": _counter(_read(folder, "pids.events"), "max")}
     if controller != "memory":
         return {}
-    if _v1(folder):
-        return {"oom_kills": _counter(_read(folder, "memory.oom_control"), "oom_kill"),
-                "memory_hits": int(_read(folder, "memory.failcnt") or 0),
-                "peak_bytes": int(_read(folder, "memory.max_usage_in_bytes") or 0)}
+    if _v1(folder):  # its failcnt stays 0 on some kernels (6.18's v1): a peak at the limit says it too
+        peak, limit = (int(_read(folder, name) or 0) for name in ("memory.max_usage_in_bytes", "memory.limit_in_bytes"))
+        failed = sum(int(_read(folder, name) or 0) for name in ("memory.failcnt", "memory.memsw.failcnt"))
+        return {"oom_kills": _counter(_read(folder, "memory.oom_control"), "oom_kill"), "peak_bytes": peak,
+                "memory_hits": failed or int(limit > 0 and peak >= limit - (limit >> 6))}
     events = _read(folder, "memory.events")
     return {"oom_kills": _counter(events, "oom_kill"), "memory_hits": _counter(events, "max"),
             "peak_bytes": int(_read(folder, "memory.peak").strip() or 0)}

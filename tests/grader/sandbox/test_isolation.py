@@ -16,8 +16,9 @@ setpriority, sched_setscheduler / setaffinity, ioprio_set, process_vm_readv, pid
 makes device nodes and special files, reads classmates' files, and says all of it in hostile text
 (escape sequences, characters XML forbids, HTML, a formula, from a student id, a failure message,
 a file name and printed output); ``limits`` leaves a daemon, starts processes until refused, fills
-its scratch with data and with files, exhausts memory, floods its output and answers for its
-worker with failure messages of 12 and 24 MiB.
+its scratch with data and with files, exhausts memory (also in memfds and System V shared memory),
+keeps every core busy, floods its output and answers for its worker with failure messages of 12 and
+24 MiB; ``reach`` also watches for file events and leaves System V objects for a later worker to find.
 """
 
 from __future__ import annotations
@@ -211,6 +212,18 @@ def memfd_child():
     return said or ("SIGKILL" if os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9 else f"status {{status}}")
 
 
+def hog():
+    \"\"\"Eight processes that keep every core busy for 3 s, while the classmates are graded beside it: the worker's
+    cpu cgroup holds them to one share.\"\"\"
+    import time
+    end = time.monotonic() + 3
+    for _ in range(8):
+        if os.fork() == 0:
+            while time.monotonic() < end:
+                pass
+            os._exit(0)
+
+
 def ipc():
     \"\"\"Look for the segment the reach batch's worker left (an earlier worker, another grading), then hold 64 MiB
     of System V shared memory of its own: (what the look found, what the making did).\"\"\"
@@ -232,6 +245,7 @@ def add(x, y):
 
     daemon()
     said = {{"memfd": memfd_child(), "ipc": ipc()}}  # first: the process bomb leaves no room for a fork
+    hog()
     said.update(processes=bomb(), mebibytes=fill(1 << 20, 1024), files=fill(0, 100_000), memory=memory())
     sys.stdout.write("flood " * (4 << 20))  # 24 MiB of output
     sys.stdout.flush()
