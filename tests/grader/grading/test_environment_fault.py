@@ -1,8 +1,8 @@
 """A crash the reference solution would hit too is the environment's fault: exit 3 with the cause, no verdict.
 
-End to end, the machine is made unable to run workers the way a CUDA plugin loaded under --backend cpu
-makes it (XLA cannot start its threads under the workers' address-space limit): a course whose
-memory_mb is too small for JAX's own start-up: the error names that limit. In the pool, with stand-in workers, each rule alone.
+End to end, the machine is made unable to run workers: a course whose memory_mb is too small for JAX's
+own start-up, under a memory cgroup and per process; the error names that limit. In the pool, with
+stand-in workers, each rule alone.
 """
 
 from __future__ import annotations
