@@ -584,6 +584,25 @@ def test_ipc_objects_stay_in_the_worker_and_die_with_it(place):
     assert all(_IPC_KEY not in _sysv_keys(kind) for kind in ("shm", "msg", "sem"))
 
 
+def test_a_group_shares_its_ipc_namespace_and_nobody_else_does(place):
+    """Two processes of one group (joined to its network holder) see each other's System V objects; a worker of
+    no group does not, and nothing is left once the group's holder is gone."""
+    from grader.workers.launch import GroupNetwork
+
+    network = GroupNetwork(str(ROOT), wanted=True)
+    try:
+        assert network.pid, "no group namespaces could be made here"
+        member = {"scratch": place["scratch"], "tcp_ports": (0,), "tcp_connect_any": True, "network_of": network.pid}
+        first = run_confined(_IPC + f"result['make'] = attempt(lambda: make_ipc({_IPC_KEY}))\n", **member)
+        second = run_confined(_IPC + f"result['find'] = attempt(lambda: find_ipc({_IPC_KEY}))\n", **member)
+        alone = run_confined(_IPC + f"result['find'] = attempt(lambda: find_ipc({_IPC_KEY}))\n",
+                             scratch=place["scratch"])
+    finally:
+        network.close()
+    assert (first["make"], second["find"], alone["find"]) == ("ok", "ok", "ENOENT")
+    assert all(_IPC_KEY not in _sysv_keys(kind) for kind in ("shm", "msg", "sem"))
+
+
 def test_without_namespaces_system_v_ipc_and_message_queues_are_refused(place):
     result = run_confined(_IPC + textwrap.dedent(f"""
         result["make"] = attempt(lambda: make_ipc({_IPC_KEY}))
