@@ -34,8 +34,8 @@ enough). The layers, by the names the record and the reports use:
 - ``lifetime``: nothing the worker starts outlives it: its pid namespace ends with it (without
   one, it is a child subreaper and the grader kills its whole tree: grader.processes.kill_group).
 - ``limits``: file size (a write past it fails with EFBIG), open files, no core dumps; the
-  process count (threads included), by the pid namespace's own pid_max (Linux 6.14) and, with a
-  uid or a user namespace of its own, RLIMIT_NPROC; the scratch's size, by a private tmpfs of
+  process count (threads included), by a pids cgroup of its own (grader.cgroups), the pid
+  namespace's own pid_max (Linux 6.14) and, with a uid or a user namespace of its own, RLIMIT_NPROC; the scratch's size, by a private tmpfs of
   SCRATCH_BYTES.
 - ``memory``: the worker's processes together, whatever they hold it in (memfd, tmpfs, shared memory),
   by a memory cgroup of its own (grader.cgroups); where none can be made, each process by RLIMIT_DATA
@@ -165,7 +165,7 @@ class _Record:
         gaps = []
         if not self.tasks_bounded_by:
             why = self.tasks_why or ns
-            gaps.append("the process count (neither a pid namespace with its own pid_max, Linux "
+            gaps.append("the process count (neither a pids cgroup, nor a pid namespace with its own pid_max, Linux "
                         f"{'.'.join(map(str, namespaces.PID_MAX_PER_NAMESPACE))}, nor a uid or user namespace of "
                         f"its own{': ' + why if why else ''})")
         if not self.private_scratch:
