@@ -32,6 +32,11 @@ import time
 CONTROLLERS = ("memory", "cpu", "pids")
 PREFIX = "grade-worker-"
 _V2 = ""  # the key of the unified hierarchy in the maps below
+# A worker's CPU share weighs as much as one busy process per core of the machine (the default share,
+# cpu.shares 1024 or cpu.weight 100, is one process's): workers weigh the same as each other, and a worker's
+# group does not lose to the processes outside any group on a busy machine, as it would with one process's share.
+CPU_SHARES = 1024 * (os.cpu_count() or 1)
+CPU_WEIGHT = min(10000, 100 * (os.cpu_count() or 1))
 REMOVE_GRACE_S = 2.0  # how long collect waits for the last process of a group to be gone
 
 
@@ -115,8 +120,8 @@ def _limits(controller: str, folder: str, memory_bytes: int, tasks: int) -> None
             _write(folder, "memory.max", memory_bytes)
             if os.path.exists(os.path.join(folder, "memory.swap.max")):
                 _write(folder, "memory.swap.max", 0)
-    # cpu: a new group has the default share (cpu.shares 1024, cpu.weight 100), the same as every other
-    # worker's group, whatever number of threads runs in it.
+    elif controller == "cpu":  # the same share for every worker's group, whatever number of threads runs in it
+        _write(folder, *(("cpu.shares", CPU_SHARES) if _v1(folder) else ("cpu.weight", CPU_WEIGHT)))
 
 
 def _make(folder: str) -> None:

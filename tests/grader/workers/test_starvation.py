@@ -79,6 +79,9 @@ def test_a_worker_held_to_1_percent_of_a_cpu_is_not_blamed(start):
     worker = start(3.0)
     throttled = worker.proc.pid
     group = os.path.join(cgroups.parents()[0]["cpu"], f"{cgroups.PREFIX}{worker.proc.pid}")
+    if os.path.exists(os.path.join(group, "cpu.shares")):  # every worker's group weighs the same: a core's worth each
+        with open(os.path.join(group, "cpu.shares")) as f:
+            assert int(f.read()) == cgroups.CPU_SHARES
     with open(os.path.join(group, "cpu.cfs_quota_us"), "w") as f:
         f.write("1000")  # 1 ms in every 100 ms period
     assert _call(worker, "spin", 0.5) == 0.5  # the second worker has its own group, with no quota
