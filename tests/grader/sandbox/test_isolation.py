@@ -34,6 +34,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import yaml
 
 from attacks import PROCESS_CALLS, TRY_STEPS
 from classroom import Page, folder
@@ -46,6 +47,7 @@ pytestmark = pytest.mark.skipif(not platform.machine() == "x86_64" or not os.una
                                 reason="the attacks use x86_64 Linux system call numbers")
 
 SEED = "4242"
+MEMORY_MB = 1024
 IPC_KEY = 0x15C0DE  # the System V key the attackers make objects with (and IPC_KEY + 1)
 REFUSED = "every attempt was refused"
 ATTACKER = '=HYPERLINK("evil")\x1b[31m<b>mallory\u202e'  # a folder name: the student id
@@ -213,11 +215,11 @@ def memfd_child():
 
 
 def hog():
-    \"\"\"Eight processes that keep every core busy for 3 s, while the classmates are graded beside it: the worker's
+    \"\"\"Four processes that keep every core busy for 2 s, while the classmates are graded beside it: the worker's
     cpu cgroup holds them to one share.\"\"\"
     import time
-    end = time.monotonic() + 3
-    for _ in range(8):
+    end = time.monotonic() + 2
+    for _ in range(4):
         if os.fork() == 0:
             while time.monotonic() < end:
                 pass
@@ -283,8 +285,12 @@ def setup(request, factory):
 
 
 def _class(root: Path, attacker: str | None) -> tuple[Path, Path]:
-    """(course, class folder) under ``root``: the classmates, and the attacker's add.py when given."""
+    """(course, class folder) under ``root``: the classmates, and the attacker's add.py when given. The course's
+    memory limit is MEMORY_MB, so that holding more than it takes little time."""
     course = make_course(root / "course")
+    rubric = yaml.safe_load((course / "course.yaml").read_text())
+    rubric["defaults"]["memory_mb"] = MEMORY_MB
+    (course / "course.yaml").write_text(yaml.safe_dump(rubric, sort_keys=False))
     for student, files in CLASSMATES.items():
         folder(root / "class", student, {f"{EXERCISE}/{name}": text for name, text in files.items()})
     if attacker is not None:
@@ -383,8 +389,8 @@ def check_batch(run, baseline: dict, setup) -> dict[str, dict]:
         assert ("uid" in held) == uid, report["sandbox"]
         assert "ipc" in held and ("memory" in held) == ("cpu" in held) == _own_groups(setup), report["sandbox"]
         assert report["sandbox"]["memory_bound"] == (
-            "cgroup v1: 4096 MB for the worker's processes together" if _own_groups(setup)
-            else "RLIMIT_DATA: 4096 MB per process") or "cgroup v2" in report["sandbox"]["memory_bound"]
+            f"cgroup v1: {MEMORY_MB} MB for the worker's processes together" if _own_groups(setup)
+            else f"RLIMIT_DATA: {MEMORY_MB} MB per process") or "cgroup v2" in report["sandbox"]["memory_bound"]
     for stream in (run.stdout, run.stderr):
         assert not any(c in stream for c in TERMINAL_FORBIDDEN), stream[-2000:]
     check_exports(run, setup.work)
