@@ -132,13 +132,13 @@ def _make(folder: str) -> None:
         os.mkdir(folder, 0o755)
 
 
-def join(memory_bytes: int, tasks: int, pid: int | None = None) -> tuple[dict[str, str], dict[str, str]]:
+def join(memory_bytes: int, tasks: int) -> tuple[dict[str, str], dict[str, str]]:
     """Make this process's groups (see the module's docstring) and move into them.
 
     Returns (controller -> the group's folder, controller -> why it has none). ``memory_bytes``: the
     group's memory limit (0: none); ``tasks``: the most processes and threads it may hold.
     """
-    pid = os.getpid() if pid is None else pid
+    pid = os.getpid()
     found, why = parents()
     made = {}
     for controller, parent in found.items():
