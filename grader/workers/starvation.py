@@ -16,8 +16,10 @@ quarter of its limit (WATCH_AFTER): most calls end long before, at no cost; the 
 the last three quarters of their limit.
 
 The limit is the student's when the worker used a fair part of it (STARVED_CPU_SHARE) or, using
-little, was not kept from running (it slept, or waited on a lock or a collective: its own doing).
-Otherwise the machine starved it, and the caller retries the call once in a fresh worker, then
+little, was not kept from running (it slept, or waited on a lock or a collective: its own doing; a
+sleeper woken a hundred times a second waits a little for the CPU each time, which adds up to far less
+than STARVED_WAIT_SHARE of the time). The machine starved it when it used little and waited for a CPU
+most of the time, or was stopped; the caller then retries the call once in a fresh worker, then
 reports the environment's fault (grader.workers.worker), never "an endless loop".
 """
 
@@ -30,6 +32,7 @@ from grader import processes
 
 WATCH_AFTER = 0.25  # the share of a call's limit after which the grader starts watching what the worker gets
 STARVED_CPU_SHARE = 0.25  # below this share of the limit in CPU time, the worker did not run enough to be blamed
+STARVED_WAIT_SHARE = 0.5  # ... and when its threads waited for a CPU this share of the time, it was kept from running
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -79,7 +82,7 @@ def starved(before: Usage, after: Usage, window_s: float) -> str:
         return ""
     if after.stopped:
         return f"the worker was stopped (it used {cpu:.2f} s of CPU in its last {window_s:.1f} s)"
-    if wait > cpu:
+    if wait >= STARVED_WAIT_SHARE * window_s:
         return (f"the machine kept the worker from running (it used {cpu:.2f} s of CPU in its last {window_s:.1f} s "
                 f"and waited {wait:.2f} s for one)")
     return ""

@@ -116,11 +116,12 @@ def test_batch_insists_on_basic_by_default(tmp_path):
 
 
 def test_batch_refuses_a_machine_without_namespaces_where_one_student_could_starve_another(tmp_path):
-    """No pid or mount namespace (a container whose seccomp profile refuses them): no bound on a worker's
-    processes without a uid of its own, and none on its scratch's size; basic is refused, saying so."""
+    """No pid or mount namespace and no cgroup (a container whose seccomp profile refuses namespaces): no bound
+    on a worker's processes without a uid or a pids cgroup of its own, and none on its scratch's size; basic is
+    refused, saying so."""
     course = make_course(tmp_path / "course")
     proc = run_grade("batch", str(course / "solutions"), "--exercise", EXERCISE, "--gradebook",
-                     str(tmp_path / "book.sqlite"), cwd=course, env={"GRADE_SANDBOX": "namespaces,uid"})
+                     str(tmp_path / "book.sqlite"), cwd=course, env={"GRADE_SANDBOX": "namespaces,uid,cgroups"})
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "missing: limits (not bounded: the process count" in proc.stderr
     assert "the scratch's size (no private tmpfs: switched off for this run)" in proc.stderr

@@ -112,6 +112,7 @@ def _usage(cpu: float, wait: float, stopped: bool = False) -> starvation.Usage:
     (2.9, 0.0, False, "student"),   # an endless loop on a quiet machine
     (0.9, 2.0, False, "student"),   # an endless loop given a third of a CPU: it still ran a fair share
     (0.0, 0.0, False, "student"),   # asleep, or waiting on a lock: its own doing
+    (0.01, 0.4, False, "student"),  # a sleeper woken a hundred times a second, each time a little late
     (0.1, 2.8, False, "machine"),   # ready to run, kept waiting for a CPU
     (0.0, 0.0, True, "machine"),    # stopped
 ])
