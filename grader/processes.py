@@ -20,13 +20,19 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from grader import cgroups
+
 
 @dataclass(frozen=True)
 class Exit:
-    """How a worker ended: its exit code (negative: killed by that signal) and its peak memory."""
+    """How a worker ended: its exit code (negative: killed by that signal), its peak memory (of its largest
+    process), how many of its processes its memory cgroup's OOM killer ended, and the bounds of its control
+    groups it ran into: "memory", "tasks" (grader.cgroups; none where it had no groups)."""
 
     code: int
     maxrss_kb: int
+    oom_kills: int = 0
+    limits_hit: tuple[str, ...] = ()
 
 
 def _parents(zombies: bool = False) -> dict[int, int]:
@@ -143,7 +149,8 @@ def _has_exited(pid: int) -> bool:
 def reap(pid: int, timeout: float | None) -> Exit | None:
     """Wait up to ``timeout`` s (None: as long as it takes) for child ``pid`` to end; None if it has not.
 
-    Once it has ended, whatever is left of its process group is killed and the child is collected.
+    Once it has ended, whatever is left of its process group is killed, the child is collected, and its
+    control groups are read and removed.
     """
     deadline = None if timeout is None else time.monotonic() + timeout
     delay = 0.0005
@@ -157,7 +164,9 @@ def reap(pid: int, timeout: float | None) -> Exit | None:
     _, status, usage = os.wait4(pid, 0)
     started.discard(pid)
     kill_adopted()
-    return Exit(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
+    counted = cgroups.collect(pid)
+    hit = tuple(name for name, key in (("memory", "memory_hits"), ("tasks", "task_hits")) if counted.get(key))
+    return Exit(os.waitstatus_to_exitcode(status), usage.ru_maxrss, counted.get("oom_kills", 0), hit)
 
 
 class WorkerProcess:

@@ -13,13 +13,14 @@ starts (a usage error, exit 2), with a sentence naming each missing layer and wh
   but its scratch (files), names or touches no process outside its own tree (processes), makes no
   system call that bypasses the filter and holds no capability (syscalls), leaves nothing running
   (lifetime), and cannot exhaust what others share: process count, scratch size, file size,
-  open files (limits). The default for ``grade batch`` and ``grade autograde``, which grade other
+  open files (limits), and shares no IPC object with anyone (ipc). The default for ``grade batch`` and ``grade autograde``, which grade other
   people's code. Any user on Linux 5.13 or newer that allows user namespaces has all of it (6.14
   bounds the process count without a uid of its own: root also gets it through the uid); not a
   container whose seccomp profile refuses namespaces;
 - ``strict``: every layer: also network (no socket at all for a single worker; a multi-process
-  group's TCP stays in a network namespace of the group's own) and a uid of its own (the grader
-  runs as root).
+  group's TCP stays in a network namespace of the group's own), a uid of its own (the grader
+  runs as root), memory bounded per worker (a memory cgroup, not a per-process limit) and a CPU
+  share of its own (a cpu cgroup).
 
 docs/sandbox.md has the table of layers, what each needs, and which level each setup meets.
 """
@@ -35,11 +36,12 @@ import tempfile
 
 from grader.errors import GraderError, UsageError
 
-BASIC = ("files", "processes", "syscalls", "lifetime", "limits")
+BASIC = ("files", "processes", "syscalls", "ipc", "lifetime", "limits")
 LEVELS = ("none", "basic", "strict")  # strict: every layer a worker reports (grader.sandbox.confine.LAYERS)
 DEFAULT = {"grade": "none", "batch": "basic", "autograde": "basic"}
 HELP = ("refuse to grade unless student code is confined at least this much: none, basic (classmates and the "
-        "grader out of reach: files, processes, syscalls, lifetime, limits) or strict (every layer; needs root)")
+        "grader out of reach: files, processes, syscalls, ipc, lifetime, limits) or strict (every layer; needs root "
+        "or delegated cgroups)")
 SWITCH = "GRADE_SANDBOX"  # "0": leave every mechanism out (for measuring the cost only); else a comma list to leave out
 SURVEY_TIMEOUT_S = 60.0
 
@@ -72,7 +74,9 @@ def combine(records: list[dict]) -> dict:
     order += [layer for layer in missing if layer not in order]
     return {"held": [layer for layer in order if layer not in missing],
             "missing": {layer: missing[layer] for layer in order if layer in missing},
-            "workers": len(records), "landlock_abi": min(r.get("landlock_abi", 0) for r in records)}
+            "workers": len(records), "landlock_abi": min(r.get("landlock_abi", 0) for r in records),
+            "memory_bound": next((r["memory_bound"] for r in records if "memory" in r.get("missing", {})),
+                                 records[0].get("memory_bound", "none"))}
 
 
 def median_cost_ms(records: list[dict]) -> float:

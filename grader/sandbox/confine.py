@@ -22,6 +22,9 @@ enough). The layers, by the names the record and the reports use:
   /proc rule.
 - ``syscalls``: the seccomp filter of :mod:`grader.sandbox.seccomp`; and no capabilities, whatever
   the uid (grader.sandbox.privileges).
+- ``ipc``: System V message queues, semaphores and shared memory, and POSIX message queues, in an
+  IPC namespace of the worker's own (a multi-process group's: of the group's own), so they die with
+  it and no other worker sees them; without namespaces the seccomp filter refuses them.
 - ``uid``: when the worker starts as root, it becomes ``UID_BASE + the holder's pid`` (gid the
   same, no groups) and owns only its scratch. Pids are unique among live processes, so no two
   live workers share a uid, and the range sits above pid_max and the usual /etc/subuid ranges. A
@@ -31,9 +34,14 @@ enough). The layers, by the names the record and the reports use:
 - ``lifetime``: nothing the worker starts outlives it: its pid namespace ends with it (without
   one, it is a child subreaper and the grader kills its whole tree: grader.processes.kill_group).
 - ``limits``: file size (a write past it fails with EFBIG), open files, no core dumps; the
-  process count (threads included), by the pid namespace's own pid_max (Linux 6.14) and, with a
-  uid or a user namespace of its own, RLIMIT_NPROC; the scratch's size, by a private tmpfs of
-  SCRATCH_BYTES. Memory is the worker's own RLIMIT_AS (grader.sandbox.worker), per process.
+  process count (threads included), by a pids cgroup of its own (grader.cgroups), the pid
+  namespace's own pid_max (Linux 6.14) and, with a uid or a user namespace of its own, RLIMIT_NPROC; the scratch's size, by a private tmpfs of
+  SCRATCH_BYTES.
+- ``memory``: the worker's processes together, whatever they hold it in (memfd, tmpfs, shared memory),
+  by a memory cgroup of its own (grader.cgroups); where none can be made, each process by RLIMIT_DATA
+  (which counts what a process writes, not the address space the CUDA libraries reserve), with
+  memfd_create and System V shared memory refused, since nothing would bound them.
+- ``cpu``: one CPU share per worker, however many threads it runs (a cpu cgroup of its own).
 
 Applying all of it costs about a millisecond; the record carries the measured figure.
 """
@@ -52,10 +60,11 @@ import sysconfig
 import time
 from dataclasses import dataclass, field
 
+from grader import cgroups
 from grader.sandbox import landlock, mounts, namespaces, privileges, seccomp
 
-LAYERS = ("files", "network", "processes", "syscalls", "uid", "lifetime", "limits")
-MECHANISMS = ("landlock", "seccomp", "namespaces", "uid", "subreaper", "limits")
+LAYERS = ("files", "network", "processes", "syscalls", "ipc", "uid", "lifetime", "limits", "memory", "cpu")
+MECHANISMS = ("landlock", "seccomp", "namespaces", "uid", "subreaper", "limits", "cgroups")
 UID_BASE = 2_000_000_000
 FILE_SIZE_LIMIT = 256 << 20
 OPEN_FILES_LIMIT = 4096
@@ -71,6 +80,7 @@ _ACCELERATOR_READ_ONLY = ("/sys", "/proc/driver")
 _GROUP_READ_ONLY = ("/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/resolv.conf", "/etc/gai.conf",
                     "/sys/bus/pci", "/sys/devices", "/sys/class/net")
 ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PIDS_SLACK = 16  # pid_max above the pids cgroup's bound, so that the group's bound is the one a worker meets
 USER_NAMESPACE_NPROC = (5, 14)  # RLIMIT_NPROC counts per user namespace from this kernel on
 
 
@@ -91,7 +101,8 @@ class Policy:
     the kernel's Landlock is no newer than this (1 or more). ``process_limit``: the most tasks
     (processes and threads) the worker may have, by its pid namespace's pid_max (at least
     300, the kernel's least) and RLIMIT_NPROC where that counts its own processes only.
-    ``scratch_bytes``: the size of its private scratch. ``network_of``: the pid of the process holding
+    ``scratch_bytes``: the size of its private scratch. ``memory_bytes``: the most memory its processes
+    may hold together (0: no bound; the default is course.yaml's default memory_mb). ``network_of``: the pid of the process holding
     its multi-process group's own network namespace, to join (grader.sandbox.namespaces.hold_network;
     0: none). ``limits``: the other resource limits, by RLIMIT_* number.
     """
@@ -106,6 +117,7 @@ class Policy:
     max_landlock_abi: int | None = None
     process_limit: int = PROCESS_LIMIT
     scratch_bytes: int = mounts.SCRATCH_BYTES
+    memory_bytes: int = 4096 << 20
     network_of: int = 0
     limits: dict[int, int] = field(default_factory=lambda: {resource.RLIMIT_FSIZE: FILE_SIZE_LIMIT,
                                                              resource.RLIMIT_NOFILE: OPEN_FILES_LIMIT,
@@ -130,6 +142,8 @@ class _Record:
         self.scratch_why = ""  # why the private scratch could not be mounted
         self.tasks_why = ""  # why its pid namespace's pid_max could not be written
         self.private_network = ""  # why the group's own network could not be joined ("" when it was, or none is given)
+        self.groups: dict[str, str] = {}  # controller -> the worker's own cgroup (grader.cgroups)
+        self.groups_why: dict[str, str] = {}  # controller -> why it has none
 
     def held(self, mechanism: str) -> bool:
         return mechanism not in self.why_not
@@ -151,12 +165,50 @@ class _Record:
         gaps = []
         if not self.tasks_bounded_by:
             why = self.tasks_why or ns
-            gaps.append("the process count (neither a pid namespace with its own pid_max, Linux "
+            gaps.append("the process count (neither a pids cgroup, nor a pid namespace with its own pid_max, Linux "
                         f"{'.'.join(map(str, namespaces.PID_MAX_PER_NAMESPACE))}, nor a uid or user namespace of "
                         f"its own{': ' + why if why else ''})")
         if not self.private_scratch:
             gaps.append(f"the scratch's size (no private tmpfs: {ns or self.scratch_why})")
         return "not bounded: " + "; ".join(gaps) if gaps else ""
+
+    def shared_ipc(self) -> bool:
+        """Whether System V IPC and POSIX message queues would be the machine's (no IPC namespace)."""
+        return not self.held("namespaces")
+
+    def unbounded_memory(self) -> bool:
+        """Whether no memory cgroup counts memfd and shared memory."""
+        return "memory" not in self.groups
+
+    def _ipc(self, sc: str) -> str:
+        if not self.shared_ipc() or not sc:
+            return ""
+        return (f"System V IPC and POSIX message queues are shared with the machine: no IPC namespace "
+                f"({self.why_not['namespaces']}) and no seccomp ({sc})")
+
+    def memory_bound(self) -> str:
+        """Which bound holds the worker's memory, in words (the record's ``memory_bound``)."""
+        mb = self.policy.memory_bytes >> 20
+        if not mb:
+            return "none"
+        if "memory" in self.groups:
+            kind = "v1" if cgroups._v1(self.groups["memory"]) else "v2"
+            return f"cgroup {kind}: {mb} MB for the worker's processes together"
+        return f"RLIMIT_DATA: {mb} MB per process"
+
+    def _memory(self, sc: str) -> str:
+        if not self.policy.memory_bytes:
+            return "no memory limit is set for this backend"
+        if "memory" in self.groups:
+            return ""
+        why = self.why_not.get("cgroups") or self.groups_why.get("memory", "")
+        escape = f"; memfd and shared memory are not bounded ({sc})" if sc else ""
+        return f"bounded per process (RLIMIT_DATA), not per worker: no memory cgroup ({why}){escape}"
+
+    def _cpu(self) -> str:
+        if "cpu" in self.groups:
+            return ""
+        return f"no CPU share of its own: {self.why_not.get('cgroups') or self.groups_why.get('cpu', '')}"
 
     def layers(self) -> dict[str, str]:
         """Layer -> "" when it held, else the reason in words."""
@@ -177,9 +229,12 @@ class _Record:
                 f"TCP connections are open: {net_missing}" if tcp and net_missing else ""),
             "processes": self._processes(ll, sc, scopes_missing),
             "syscalls": sc or self.why_not.get("capabilities", ""),
+            "ipc": self._ipc(sc),
             "uid": self.why_not.get("uid", ""),
             "lifetime": f"no pid namespace ({ns}) and no subreaper ({reaper})" if ns and reaper else "",
             "limits": self._limits(),
+            "memory": self._memory(sc),
+            "cpu": self._cpu(),
         }
 
     def as_dict(self, cost_ms: float) -> dict:
@@ -187,17 +242,42 @@ class _Record:
         return {"held": [n for n in LAYERS if not layers[n]], "missing": {n: r for n, r in layers.items() if r},
                 "landlock_abi": self.landlock_abi, "uid": self.uid,
                 "tcp_ports": list(self.policy.tcp_ports) if self.policy.tcp_ports is not None else None,
+                "memory_bound": self.memory_bound(),
                 "cost_ms": round(cost_ms, 3)}
 
 
 @functools.lru_cache(maxsize=1)
 def python_paths() -> tuple[str, ...]:
-    """The Python installation and the environment's site-packages (never a folder on sys.path like the cwd).
+    """The Python installation, the environment's site-packages, and the folders their ``.pth`` files add to
+    sys.path, as ``site`` does (another environment's packages, a plugin's folder): never a folder on sys.path
+    like the cwd or the engine's checkout.
 
     Cached: a zygote that calls it once hands the answer to every worker it forks.
     """
-    paths = {sys.base_prefix, *(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib"))}
+    sites = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
+    paths = {sys.base_prefix, *sites, *(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib"))}
+    paths.update(_pth_folders(sites))
     return tuple(sorted(p for p in paths if os.path.exists(p)))
+
+
+def _pth_folders(sites) -> set[str]:
+    """The folders named by the path lines of the ``.pth`` files in ``sites`` (lines that run code are not paths)."""
+    found = set()
+    for site in sites:
+        for name in os.listdir(site) if os.path.isdir(site) else ():
+            if not name.endswith(".pth"):
+                continue
+            try:
+                with open(os.path.join(site, name), encoding="utf-8") as f:
+                    lines = f.read().splitlines()
+            except (OSError, UnicodeDecodeError):
+                continue
+            for line in lines:
+                if line.strip() and not line.startswith(("#", "import ", "import\t")):
+                    folder = os.path.abspath(os.path.join(site, line.rstrip()))
+                    if os.path.isdir(folder):
+                        found.add(folder)
+    return found
 
 
 def _threads() -> int:
@@ -229,11 +309,42 @@ def _set_limits(record: _Record) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the size limit fails with EFBIG instead
 
 
+def _join_groups(record: _Record) -> None:
+    """Control groups of the worker's own (grader.cgroups), joined now by the process that becomes its holder."""
+    if not record.held("cgroups"):
+        return
+    try:
+        record.groups, record.groups_why = cgroups.join(record.policy.memory_bytes, record.policy.process_limit)
+    except OSError as exc:
+        record.groups_why = dict.fromkeys(cgroups.CONTROLLERS, f"its cgroups could not be made: {exc}")
+    if "pids" in record.groups and record.held("limits"):
+        record.tasks_bounded_by.append("pids cgroup")
+
+
+def _leave_groups(record: _Record) -> None:
+    """The holder's first step: out of the worker's groups, so their OOM killer can only choose the worker's
+    processes (a holder that cannot leave stays: the worker still gets its bound)."""
+    try:
+        cgroups.leave(record.groups)
+    except OSError:
+        pass
+
+
+def _bound_memory(record: _Record) -> None:
+    """RLIMIT_DATA per process where no memory cgroup bounds the worker's processes together (whatever
+    mechanisms are switched off: the course's memory limit is a grading rule)."""
+    limit = record.policy.memory_bytes
+    if limit and record.unbounded_memory():
+        _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        limit = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+
+
 def _limit_tasks(record: _Record) -> None:
     """The pid namespace's own pid_max (while the worker still holds the capability to write it)."""
     if _pid_max_applies(record):
-        try:
-            namespaces.limit_tasks(record.policy.process_limit)
+        try:  # a pids cgroup, where the worker has one, is met first: it says afterwards that it was
+            namespaces.limit_tasks(record.policy.process_limit + (PIDS_SLACK if "pids" in record.groups else 0))
         except OSError as exc:
             record.tasks_why = f"its pid_max could not be written: {exc}"
             return
@@ -361,7 +472,8 @@ def _seccomp(record: _Record) -> None:
     if not _check_seccomp(record):
         return
     try:
-        seccomp.load(tcp=record.policy.tcp_ports is not None)
+        seccomp.load(tcp=record.policy.tcp_ports is not None, shared_ipc=record.shared_ipc(),
+                     unbounded_memory=record.unbounded_memory())
     except seccomp.SeccompError as exc:
         record.why_not["seccomp"] = str(exc)
 
@@ -386,8 +498,9 @@ def _enter_namespaces(record: _Record) -> int:
             namespaces.join_network(record.policy.network_of)
         except OSError as exc:
             record.private_network = str(exc)
+    joined = bool(record.policy.network_of) and not record.private_network  # the group's IPC namespace too
     try:
-        return namespaces.enter()
+        return namespaces.enter(ipc=not joined, on_hold=lambda: _leave_groups(record))
     except OSError as exc:
         record.why_not["namespaces"] = f"the kernel refused new namespaces ({exc})"
     return holder
@@ -451,6 +564,7 @@ def confine(policy: Policy) -> dict:
         for mechanism in ("landlock", "seccomp", "namespaces"):
             record.why_not.setdefault(mechanism, f"{threads} threads were running; only the calling one would "
                                                  "be confined")
+    _join_groups(record)
     holder = _enter_namespaces(record)
     if not record.held("namespaces"):
         _subreaper(record)
@@ -461,6 +575,7 @@ def confine(policy: Policy) -> dict:
     ruleset = _ruleset(record, _scratch)
     _drop_privileges(record, uid, (policy.scratch, *policy.kept))
     _set_limits(record)
+    _bound_memory(record)
     if ruleset is not None:
         seccomp.no_new_privs()
         ruleset.restrict_self()
@@ -486,15 +601,24 @@ def survey(policy: Policy) -> dict:
         _check_landlock(record)
         _check_seccomp(record)
         _check_namespaces(record)
+        if record.held("cgroups"):
+            for controller, why in cgroups.survey().items():
+                if why:
+                    record.groups_why[controller] = why
+                else:
+                    record.groups[controller] = cgroups.parents()[0][controller]
         record.private_scratch = record.held("namespaces")
         record.tasks_bounded_by = [name for name, applies in (("pid_max", _pid_max_applies(record)), (
-            "RLIMIT_NPROC", _nproc_counts_own(record, _check_uid(record)))) if applies]
+            "RLIMIT_NPROC", _nproc_counts_own(record, _check_uid(record))), (
+            "pids cgroup", record.held("limits") and "pids" in record.groups)) if applies]
     return record.as_dict(0.0)
 
 
-def confine_worker(code: str, probes: str, backend: str, distributed: dict | None, off=(), kept: str = "") -> dict:
+def confine_worker(code: str, probes: str, backend: str, distributed: dict | None, off=(), kept: str = "",
+                   memory_mb: int = 0) -> dict:
     """Confine a worker: it may write its copy of the submission (``code``) and the folder ``kept``
-    (watch mode's compile cache, when given), and read the ``probes`` copied beside it.
+    (watch mode's compile cache, when given), and read the ``probes`` copied beside it; its processes may
+    hold ``memory_mb`` together (0: no bound).
 
     A process of a multi-process group (``distributed``: its coordinator's ``host:port``, and the pid
     holding the group's own network, ``network``, where it has one) may also bind that port and
@@ -507,7 +631,7 @@ def confine_worker(code: str, probes: str, backend: str, distributed: dict | Non
     read_only = (ENGINE_DIR, probes, *(_ACCELERATOR_READ_ONLY if accelerator else ()))
     return confine(Policy(scratch=code, kept=(kept,) if kept else (), read_only=read_only, devices=("/dev",) if accelerator else (),
                           tcp_ports=ports, tcp_connect_any=bool(distributed), off=_mechanisms(off),
-                          network_of=(distributed or {}).get("network", 0)))
+                          network_of=(distributed or {}).get("network", 0), memory_bytes=memory_mb << 20))
 
 
 def _mechanisms(off) -> frozenset[str]:

@@ -26,6 +26,7 @@ worker's three pipe ends as SCM_RIGHTS file descriptors.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import select
@@ -114,7 +115,7 @@ def _reap(request: dict, children: set[int]) -> dict:
     if ended is None:
         return {"running": True}
     children.discard(pid)
-    return {"code": ended.code, "maxrss_kb": ended.maxrss_kb}
+    return dataclasses.asdict(ended)
 
 
 def _preload() -> dict[str, float]:

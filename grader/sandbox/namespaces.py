@@ -48,9 +48,10 @@ import signal
 import socket
 import struct
 import sys
+from collections.abc import Callable
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
-CLONE_NEWUTS, CLONE_NEWNET = 0x04000000, 0x40000000
+CLONE_NEWUTS, CLONE_NEWNET, CLONE_NEWIPC = 0x04000000, 0x40000000, 0x08000000
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 _MS_REC, _MS_PRIVATE = 0x4000, 0x40000
 _PR_SET_PDEATHSIG = 1
@@ -92,9 +93,10 @@ def _unshare_as_self(flags: int) -> None:
                 f.write(text)
 
 
-def _unshare() -> None:
-    """Unshare a pid and a mount namespace, and stop mounts from propagating back to the grader's namespace."""
-    _unshare_as_self(CLONE_NEWPID | CLONE_NEWNS)
+def _unshare(ipc: bool = True) -> None:
+    """Unshare a pid, a mount and (with ``ipc``) an IPC namespace, and stop mounts from propagating back to the
+    grader's namespace."""
+    _unshare_as_self(CLONE_NEWPID | CLONE_NEWNS | (CLONE_NEWIPC if ipc else 0))
     mount(None, "/", None, _MS_REC | _MS_PRIVATE)
 
 
@@ -134,9 +136,10 @@ def _end_like(status: int) -> None:
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
 
-def _hold(worker: int, init: int, lifeline: int) -> None:
-    """The holder: wait for the worker; then end the namespace (its init reads the end of ``lifeline``) and
-    end as the worker did."""
+def _hold(worker: int, init: int, lifeline: int, on_hold: Callable[[], None]) -> None:
+    """The holder: ``on_hold()``, wait for the worker; then end the namespace (its init reads the end of
+    ``lifeline``) and end as the worker did."""
+    on_hold()
     _close_all_but(lifeline)
     _quiet()
     _, status = os.waitpid(worker, 0)
@@ -145,22 +148,25 @@ def _hold(worker: int, init: int, lifeline: int) -> None:
     _end_like(status)
 
 
-def enter() -> int:
+def enter(ipc: bool = True, on_hold: Callable[[], None] = lambda: None) -> int:
     """Move into namespaces of the worker's own (see the module's docstring); returns the holder's pid.
 
+    ``ipc``: an IPC namespace of its own too (not for a process of a multi-process group that joined its
+    group's, :func:`join_network`). ``on_hold``: what the holder does first, once the worker is started
+    (leave the worker's control groups, grader.cgroups.leave).
     Raises OSError, before anything has changed, where this machine or its seccomp profile refuses
     the namespaces. Only the worker returns; call it single-threaded (unshare requires that).
     """
     if not os.access(INIT[0], os.X_OK):
         raise OSError(2, f"no {INIT[0]} to be the init of the worker's pid namespace")
     holder = os.getpid()
-    _unshare()
+    _unshare(ipc)
     lifeline_r, lifeline_w = os.pipe()
     init = _spawn_init(lifeline_r)  # the namespace's first process: its pid 1
     os.close(lifeline_r)
     worker = os.fork()
     if worker:
-        _hold(worker, init, lifeline_w)
+        _hold(worker, init, lifeline_w, on_hold)
     os.close(lifeline_w)
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     return holder
@@ -173,14 +179,16 @@ def _loopback_up() -> None:
 
 
 def hold_network() -> None:
-    """A multi-process group's network (see the module's docstring), for as long as stdin stays open.
+    """A multi-process group's network and IPC namespace (see the module's docstring), for as long as stdin
+    stays open: System V objects and POSIX message queues its processes make are shared inside the group
+    only, and die with it.
 
     Prints ``ready`` once the namespace is made, or ``failed: why`` (and exits) where it cannot be.
     Dies with the grader that started it.
     """
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     try:
-        _unshare_as_self(CLONE_NEWNET | CLONE_NEWUTS)
+        _unshare_as_self(CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC)
         socket.sethostname("localhost")
         _loopback_up()
     except OSError as exc:
@@ -191,10 +199,10 @@ def hold_network() -> None:
 
 
 def join_network(holder: int) -> None:
-    """Enter the network (and host name) namespace of the group's :func:`hold_network` process ``holder``
+    """Enter the network, host name and IPC namespaces of the group's :func:`hold_network` process ``holder``
     (a normal user: its user namespace first, whose owner it is). Single-threaded callers only."""
-    for kind, flag in ((("user", CLONE_NEWUSER),) if os.geteuid() != 0 else ()) + (("uts", CLONE_NEWUTS),
-                                                                                    ("net", CLONE_NEWNET)):
+    for kind, flag in ((("user", CLONE_NEWUSER),) if os.geteuid() != 0 else ()) + (
+            ("uts", CLONE_NEWUTS), ("net", CLONE_NEWNET), ("ipc", CLONE_NEWIPC)):
         fd = os.open(f"/proc/{holder}/ns/{kind}", os.O_RDONLY | os.O_CLOEXEC)
         try:
             _check(_libc.setns(fd, flag), f"setns({kind})")

@@ -20,6 +20,13 @@ closed here, in a classic BPF program built by hand (libseccomp's Python binding
   open_by_handle_at, mount, chroot, pivot_root. clone3 gets ENOSYS, as in Docker's profile: its
   flags sit in memory a filter cannot read, and glibc falls back to clone, whose flags it can.
 
+- file events: inotify and fanotify, whose watches would report what other processes do to files
+  outside the scratch (a classmate's, the gradebook) however Landlock confines opening them;
+- kernel objects nothing else keeps to the worker (:func:`load`'s ``shared_ipc`` and ``unbounded_memory``):
+  System V IPC and POSIX message queues where the worker has no IPC namespace of its own (they would
+  be shared with every process and outlive it), and memfd_create and System V shared memory where no
+  memory cgroup counts them (RLIMIT_DATA does not).
+
 Denied calls return an errno instead of killing the process, so the student's code sees an
 ordinary OSError. The filter also refuses every call made through another architecture's entry
 (i386 ``int 0x80``, x32), whose numbers mean different calls.
@@ -47,7 +54,12 @@ _NETLINK_ROUTE = 0
 DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_open", "pidfd_getfd", "pidfd_send_signal",
           "process_madvise", "process_mrelease", "kcmp", "io_uring_setup", "io_uring_enter", "io_uring_register",
           "unshare", "setns", "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key",
-          "open_by_handle_at", "mount", "umount2", "chroot", "pivot_root", "mknod", "mknodat")
+          "open_by_handle_at", "mount", "umount2", "chroot", "pivot_root", "mknod", "mknodat",
+          "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark")
+SHARED_IPC = ("shmget", "shmat", "shmctl", "shmdt", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop",
+              "semctl", "semtimedop", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
+              "mq_getsetattr")
+UNBOUNDED_MEMORY = ("memfd_create", "memfd_secret", "shmget")
 _PRIO_PROCESS, _IOPRIO_WHO_PROCESS = 0, 1
 # Calls that name a process: allowed only with these (argument offset, value) pairs, i.e. on the caller itself.
 ONLY_ITSELF = {
@@ -68,7 +80,11 @@ _TABLES = {
         "pidfd_send_signal": 424, "process_madvise": 440, "process_mrelease": 448, "mknod": 133, "mknodat": 259,
         "prlimit64": 302, "sched_setaffinity": 203, "sched_setscheduler": 144, "sched_setparam": 142,
         "sched_setattr": 314, "migrate_pages": 256, "move_pages": 279, "get_robust_list": 274, "setpriority": 141,
-        "ioprio_set": 251}),
+        "ioprio_set": 251, "inotify_init": 253, "inotify_init1": 294, "inotify_add_watch": 254,
+        "fanotify_init": 300, "fanotify_mark": 301, "shmget": 29, "shmat": 30, "shmctl": 31, "shmdt": 67,
+        "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "semget": 64, "semop": 65, "semctl": 66,
+        "semtimedop": 220, "mq_open": 240, "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243,
+        "mq_notify": 244, "mq_getsetattr": 245, "memfd_create": 319, "memfd_secret": 447}),
     "aarch64": (0xC00000B7, False, {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438, "kcmp": 272,
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "unshare": 97, "setns": 268,
@@ -78,7 +94,11 @@ _TABLES = {
         "pidfd_send_signal": 424, "process_madvise": 440, "process_mrelease": 448, "mknodat": 33,
         "prlimit64": 261, "sched_setaffinity": 122, "sched_setscheduler": 119, "sched_setparam": 118,
         "sched_setattr": 274, "migrate_pages": 238, "move_pages": 239, "get_robust_list": 100, "setpriority": 140,
-        "ioprio_set": 30}),
+        "ioprio_set": 30, "inotify_init1": 26, "inotify_add_watch": 27, "fanotify_init": 262,
+        "fanotify_mark": 263, "shmget": 194, "shmat": 196, "shmctl": 195, "shmdt": 197, "msgget": 186,
+        "msgsnd": 189, "msgrcv": 188, "msgctl": 187, "semget": 190, "semop": 193, "semctl": 191,
+        "semtimedop": 192, "mq_open": 180, "mq_unlink": 181, "mq_timedsend": 182, "mq_timedreceive": 183,
+        "mq_notify": 184, "mq_getsetattr": 185, "memfd_create": 279, "memfd_secret": 447}),
 }
 
 
@@ -139,11 +159,20 @@ class _Program:
         return b"".join(out)
 
 
-_ABSENT = {"aarch64": {"mknod"}}  # denied calls an architecture does not have (aarch64 has only mknodat)
+_ABSENT = {"aarch64": {"mknod", "inotify_init"}}  # denied calls an architecture does not have (aarch64 has only
+# mknodat and inotify_init1)
 
 
-def program(tcp: bool) -> bytes:
-    """The filter for this machine's architecture; ``tcp``: a worker that may open TCP sockets."""
+def denied(shared_ipc: bool = False, unbounded_memory: bool = False) -> tuple[str, ...]:
+    """The calls refused outright: DENIED, and SHARED_IPC / UNBOUNDED_MEMORY where nothing else keeps
+    those objects to the worker."""
+    extra = (SHARED_IPC if shared_ipc else ()) + (UNBOUNDED_MEMORY if unbounded_memory else ())
+    return DENIED + tuple(dict.fromkeys(n for n in extra if n not in DENIED))
+
+
+def program(tcp: bool, shared_ipc: bool = False, unbounded_memory: bool = False) -> bytes:
+    """The filter for this machine's architecture; ``tcp``: a worker that may open TCP sockets; ``shared_ipc``:
+    one without an IPC namespace of its own; ``unbounded_memory``: one without a memory cgroup."""
     arch, has_x32, numbers = _TABLES[platform.machine()]
     p = _Program()
     p.load(_ARCH)
@@ -151,7 +180,7 @@ def program(tcp: bool) -> bytes:
     p.load(_NR)
     if has_x32:
         p.jump(_JGE, _X32_BIT, "deny")
-    for name in DENIED:
+    for name in denied(shared_ipc, unbounded_memory):
         if name not in _ABSENT.get(platform.machine(), ()):  # a name missing from a table is a KeyError
             p.jump(_JEQ, numbers[name], "deny")
     for name in ONLY_ITSELF:
@@ -202,9 +231,9 @@ def no_new_privs() -> None:
         raise SeccompError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
 
 
-def load(tcp: bool) -> None:
-    """Install the filter on this thread and everything it starts; it cannot be removed."""
-    code = program(tcp)
+def load(tcp: bool, shared_ipc: bool = False, unbounded_memory: bool = False) -> None:
+    """Install the filter (see :func:`program`) on this thread and everything it starts; it cannot be removed."""
+    code = program(tcp, shared_ipc, unbounded_memory)
     buf = ctypes.create_string_buffer(code, len(code))
     prog = _Filter(len(code) // 8, ctypes.cast(buf, ctypes.c_void_p))
     no_new_privs()

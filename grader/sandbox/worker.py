@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import os
-import resource
 import socket
 import sys
 import time
@@ -254,9 +253,6 @@ def main(request_fd: int = REQUEST_FD, reply_fd: int = REPLY_FD) -> None:
     global _probes_folder, _clean
     settings = WorkerSettings.receive(request_fd)
     moments = {"receive the settings": time.monotonic()}  # when each step of the start-up ended (the timeline's)
-    if settings.memory_mb:
-        limit = settings.memory_mb << 20
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     _clean = settings.clean
     if _clean:  # nothing of the student's: its own folder for cwd, HOME and TMPDIR, no probes
         os.environ.update(HOME=settings.code, TMPDIR=os.path.join(settings.code, ".tmp"))
@@ -264,7 +260,7 @@ def main(request_fd: int = REQUEST_FD, reply_fd: int = REPLY_FD) -> None:
         _probes_folder = os.path.abspath(settings.probes)
     try:
         sandbox = confine.confine_worker(settings.code, _probes_folder, settings.backend, settings.distributed,
-                                         settings.sandbox_off, settings.compile_cache)
+                                         settings.sandbox_off, settings.compile_cache, settings.memory_mb)
         moments["confine itself"] = time.monotonic()
         info = configure_jax(settings)
         moments["set up JAX's backend"] = time.monotonic()

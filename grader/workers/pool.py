@@ -116,9 +116,7 @@ class WorkerPool:
             canary.start()
         except GraderError as cause:
             raise GraderError(f"{failure.message}; a fresh worker for {layout} running only the grader's own small "
-                              "program fails too, so this is the environment, not the submission (if it ran out of "
-                              "memory or threads, course.yaml's memory_mb may be too low for what this JAX "
-                              f"installation loads): {cause}") from None
+                              f"program fails too, so this is the environment, not the submission: {cause}") from None
         finally:
             canary.kill()
         self._sound.add(layout)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import signal
 import threading
 import time
@@ -22,7 +23,7 @@ from grader.errors import GraderError, StudentFailure
 from grader.layout import Layout
 from grader.processes import WorkerProcess
 from grader.workers.backends import Backend
-from grader.workers import timeline
+from grader.workers import starvation, timeline
 from grader.workers.launch import Launcher
 
 OUTPUT_CAP = 64 << 10
@@ -51,6 +52,13 @@ class RunSettings:
     sandbox_off: tuple[str, ...] = ()
     clean_home: str = ""
     compile_cache: str = ""
+
+
+class MachineFault(GraderError):
+    """A call failed because of the machine, not the submission: its time limit fired while the worker was kept
+    from running (grader.workers.starvation), or the machine's OOM killer ended a worker within its own memory
+    limit. :meth:`Worker.request` tries such a call once more in a fresh worker; a second is the environment's
+    fault (a grader error, exit 3), never a verdict."""
 
 
 class Handle(Protocol):
@@ -205,14 +213,21 @@ class Worker:
         try:
             header, _ = protocol.receive(self._rep, deadline)
         except protocol.ChannelClosed:
-            raise GraderError(f"{self.death('start-up')}\nits output:\n{self.output.text()[-2000:]}") from None
+            try:
+                cause = str(self.death("start-up"))
+            except MachineFault as fault:
+                cause = str(fault)
+            raise GraderError(f"{cause}\nits output:\n{self.output.text()[-2000:]}") from None
         except protocol.ProtocolError as exc:
             self.kill()
             raise GraderError(f"a worker for {self.layout} did not start ({exc})\nits output:\n"
                               f"{self.output.text()[-2000:]}") from None
         if not header.get("ready"):
             self.kill()
-            raise GraderError(f"a worker for {self.layout} could not set up JAX: {header.get('message')}")
+            message = str(header.get("message"))
+            within = (f" within its {self.run.memory_mb} MB memory limit" if self.run.memory_mb and any(
+                m.decode() in message for m in _MEMORY_MARKERS) else "")
+            raise GraderError(f"a worker for {self.layout} could not set up JAX{within}: {message}")
         self.info = header
         self.sandbox_records.append(header["sandbox"])
         timeline.steps(self.name, header.get("moments"), self.proc.pid)
@@ -227,14 +242,22 @@ class Worker:
 
     def request(self, op: str, target: str, args: tuple, kwargs: dict, what: str,
                 timeout_s: float | None = None) -> tuple[object, float]:
-        """Run one request; returns (value, seconds the worker spent) or raises StudentFailure."""
-        if not self.alive:
-            self.kill()
-            self.start()
+        """Run one request; returns (value, seconds the worker spent) or raises StudentFailure (MachineFault
+        when the machine failed it twice)."""
         timeout_s = timeout_s or self.timeout_s
         tree, blobs = protocol.encode({"args": tuple(args), "kwargs": dict(kwargs)})
-        self.send(op, target, tree, blobs, what)
-        return self.reply(what, time.monotonic() + timeout_s, timeout_s)
+        for attempt in range(2):
+            if not self.alive:
+                self.kill()
+                self.start()
+            try:
+                self.send(op, target, tree, blobs, what)
+                return self.reply(what, time.monotonic() + timeout_s, timeout_s)
+            except MachineFault as fault:
+                if attempt:
+                    raise MachineFault(f"{fault} twice, in two workers: this is the machine, not the submission; "
+                                       "grade it again when the machine is less busy") from None
+        raise AssertionError("unreachable")
 
     def send(self, op: str, target: str, tree, blobs: list[bytes], what: str) -> None:
         """Send one encoded request (see protocol.encode) without waiting for the reply."""
@@ -245,11 +268,21 @@ class Worker:
         self._in_flight = (f"{op} {target.rpartition('.')[2]}", time.monotonic())
 
     def reply(self, what: str, deadline: float, timeout_s: float) -> tuple[object, float]:
-        """The reply to the request in flight: (value, seconds the worker spent) or StudentFailure."""
+        """The reply to the request in flight: (value, seconds the worker spent) or StudentFailure (MachineFault
+        when the time limit fired while the machine kept the worker from running)."""
+        watched = None  # (since when, what the worker had used by then), once the call has run a while
+        if not select.select([self._rep], [], [], max(0.0, deadline - timeout_s * (1 - starvation.WATCH_AFTER)
+                                                        - time.monotonic()))[0]:
+            watched = (time.monotonic(), starvation.sample(self.proc.pid))
         try:
             header, reply_blobs = protocol.receive(self._rep, deadline)
         except protocol.ChannelTimeout:
+            starved = "" if watched is None else starvation.starved(
+                watched[1], starvation.sample(self.proc.pid), time.monotonic() - watched[0])
             self.kill()
+            if starved:
+                raise MachineFault(f"{what} ran past its {timeout_s:g} s limit ({self.layout}), but {starved}") \
+                    from None
             raise StudentFailure("timeout", f"{what} timed out after {timeout_s:g} s "
                                  f"({self.layout}); an endless loop, or a collective some devices never reach?") from None
         except protocol.ChannelClosed:
@@ -281,6 +314,15 @@ class Worker:
             return StudentFailure("deadlock", f"{what} never finished a collective: only {arrived} of {expected} "
                                   f"devices reached its {op} ({self.layout}). Every device must run the same "
                                   "collectives: a psum inside lax.cond or an if on the device index deadlocks")
+        if proc.exit.oom_kills and "memory" not in proc.exit.limits_hit:  # the machine's OOM killer, not its own
+            raise MachineFault(f"the machine ran out of memory during {what} ({self.layout}) and its OOM killer "
+                               f"ended the worker, which was within its {self.run.memory_mb} MB limit")
+        if proc.exit.oom_kills or "memory" in proc.exit.limits_hit:  # its own memory cgroup: all its processes
+            return StudentFailure("memory", f"{what} exceeded the {self.run.memory_mb} MB memory limit "
+                                  f"({self.layout}): the worker's processes together held more, and it was ended")
+        if "tasks" in proc.exit.limits_hit:  # its own pids cgroup refused a process or a thread before it died
+            return StudentFailure("died", f"the worker died during {what} ({self.layout}) after reaching its limit "
+                                  "of processes and threads (a thread or process it started was refused)")
         if near_limit or any(m in self.output.tail for m in _MEMORY_MARKERS):
             return StudentFailure("memory", f"{what} exceeded the {self.run.memory_mb} MB memory limit "
                                   f"({self.layout}) and the worker died")

@@ -93,7 +93,9 @@ class Zygote:
         except ZygoteError:  # the zygote is gone and cannot collect it: end the worker's group here
             processes.kill_group(pid)
             return processes.Exit(-signal.SIGKILL, 0)
-        return processes.Exit(reply["code"], reply["maxrss_kb"]) if "code" in reply else None
+        if "code" not in reply:
+            return None
+        return processes.Exit(reply["code"], reply["maxrss_kb"], reply["oom_kills"], tuple(reply["limits_hit"]))
 
     def close(self) -> None:
         """End the zygote; it kills and collects any worker still running."""

@@ -116,11 +116,12 @@ def test_batch_insists_on_basic_by_default(tmp_path):
 
 
 def test_batch_refuses_a_machine_without_namespaces_where_one_student_could_starve_another(tmp_path):
-    """No pid or mount namespace (a container whose seccomp profile refuses them): no bound on a worker's
-    processes without a uid of its own, and none on its scratch's size; basic is refused, saying so."""
+    """No pid or mount namespace and no cgroup (a container whose seccomp profile refuses namespaces): no bound
+    on a worker's processes without a uid or a pids cgroup of its own, and none on its scratch's size; basic is
+    refused, saying so."""
     course = make_course(tmp_path / "course")
     proc = run_grade("batch", str(course / "solutions"), "--exercise", EXERCISE, "--gradebook",
-                     str(tmp_path / "book.sqlite"), cwd=course, env={"GRADE_SANDBOX": "namespaces,uid"})
+                     str(tmp_path / "book.sqlite"), cwd=course, env={"GRADE_SANDBOX": "namespaces,uid,cgroups"})
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "missing: limits (not bounded: the process count" in proc.stderr
     assert "the scratch's size (no private tmpfs: switched off for this run)" in proc.stderr
@@ -166,3 +167,15 @@ def test_a_batch_fails_a_grading_whose_workers_were_confined_less_than_required(
                           "(the kernel has no Landlock)")
     strong = result(NOT_ROOT)
     assert (strong.status, strong.score) == ("graded", 10.0)
+
+
+def test_memory_bounded_per_process_only_meets_basic_not_strict_and_the_run_says_which_bound():
+    cgroup = dict(FULL, memory_bound="cgroup v1: 4096 MB for the worker's processes together")
+    rlimit = {"held": [layer for layer in FULL["held"]], "landlock_abi": 7, "cost_ms": 1.0,
+              "missing": {"memory": "bounded per process (RLIMIT_DATA), not per worker: no memory cgroup (EACCES)"},
+              "memory_bound": "RLIMIT_DATA: 4096 MB per process"}
+    confinement.require("basic", rlimit)
+    with pytest.raises(confinement.SandboxRefused, match=r"missing: memory \(bounded per process \(RLIMIT_DATA\)"):
+        confinement.require("strict", rlimit)
+    assert confinement.combine([cgroup, rlimit])["memory_bound"] == "RLIMIT_DATA: 4096 MB per process"
+    assert confinement.combine([cgroup, cgroup])["memory_bound"] == cgroup["memory_bound"]

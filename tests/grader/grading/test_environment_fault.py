@@ -1,8 +1,8 @@
 """A crash the reference solution would hit too is the environment's fault: exit 3 with the cause, no verdict.
 
-End to end, the machine is made unable to run workers the way a CUDA plugin loaded under --backend cpu
-makes it (XLA cannot start its threads under the workers' address-space limit): a course whose
-memory_mb lets a worker start but not compile. In the pool, with stand-in workers, each rule alone.
+End to end, the machine is made unable to run workers: a course whose memory_mb is too small for JAX's
+own start-up, under a memory cgroup and per process; the error names that limit. In the pool, with
+stand-in workers, each rule alone.
 """
 
 from __future__ import annotations
@@ -27,16 +27,18 @@ SUITE = {"test_double.py": """
     """}
 
 
-def test_a_reference_solution_that_cannot_run_here_is_a_grader_error(tmp_path):
-    course = {"course": "tight", "defaults": {"devices": [1], "timeout_s": 30, "memory_mb": 1100},
+@pytest.mark.parametrize("switch", ["", "cgroups"], ids=["memory cgroup where one is made", "RLIMIT_DATA"])
+def test_a_reference_solution_that_cannot_run_here_is_a_grader_error(tmp_path, switch):
+    """Whether its worker is bounded by a memory cgroup or per process, the error names the memory limit."""
+    course = {"course": "tight", "defaults": {"devices": [1], "timeout_s": 30, "memory_mb": 24},
               "exercises": {"ex1": {"title": "T", "tasks": [{"id": "double", "title": "D", "points": 10,
                                                              "hint": "h"}]}}}
     root = write_course(tmp_path, course, SUITE, {"double.py": DOUBLE}, {"double.py": DOUBLE})
-    proc = run_grade("ex1", "--submission", str(root / "solutions" / "ex1"), "--course", str(root))
+    proc = run_grade("ex1", "--submission", str(root / "solutions" / "ex1"), "--course", str(root),
+                     env={"GRADE_SANDBOX": switch})
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert proc.stdout == "", "no report: nothing was graded"
-    assert "fails too, so this is the environment, not the submission" in proc.stderr
-    assert "memory_mb may be too low" in proc.stderr
+    assert "24 MB memory limit" in proc.stderr, proc.stderr  # the bound it hit, named
 
 
 class _Worker:

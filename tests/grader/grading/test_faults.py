@@ -14,6 +14,7 @@ import textwrap
 import pytest
 
 from conftest import run_grade
+from grader import cgroups
 
 CORRECT = """
 import jax
@@ -93,6 +94,19 @@ import numpy as np
 
 def double(x):
     return np.ones((1 << 16, 1 << 16))
+""",
+    # Memory no per-process limit sees: memfds, in chunks, past the course's 3072 MB (the worker's memory cgroup
+    # ends it; where no cgroup can be made, memfd_create is refused).
+    "memfdbomb": """
+import os
+
+def double(x):
+    held = []
+    for _ in range(32):
+        fd = os.memfd_create("hog")
+        os.posix_fallocate(fd, 0, 192 << 20)  # under the 256 MiB file size limit
+        held.append(fd)
+    return x * 2
 """,
     "flood": CORRECT + """
 _double = double
@@ -243,6 +257,17 @@ def test_fault_gets_named_verdict_and_no_points(fault_report, module, status, ph
     assert task["score"] == 0, f"{module} gained points: {task}"
     assert task["status"] == status, task["reason"]
     assert phrase in _case_messages(task), _case_messages(task)
+
+
+def test_memory_held_outside_any_process_limit_is_bounded_for_the_worker(fault_report):
+    tasks, _ = fault_report
+    task = tasks["memfdbomb"]
+    assert task["score"] == 0, task
+    if cgroups.survey()["memory"]:  # no memory cgroup here: nothing would bound memfds, so they are refused
+        assert "PermissionError" in _case_messages(task), _case_messages(task)
+    else:
+        assert task["status"] == "memory limit", task["reason"]
+        assert "exceeded the 3072 MB memory limit" in _case_messages(task), _case_messages(task)
 
 
 def test_where_points_at_the_student_file_and_line(fault_report):

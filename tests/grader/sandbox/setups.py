@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from grader import cgroups
 from grader.sandbox import confine
 
 SETUPS = ("root-readable", "root-private", "user")
@@ -78,6 +79,7 @@ class BatchRun:
     left: list[str]  # processes that outlived the batch (pid and command line)
     book: Path
     course: Path
+    groups_before: set[int]  # the control groups of dead workers there were before the batch (grader.cgroups)
 
 
 @dataclass
@@ -115,12 +117,13 @@ class Setup:
 
     def batch(self, klass: Path, course: Path, book: Path, *args: str, timeout: float = 600) -> BatchRun:
         """``grade batch`` of ``klass`` (of ``course``) into ``book`` as this setup's user, with its Python."""
+        groups_before = set(cgroups.left_behind())
         proc = subprocess.run([self.python, "-c", _UNDER_SUBREAPER, "batch", str(klass), "--course", str(course),
                                "--gradebook", str(book), *args], cwd=ROOT, env=self.env(), preexec_fn=self._become(), capture_output=True,
                               text=True, timeout=timeout, stdin=subprocess.DEVNULL)
         assert proc.returncode == 0 and proc.stdout.strip(), proc.stdout + proc.stderr
         out = json.loads(proc.stdout.strip().splitlines()[-1])
-        return BatchRun(out["code"], out["stdout"], out["stderr"], out["left"], book, course)
+        return BatchRun(out["code"], out["stdout"], out["stderr"], out["left"], book, course, groups_before)
 
     def run_python(self, code: str) -> str:
         """What ``code`` prints, run by this setup's Python as its user."""

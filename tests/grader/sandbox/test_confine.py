@@ -24,6 +24,7 @@ import pytest
 from grader import processes
 from attacks import PROCESS_CALLS
 from liveprocesses import new_marker, running_with
+from grader import cgroups
 from grader.sandbox import confine as confine_mod
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -73,6 +74,15 @@ def run_confined(code: str, python: str = sys.executable, user: int | None = Non
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT")]
     assert lines, f"the confined process failed (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     return json.loads(lines[-1][len("RESULT"):])
+
+
+@pytest.fixture(autouse=True)
+def no_groups_left():
+    """These tests start confined processes themselves, not through the grader that removes a worker's control
+    groups when it collects the worker (grader.processes.reap): remove what each left, as the grader would."""
+    yield
+    for pid in cgroups.left_behind():
+        cgroups.collect(pid)
 
 
 @pytest.fixture
@@ -523,10 +533,156 @@ def test_not_root_keeps_the_uid_and_says_why(place):
         result["pid"] = os.getpid()
     """, python=python, user=user, scratch=place["scratch"])
     record = result["record"]
-    assert record["missing"] == {"uid": "the grader is not root, so workers keep its uid"}
+    own_groups = not cgroups.survey()["memory"] if user is None else False
+    assert {k: v for k, v in record["missing"].items() if k not in ("memory", "cpu")} == {
+        "uid": "the grader is not root, so workers keep its uid"}
+    assert own_groups or record["missing"]["memory"].startswith("bounded per process (RLIMIT_DATA), not per worker")
     assert record["uid"] is None
     assert result["course"] == "EACCES" and result["write"] == "ok"
     assert result["pid"] == 2  # its own user namespace gave it a pid namespace too (pid 1 is its init)
+
+
+# ---------------------------------------------------------------- IPC, file events, memory
+
+_IPC = """
+import ctypes, mmap
+libc = ctypes.CDLL(None, use_errno=True)
+def check(value):
+    if value < 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    return value
+def make_ipc(key):
+    segment = check(libc.shmget(key, 1 << 20, 0o1666))  # IPC_CREAT, readable by anyone
+    check(libc.msgget(key, 0o1666))
+    check(libc.semget(key, 1, 0o1666))
+    return segment
+def find_ipc(key):
+    check(libc.shmget(key, 0, 0))
+"""
+_IPC_KEY = 0x5EC0DE
+
+
+def _sysv_keys(kind: str) -> set[int]:
+    with open(f"/proc/sysvipc/{kind}") as f:
+        return {int(line.split()[0]) for line in f.readlines()[1:]}
+
+
+def test_ipc_objects_stay_in_the_worker_and_die_with_it(place):
+    """Segments, queues and semaphores a worker makes are in an IPC namespace of its own: the next worker finds
+    none of them, and none is left on the machine."""
+    first = run_confined(_IPC + textwrap.dedent(f"""
+        result["make"] = attempt(lambda: make_ipc({_IPC_KEY}))
+        result["found"] = attempt(lambda: find_ipc({_IPC_KEY}))
+        result["mq"] = attempt(lambda: os.close(check(libc.mq_open(b"/grade-test", os.O_CREAT | os.O_RDWR, 0o666, None))))
+    """), scratch=place["scratch"])
+    assert (first["make"], first["found"], first["mq"]) == ("ok", "ok", "EACCES"), first  # mq: Landlock
+    assert "ipc" in first["record"]["held"]
+    second = run_confined(_IPC + textwrap.dedent(f"""
+        result["find"] = attempt(lambda: find_ipc({_IPC_KEY}))
+    """), scratch=place["scratch"])
+    assert second["find"] == "ENOENT"
+    assert all(_IPC_KEY not in _sysv_keys(kind) for kind in ("shm", "msg", "sem"))
+
+
+def test_a_group_shares_its_ipc_namespace_and_nobody_else_does(place):
+    """Two processes of one group (joined to its network holder) see each other's System V objects; a worker of
+    no group does not, and nothing is left once the group's holder is gone."""
+    from grader.workers.launch import GroupNetwork
+
+    network = GroupNetwork(str(ROOT), wanted=True)
+    try:
+        assert network.pid, "no group namespaces could be made here"
+        member = {"scratch": place["scratch"], "tcp_ports": (0,), "tcp_connect_any": True, "network_of": network.pid}
+        first = run_confined(_IPC + f"result['make'] = attempt(lambda: make_ipc({_IPC_KEY}))\n", **member)
+        second = run_confined(_IPC + f"result['find'] = attempt(lambda: find_ipc({_IPC_KEY}))\n", **member)
+        alone = run_confined(_IPC + f"result['find'] = attempt(lambda: find_ipc({_IPC_KEY}))\n",
+                             scratch=place["scratch"])
+    finally:
+        network.close()
+    assert (first["make"], second["find"], alone["find"]) == ("ok", "ok", "ENOENT")
+    assert all(_IPC_KEY not in _sysv_keys(kind) for kind in ("shm", "msg", "sem"))
+
+
+def test_without_namespaces_system_v_ipc_and_message_queues_are_refused(place):
+    result = run_confined(_IPC + textwrap.dedent(f"""
+        result["make"] = attempt(lambda: make_ipc({_IPC_KEY}))
+        result["find"] = attempt(lambda: check(libc.msgget({_IPC_KEY}, 0)))
+        result["mq"] = attempt(lambda: check(libc.mq_open(b"/grade-test", os.O_CREAT | os.O_RDWR, 0o666, None)))
+    """), scratch=place["scratch"], off=frozenset({"namespaces"}))
+    assert result["make"] == result["find"] == result["mq"] == "EPERM"
+    assert "ipc" in result["record"]["held"]
+    both_off = run_confined("", scratch=place["scratch"], off=frozenset({"namespaces", "seccomp"}))
+    assert both_off["record"]["missing"]["ipc"].startswith("System V IPC and POSIX message queues are shared")
+
+
+def test_no_file_events_from_anywhere(place):
+    """inotify and fanotify are refused: a watch on / or /tmp would report classmates' files and the gradebook."""
+    result = run_confined("""
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        def call(fn, *args):
+            if fn(*args) < 0:
+                raise OSError(ctypes.get_errno(), "")
+        result["inotify"] = attempt(lambda: call(libc.inotify_init1, 0))
+        result["fanotify"] = attempt(lambda: call(libc.fanotify_init, 0, 0))
+    """, scratch=place["scratch"])
+    assert result["inotify"] == result["fanotify"] == "EPERM"
+
+
+_MEMFD_HOG = """
+import mmap, sys
+held = []
+def hold(mib):
+    fd = os.memfd_create("hog")
+    os.ftruncate(fd, mib << 20)
+    view = mmap.mmap(fd, mib << 20)
+    for at in range(0, mib << 20, 4096):
+        view[at] = 1
+    held.append((fd, view))
+"""
+
+
+@pytest.mark.skipif(bool(cgroups.survey()["memory"]), reason="this machine makes no memory cgroup for a worker")
+def test_memory_is_bounded_for_the_worker_processes_together(place):
+    """Two processes holding memfds of 96 MiB each, under a bound of 128 MiB for the worker: its memory cgroup's
+    OOM killer ends one of them (nothing outside the worker), the grader's collect counts it, and the group is gone."""
+    script = _PRELUDE.format(root=str(ROOT), policy=repr({"scratch": place["scratch"], "memory_bytes": 128 << 20})) + \
+        _MEMFD_HOG + textwrap.dedent("""
+        print("RESULT" + json.dumps(result), flush=True)
+        child = os.fork()
+        hold(96)
+        if child:
+            os.waitpid(child, 0)
+            hold(96)
+        print("survived", flush=True)
+        """)
+    proc = subprocess.Popen([sys.executable, "-I", "-c", script], stdout=subprocess.PIPE, text=True, cwd=place["scratch"])
+    out, _ = proc.communicate(timeout=60)
+    record = json.loads(out.split("RESULT", 1)[1].splitlines()[0])["record"]
+    assert "memory" in record["held"] and record["memory_bound"].endswith("128 MB for the worker's processes together")
+    assert "survived" not in out and proc.returncode == -signal.SIGKILL
+    assert cgroups.collect(proc.pid)["oom_kills"] >= 1
+    assert proc.pid not in cgroups.left_behind()
+
+
+def test_without_a_memory_cgroup_each_process_is_bounded_and_memfd_refused(place):
+    result = run_confined(_MEMFD_HOG + textwrap.dedent("""
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        result["memfd"] = attempt(lambda: hold(1))
+        result["shm"] = "ok" if libc.shmget(0, 1 << 20, 0o1600) >= 0 else errno.errorcode[ctypes.get_errno()]
+        try:
+            bytearray(512 << 20)
+            result["big"] = "ok"
+        except MemoryError:
+            result["big"] = "MemoryError"
+    """), scratch=place["scratch"], memory_bytes=256 << 20, off=frozenset({"cgroups"}))
+    assert result["memfd"] == result["shm"] == "EPERM" and result["big"] == "MemoryError"
+    record = result["record"]
+    assert record["memory_bound"] == "RLIMIT_DATA: 256 MB per process"
+    assert record["missing"]["memory"] == ("bounded per process (RLIMIT_DATA), not per worker: no memory cgroup "
+                                           "(switched off for this run)")
+    assert record["missing"]["cpu"] == "no CPU share of its own: switched off for this run"
 
 
 # ---------------------------------------------------------------- lifetime and limits

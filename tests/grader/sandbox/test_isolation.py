@@ -16,8 +16,9 @@ setpriority, sched_setscheduler / setaffinity, ioprio_set, process_vm_readv, pid
 makes device nodes and special files, reads classmates' files, and says all of it in hostile text
 (escape sequences, characters XML forbids, HTML, a formula, from a student id, a failure message,
 a file name and printed output); ``limits`` leaves a daemon, starts processes until refused, fills
-its scratch with data and with files, exhausts memory, floods its output and answers for its
-worker with failure messages of 12 and 24 MiB.
+its scratch with data and with files, exhausts memory (also in memfds and System V shared memory),
+keeps every core busy, floods its output and answers for its worker with failure messages of 12 and
+24 MiB; ``reach`` also watches for file events and leaves System V objects for a later worker to find.
 """
 
 from __future__ import annotations
@@ -33,10 +34,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import yaml
 
 from attacks import PROCESS_CALLS, TRY_STEPS
 from classroom import Page, folder
 from conftest import run_grade
+from grader import cgroups
 from setups import SETUPS, Factory
 from toycourse import EXERCISE, SOLUTIONS, make_course
 
@@ -44,6 +47,8 @@ pytestmark = pytest.mark.skipif(not platform.machine() == "x86_64" or not os.una
                                 reason="the attacks use x86_64 Linux system call numbers")
 
 SEED = "4242"
+MEMORY_MB = 1024
+IPC_KEY = 0x15C0DE  # the System V key the attackers make objects with (and IPC_KEY + 1)
 REFUSED = "every attempt was refused"
 ATTACKER = '=HYPERLINK("evil")\x1b[31m<b>mallory\u202e'  # a folder name: the student id
 CLASSMATES = {"alice": SOLUTIONS, "bob": {**SOLUTIONS, "scale.py": "def scale(v, factor):\n    return v * factor + 1\n"}}
@@ -60,6 +65,7 @@ _outcome = []
 HOSTILE = {hostile!r}
 BYSTANDERS = {bystanders!r}
 PID_MAX = {pid_max}
+IPC_KEY = {ipc_key}
 # Its own tree: itself, its threads (XLA's), and in a pid namespace of its own (its parent is outside it, pid 0
 # here), pid 1, the namespace's init.
 OWN = {{os.getpid()}} | {{int(t) for t in os.listdir("/proc/self/task")}} | ({{1}} if os.getppid() == 0 else set())
@@ -81,6 +87,12 @@ def pidfd(pid):
     os.close(sys_call(434, pid, 0))  # pidfd_open
 
 
+def watch(path):
+    fd = sys_call(294, 0)  # inotify_init1
+    if libc.inotify_add_watch(fd, path, 0xFFF) < 0:
+        raise OSError(ctypes.get_errno(), "inotify_add_watch")
+
+
 def others_in_proc():
     others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in OWN]
     if not others:
@@ -100,7 +112,13 @@ STEPS = [
     ("read a classmate", lambda: open({classmate!r}).read()),
     ("write the gradebook", lambda: open({book!r}, "r+b").write(b"x")),
     ("read the course", lambda: open({course!r}).read()),
+    ("watch / for file events", lambda: watch(b"/")),
+    ("watch the class's folder for file events", lambda: watch({klass!r}.encode())),
+    ("watch the machine with fanotify", lambda: sys_call(300, 0, 0)),  # fanotify_init(FAN_CLASS_NOTIF, O_RDONLY)
 ]
+# System V objects left for a later worker to find (made quietly: making them is no escape, finding them is).
+libc.shmget(IPC_KEY, 1 << 20, 0o1666)
+libc.msgget(IPC_KEY, 0o1666)
 for _b in BYSTANDERS:
     STEPS += [
         (f"kill {{_b}}", lambda b=_b: os.kill(b, signal.SIGKILL)),
@@ -173,13 +191,64 @@ def memory():
         return 0, "MemoryError"
 
 
+def memfd_child():
+    \"\"\"A child that maps memfds until stopped, memory no per-process limit counts: ended by the worker's own
+    OOM killer (its memory cgroup), or refused where nothing would bound it. Returns how it ended.\"\"\"
+    import mmap
+    r, w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        held = []
+        try:
+            while len(held) < 64:
+                fd = os.memfd_create("hog")
+                os.ftruncate(fd, 192 << 20)
+                held.append(mmap.mmap(fd, 192 << 20))
+                held[-1].madvise(23)  # MADV_POPULATE_WRITE: every page, at once
+        except OSError as exc:
+            os.write(w, errno.errorcode.get(exc.errno, "?").encode())
+        os._exit(0)
+    os.close(w)
+    said = os.read(r, 64).decode()
+    status = os.waitpid(child, 0)[1]
+    return said or ("SIGKILL" if os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9 else f"status {{status}}")
+
+
+def hog():
+    \"\"\"Four processes that keep every core busy for 2 s, while the classmates are graded beside it: the worker's
+    cpu cgroup holds them to one share.\"\"\"
+    import time
+    end = time.monotonic() + 2
+    for _ in range(4):
+        if os.fork() == 0:
+            while time.monotonic() < end:
+                pass
+            os._exit(0)
+
+
+def ipc():
+    \"\"\"Look for the segment the reach batch's worker left (an earlier worker, another grading), then hold 64 MiB
+    of System V shared memory of its own: (what the look found, what the making did).\"\"\"
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    found = "found" if libc.shmget({ipc_key}, 0, 0) >= 0 else errno.errorcode[ctypes.get_errno()]
+    segment = libc.shmget({ipc_key} + 1, 64 << 20, 0o1600)
+    if segment < 0:
+        return found, errno.errorcode[ctypes.get_errno()]
+    ctypes.memset(libc.shmat(segment, None, 0), 1, 64 << 20)
+    return found, "made"
+
+
 def add(x, y):
     \"\"\"Every limit tried; then it answers for the worker: a failure reply of 12 MiB of message to this
     request, and one of 24 MiB (past the header cap) to the next, read off the request pipe itself.\"\"\"
     from grader import protocol
 
     daemon()
-    said = {{"processes": bomb(), "mebibytes": fill(1 << 20, 1024), "files": fill(0, 100_000), "memory": memory()}}
+    said = {{"memfd": memfd_child(), "ipc": ipc()}}  # first: the process bomb leaves no room for a fork
+    hog()
+    said.update(processes=bomb(), mebibytes=fill(1 << 20, 1024), files=fill(0, 100_000), memory=memory())
     sys.stdout.write("flood " * (4 << 20))  # 24 MiB of output
     sys.stdout.flush()
     for size in (12 << 20, 24 << 20):
@@ -196,8 +265,8 @@ def attacker_source(kind: str, setup, paths: dict) -> str:
         with open("/proc/sys/kernel/pid_max") as f:
             pid_max = int(f.read())
         return REACH.format(hostile=HOSTILE, bystanders=[setup.bystander(), setup.bystander()], pid_max=pid_max,
-                            refused=REFUSED, **paths)
-    return LIMITS.format()
+                            refused=REFUSED, ipc_key=IPC_KEY, **paths)
+    return LIMITS.format(ipc_key=IPC_KEY)
 
 
 # ---------------------------------------------------------------- the batches
@@ -216,8 +285,12 @@ def setup(request, factory):
 
 
 def _class(root: Path, attacker: str | None) -> tuple[Path, Path]:
-    """(course, class folder) under ``root``: the classmates, and the attacker's add.py when given."""
+    """(course, class folder) under ``root``: the classmates, and the attacker's add.py when given. The course's
+    memory limit is MEMORY_MB, so that holding more than it takes little time."""
     course = make_course(root / "course")
+    rubric = yaml.safe_load((course / "course.yaml").read_text())
+    rubric["defaults"]["memory_mb"] = MEMORY_MB
+    (course / "course.yaml").write_text(yaml.safe_dump(rubric, sort_keys=False))
     for student, files in CLASSMATES.items():
         folder(root / "class", student, {f"{EXERCISE}/{name}": text for name, text in files.items()})
     if attacker is not None:
@@ -251,7 +324,7 @@ def _attacked(setup, kind: str):
     root.mkdir()
     book = root / "book.sqlite"
     course, klass = _class(root, "")
-    paths = {"classmate": str(klass / "alice" / EXERCISE / "add.py"), "book": str(book),
+    paths = {"classmate": str(klass / "alice" / EXERCISE / "add.py"), "book": str(book), "klass": str(klass),
              "course": str(course / "course.yaml")}
     (klass / ATTACKER / EXERCISE / "add.py").write_text(textwrap.dedent(attacker_source(kind, setup, paths)))
     setup.own(root)
@@ -282,10 +355,26 @@ def _cases(report: dict, task: str) -> list[dict]:
     return next(t for t in report["tasks"] if t["id"] == task)["cases"]
 
 
+def _sysv_keys() -> set[int]:
+    """The keys of every System V object on the machine (what ``ipcs`` lists)."""
+    keys = set()
+    for kind in ("shm", "msg", "sem"):
+        with open(f"/proc/sysvipc/{kind}") as f:
+            keys |= {int(line.split()[0]) for line in f.readlines()[1:]}
+    return keys
+
+
+def _own_groups(setup) -> bool:
+    """Whether this setup's workers get memory and cpu cgroups of their own (root, where this machine makes them)."""
+    return setup.uid is None and os.geteuid() == 0 and not any(cgroups.survey().values())
+
+
 def check_batch(run, baseline: dict, setup) -> dict[str, dict]:
     """The checks every class shares; returns the reports by student."""
     assert run.code == 0, run.stdout + run.stderr
     assert run.left == [], f"processes outlived grading: {run.left}"
+    assert not {IPC_KEY, IPC_KEY + 1} & _sysv_keys(), "System V objects outlived grading"
+    assert not set(cgroups.left_behind()) - run.groups_before, "control groups outlived grading"
     reports = _reports(run.book)
     assert set(reports) == {ATTACKER, *CLASSMATES}
     for student in CLASSMATES:
@@ -298,6 +387,10 @@ def check_batch(run, baseline: dict, setup) -> dict[str, dict]:
         held = set(report["sandbox"]["held"])
         assert {"files", "processes", "syscalls", "lifetime", "limits"} <= held, report["sandbox"]
         assert ("uid" in held) == uid, report["sandbox"]
+        assert "ipc" in held and ("memory" in held) == ("cpu" in held) == _own_groups(setup), report["sandbox"]
+        assert report["sandbox"]["memory_bound"] == (
+            f"cgroup v1: {MEMORY_MB} MB for the worker's processes together" if _own_groups(setup)
+            else f"RLIMIT_DATA: {MEMORY_MB} MB per process") or "cgroup v2" in report["sandbox"]["memory_bound"]
     for stream in (run.stdout, run.stderr):
         assert not any(c in stream for c in TERMINAL_FORBIDDEN), stream[-2000:]
     check_exports(run, setup.work)
@@ -352,12 +445,18 @@ def check_exports(run, work: Path) -> None:
 
 def test_grade_check_says_which_layers_hold_in_each_setup(setup):
     line = setup.run_python("from grader.grading.confinement import here_line; print(here_line())").strip()
-    if setup.uid is None and os.geteuid() == 0:
-        assert line == ("sandbox on this machine: files, network, processes, syscalls, uid, lifetime, limits "
-                        "(meets --require-sandbox strict)")
+    if _own_groups(setup):
+        assert line == ("sandbox on this machine: files, network, processes, syscalls, ipc, uid, lifetime, limits, "
+                        "memory, cpu (meets --require-sandbox strict)")
+    elif setup.uid is None and os.geteuid() == 0:
+        assert line.startswith("sandbox on this machine: files, network, processes, syscalls, ipc, uid, lifetime, "
+                               "limits; not here: memory (bounded per process (RLIMIT_DATA), not per worker"), line
+        assert line.endswith("(meets --require-sandbox basic)"), line
     else:
-        assert line == ("sandbox on this machine: files, network, processes, syscalls, lifetime, limits; not here: uid "
-                        "(the grader is not root, so workers keep its uid) (meets --require-sandbox basic)")
+        assert line.startswith("sandbox on this machine: files, network, processes, syscalls, ipc, lifetime, limits; "
+                               "not here: uid (the grader is not root, so workers keep its uid); memory (bounded per "
+                               "process (RLIMIT_DATA), not per worker: no memory cgroup ("), line
+        assert "; cpu (no CPU share of its own: " in line and line.endswith("(meets --require-sandbox basic)"), line
 
 
 # ---------------------------------------------------------------- reach: other processes, devices, files, text
@@ -406,6 +505,9 @@ def test_limits_bound_the_attacker_without_touching_classmates(limits, baseline,
     assert said["mebibytes"][1] == "ENOSPC" and said["mebibytes"][0] <= 256, said
     assert said["files"][1] == "ENOSPC" and said["files"][0] <= 16384, said
     assert said["memory"] == [0, "MemoryError"], said
+    bounded = _own_groups(setup)  # memfd and System V memory: counted by the worker's cgroup, else refused
+    assert said["memfd"] == ("SIGKILL" if bounded else "EPERM"), said
+    assert said["ipc"] == (["ENOENT", "made"] if bounded else ["EPERM", "EPERM"]), said  # the reach batch's is gone
     assert len(first) < 5000  # 12 MiB cut at the pipe
     assert cases[1]["kind"] == "bad_return" and "larger than 16 MiB" in cases[1]["message"]  # 24 MiB refused
     output = "".join(reports[ATTACKER]["student_output"].values())

@@ -7,6 +7,7 @@ worker processes. A "spy" submission reports what its worker process can see fro
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 import textwrap
@@ -17,6 +18,7 @@ import pytest
 
 from conftest import ROOT
 from liveprocesses import new_marker, parent, running_with, state, wait_until
+from grader import cgroups
 from grader.errors import StudentFailure
 from grader.layout import Layout
 from grader.workers import worker as workers
@@ -44,7 +46,8 @@ def facts():
     return {"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0), "sid": os.getsid(0),
             "fds": {k: v for k, v in fds.items() if not v.startswith("/proc/")},
             "env": dict(os.environ), "cwd": os.getcwd(),
-            "rlimit_as": list(resource.getrlimit(resource.RLIMIT_AS))}
+            "rlimit_as": list(resource.getrlimit(resource.RLIMIT_AS)),
+            "rlimit_data": list(resource.getrlimit(resource.RLIMIT_DATA))}
 
 
 def hog(mb):
@@ -154,7 +157,11 @@ def test_worker_has_its_own_session_process_group_and_pid_namespace(pool):
 
 
 def test_worker_has_the_memory_limit(pool):
-    assert call(pool, "spy.facts")["rlimit_as"] == [MEMORY_MB << 20] * 2
+    """Bounded by what it uses (a memory cgroup, else RLIMIT_DATA), never by its address space."""
+    facts = call(pool, "spy.facts")
+    assert facts["rlimit_as"] == [resource.RLIM_INFINITY] * 2
+    per_process = [MEMORY_MB << 20] * 2 if cgroups.survey()["memory"] else [resource.RLIM_INFINITY] * 2
+    assert facts["rlimit_data"] == per_process
     with pytest.raises(StudentFailure) as failure:
         call(pool, "spy.hog", MEMORY_MB + 256)
     assert failure.value.kind == "memory"

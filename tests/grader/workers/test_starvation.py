@@ -1,0 +1,153 @@
+"""A time limit the machine trips, or a machine's OOM kill, is never the student's fault.
+
+Deterministic, with no race on timings: a worker is stopped (SIGSTOP) or given a CPU quota of 1 % before
+its call, so it cannot run whatever the machine's load; an endless loop and a sleep stay the student's.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from conftest import ROOT
+from grader import cgroups, processes
+from grader.errors import StudentFailure
+from grader.layout import Layout
+from grader.workers import starvation
+from grader.workers.backends import resolve
+from grader.workers.launch import Launcher
+from grader.workers.worker import MachineFault, RunSettings, Worker
+
+WORK = '''
+import time
+
+
+def spin(seconds):
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+    return seconds
+
+
+def loop():
+    while True:
+        pass
+
+
+def sleep():
+    time.sleep(3600)
+'''
+
+
+@pytest.fixture
+def start(tmp_path):
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "work.py").write_text(WORK)
+    launcher = Launcher(str(ROOT), True, 60)
+    made = []
+
+    def make(timeout_s: float) -> Worker:
+        worker = Worker(Layout(1), RunSettings(str(code), "", resolve("cpu"), 2048, timeout_s), launcher)
+        worker.start()
+        made.append(worker)
+        return worker
+
+    yield make
+    for worker in made:
+        worker.kill()
+    launcher.close()
+
+
+def _call(worker: Worker, name: str, *args):
+    return worker.request("call", f"work.{name}", args, {}, f"{name}()")[0]
+
+
+def test_a_stopped_worker_is_not_blamed_and_its_call_runs_again_in_a_fresh_one(start):
+    worker = start(3.0)
+    stopped = worker.proc.pid
+    for pid in processes.descendants(stopped):
+        os.kill(pid, signal.SIGSTOP)
+    assert _call(worker, "spin", 0.2) == 0.2
+    assert worker.proc.pid != stopped
+
+
+@pytest.mark.skipif(bool(cgroups.survey()["cpu"]), reason="no cpu cgroup of its own for a worker here")
+def test_a_worker_held_to_1_percent_of_a_cpu_is_not_blamed(start):
+    worker = start(3.0)
+    throttled = worker.proc.pid
+    group = os.path.join(cgroups.parents()[0]["cpu"], f"{cgroups.PREFIX}{worker.proc.pid}")
+    if os.path.exists(os.path.join(group, "cpu.shares")):  # every worker's group weighs the same: a core's worth each
+        with open(os.path.join(group, "cpu.shares")) as f:
+            assert int(f.read()) == cgroups.CPU_SHARES
+    with open(os.path.join(group, "cpu.cfs_quota_us"), "w") as f:
+        f.write("1000")  # 1 ms in every 100 ms period
+    assert _call(worker, "spin", 0.5) == 0.5  # the second worker has its own group, with no quota
+    assert worker.proc.pid != throttled
+
+
+@pytest.mark.parametrize("name", ["loop", "sleep"])
+def test_an_endless_loop_or_a_sleep_is_the_students(start, name):
+    worker = start(2.0)
+    with pytest.raises(StudentFailure) as failure:
+        _call(worker, name)
+    assert failure.value.kind == "timeout" and "timed out after 2 s" in failure.value.message
+
+
+def test_starved_twice_is_the_machines_fault_never_a_verdict(start, monkeypatch):
+    monkeypatch.setattr(starvation, "starved", lambda *_: "the worker was stopped")
+    worker = start(1.0)
+    with pytest.raises(MachineFault, match=r"sleep\(\) ran past its 1 s limit .*but the worker was stopped twice, in "
+                                           r"two workers: this is the machine, not the submission"):
+        _call(worker, "sleep")
+
+
+def _usage(cpu: float, wait: float, stopped: bool = False) -> starvation.Usage:
+    return starvation.Usage({2: cpu}, {2: wait}, stopped)
+
+
+@pytest.mark.parametrize("cpu, wait, stopped, blamed", [
+    (2.9, 0.0, False, "student"),   # an endless loop on a quiet machine
+    (0.9, 2.0, False, "student"),   # an endless loop given a third of a CPU: it still ran a fair share
+    (0.0, 0.0, False, "student"),   # asleep, or waiting on a lock: its own doing
+    (0.01, 0.4, False, "student"),  # a sleeper woken a hundred times a second, each time a little late
+    (0.1, 2.8, False, "machine"),   # ready to run, kept waiting for a CPU
+    (0.0, 0.0, True, "machine"),    # stopped
+])
+def test_who_is_blamed_for_a_limit(cpu, wait, stopped, blamed):
+    reason = starvation.starved(_usage(0.0, 0.0), _usage(cpu, wait, stopped), 3.0)
+    assert bool(reason) == (blamed == "machine"), reason
+
+
+class _Ended:
+    """A worker process that has ended the way ``exit`` says."""
+
+    def __init__(self, exit):
+        self.exit, self.pid = exit, 0
+
+    def wait(self, timeout=None):
+        return self.exit.code
+
+    def kill(self):
+        pass
+
+
+class _Output:
+    tail, total = b"", 0
+
+    def wait(self, timeout=None):
+        pass
+
+
+@pytest.mark.parametrize("limits_hit, expected", [((), "machine"), (("memory",), "memory")])
+def test_an_oom_kill_within_the_workers_own_limit_is_the_machines(limits_hit, expected):
+    worker = Worker(Layout(1), RunSettings("code", "", resolve("cpu"), 4096, 5.0), launcher=None, env={})
+    worker.proc, worker.output = _Ended(processes.Exit(-9, 200_000, 1, limits_hit)), _Output()
+    worker._req = worker._rep = -1
+    if expected == "machine":
+        with pytest.raises(MachineFault, match="the machine ran out of memory .* within its 4096 MB limit"):
+            worker.death("double()")
+    else:
+        assert worker.death("double()").kind == "memory"
