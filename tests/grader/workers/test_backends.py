@@ -53,6 +53,23 @@ def test_counts_beyond_the_machine_are_not_run_here():
     assert gpu.unavailable(1, processes=2) is None
 
 
+def test_auto_runs_what_the_accelerators_cannot_take_on_emulated_cpu_devices():
+    auto, gpu = resolve("auto", TWO_GPUS), resolve("gpu", TWO_GPUS)
+    assert auto.fallback and not gpu.fallback
+    assert auto.placed(1) is auto and auto.placed(2) is auto and auto.placed(1, processes=2) is auto
+    assert auto.placed(4) is EMULATED and auto.placed(2, processes=2) is EMULATED
+    assert auto.unavailable(8) is None and auto.unavailable(2, processes=4) is None  # nothing is "not run here"
+    assert auto.refuses(8) == "needs 8 devices, this machine has 2"
+    assert gpu.placed(8) is gpu and gpu.unavailable(8) == "needs 8 devices, this machine has 2"  # today's meaning
+
+
+def test_auto_on_a_tpu_runs_odd_chip_counts_and_process_layouts_emulated():
+    tpu = resolve("auto", TPU_V3)
+    assert tpu.placed(2) is tpu and tpu.placed(8) is tpu
+    assert tpu.placed(3) is EMULATED and tpu.placed(2, processes=2) is EMULATED and tpu.placed(16) is EMULATED
+    assert resolve("tpu", TPU_V3).placed(3).name == "tpu"
+
+
 def test_gpu_workers_get_their_own_subset(monkeypatch):
     monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
     gpu = resolve("gpu", FOUR_GPUS, environ={})
