@@ -159,5 +159,5 @@ def _async_chains(instrs: list) -> list:
 def normalise(comps: dict[str, list]) -> dict[str, list]:
     """The computations of a parsed module (grader.suite.hlo.parse_computations) with every GPU/TPU form
     above rewritten into the one hlo reads; a CPU module comes back with the same instructions."""
-    return {name: _async_chains(_library_calls([_untyped_operands(ins) for ins in instrs]))
+    return {name: _library_calls(_async_chains([_untyped_operands(ins) for ins in instrs]))
             for name, instrs in comps.items()}

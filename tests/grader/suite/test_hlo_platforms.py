@@ -76,6 +76,17 @@ def test_only_the_gpu_libraries_calls_are_read_as_arithmetic(target, opcode):
     assert hlo_platforms.library_opcode(target) == opcode
 
 
+def test_a_library_call_run_asynchronously_is_still_the_library_call():
+    text = accelerator("gpu_gemm_workspace")
+    call = re.search(r"\n  (custom-call\.3 = .*?) custom-call\((p1_32, p2_32)\)(.*)\n", text)
+    shape = call.group(1).split(" = ", 1)[1]
+    async_call = (f"\n  start = (({'f32[16,32], f32[32,16]'}), {shape}, s32[]) custom-call-start({call.group(2)}){call.group(3)}"
+                  f"\n  custom-call.3 = {shape} custom-call-done(start)\n")
+    text = text.replace(call.group(0), async_call)
+    assert "custom-call-start(" in text and opcodes(text)[2:4] == ["dot", "bitcast"]
+    assert hlo.work(text) == 16 * 32
+
+
 def test_a_kernel_of_the_students_own_is_not_counted_as_work():
     text = accelerator("gpu_gemm_workspace").replace("__cublas$gemm", "__gpu$xla.gpu.triton")
     assert hlo.work(text) == 16 * 16  # only the exponential and negate of its result: a Pallas kernel's work is unknown
