@@ -167,12 +167,12 @@ def _machine(run: RunResult) -> str:
 
 def _ran_on(run: RunResult) -> str:
     """The configurations that ran; under --backend auto with some on the accelerators and some emulated,
-    which ran where: "1 device on NVIDIA H200, 1 on this machine; 2, 4, 8 devices on emulated CPU devices"."""
-    places = {p["where"] for p in run.placement}
+    which ran where: "NVIDIA H200, 1 on this machine (1 device) and emulated CPU devices (2, 4, 8 devices)"."""
+    places = dict.fromkeys(p["where"] for p in run.placement)
     if len(places) < 2:
         return summary((c.devices, c.processes) for c in run.cases if c.outcome != "skipped") or "no devices"
-    return "; ".join(f"{summary((p['devices'], p['processes']) for p in run.placement if p['where'] == where)} on {where}"
-                     for where in dict.fromkeys(p["where"] for p in run.placement))
+    return " and ".join(f"{where} ({summary((p['devices'], p['processes']) for p in run.placement if p['where'] == where)})"
+                        for where in places)
 
 
 def to_text(run: RunResult, score: Score, course_name: str, notes=(), options=(), show_output: bool = False) -> str:

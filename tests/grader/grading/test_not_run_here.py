@@ -90,7 +90,7 @@ def test_auto_on_one_gpu_grades_every_case_and_says_where_each_ran():
         {"devices": 2, "processes": None, "backend": "cpu", "where": "emulated CPU devices"},
         {"devices": 4, "processes": None, "backend": "cpu", "where": "emulated CPU devices"}]
     assert "not run here" not in text and "maximum scaled" not in text
-    assert "ran on 1 device on fake GPU, 1 on this machine; 2, 4 devices on emulated CPU devices" in text
+    assert "ran on fake GPU, 1 on this machine (1 device) and emulated CPU devices (2, 4 devices)" in text
 
 
 def test_ran_on_is_said_per_place_only_when_the_run_used_two():
@@ -102,5 +102,5 @@ def test_ran_on_is_said_per_place_only_when_the_run_used_two():
                     info={"device_kind": "NVIDIA H200"}, devices_here=1, placement=one_place)
     assert "ran on 1, 8 devices ·" in to_text(run, Score([ts]), "course")
     run.placement[0].update(backend="gpu", where="NVIDIA H200, 1 on this machine")
-    assert "ran on 1 device on NVIDIA H200, 1 on this machine; 8 devices on emulated CPU devices" in \
+    assert "ran on NVIDIA H200, 1 on this machine (1 device) and emulated CPU devices (8 devices)" in \
         to_text(run, Score([ts]), "course")
