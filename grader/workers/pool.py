@@ -16,8 +16,6 @@ clean worker forks it early the same way (:meth:`WorkerPool.prestart_clean`).
 
 from __future__ import annotations
 
-import dataclasses
-
 from grader.errors import GraderError, StudentFailure
 from grader.layout import Layout
 from grader.workers.group import WorkerGroup
@@ -48,14 +46,14 @@ class WorkerPool:
 
     def worker(self, layout: Layout) -> Handle:
         if layout not in self._workers:
-            run = self._run(layout)
+            run = self.run.for_layout(layout)
             if layout.processes:
                 self._workers[layout] = WorkerGroup(layout, run, self._engine_path,
                                                     self._launcher if run.backend.emulated else None)
             else:
                 self._workers[layout] = self._spare(layout, clean=False) or Worker(layout, run, self._launcher)
         chosen = self._workers[layout]
-        if self._run(layout).backend.exclusive and not chosen.alive:
+        if self.run.for_layout(layout).backend.exclusive and not chosen.alive:
             for other in self._workers:
                 if other != layout and self._workers[other].alive:
                     self._retire(other)
@@ -68,16 +66,10 @@ class WorkerPool:
             return
         if self._spares is None:
             self._spares = Spares()
-        self._spares.add(self._run(layout), self._launcher, layout, clean=True)
+        self._spares.add(self.run, self._launcher, layout, clean=True)
 
     def _spare(self, layout: Layout, clean: bool) -> Worker | None:
-        return self._spares.take(layout, self._run(layout), clean) if self._spares is not None else None
-
-    def _run(self, layout: Layout) -> RunSettings:
-        """The run's settings for ``layout``'s workers: under --backend auto, a layout the accelerators
-        cannot take gets emulated CPU devices (grader.workers.backends.Backend.placed)."""
-        placed = self.backend.placed(layout.devices, layout.processes)
-        return self.run if placed is self.backend else dataclasses.replace(self.run, backend=placed)
+        return self._spares.take(layout, self.run.for_layout(layout), clean) if self._spares is not None else None
 
     def layouts(self) -> tuple[list[Layout], list[Layout]]:
         """The layouts this run started workers for: (student's, clean ones')."""
@@ -120,7 +112,8 @@ class WorkerPool:
         well, the failure is the environment's: a GraderError (exit 3) with the cause, never a verdict."""
         if failure.kind not in ENVIRONMENT_KINDS or layout.processes or layout in self._sound:
             return
-        canary = Worker(layout, self._run(layout), self._launcher, clean_dir=self.run.clean_home or None, warm_up=True)
+        canary = Worker(layout, self.run.for_layout(layout), self._launcher, clean_dir=self.run.clean_home or None,
+                        warm_up=True)
         try:
             canary.start()
         except GraderError as cause:
@@ -154,7 +147,8 @@ class WorkerPool:
             if not self.run.clean_home:  # else a clean worker would start in the student's scratch
                 raise GraderError("program mode needs RunSettings.clean_home, a folder for clean workers")
             self._clean[layout] = (self._spare(layout, clean=True)
-                                   or Worker(layout, self._run(layout), self._launcher, clean_dir=self.run.clean_home))
+                                   or Worker(layout, self.run.for_layout(layout), self._launcher,
+                                             clean_dir=self.run.clean_home))
         return self._clean[layout]
 
     def info(self) -> dict:
