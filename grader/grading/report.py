@@ -171,8 +171,8 @@ def _ran_on(run: RunResult) -> str:
     places = dict.fromkeys(p["where"] for p in run.placement)
     if len(places) < 2:
         return summary((c.devices, c.processes) for c in run.cases if c.outcome != "skipped") or "no devices"
-    return " and ".join(f"{where} ({summary((p['devices'], p['processes']) for p in run.placement if p['where'] == where)})"
-                        for where in places)
+    layouts = {where: [(p["devices"], p["processes"]) for p in run.placement if p["where"] == where] for where in places}
+    return " and ".join(f"{where} ({summary(ran)})" for where, ran in layouts.items())
 
 
 def to_text(run: RunResult, score: Score, course_name: str, notes=(), options=(), show_output: bool = False) -> str:

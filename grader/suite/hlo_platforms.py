@@ -33,7 +33,8 @@ tests/grader/suite/test_hlo_platforms.py):
 What is not read: a hand-written kernel (a Pallas ``__gpu$xla.gpu.triton`` or ``tpu_custom_call``)
 does work no text says the size of, and stays a ``custom-call`` that counts none; a
 ``collective-permute`` decomposed into ``send`` / ``recv`` (XLA does so for pipelined loops on GPU)
-is not counted as a collective.
+is not counted as a collective; an in-place ``collective-permute-start`` (with ``slice_sizes``, which
+JAX does not emit) counts its output buffer and offsets among the bytes it sends.
 """
 
 from __future__ import annotations

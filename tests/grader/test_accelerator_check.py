@@ -210,7 +210,8 @@ def _auto_report(ran_on, cases):
 def test_a_mixed_run_that_left_cases_out_or_put_them_in_the_wrong_place_is_a_problem():
     gpu = {"devices": 1, "processes": None, "backend": "gpu", "where": "NVIDIA H200, 1 on this machine"}
     misplaced = {"devices": 2, "processes": None, "backend": "gpu", "where": "NVIDIA H200, 1 on this machine"}
-    rows_ = ac.auto_rows("auto", _auto_report([gpu, misplaced], [_case("t[1]", 1, "passed"), _case("t[2]", 2, "passed")]))
+    both_passed = [_case("t[1]", 1, "passed"), _case("t[2]", 2, "passed")]
+    rows_ = ac.auto_rows("auto", _auto_report([gpu, misplaced], both_passed))
     assert rows_[0][2] == "ok" and ("  2 devices", "ran on gpu, expected cpu", ac.PROBLEM) in rows_
     left_out = _auto_report([gpu], ONE_GPU)
     assert ac.auto_rows("auto", left_out)[0] == ("auto", "3.33333 / 3.33333; 2 cases not run here", ac.PROBLEM)

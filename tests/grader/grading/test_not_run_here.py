@@ -96,7 +96,8 @@ def test_auto_on_one_gpu_grades_every_case_and_says_where_each_ran():
 def test_ran_on_is_said_per_place_only_when_the_run_used_two():
     cases = [_case("t", 1, "passed"), _case("t", 8, "passed")]
     ts = score_task(_task(), cases)
-    exercise = course.Exercise("exercise7", "T", (ts.task,), "tests/exercise7", "exercises/exercise7", "solutions/exercise7")
+    exercise = course.Exercise("exercise7", "T", (ts.task,), "tests/exercise7", "exercises/exercise7",
+                               "solutions/exercise7")
     one_place = [{"devices": d, "processes": None, "backend": "cpu", "where": "emulated CPU devices"} for d in (1, 8)]
     run = RunResult(exercise=exercise, submission=Submission("s", "s", ()), seed=1, backend="gpu", cases=cases,
                     info={"device_kind": "NVIDIA H200"}, devices_here=1, placement=one_place)

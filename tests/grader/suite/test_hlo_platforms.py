@@ -80,8 +80,8 @@ def test_a_library_call_run_asynchronously_is_still_the_library_call():
     text = accelerator("gpu_gemm_workspace")
     call = re.search(r"\n  (custom-call\.3 = .*?) custom-call\((p1_32, p2_32)\)(.*)\n", text)
     shape = call.group(1).split(" = ", 1)[1]
-    async_call = (f"\n  start = (({'f32[16,32], f32[32,16]'}), {shape}, s32[]) custom-call-start({call.group(2)}){call.group(3)}"
-                  f"\n  custom-call.3 = {shape} custom-call-done(start)\n")
+    async_call = (f"\n  start = ((f32[16,32], f32[32,16]), {shape}, s32[]) "
+                  f"custom-call-start({call.group(2)}){call.group(3)}\n  custom-call.3 = {shape} custom-call-done(start)\n")
     text = text.replace(call.group(0), async_call)
     assert "custom-call-start(" in text and opcodes(text)[2:4] == ["dot", "bitcast"]
     assert hlo.work(text) == 16 * 32
