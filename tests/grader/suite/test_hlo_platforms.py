@@ -114,6 +114,14 @@ def test_an_asynchronous_reduce_scatter_is_one_reduce_scatter_in_either_printed_
     assert hlo.count(text, "reduce-scatter") == 1 and hlo.work(text) == 0
 
 
+@pytest.mark.parametrize("op", hlo.COLLECTIVES)
+def test_every_collective_written_asynchronously_counts_once_with_its_operands_bytes(op):
+    text = accelerator("async_reduce_scatter_sugar").replace("reduce-scatter", op)
+    assert f"{op}-start(" in text and f"{op}-done(" in text
+    (found,) = hlo.collectives(text)
+    assert (found.op, found.times, found.bytes, found.shape) == (op, 1, 20 * 4, "f32[10]{0}")
+
+
 def test_an_async_done_that_still_names_the_computation_does_not_run_it_twice():
     text = accelerator("async_reduce_scatter_wrapped").replace(
         "async-done(((f32[20]{0}), f32[10]{0}) %reduce-scatter-update)",
