@@ -46,8 +46,9 @@ import re
 from dataclasses import dataclass, field
 
 from grader.protocol import LABEL_SEPARATOR, PROGRAM_COLLECTIVES
-from grader.suite import hlo_platforms, replica_groups
+from grader.suite import replica_groups
 from grader.suite.hlo_flow import VARIES, Flow, level
+from grader.suite import hlo_platforms
 
 COLLECTIVES = ("all-reduce", "all-gather", "collective-permute", "all-to-all", "reduce-scatter",
                "collective-broadcast")
