@@ -4,7 +4,10 @@ On a machine with NVIDIA GPUs it creates a fresh venv, installs the project with
 (timed), then, under one time limit, grades through the CLI (``python -m grader``) and prints ONE
 table: what JAX sees and what ``--backend auto`` chose; the reference solutions and the stubs graded
 with ``--backend gpu`` (points per task, the cases not run here, the maximum scaled); the
-multi-process layouts of task multihost; wall / floor of the exercise and of one task against the
+multi-process layouts of task multihost; the solutions graded with ``--backend auto`` (every case
+graded, each configuration on the GPUs when they can take it and on emulated CPU devices otherwise,
+and which ran where); what grader.suite.hlo reads in a matmul and a psum compiled for the backend
+(cuBLAS calls, asynchronous collectives); wall / floor of the exercise and of one task against the
 same on emulated CPU devices; the GPU memory each worker held (sampled with nvidia-smi); and eight
 processes with the workers' own GPU settings holding memory on one GPU at once. Every raw figure
 also goes to JSON (``--output``).
@@ -59,6 +62,26 @@ import json, sys
 from grader.workers.backends import resolve
 print(json.dumps(resolve(sys.argv[1]).worker_variables(1)))
 """
+
+# What grader.suite.hlo reads in programs compiled here: a matmul every device does whole, and a psum.
+HLO_READ = """
+import json, sys
+import jax
+if sys.argv[1] == "cpu":
+    jax.config.update("jax_num_cpu_devices", 2)
+import jax.numpy as jnp
+from jax import lax
+from grader.suite import hlo
+x, w = jnp.ones((64, 128), jnp.float32), jnp.ones((128, 32), jnp.float32)
+matmul = jax.jit(lambda a, b: a @ b).lower(x, w).compile().as_text()
+n = jax.local_device_count()
+psum = jax.pmap(lambda a: lax.psum(a * 2, "i"), axis_name="i").lower(jnp.ones((n, 8))).compile().as_text()
+forms = {f: matmul.count(f) + psum.count(f) for f in ("custom-call(", "__cublas$", "__cudnn$", "fusion(", "-start(")}
+print(json.dumps({"platform": jax.devices()[0].platform, "devices": n, "matmul_work": hlo.work(matmul),
+                  "all_reduces": hlo.count(psum, "all-reduce"), "all_reduce_bytes": hlo.bytes_moved(psum, "all-reduce"),
+                  "forms": forms, "matmul_hlo": matmul, "psum_hlo": psum}))
+"""
+MATMUL_WORK = 64 * 128  # the most one instruction of x (64 x 128) @ w (128 x 32) reads: all of x
 
 # One process of the pressure check: allocate, report JAX's memory figures, hold until told to exit.
 PRESSURE = """
@@ -272,6 +295,38 @@ def layout_rows(report: dict) -> list[tuple[str, str, str]]:
     return rows
 
 
+def auto_rows(label: str, report: dict) -> list[tuple[str, str, str]]:
+    """The mixed run: every case graded and passed, and each configuration ran where --backend auto sends it
+    (on the machine's devices when they are enough, else on emulated CPU devices), one row per place."""
+    here, chose = report["devices_here"], report["backend"]
+    not_run = sum(t["not_run"] for t in report["tasks"])
+    full = not not_run and all(t["score"] == t["max_score"] == t["points"] for t in report["tasks"])
+    text = f"{report['score']:g} / {report['max_score']:g}; " + (
+        "every case graded" if not not_run else f"{not_run} cases not run here")
+    rows = [(label, text, "ok" if full else PROBLEM)]
+    places: dict[str, list[str]] = {}
+    for p in report["ran_on"]:
+        layout = f"{p['processes']}x{p['devices']}" if p["processes"] else str(p["devices"])
+        places.setdefault(p["where"], []).append(layout)
+        need = p["devices"] * (p["processes"] or 1)
+        expected = "cpu" if here is None or need > here else chose
+        if p["backend"] != expected:
+            rows.append((f"  {layout} devices", f"ran on {p['backend']}, expected {expected}", PROBLEM))
+    rows += [(f"  ran on {where}", f"devices: {', '.join(layouts)}", "") for where, layouts in places.items()]
+    return rows
+
+
+def hlo_text(result: dict) -> tuple[str, str]:
+    """What hlo read in the programs compiled on the backend, and whether it is what the programs do."""
+    forms = ", ".join(f"{n} {f.rstrip('(')}" for f, n in result["forms"].items() if n) or "no library calls"
+    reduce_ok = (result["all_reduces"], result["all_reduce_bytes"]) == (1, 8 * 4) or result["devices"] == 1
+    ok = result["matmul_work"] == MATMUL_WORK and reduce_ok
+    text = (f"{result['platform']}: matmul work {result['matmul_work']} (expected {MATMUL_WORK}); psum over "
+            f"{result['devices']} devices: {result['all_reduces']} all-reduce of {result['all_reduce_bytes']} bytes; "
+            f"forms seen: {forms}")
+    return text, "ok" if ok else PROBLEM
+
+
 def ratio_text(name: str, run: dict | None) -> str:
     """``gpu 1.32 (17.1 s / 13.0 s, 60 cases)``: wall / floor of one run, or "" if the run did not happen.
 
@@ -453,6 +508,31 @@ def grade_on_backend(check: Check, backend: str) -> None:
         check.add(("peak GPU memory per worker process", f"skipped: {reason}", ""))
 
 
+def grade_mixed(check: Check) -> None:
+    """Rows: the solutions graded with --backend auto, each configuration on the accelerators or emulated."""
+    label = "grade --submission solutions --backend auto"
+    report = check.run("solutions_auto", label, "solutions", [*check.tasks, *check.devices, "--backend", "auto"])
+    if report:
+        check.add(*auto_rows(label, report))
+
+
+def read_hlo(check: Check, backend: str) -> None:
+    """Row: what grader.suite.hlo reads in a matmul and a psum compiled on the backend."""
+    label = "hlo reads programs compiled here"
+    skipped = check.budget.spent()
+    if skipped:
+        check.add((label, *skipped))
+        return
+    env = {"JAX_PLATFORMS": "cuda" if backend == "gpu" else "cpu", "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    try:
+        result, _ = ask_python(check.python, HLO_READ, backend, env=env, timeout_s=min(300, check.budget.left()))
+    except GradeFailed as exc:
+        check.add((label, f"failed: {exc}", PROBLEM))
+        return
+    check.raw["hlo"] = result
+    check.add((label, *hlo_text(result)))
+
+
 def timings(check: Check, backend: str) -> None:
     """Rows: wall / floor of the exercise and of one task, on the backend and on emulated CPU devices.
 
@@ -526,6 +606,8 @@ def main(argv=None) -> int:
         try:
             see(check)
             grade_on_backend(check, a.backend)
+            grade_mixed(check)
+            read_hlo(check, a.backend)
             check_pressure(check, a.backend)
             timings(check, a.backend)
         except Exception as exc:  # noqa: BLE001 - the table so far and the JSON must still come out

@@ -125,8 +125,9 @@ def exercise_command(name: str) -> click.Command:
     @click.option("--output", type=click.Path(), help="write the report here instead of stdout")
     @click.option("--fail-under", type=click.FloatRange(0, 100), help="exit 1 if the score is below PCT percent")
     @click.option("--backend", type=click.Choice(BACKENDS),
-                  help="cpu: emulated devices; gpu/tpu: this machine's own; auto: an accelerator if JAX sees one, "
-                       "else cpu (default: course.yaml)")
+                  help="cpu: emulated devices; gpu/tpu: this machine's own (a case that needs more is not run "
+                       "here); auto: an accelerator if JAX sees one, with emulated devices for the cases that need "
+                       "more, else cpu (default: course.yaml)")
     @click.option("--timeout", type=click.FloatRange(min=0.1), help="per-call time limit in seconds (default: course.yaml)")
     @click.option("--show-output", is_flag=True,
                   help="print what your code printed, per device count (capped); with --format other than text, "

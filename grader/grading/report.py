@@ -81,6 +81,7 @@ def to_dict(run: RunResult, score: Score, course_name: str, notes=()) -> dict:
         "platform": run.info.get("platform"),
         "device_kind": run.info.get("device_kind"),
         "devices_here": run.devices_here,
+        "ran_on": run.placement,
         "score": round(score.total, 4),
         "max_score": round(score.max_total, 4),
         "full_max_score": score.full_max_total,
@@ -165,7 +166,13 @@ def _machine(run: RunResult) -> str:
 
 
 def _ran_on(run: RunResult) -> str:
-    return summary((c.devices, c.processes) for c in run.cases if c.outcome != "skipped") or "no devices"
+    """The configurations that ran; under --backend auto with some on the accelerators and some emulated,
+    which ran where: "NVIDIA H200, 1 on this machine (1 device) and emulated CPU devices (2, 4, 8 devices)"."""
+    places = dict.fromkeys(p["where"] for p in run.placement)
+    if len(places) < 2:
+        return summary((c.devices, c.processes) for c in run.cases if c.outcome != "skipped") or "no devices"
+    layouts = {where: [(p["devices"], p["processes"]) for p in run.placement if p["where"] == where] for where in places}
+    return " and ".join(f"{where} ({summary(ran)})" for where, ran in layouts.items())
 
 
 def to_text(run: RunResult, score: Score, course_name: str, notes=(), options=(), show_output: bool = False) -> str:

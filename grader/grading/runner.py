@@ -53,6 +53,17 @@ class RunResult:
     confine_ms: float = 0.0  # how long one worker took to confine itself (median)
     interrupted: bool = False  # Ctrl-C or SIGTERM stopped the run; ``unfinished`` tasks did not run every case
     unfinished: tuple[str, ...] = ()
+    placement: list[dict] = field(default_factory=list)  # where each configuration ran (see placement())
+
+
+def placement(backend: Backend, cases) -> list[dict]:
+    """Where each configuration the run's cases ran on, in layout order: the machine's accelerators or, under
+    ``--backend auto`` for one they cannot take, emulated CPU devices (grader.workers.backends.Backend.placed)."""
+    layouts = sorted({Layout(c.devices, c.processes) for c in cases if c.devices and c.outcome != "skipped"},
+                     key=lambda layout: layout.sort_key)
+    return [{"devices": layout.devices, "processes": layout.processes,
+             "backend": backend.placed(layout.devices, layout.processes).name,
+             "where": backend.placed(layout.devices, layout.processes).describe()} for layout in layouts]
 
 
 def new_seed() -> int:
@@ -183,7 +194,8 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
                            student_output=pool.student_output, unmapped_files=tuple(sorted(plugin.unmapped_files)),
                            devices_here=backend.available, sandbox=sandbox,
                            confine_ms=confinement.median_cost_ms(pool.sandbox_records),
-                           interrupted=plugin.interrupted, unfinished=plugin.unfinished() if plugin.interrupted else ())
+                           interrupted=plugin.interrupted, unfinished=plugin.unfinished() if plugin.interrupted else (),
+                           placement=placement(backend, plugin.cases))
         if result.interrupted:
             raise Interrupted(result)  # the scratch is removed (finally) before the caller sees it
         space.note_run(run, *pool.layouts())

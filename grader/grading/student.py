@@ -32,8 +32,9 @@ class Student:
 
     @property
     def backend(self) -> str:
-        """Where the workers run: "cpu" (emulated devices), "gpu" or "tpu"."""
-        return self._pool.backend.name
+        """Where this case's workers run: "cpu" (emulated devices), "gpu" or "tpu" (under --backend auto, a
+        configuration the accelerators cannot take runs on "cpu")."""
+        return self._pool.backend.placed(self.layout.devices, self.layout.processes).name
 
     @property
     def processes(self) -> int | None:

@@ -37,7 +37,9 @@ unit test on real HLO in tests/grader/suite/test_hlo.py):
   about splitting work: a program that computes everything on every device and adds a collective
   for show does the whole input's work on each;
 * an SPMD program's shapes are one device's: :func:`output_shapes` says how much of each output
-  a device holds, so whether a result (or an updated parameter) stayed split over the devices.
+  a device holds, so whether a result (or an updated parameter) stayed split over the devices;
+* a module compiled for a GPU or a TPU (cuBLAS / cuDNN calls, asynchronous collective pairs) is first
+  rewritten into the forms above by :mod:`grader.suite.hlo_platforms`.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from dataclasses import dataclass, field
 from grader.protocol import COLLECTIVE_INDEX, IDLE_MARK, LABEL_SEPARATOR, PROGRAM_COLLECTIVES
 from grader.suite import replica_groups
 from grader.suite.hlo_flow import VARIES, Flow, level
+from grader.suite import hlo_platforms
 
 COLLECTIVES = ("all-reduce", "all-gather", "collective-permute", "all-to-all", "reduce-scatter",
                "collective-broadcast")
@@ -148,7 +151,7 @@ def parse_computations(text: str) -> tuple[dict[str, list[_Instr]], str | None]:
                 if stripped.startswith("ENTRY"):
                     entry = current
             continue
-        if stripped == "}":
+        if stripped == "}" or stripped.startswith("},"):  # "}, execution_thread=..." ends one too
             current = None
             continue
         m = _INSTR_RE.match(line)
@@ -245,6 +248,7 @@ def _varies(value) -> bool:
 def _program(text: str) -> tuple[dict[str, list[_Instr]], str | None, Flow]:
     """The parsed program and its data flow: a test asks several questions of one text (kept, not changed)."""
     comps, entry = parse_computations(text)
+    comps = hlo_platforms.normalise(comps)  # GPU/TPU forms read as the CPU's (grader.suite.hlo_platforms)
     return comps, entry, Flow(comps, entry or "")
 
 

@@ -3,8 +3,9 @@
 The grader process never imports JAX, so it learns what the machine has from a short-lived probe
 process (once per grading process; ``--backend cpu`` needs no probe at all). The resolved
 :class:`Backend` then answers what the rest of the engine asks: can a configuration run here (and
-if not, the reason the report prints), which environment variables give one worker process its
-own share of the devices, and whether two workers may hold the same device at once.
+if not, the reason the report prints), on which devices it runs (``--backend auto`` sends what the
+accelerators cannot take to emulated CPU devices), which environment variables give one worker
+process its own share of the devices, and whether two workers may hold the same device at once.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class Backend:
     available: int | None = None  # real devices on this machine; None: emulated, any count
     per_chip: int = 1
     ids: tuple[str, ...] = field(default=())  # device (TPU: chip) ids as this process's environment numbers them
+    fallback: bool = False  # --backend auto: what the accelerators cannot take runs on emulated CPU devices
 
     @property
     def emulated(self) -> bool:
@@ -75,6 +77,15 @@ class Backend:
 
     def unavailable(self, devices: int, processes: int | None = None) -> str | None:
         """Why ``processes`` x ``devices`` cannot run here (None: it can), in words for the report."""
+        return None if self.fallback else self.refuses(devices, processes)
+
+    def placed(self, devices: int, processes: int | None = None) -> Backend:
+        """The backend ``processes`` x ``devices`` runs on: this one, or, under ``--backend auto``, emulated
+        CPU devices when the accelerators cannot take it."""
+        return EMULATED if self.fallback and self.refuses(devices, processes) else self
+
+    def refuses(self, devices: int, processes: int | None = None) -> str | None:
+        """Why this machine's own devices cannot run ``processes`` x ``devices`` (None: they can)."""
         if self.emulated:
             return None
         total = devices * (processes or 1)
@@ -132,8 +143,10 @@ def _ids(platform: str, count: int, environ) -> tuple[str, ...]:
 def resolve(requested: str, inventory: Inventory | None = None, environ=None) -> Backend:
     """The backend for ``--backend requested``; asks the probe (once) unless given an inventory.
 
-    ``auto`` takes a GPU, else a TPU, else emulated CPU devices. A GPU or TPU that JAX does not see
-    is a usage error that says what it does see.
+    ``auto`` takes a GPU, else a TPU, else emulated CPU devices, and runs a configuration the
+    accelerators cannot take (more devices than the machine has) on emulated CPU devices
+    (:meth:`Backend.placed`). A GPU or TPU that JAX does not see is a usage error that says what it
+    does see.
     """
     if requested == "cpu":
         return EMULATED
@@ -147,7 +160,7 @@ def resolve(requested: str, inventory: Inventory | None = None, environ=None) ->
     found = inventory.platforms[platform]
     chips = found.count // found.per_chip
     return Backend(name="tpu" if platform == "tpu" else "gpu", platform=platform, kind=found.kind,
-                   available=found.count, per_chip=found.per_chip,
+                   available=found.count, per_chip=found.per_chip, fallback=requested == "auto",
                    ids=_ids(platform, chips if platform == "tpu" else found.count, os.environ if environ is None else environ))
 
 

@@ -46,13 +46,14 @@ class WorkerPool:
 
     def worker(self, layout: Layout) -> Handle:
         if layout not in self._workers:
+            run = self.run.for_layout(layout)
             if layout.processes:
-                self._workers[layout] = WorkerGroup(layout, self.run, self._engine_path,
-                                                    self._launcher if self.backend.emulated else None)
+                self._workers[layout] = WorkerGroup(layout, run, self._engine_path,
+                                                    self._launcher if run.backend.emulated else None)
             else:
-                self._workers[layout] = self._spare(layout, clean=False) or Worker(layout, self.run, self._launcher)
+                self._workers[layout] = self._spare(layout, clean=False) or Worker(layout, run, self._launcher)
         chosen = self._workers[layout]
-        if self.backend.exclusive and not chosen.alive:
+        if self.run.for_layout(layout).backend.exclusive and not chosen.alive:
             for other in self._workers:
                 if other != layout and self._workers[other].alive:
                     self._retire(other)
@@ -68,7 +69,7 @@ class WorkerPool:
         self._spares.add(self.run, self._launcher, layout, clean=True)
 
     def _spare(self, layout: Layout, clean: bool) -> Worker | None:
-        return self._spares.take(layout, self.run, clean) if self._spares is not None else None
+        return self._spares.take(layout, self.run.for_layout(layout), clean) if self._spares is not None else None
 
     def layouts(self) -> tuple[list[Layout], list[Layout]]:
         """The layouts this run started workers for: (student's, clean ones')."""
@@ -111,7 +112,8 @@ class WorkerPool:
         well, the failure is the environment's: a GraderError (exit 3) with the cause, never a verdict."""
         if failure.kind not in ENVIRONMENT_KINDS or layout.processes or layout in self._sound:
             return
-        canary = Worker(layout, self.run, self._launcher, clean_dir=self.run.clean_home or None, warm_up=True)
+        canary = Worker(layout, self.run.for_layout(layout), self._launcher, clean_dir=self.run.clean_home or None,
+                        warm_up=True)
         try:
             canary.start()
         except GraderError as cause:
@@ -145,7 +147,8 @@ class WorkerPool:
             if not self.run.clean_home:  # else a clean worker would start in the student's scratch
                 raise GraderError("program mode needs RunSettings.clean_home, a folder for clean workers")
             self._clean[layout] = (self._spare(layout, clean=True)
-                                   or Worker(layout, self.run, self._launcher, clean_dir=self.run.clean_home))
+                                   or Worker(layout, self.run.for_layout(layout), self._launcher,
+                                             clean_dir=self.run.clean_home))
         return self._clean[layout]
 
     def info(self) -> dict:

@@ -41,6 +41,7 @@ class Spares:
     def add(self, run: RunSettings, launcher: Launcher, layout: Layout, clean: bool) -> None:
         """Fork one more spare (none if one for ``layout`` and ``clean`` is waiting already, on an exclusive
         backend, or for a multi-process layout); returns at once."""
+        run = run.for_layout(layout)
         if run.backend.exclusive or layout.processes or (layout, clean) in self._waiting:
             return
         worker = Worker(layout, run, launcher, clean_dir=run.clean_home if clean else None, warm_up=True)

@@ -15,6 +15,7 @@ import select
 import signal
 import threading
 import time
+import dataclasses
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -52,6 +53,12 @@ class RunSettings:
     sandbox_off: tuple[str, ...] = ()
     clean_home: str = ""
     compile_cache: str = ""
+
+    def for_layout(self, layout: Layout) -> RunSettings:
+        """The settings of ``layout``'s workers: under --backend auto, a layout the accelerators cannot take
+        runs on emulated CPU devices (grader.workers.backends.Backend.placed)."""
+        placed = self.backend.placed(layout.devices, layout.processes)
+        return self if placed is self.backend else dataclasses.replace(self, backend=placed)
 
 
 class MachineFault(GraderError):

@@ -1,4 +1,9 @@
-"""Grading on a machine the test makes up: the solutions of task dot where JAX sees a given number of devices."""
+"""Grading on a machine the test makes up: the solutions of task dot where JAX sees a given number of devices.
+
+The made-up devices are JAX's own CPU devices: as "cpu" devices (--backend gpu's meaning: a case that
+needs more is not run here) or, with ``gpus``, as GPUs of a made-up kind graded the way --backend auto
+grades a real GPU machine (a case that needs more runs on emulated CPU devices).
+"""
 
 from __future__ import annotations
 
@@ -10,8 +15,10 @@ import textwrap
 from conftest import ROOT
 
 
-def grade_on_a_machine_with(devices_here: int) -> dict:
-    """Grade the solutions in a fresh process that believes the machine has ``devices_here`` real CPU devices."""
+def grade_on_a_machine_with(devices_here: int, gpus: bool = False) -> dict:
+    """Grade the solutions in a fresh process that believes the machine has ``devices_here`` real devices."""
+    machine = (f'Backend(name="gpu", platform="cpu", kind="fake GPU", available={devices_here}, fallback=True)' if gpus
+               else f'Backend(name="cpu", platform="cpu", kind="cpu", available={devices_here})')
     script = textwrap.dedent(f"""
         import json
         from grader.course import find_course
@@ -19,7 +26,7 @@ def grade_on_a_machine_with(devices_here: int) -> dict:
         from grader.workers.backends import Backend
         course = find_course({str(ROOT)!r})
         ex = course.exercise("exercise7").only(["dot"])
-        machine = Backend(name="cpu", platform="cpu", kind="cpu", available={devices_here})
+        machine = {machine}
         report = grade_submission(course, ex, {str(ROOT / "solutions")!r}, devices=(1, 2, 4), seed=7, backend=machine)
         print(json.dumps({{"report": report.to_dict(), "text": report.to_text()}}))
     """)

@@ -53,6 +53,10 @@ def test_the_cpu_run_grades_the_subset_and_skips_each_gpu_row_with_a_reason(tmp_
         label = f"multihost: {processes} processes x {devices} device{'s' if devices > 1 else ''} each"
         assert table[label] == (f"passed ({cases} cases)", "ok")
     assert table["peak GPU memory per worker process"][0] == "skipped: the backend is cpu"
+    assert table["grade --submission solutions --backend auto"] == ("20 / 15; every case graded", "ok")
+    assert table["  ran on emulated CPU devices"] == ("devices: 1, 2, 2x2, 4x1", "")
+    assert table["hlo reads programs compiled here"][1] == "ok"
+    assert raw["hlo"]["matmul_work"] == ac.MATMUL_WORK and raw["hlo"]["all_reduces"] == 1
     assert table["install"][0] == f"skipped: --no-install, using {sys.executable}"
     pressure = raw["pressure"]
     assert pressure["settings"] == {} and [r["platform"] for r in pressure["reports"]] == ["cpu", "cpu"]
@@ -72,6 +76,8 @@ def test_asking_for_a_gpu_that_is_not_there_makes_every_gpu_row_a_problem_with_t
         result, verdict = table[label]
         assert verdict == ac.PROBLEM and "JAX sees no GPU" in result, label
     assert table["JAX sees"][1] == ac.PROBLEM and "default backend cpu" in table["JAX sees"][0]
+    assert table["hlo reads programs compiled here"][1] == ac.PROBLEM  # no CUDA to compile for
+    assert table["grade --submission solutions --backend auto"] == ("15 / 15; every case graded", "ok")
     assert table["grade --submission solutions --backend cpu"] == ("15 / 15", "ok")
     assert table["wall / floor, one task (--task dot)"][0].startswith("cpu ")
 
@@ -186,6 +192,39 @@ def test_a_reference_case_that_did_not_do_what_the_machine_allows_is_a_problem(w
     problems = ac.case_problems(report)
     assert len(problems) == 1 and why in problems[0]
     assert ac.score_rows("solutions", report, expect_full=True)[-1][2] == ac.PROBLEM
+
+
+def test_a_mixed_run_on_one_gpu_that_graded_everything_where_it_belongs_is_ok():
+    report = grade_on_a_machine_with(1, gpus=True)["report"]
+    assert ac.auto_rows("auto", report) == [
+        ("auto", f"{report['score']:g} / {report['max_score']:g}; every case graded", "ok"),
+        ("  ran on fake GPU, 1 on this machine", "devices: 1", ""),
+        ("  ran on emulated CPU devices", "devices: 2, 4", "")]
+
+
+def _auto_report(ran_on, cases):
+    report = _report(cases)
+    return {**report, "backend": "gpu", "ran_on": ran_on}
+
+
+def test_a_mixed_run_that_left_cases_out_or_put_them_in_the_wrong_place_is_a_problem():
+    gpu = {"devices": 1, "processes": None, "backend": "gpu", "where": "NVIDIA H200, 1 on this machine"}
+    misplaced = {"devices": 2, "processes": None, "backend": "gpu", "where": "NVIDIA H200, 1 on this machine"}
+    both_passed = [_case("t[1]", 1, "passed"), _case("t[2]", 2, "passed")]
+    rows_ = ac.auto_rows("auto", _auto_report([gpu, misplaced], both_passed))
+    assert rows_[0][2] == "ok" and ("  2 devices", "ran on gpu, expected cpu", ac.PROBLEM) in rows_
+    left_out = _auto_report([gpu], ONE_GPU)
+    assert ac.auto_rows("auto", left_out)[0] == ("auto", "3.33333 / 3.33333; 2 cases not run here", ac.PROBLEM)
+
+
+def test_hlo_that_misses_a_devices_whole_matmul_or_the_psum_is_a_problem():
+    good = {"platform": "gpu", "devices": 2, "matmul_work": ac.MATMUL_WORK, "all_reduces": 1, "all_reduce_bytes": 32,
+            "forms": {"custom-call(": 1, "__cublas$": 1, "-start(": 1}}
+    text, verdict = ac.hlo_text(good)
+    assert verdict == "ok" and "forms seen: 1 custom-call, 1 __cublas$, 1 -start" in text
+    assert ac.hlo_text({**good, "matmul_work": 64 * 32})[1] == ac.PROBLEM  # the gemm not counted: only its result
+    assert ac.hlo_text({**good, "all_reduces": 2})[1] == ac.PROBLEM  # an async pair counted twice
+    assert ac.hlo_text({**good, "devices": 1, "all_reduces": 0, "all_reduce_bytes": 0})[1] == "ok"
 
 
 def test_stubs_that_score_anything_are_a_problem():

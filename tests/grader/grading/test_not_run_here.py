@@ -75,3 +75,33 @@ def test_to_text_is_unchanged_when_everything_ran():
     text = to_text(run, Score([ts]), "course")
     assert "maximum scaled" not in text and "not run here" not in text
     assert "backend cpu (emulated cpu devices, jax ?) · ran on 1, 8 devices" in text
+
+
+def test_auto_on_one_gpu_grades_every_case_and_says_where_each_ran():
+    out = grade_on_a_machine_with(1, gpus=True)
+    report, text = out["report"], out["text"]
+    dot = report["tasks"][0]
+    points = find_course(str(ROOT)).exercise("exercise7").task("dot").points
+    assert {c["devices"] for c in dot["cases"]} == {1, 2, 4}
+    assert all(c["outcome"] == "passed" for c in dot["cases"]) and dot["not_run"] == 0
+    assert (dot["score"], report["max_score"], report["full_max_score"]) == (points, points, points)
+    assert report["ran_on"] == [
+        {"devices": 1, "processes": None, "backend": "gpu", "where": "fake GPU, 1 on this machine"},
+        {"devices": 2, "processes": None, "backend": "cpu", "where": "emulated CPU devices"},
+        {"devices": 4, "processes": None, "backend": "cpu", "where": "emulated CPU devices"}]
+    assert "not run here" not in text and "maximum scaled" not in text
+    assert "ran on fake GPU, 1 on this machine (1 device) and emulated CPU devices (2, 4 devices)" in text
+
+
+def test_ran_on_is_said_per_place_only_when_the_run_used_two():
+    cases = [_case("t", 1, "passed"), _case("t", 8, "passed")]
+    ts = score_task(_task(), cases)
+    exercise = course.Exercise("exercise7", "T", (ts.task,), "tests/exercise7", "exercises/exercise7",
+                               "solutions/exercise7")
+    one_place = [{"devices": d, "processes": None, "backend": "cpu", "where": "emulated CPU devices"} for d in (1, 8)]
+    run = RunResult(exercise=exercise, submission=Submission("s", "s", ()), seed=1, backend="gpu", cases=cases,
+                    info={"device_kind": "NVIDIA H200"}, devices_here=1, placement=one_place)
+    assert "ran on 1, 8 devices ·" in to_text(run, Score([ts]), "course")
+    run.placement[0].update(backend="gpu", where="NVIDIA H200, 1 on this machine")
+    assert "ran on NVIDIA H200, 1 on this machine (1 device) and emulated CPU devices (8 devices)" in \
+        to_text(run, Score([ts]), "course")

@@ -11,6 +11,8 @@ import pytest
 from grader.workers import backends
 from grader.workers.backends import EMULATED, Inventory, Platform, resolve
 from grader.errors import UsageError
+from grader.layout import Layout
+from grader.workers.worker import RunSettings
 from conftest import run_grade
 
 CPU_ONLY = Inventory("0.10.2", {"cpu": Platform(1, "cpu")})
@@ -51,6 +53,34 @@ def test_counts_beyond_the_machine_are_not_run_here():
     assert gpu.unavailable(8) == "needs 8 devices, this machine has 2"
     assert gpu.unavailable(2, processes=2) == "needs 4 devices, this machine has 2"
     assert gpu.unavailable(1, processes=2) is None
+
+
+def test_auto_runs_what_the_accelerators_cannot_take_on_emulated_cpu_devices():
+    auto, gpu = resolve("auto", TWO_GPUS), resolve("gpu", TWO_GPUS)
+    assert auto.fallback and not gpu.fallback
+    assert auto.placed(1) is auto and auto.placed(2) is auto and auto.placed(1, processes=2) is auto
+    assert auto.placed(4) is EMULATED and auto.placed(2, processes=2) is EMULATED
+    assert auto.unavailable(8) is None and auto.unavailable(2, processes=4) is None  # nothing is "not run here"
+    assert auto.refuses(8) == "needs 8 devices, this machine has 2"
+    assert gpu.placed(8) is gpu and gpu.unavailable(8) == "needs 8 devices, this machine has 2"  # today's meaning
+
+
+def test_a_layouts_workers_get_the_settings_of_the_backend_it_is_placed_on():
+    auto = resolve("auto", TWO_GPUS)
+    run = RunSettings(code="c", probes="p", backend=auto, memory_mb=0, timeout_s=5)
+    assert run.for_layout(Layout(2)) is run and run.for_layout(Layout(1, 2)) is run
+    emulated = run.for_layout(Layout(4))
+    assert emulated.backend is EMULATED and emulated == RunSettings(code="c", probes="p", backend=EMULATED, memory_mb=0,
+                                                                      timeout_s=5)
+    gpu_only = RunSettings(code="c", probes="p", backend=resolve("gpu", TWO_GPUS), memory_mb=0, timeout_s=5)
+    assert gpu_only.for_layout(Layout(4)) is gpu_only  # --backend gpu: the case is not run here, not moved
+
+
+def test_auto_on_a_tpu_runs_odd_chip_counts_and_process_layouts_emulated():
+    tpu = resolve("auto", TPU_V3)
+    assert tpu.placed(2) is tpu and tpu.placed(8) is tpu
+    assert tpu.placed(3) is EMULATED and tpu.placed(2, processes=2) is EMULATED and tpu.placed(16) is EMULATED
+    assert resolve("tpu", TPU_V3).placed(3).name == "tpu"
 
 
 def test_gpu_workers_get_their_own_subset(monkeypatch):
