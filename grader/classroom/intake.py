@@ -19,6 +19,8 @@ def refusal(files: tuple[tuple[str, str], ...]) -> str:
     """Why an LMS download's files cannot be one submission (two of them would have one name), or ""."""
     names: dict[str, list[str]] = {}
     for path, name in files:
+        if name in (".", "..") or os.sep in name:
+            return f"{os.path.basename(path)} names no file of its own ({name!r}); send it under a file's name"
         names.setdefault(name, []).append(os.path.basename(path))
     twice = next((name for name, paths in names.items() if len(paths) > 1), None)
     return (f"two files would be {twice} ({', '.join(sorted(names[twice]))}); keep one and run the batch again"

@@ -97,3 +97,10 @@ def test_two_files_that_would_have_one_name_refuse_the_submission():
     assert intake.refusal(files) == ("two files would be dot.py (leeann_101_9001_dot-1.py, leeann_101_9001_dot.py); "
                                      "keep one and run the batch again")
     assert intake.refusal(files[:1]) == ""
+
+
+@pytest.mark.parametrize("uploaded", ["..", "."])
+def test_a_download_file_that_names_no_file_of_its_own_is_refused(uploaded):
+    from grader.classroom import intake
+
+    assert "names no file of its own" in intake.refusal(((f"/d/leeann_101_9001_{uploaded}", uploaded),))
