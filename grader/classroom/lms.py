@@ -23,7 +23,7 @@ import io
 from grader.classroom.classlist import ClassList, Student
 from grader.classroom.exports import cell_number
 from grader.classroom.gradebook import FAILED, Gradebook, Result
-from grader.grading.sanitise import spreadsheet, terminal
+from grader.grading.sanitise import line, spreadsheet
 
 CANVAS_IDS = (("ID", "canvas_id"), ("SIS User ID", "sis_user_id"), ("SIS Login ID", "sis_login_id"))
 
@@ -44,10 +44,10 @@ def _warnings(book: Gradebook, roster: ClassList) -> list[str]:
     notes = []
     if strangers:
         notes.append(f"{_count(len(strangers), 'submission')} from ids not on the roster {roster.path}, "
-                     f"not exported: {terminal(', '.join(strangers))}")
+                     f"not exported: {', '.join(map(line, strangers))}")
     if missing:
         notes.append(f"{_count(len(missing), 'student')} on the roster without a submission (empty mark): "
-                     f"{', '.join(missing)}")
+                     f"{', '.join(map(line, missing))}")
     return notes
 
 
