@@ -7,7 +7,7 @@ twice is kept as one entry with both paths, so the batch can refuse it by name i
 grading whichever came last.
 
 A class folder may also be an LMS's bulk download (:mod:`.lms_download`): Canvas's loose files,
-``<name>_<user id>_<submission id>_<file>``, are one entry per user id holding that user's files, and
+``<name>_<user id>_<attachment id>_<file>``, are one entry per user id holding that user's files, and
 Moodle's ``<name>_<participant id>_assignsubmission_file_`` folders one entry each; a roster from that
 LMS (or one with a ``canvas_id`` column) turns the LMS's id into the roster's student id. Anything
 else in a class folder (``notes.txt``) is no submission: it is left out, and named as left out.
