@@ -6,20 +6,11 @@ import os
 
 import click
 
-def _priced_results(data: dict, result) -> dict:
-    """Gradescope's results with the gradebook's score and, for a late submission, a line saying why."""
-    late = result.report.get("late")
-    if not late or not late["days_late"]:
-        return dict(data, score=result.score)
-    days = f"{late['days_late']} day{'s' if late['days_late'] != 1 else ''}"
-    note = (f"Submitted {days} after the deadline: {late['penalty_percent']:g}% off, "
-            f"{late['raw_score']:g} -> {late['score']:g} points.")
-    return dict(data, score=result.score, output=f"{data['output']}\n{note}")
-
 
 def _write_gradescope(book, folder: str) -> int:
     """``folder/<student>/results.json`` for every student; returns how many were not graded. The top-level
-    score is the gradebook's (after any late penalty), which Gradescope takes over the tests' sum."""
+    score is the gradebook's (after any late penalty: the report's ``late`` record), which Gradescope takes
+    over the tests' sum."""
     from grader.classroom.gradebook import GRADED
     from grader.errors import UsageError
     from grader.grading import gradescope
@@ -28,7 +19,7 @@ def _write_gradescope(book, folder: str) -> int:
     for r in book.results():
         if os.sep in r.student or r.student in (".", ".."):
             raise UsageError(f"student id {r.student!r} cannot name a folder")
-        data = (_priced_results(gradescope.results(r.report), r) if r.status == GRADED
+        data = (gradescope.results(r.report) if r.status == GRADED
                 else gradescope.failure_results(f"This submission could not be graded: {r.error}"))
         not_graded += r.status != GRADED
         gradescope.write(os.path.join(folder, r.student, "results.json"), data)
