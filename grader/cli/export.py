@@ -26,21 +26,25 @@ def _write_gradescope(book, folder: str) -> int:
     return not_graded
 
 
-def _lms(book, fmt, roster_path, assignment) -> str:
-    """The Canvas or Moodle CSV; its warnings (who is missing, who is not on the roster) go to stderr."""
+def _lms(book, fmt, roster_path, assignment, above_max) -> str:
+    """The Canvas or Moodle CSV; its warnings (who is missing, who is not on the roster, marks above the
+    maximum) go to stderr."""
     from grader.classroom import classlist, lms
     from grader.errors import UsageError
 
     if not roster_path:
         raise UsageError(f"--format {fmt} needs --roster CSV: the LMS knows students by the ids the roster gives")
-    render = {"canvas": lms.canvas_csv, "moodle": lms.moodle_csv}[fmt]
-    text, warnings = render(book, classlist.load(roster_path), assignment or book.meta_value("exercise"))
+    roster = classlist.load(roster_path)
+    if fmt == "canvas":
+        text, warnings = lms.canvas_csv(book, roster, assignment or lms.canvas_assignment(roster))
+    else:
+        text, warnings = lms.moodle_csv(book, roster, assignment or book.meta_value("exercise"), above_max)
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)  # already terminal text (grader.classroom.lms)
     return text
 
 
-def _export(gradebook, fmt, output, roster_path, assignment):
+def _export(gradebook, fmt, output, roster_path, assignment, above_max):
     from grader.classroom import exports
     from grader.classroom.gradebook import FAILED, Gradebook
     from grader.errors import UsageError
@@ -58,7 +62,7 @@ def _export(gradebook, fmt, output, roster_path, assignment):
                        f"({not_graded} not graded: score 0)", err=True)
         else:
             render = {"csv": exports.gradebook_csv, "json": exports.gradebook_json, "junit": exports.gradebook_junit}
-            text = _lms(book, fmt, roster_path, assignment) if fmt in ("canvas", "moodle") else render[fmt](book)
+            text = _lms(book, fmt, roster_path, assignment, above_max) if fmt in ("canvas", "moodle") else render[fmt](book)
             if output:
                 with open(output, "w", encoding="utf-8", newline="") as f:
                     f.write(text)
@@ -77,8 +81,12 @@ def _export(gradebook, fmt, output, roster_path, assignment):
 @click.option("-o", "--output", type=click.Path(), help="file to write (a folder for gradescope); default stdout")
 @click.option("--roster", "roster_path", type=click.Path(),
               help="the class list CSV (canvas, moodle; see docs/instructor.md)")
-@click.option("--assignment", help="the LMS assignment column (canvas, moodle) [default: the exercise name]")
-def export_command(gradebook, fmt, output, roster_path, assignment):
+@click.option("--assignment", help="the LMS assignment column [canvas default: the assignment column of Canvas's "
+              "gradebook export given as --roster; moodle default: the exercise name]")
+@click.option("--above-max", type=click.Choice(["cap", "column", "keep"]), default="cap", show_default=True,
+              help="moodle: a mark above the maximum is capped at it, or its excess goes in a column of its own, "
+                   "or it is kept (a site with Unlimited grades on)")
+def export_command(gradebook, fmt, output, roster_path, assignment, above_max):
     """Write a gradebook as CSV (a row per student, a column per task), Gradescope results.json
     files, JUnit XML, JSON, or a Canvas / Moodle grade import CSV (with --roster)."""
-    _export(gradebook, fmt, output, roster_path, assignment)
+    _export(gradebook, fmt, output, roster_path, assignment, above_max)

@@ -55,6 +55,7 @@ def test_canvas_gradebook_export_is_a_roster_as_downloaded(tmp_path):
         ("101", "Lee, Ann", "101", "S1", "Section A"), ("102", "Ng, Ben", "102", "S2", "Section B"),
         ("103", "Ott, Cy", "103", "S3", "Section A"), ("104", "Student, Test", "104", "", "Section A")]
     assert [s.row for s in students] == [4, 5, 6, 7]  # the rows a spreadsheet shows them on
+    assert classlist.load(str(path)).assignments == ("Week 7 (5551)",)  # not "Current Score"
     path.write_bytes(CANVAS_EXPORT.replace(",", ";").replace('"Lee; Ann"', '"Lee, Ann"').encode())
     assert classlist.load(str(path)).students[0].name == "Lee, Ann", "a locale with decimal commas writes ;"
 
@@ -79,8 +80,7 @@ def test_a_canvas_download_is_graded_per_student_and_stray_files_are_left_out(ca
 
 def test_canvas_import_file_from_the_canvas_roster(canvas_class):
     book, roster, _ = canvas_class
-    proc = run_grade("export", str(book), "--format", "canvas", "--roster", str(roster), "--assignment",
-                     "Week 7 (5551)")
+    proc = run_grade("export", str(book), "--format", "canvas", "--roster", str(roster))  # its one assignment column
     assert proc.returncode == 0, proc.stderr
     table = list(csv.reader(io.StringIO(proc.stdout)))
     assert table[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Week 7 (5551)"]
@@ -104,3 +104,13 @@ def test_a_download_file_that_names_no_file_of_its_own_is_refused(uploaded):
     from grader.classroom import intake
 
     assert "names no file of its own" in intake.refusal(((f"/d/leeann_101_9001_{uploaded}", uploaded),))
+
+
+def test_a_canvas_export_with_several_assignments_needs_one_named(tmp_path):
+    from grader.classroom import lms
+    from grader.errors import UsageError
+
+    path = tmp_path / "export.csv"
+    path.write_bytes(CANVAS_EXPORT.replace("Week 7 (5551),", "Week 7 (5551),Week 8 (5552),").encode())
+    with pytest.raises(UsageError, match=r"has the assignment columns 'Week 7 \(5551\)', 'Week 8 \(5552\)'"):
+        lms.canvas_assignment(classlist.load(str(path)))
