@@ -198,10 +198,13 @@ def _readme(course: Course, exercise: Exercise, released: Released) -> str:
                  jaxlib=released.pins["jaxlib"], grader=released.grader_version)
 
 
-def _classroom_workflow(exercise: Exercise) -> str:
-    """The workflow that makes the student bundle a GitHub Classroom template repository."""
-    runner = github_classroom.runner_name(exercise.name)
-    return _fill("classroom.yml", exercise=exercise.name, runner=runner, runner_variable=f"{runner.upper()}_RESULTS",
+def _classroom_workflow(exercise: Exercise, released: Released) -> str:
+    """The workflow that makes the student bundle a GitHub Classroom template repository: a runner per
+    task and weight among the public tests (see grader.grading.github_classroom)."""
+    names = github_classroom.release_runners(
+        [(t.id, [t.rule(name).weight for name in released.public_tests[t.id]]) for t in exercise.tasks])
+    variables = "\n".join(f'          {name.upper()}_RESULTS: "${{{{ steps.grade.outputs.{name} }}}}"' for name in names)
+    return _fill("classroom.yml", exercise=exercise.name, runners=",".join(names), runner_variables=variables,
                  python=".".join(platform.python_version_tuple()[:2]))  # the pins installed on this Python
 
 
@@ -253,7 +256,7 @@ def release(course: Course, exercise: Exercise, out: str) -> Released:
     _write(os.path.join(student, f"{exercise.name}.ipynb"),
            student_notebook.build(exercise, os.path.join(course.root, exercise.stubs)))
     _write(os.path.join(student, "pyproject.toml"), _pyproject(dist, released))
-    _write(os.path.join(student, CLASSROOM_WORKFLOW), _classroom_workflow(exercise))
+    _write(os.path.join(student, CLASSROOM_WORKFLOW), _classroom_workflow(exercise, released))
     _common(course, exercise, autograder, _record(AUTOGRADER, released), released)
     shutil.copytree(os.path.join(course.root, exercise.suite), os.path.join(autograder, "tests", exercise.name),
                     ignore=_IGNORE)
