@@ -62,7 +62,9 @@ def _test_output(task: dict, cases: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _task_tests(task: dict, number: int) -> list[dict]:
+def task_tests(task: dict, number: int) -> list[dict]:
+    """One test per test function of ``task`` (numbered ``number.i``), its cases summed (PrairieLearn's
+    writer lists the same tests)."""
     by_test: dict[str, list[dict]] = {}
     for case in task["cases"]:
         by_test.setdefault(case["test"], []).append(case)
@@ -122,7 +124,7 @@ def _summary(report: dict, tests: list[dict]) -> list[str]:
 
 def results(report: dict) -> dict:
     """Gradescope's results.json for one graded submission."""
-    tests = [t for n, task in enumerate(report["tasks"], 1) for t in _task_tests(task, n)]
+    tests = [t for n, task in enumerate(report["tasks"], 1) for t in task_tests(task, n)]
     late = report.get("late")
     return {
         "score": late["score"] if late else report["score"],
