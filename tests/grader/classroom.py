@@ -130,9 +130,13 @@ class Page(HTMLParser):
         self.tags, self.stack, self.text, self.rows = [], [], {}, {}
         self.cells, self.in_cell = None, False
 
+    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
         self.tags.append((tag, attrs))
+        if tag in self.VOID:  # no end tag follows
+            return
         self.stack.append(attrs.get("id") or attrs.get("class"))
         if tag == "tr":
             self.cells = []
