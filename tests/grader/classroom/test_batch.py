@@ -223,3 +223,16 @@ def test_a_name_cannot_start_a_line_of_the_progress_log_or_the_summary(tmp_path)
     assert any(line.startswith("left out 1 file") and "notes\\x0a[2\u22152" in line for line in lines), lines
     progress = [line for line in lines if line.startswith("[")]
     assert len(progress) == 2 and all("\\x0a[2\u22152" in line for line in progress), progress
+
+
+def test_the_course_gitignore_ignores_the_gradebook_and_its_lock(tmp_path):
+    """A batch leaves GRADEBOOK.lock beside the gradebook (grader/classroom/lock.py); neither belongs in git."""
+    from fnmatch import fnmatch
+
+    patterns = [p for p in (ROOT / ".gitignore").read_text().splitlines() if p and not p.startswith("#")]
+    klass = _refused_only_class(tmp_path)
+    book = tmp_path / "exercise7.sqlite"
+    assert run_grade("batch", str(klass), "--exercise", "exercise7", "--gradebook", str(book)).returncode == 0
+    made = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("exercise7.sqlite"))
+    assert "exercise7.sqlite.lock" in made
+    assert all(any(fnmatch(name, pattern) for pattern in patterns) for name in made), made
