@@ -91,13 +91,26 @@ def entry_of(student: str, paths: tuple[str, ...]) -> Entry:
     return Entry(student, paths, _loose_files(paths) if loose else ())
 
 
+def _refuse_a_class_folder_among_its_siblings(expanded: list[tuple[str, list[str], bool]]) -> None:
+    """``grade batch class/*`` names every student's folder; one of them holding no module but folders or
+    archives would be read as a class folder, its entries naming students by names its owner chose.
+    So a folder read as a class folder beside a submission given from the same parent folder is an error."""
+    parents = {os.path.dirname(os.path.abspath(path)) for path, _, is_class in expanded if not is_class}
+    for path, _, is_class in expanded:
+        if is_class and os.path.dirname(os.path.abspath(path)) in parents:
+            raise UsageError(f"{path} holds no module of the exercise, so it would be read as a class folder (its "
+                             "entries named as students), but it is given beside submissions from the same folder; "
+                             "give the class folder itself, or grade this one on its own")
+
+
 def _found(paths: list[str], exercise: str, found: Found) -> list[Entry]:
     """One entry per submission, under the id its own name gives: a path or a class folder's entry is
     one submission, and so are the loose files one LMS user has in one download folder."""
     plain: dict[str, Entry] = {}
     loose: dict[tuple[str, str], list[str]] = {}
-    for path in paths:
-        subs, in_class_folder = _expand(path, exercise)
+    expanded = [(path, *_expand(path, exercise)) for path in paths]
+    _refuse_a_class_folder_among_its_siblings(expanded)
+    for path, subs, in_class_folder in expanded:
         for sub in subs:
             if in_class_folder and lms_download.is_loose_file(sub):
                 loose.setdefault((_student_id(sub), os.path.abspath(path)), []).append(os.path.abspath(sub))

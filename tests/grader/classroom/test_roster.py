@@ -124,9 +124,8 @@ def test_the_same_user_in_two_downloads_is_two_submissions_never_merged(tmp_path
 
 def test_a_path_given_twice_is_one_submission(tmp_path):
     download = _files(tmp_path / "week7", "leeann_101_9001_dot.py")
-    (tmp_path / "dan").mkdir()
-    (tmp_path / "dan" / "dot.py").write_text("")
-    found = roster.discover([str(download), str(download), str(tmp_path / "dan"), str(tmp_path / "dan")], "exercise7")
+    dan = _files(tmp_path / "late" / "dan", "dot.py")
+    found = roster.discover([str(download), str(download), str(dan), str(dan)], "exercise7")
     assert [(e.student, len(e.paths), e.submissions) for e in found.entries] == [("101", 1, 1), ("dan", 1, 1)]
 
 
@@ -172,3 +171,18 @@ def test_a_shard_auto_without_its_variables_is_a_usage_error(text, env, message)
     with pytest.raises(UsageError) as info:
         roster.parse_shard(text, env)
     assert message in str(info.value)
+
+
+def test_a_students_folder_shaped_like_a_class_folder_cannot_name_classmates(tmp_path):
+    """``grade batch class/*``: mallory's folder holds bob/exercise7/ and no module of her own; read as a
+    class folder it would hand in work as "bob". Beside its siblings it is refused, naming it."""
+    klass = tmp_path / "class"
+    _files(klass / "bob" / "exercise7", "dot.py")
+    _files(klass / "mallory" / "bob" / "exercise7", "dot.py")
+    with pytest.raises(UsageError, match=r"mallory holds no module of the exercise, so it would be read as a class"):
+        roster.discover([str(klass / "bob"), str(klass / "mallory")], "exercise7")
+    found = roster.discover([str(klass)], "exercise7")  # the class folder itself: mallory is her folder's name
+    assert [e.student for e in found.entries] == ["bob", "mallory"]
+    late = _files(tmp_path / "late" / "dan", "dot.py")
+    assert [e.student for e in roster.discover([str(klass), str(late)], "exercise7").entries] == ["bob", "dan",
+                                                                                                   "mallory"]
