@@ -114,3 +114,22 @@ def test_a_canvas_export_with_several_assignments_needs_one_named(tmp_path):
     path.write_bytes(CANVAS_EXPORT.replace("Week 7 (5551),", "Week 7 (5551),Week 8 (5552),").encode())
     with pytest.raises(UsageError, match=r"has the assignment columns 'Week 7 \(5551\)', 'Week 8 \(5552\)'"):
         lms.canvas_assignment(classlist.load(str(path)))
+
+
+def test_a_file_planted_under_a_classmates_moodle_name_stays_with_its_sender(tmp_path):
+    """Moodle, folders off: 1001 uploads add.py and a wrong x_1002_assignsubmission_file_add.py; 1002 sent the
+    solution. 1002 is graded on its own file alone (full marks), 1001 on its own files."""
+    course = make_course(tmp_path / "course")
+    download = tmp_path / "moodle"
+    download.mkdir()
+    (download / "Ann Lee_1001_assignsubmission_file_add.py").write_text(BEN_ADD)
+    (download / "Ann Lee_1001_assignsubmission_file_x_1002_assignsubmission_file_add.py").write_text(
+        "def add(x, y):\n    return 0.0\n")
+    (download / "Ben Ng_1002_assignsubmission_file_add.py").write_text(SOLUTIONS["add.py"])
+    book = tmp_path / "class.sqlite"
+    batch(download, course, book, "--seed", "5")
+    export = run_grade("export", str(book), "--format", "csv")
+    rows = {r["student"]: r for r in csv.DictReader(io.StringIO(export.stdout))}
+    assert set(rows) == {"1001", "1002"}
+    assert (rows["1002"]["add"], rows["1002"]["status"]) == ("10", "graded"), rows["1002"]
+    assert rows["1001"]["add"] == "2.5", "graded on its own add.py; the planted file is just another of its files"
