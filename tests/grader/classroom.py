@@ -145,6 +145,8 @@ class Page(HTMLParser):
             self.in_cell = True
 
     def handle_endtag(self, tag):
+        if tag in self.VOID:  # <br/>, or a stray </meta>: nothing was pushed for it
+            return
         self.stack.pop()
         self.in_cell = self.in_cell and tag != "td"
         if tag == "tr" and self.cells:
