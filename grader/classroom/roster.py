@@ -94,13 +94,24 @@ def entry_of(student: str, paths: tuple[str, ...]) -> Entry:
 def _refuse_a_class_folder_among_its_siblings(expanded: list[tuple[str, list[str], bool]]) -> None:
     """``grade batch class/*`` names every student's folder; one of them holding no module but folders or
     archives would be read as a class folder, its entries naming students by names its owner chose.
-    So a folder read as a class folder beside a submission given from the same parent folder is an error."""
-    parents = {os.path.dirname(os.path.abspath(path)) for path, _, is_class in expanded if not is_class}
+    So a folder read as a class folder is an error when it comes with every other entry of its parent
+    folder (a glob of the class) and some of them are submissions; not when it is given beside a few
+    other paths (``submissions/ dan.zip``) or with other class folders (``week1/ week2/``)."""
+    given: dict[str, set[str]] = {}
+    submissions: set[str] = set()  # parents of paths that are submissions themselves
     for path, _, is_class in expanded:
-        if is_class and os.path.dirname(os.path.abspath(path)) in parents:
+        parent, name = os.path.split(os.path.abspath(path))
+        given.setdefault(parent, set()).add(name)
+        if not is_class:
+            submissions.add(parent)
+    for path, _, is_class in expanded:
+        parent = os.path.dirname(os.path.abspath(path))
+        everything = {name for name in os.listdir(parent) if not name.startswith(".")}
+        if is_class and parent in submissions and given[parent] >= everything:
             raise UsageError(f"{path} holds no module of the exercise, so it would be read as a class folder (its "
-                             "entries named as students), but it is given beside submissions from the same folder; "
-                             "give the class folder itself, or grade this one on its own")
+                             "entries named as students), but it is given with every other entry of its folder, "
+                             f"as a glob of a class gives them; give the class folder {parent} itself, or grade "
+                             f"{path} on its own")
 
 
 def _found(paths: list[str], exercise: str, found: Found) -> list[Entry]:

@@ -183,6 +183,9 @@ def test_a_students_folder_shaped_like_a_class_folder_cannot_name_classmates(tmp
         roster.discover([str(klass / "bob"), str(klass / "mallory")], "exercise7")
     found = roster.discover([str(klass)], "exercise7")  # the class folder itself: mallory is her folder's name
     assert [e.student for e in found.entries] == ["bob", "mallory"]
-    late = _files(tmp_path / "late" / "dan", "dot.py")
-    assert [e.student for e in roster.discover([str(klass), str(late)], "exercise7").entries] == ["bob", "dan",
-                                                                                                   "mallory"]
+    dan = _files(tmp_path / "late" / "dan", "dot.py")  # a class folder beside a few other paths is one
+    assert [e.student for e in roster.discover([str(klass), str(dan)], "exercise7").entries] == ["bob", "dan",
+                                                                                                  "mallory"]
+    week8 = _files(tmp_path / "week8" / "carl", "dot.py").parent  # class folders only: each is one
+    assert [e.student for e in roster.discover([str(klass), str(week8)], "exercise7").entries] == ["bob", "carl",
+                                                                                                    "mallory"]
