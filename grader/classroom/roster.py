@@ -126,7 +126,7 @@ def _found(paths: list[str], exercise: str, found: Found) -> list[Entry]:
             if in_class_folder and lms_download.is_loose_file(sub):
                 loose.setdefault((_student_id(sub), os.path.abspath(path)), []).append(os.path.abspath(sub))
             elif in_class_folder and not kind(sub):
-                found.left_out.append(sub)
+                found.left_out += [] if sub in found.left_out else [sub]  # a class folder given twice
             else:
                 plain.setdefault(os.path.abspath(sub), Entry(_student_id(sub), (os.path.abspath(sub),)))
     entries = list(plain.values())

@@ -127,6 +127,9 @@ def test_a_path_given_twice_is_one_submission(tmp_path):
     dan = _files(tmp_path / "late" / "dan", "dot.py")
     found = roster.discover([str(download), str(download), str(dan), str(dan)], "exercise7")
     assert [(e.student, len(e.paths), e.submissions) for e in found.entries] == [("101", 1, 1), ("dan", 1, 1)]
+    assert found.left_out == []
+    (download / "notes.txt").write_text("")
+    assert roster.discover([str(download), str(download)], "exercise7").left_out == [str(download / "notes.txt")]
 
 
 def test_a_missing_path_is_a_usage_error(tmp_path):
