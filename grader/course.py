@@ -166,7 +166,9 @@ class Course:
 
     def exercise(self, name: str) -> Exercise:
         if name not in self.exercises:
-            raise UsageError(f"no exercise '{name}'; known: {', '.join(self.exercises) or '(none)'}")
+            close = difflib.get_close_matches(name, list(self.exercises), n=1, cutoff=0.6)
+            guess = f" (did you mean {close[0]}?)" if close else ""
+            raise UsageError(f"no exercise '{name}'{guess}; known: {', '.join(self.exercises) or '(none)'}")
         return self.exercises[name]
 
 

@@ -12,6 +12,13 @@ From the instructors' copy of the course (solutions, hidden tests), for one exer
 - ``autograder/`` and ``autograder.zip`` in Gradescope's layout (setup.sh and run_autograder at the
   root, the rest lands in /autograder/source): the engine, the stubs (they name the modules a
   submission must have), the full suites and course.yaml.
+- ``prairielearn/``: what a PrairieLearn course needs to grade the exercise as an externally graded
+  question (PrairieLearn's docs/externalGrading.md): ``questions/EXERCISE/info.json`` (external
+  grading on, the image, the grader's files and entrypoint), ``question.html`` (a file upload of the
+  exercise's modules and the grader's results), ``serverFilesCourse/COURSE-EXERCISE/`` (the
+  autograder's files and ``run.sh``, the entrypoint: ``grade autograde --platform prairielearn``,
+  which grades ``/grade/student`` into ``/grade/results/results.json``), and the ``Dockerfile`` of
+  the image with the pinned versions.
 
 The student bundle may hold no solution code and no hidden test; the autograder no solution file.
 Both are read back and scanned (:mod:`grader.authoring.release_scan`); if anything slipped in, what was
@@ -23,11 +30,14 @@ suite folder (probes, data) ship when a public test names them.
 from __future__ import annotations
 
 import ast
+import html
+import json
 import os
 import platform
 import re
 import shutil
 import stat
+import uuid
 import zipfile
 from dataclasses import asdict, dataclass, field
 
@@ -43,7 +53,8 @@ from grader.grading import github_classroom
 
 ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
-STUDENT, AUTOGRADER = "student", "autograder"
+STUDENT, AUTOGRADER, PRAIRIELEARN = "student", "autograder", "prairielearn"
+PRAIRIELEARN_TIMEOUT_S = 600  # the most PrairieLearn allows a grading job
 CLASSROOM_WORKFLOW = os.path.join(".github", "workflows", "classroom.yml")
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed, so the same sources give the same zip
@@ -198,11 +209,43 @@ def _readme(course: Course, exercise: Exercise, released: Released) -> str:
                  jaxlib=released.pins["jaxlib"], grader=released.grader_version)
 
 
-def _classroom_workflow(exercise: Exercise) -> str:
-    """The workflow that makes the student bundle a GitHub Classroom template repository."""
-    runner = github_classroom.runner_name(exercise.name)
-    return _fill("classroom.yml", exercise=exercise.name, runner=runner, runner_variable=f"{runner.upper()}_RESULTS",
+def _classroom_workflow(exercise: Exercise, released: Released) -> str:
+    """The workflow that makes the student bundle a GitHub Classroom template repository: a runner per
+    task and weight among the public tests (see grader.grading.github_classroom)."""
+    names = github_classroom.release_runners(
+        [(t.id, [t.rule(name).weight for name in released.public_tests[t.id]]) for t in exercise.tasks])
+    variables = "\n".join(f'          {name.upper()}_RESULTS: "${{{{ steps.grade.outputs.{name} }}}}"' for name in names)
+    return _fill("classroom.yml", exercise=exercise.name, runners=",".join(names), runner_variables=variables,
                  python=".".join(platform.python_version_tuple()[:2]))  # the pins installed on this Python
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "course"
+
+
+def _prairielearn(course: Course, exercise: Exercise, autograder: str, released: Released) -> None:
+    """The question and the grader's files a PrairieLearn course copies in (see the module's docstring)."""
+    top = released.path(PRAIRIELEARN)
+    bundle = f"{_slug(course.name)}-{_slug(exercise.name)}"
+    files = os.path.join(top, "serverFilesCourse", bundle)
+    shutil.copytree(autograder, files, ignore=shutil.ignore_patterns("setup.sh", "run_autograder"))
+    _write(os.path.join(files, "run.sh"), _fill("prairielearn_run.sh", exercise=exercise.name), executable=True)
+    image = f"{_slug(course.name)}-grader:{released.grader_version}"
+    info = {"uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"pmap-course:{course.name}/{exercise.name}")),
+            "title": exercise.title or exercise.name, "topic": course.name, "tags": ["autograded"], "type": "v3",
+            "singleVariant": True, "gradingMethod": "External",
+            "externalGradingOptions": {"enabled": True, "image": image, "serverFilesCourse": [f"{bundle}/"],
+                                       "entrypoint": f"/grade/serverFilesCourse/{bundle}/run.sh",
+                                       "timeout": PRAIRIELEARN_TIMEOUT_S}}
+    question = os.path.join(top, "questions", exercise.name)
+    _write(os.path.join(question, "info.json"), json.dumps(info, indent=2) + "\n")
+    modules = expected_modules(os.path.join(course.root, exercise.stubs))
+    _write(os.path.join(question, "question.html"),
+           _fill("prairielearn_question.html", title=html.escape(exercise.title or exercise.name),
+                 exercise=exercise.name, files=", ".join(f"{m}.py" for m in modules),
+                 file_names=", ".join(f"{m}.py" for m in modules)))
+    _write(os.path.join(top, "Dockerfile"), _fill("prairielearn_Dockerfile", exercise=exercise.name, image=image,
+                                                  bundle=bundle, python=".".join(platform.python_version_tuple()[:2])))
 
 
 def _record(kind: str, released: Released) -> Release:
@@ -226,6 +269,7 @@ def _zip(top: str, path: str, prefix: str = "") -> None:
 
 
 def _clear(out: str) -> None:
+    shutil.rmtree(os.path.join(out, PRAIRIELEARN), ignore_errors=True)
     for name in (STUDENT, AUTOGRADER):
         shutil.rmtree(os.path.join(out, name), ignore_errors=True)
         if os.path.exists(os.path.join(out, name + ".zip")):
@@ -253,7 +297,7 @@ def release(course: Course, exercise: Exercise, out: str) -> Released:
     _write(os.path.join(student, f"{exercise.name}.ipynb"),
            student_notebook.build(exercise, os.path.join(course.root, exercise.stubs)))
     _write(os.path.join(student, "pyproject.toml"), _pyproject(dist, released))
-    _write(os.path.join(student, CLASSROOM_WORKFLOW), _classroom_workflow(exercise))
+    _write(os.path.join(student, CLASSROOM_WORKFLOW), _classroom_workflow(exercise, released))
     _common(course, exercise, autograder, _record(AUTOGRADER, released), released)
     shutil.copytree(os.path.join(course.root, exercise.suite), os.path.join(autograder, "tests", exercise.name),
                     ignore=_IGNORE)
@@ -269,6 +313,7 @@ def release(course: Course, exercise: Exercise, out: str) -> Released:
         raise UsageError(f"the release of {exercise.name} was not written: it would have handed out what it "
                          "must not:\n  " + "\n  ".join(problems))
     released.files_scanned = sum(len(files) for top in (student, autograder) for _, _, files in os.walk(top))
+    _prairielearn(course, exercise, autograder, released)
     _zip(student, student + ".zip", prefix=f"{course.name}-{exercise.name}/")
     _zip(autograder, autograder + ".zip")
     return released

@@ -83,13 +83,13 @@ class Job:
 
 
 def _plan_one(entry: roster.Entry) -> Planned:
-    if entry.files and len(entry.paths) == len(entry.files):  # an LMS download's loose files: one submission
+    if entry.submissions > 1:
+        digest = fingerprint.combined_hash(fingerprint.submission_hash(p) for p in entry.paths)
+        return Planned(entry, digest, f"{plural(entry.submissions, 'submission')} for this student id "
+                                      f"({', '.join(entry.paths)}); keep one and run the batch again")
+    if entry.files:  # an LMS download's loose files of one user: one submission
         digest = fingerprint.combined_hash(f"{name} {fingerprint.submission_hash(p)}" for p, name in entry.files)
         return Planned(entry, digest, intake.refusal(entry.files))
-    if len(entry.paths) > 1:
-        digest = fingerprint.combined_hash(fingerprint.submission_hash(p) for p in entry.paths)
-        return Planned(entry, digest, f"{plural(len(entry.paths), 'submission')} for this student id "
-                                      f"({', '.join(entry.paths)}); keep one and run the batch again")
     path = entry.paths[0]
     refusal = "" if roster.kind(path) else (f"{os.path.basename(path)} is not a folder, a .zip or a .tar.gz archive, "
                                             "or a notebook")

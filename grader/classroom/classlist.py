@@ -18,7 +18,9 @@ Columns (header names are matched without regard to case or surrounding spaces; 
 An LMS's own export is a roster too, read as downloaded: Canvas's gradebook export (Grades, Export:
 ``Student, ID, SIS User ID, SIS Login ID, Section, ...``, where the student id is Canvas's user ID, the
 id its bulk submission download names files by; its "Points Possible" and "Manual Posting" rows have no
-ID and are skipped), and Moodle's grading worksheet (the assignment's "Download grading worksheet":
+ID and are skipped; its assignment columns, named ``<title> (<assignment id>)``, are kept as
+:attr:`ClassList.assignments`, the names a Canvas import file must use to reach those assignments),
+and Moodle's grading worksheet (the assignment's "Download grading worksheet":
 ``Identifier, Full name, Email address, ...``, where the student id is the number of its "Participant
 1234567", the number its "Download all submissions" names folders by). See :mod:`.lms_download`.
 """
@@ -55,6 +57,7 @@ class Student:
 class ClassList:
     path: str
     students: tuple[Student, ...]
+    assignments: tuple[str, ...] = ()  # a Canvas export's assignment columns, "Week 7 (5551)"
 
     def ids(self) -> list[str]:
         return [s.id for s in self.students]
@@ -110,12 +113,17 @@ def _shape(path: str, header: list[str]):
                       "gradebook export or Moodle's grading worksheet as downloaded")
 
 
-def _header(path: str, reader) -> list[str]:
-    header = [name.strip().lower() for name in next(reader, [])]
+_CANVAS_ASSIGNMENT = re.compile(r".+ \(\d+\)")
+
+
+def _header(path: str, reader) -> tuple[list[str], tuple[str, ...]]:
+    """(the header's names, lower-cased, to match on; the Canvas assignment columns, as written)."""
+    written = [name.strip() for name in next(reader, [])]
+    header = [name.lower() for name in written]
     repeated = sorted({c for c in header if c and header.count(c) > 1})
     if repeated:
         raise RosterError(f"{path}:1: column '{repeated[0]}' appears more than once in the header")
-    return header
+    return header, tuple(name for name in written if _CANVAS_ASSIGNMENT.fullmatch(name))
 
 
 def _delimiter(text: str) -> str:
@@ -138,7 +146,7 @@ def load(path: str) -> ClassList:
     """Read and check the roster CSV at ``path``; RosterError (exit 2) names what is wrong and where."""
     text = read_text(path, "roster")
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text))
-    header = _header(path, reader)
+    header, assignments = _header(path, reader)
     shape = _shape(path, header)
     students, seen = [], {}
     for values in reader:
@@ -159,4 +167,4 @@ def load(path: str) -> ClassList:
         seen[sid] = row
         students.append(Student(sid, cells["name"], row,
                                 {k: v for k, v in cells.items() if k in OPTIONAL or k.startswith("due:")}))
-    return ClassList(path, tuple(students))
+    return ClassList(path, tuple(students), assignments if shape is _canvas_row else ())

@@ -9,7 +9,13 @@ grade by mistake (``grade export`` warns about those).
 
 Canvas: the columns its gradebook import documents (Student, ID, SIS User ID, SIS Login ID,
 Section), then one column per assignment, with the "Points Possible" row its own exports carry.
-Moodle: "Email address" (the identifier to map on import), "ID number", then the assignment.
+Moodle: "Email address" (the identifier to map on import), "ID number", then the assignment. Moodle's
+import refuses the whole file (``gradevaluetoobig``) for one mark above the grade item's maximum
+unless the site allows unlimited grades, so a mark above the gradebook's maximum (extra credit) is
+capped at it by default, and the warnings name whom that touched and the two ways to keep the
+extra: ``column`` (a second column with what is above the maximum, imported into a grade item of
+its own) or ``keep`` (for a site with "Unlimited grades" on). Canvas accepts marks above "Points
+Possible" and keeps them.
 Names and sections are written as spreadsheet text (grader.grading.sanitise.spreadsheet); the ids an LMS
 matches on are written as they are (they come from the roster, the instructor's file, not from a
 submission).
@@ -23,7 +29,8 @@ import io
 from grader.classroom.classlist import ClassList, Student
 from grader.classroom.exports import cell_number
 from grader.classroom.gradebook import FAILED, Gradebook, Result
-from grader.grading.sanitise import spreadsheet, terminal
+from grader.errors import UsageError
+from grader.grading.sanitise import line, spreadsheet
 
 CANVAS_IDS = (("ID", "canvas_id"), ("SIS User ID", "sis_user_id"), ("SIS Login ID", "sis_login_id"))
 
@@ -44,10 +51,10 @@ def _warnings(book: Gradebook, roster: ClassList) -> list[str]:
     notes = []
     if strangers:
         notes.append(f"{_count(len(strangers), 'submission')} from ids not on the roster {roster.path}, "
-                     f"not exported: {terminal(', '.join(strangers))}")
+                     f"not exported: {', '.join(map(line, strangers))}")
     if missing:
         notes.append(f"{_count(len(missing), 'student')} on the roster without a submission (empty mark): "
-                     f"{', '.join(missing)}")
+                     f"{', '.join(map(line, missing))}")
     return notes
 
 
@@ -64,6 +71,19 @@ def _write(header: list[str], rows: list[list[str]]) -> str:
     return out.getvalue()
 
 
+def canvas_assignment(roster: ClassList) -> str:
+    """The assignment column of Canvas's gradebook export given as the roster, for a file that reaches that
+    assignment: Canvas's import makes a new assignment of any column it does not know, so with no such
+    column (a roster of one's own) or several, the instructor must name it (UsageError)."""
+    if len(roster.assignments) == 1:
+        return roster.assignments[0]
+    found = (f"{roster.path} has the assignment columns {', '.join(map(repr, roster.assignments))}"
+             if roster.assignments else f"{roster.path} is no Canvas gradebook export with an assignment column")
+    raise UsageError(f"--format canvas needs --assignment: {found}, and Canvas creates a new assignment for a column "
+                     "it does not know; give the column as Canvas's export names it, e.g. --assignment "
+                     "\"Week 7 (5551)\"")
+
+
 def canvas_csv(book: Gradebook, roster: ClassList, assignment: str) -> tuple[str, list[str]]:
     """(Canvas gradebook import CSV, warnings for stderr)."""
     results = {r.student: r for r in book.results()}
@@ -76,11 +96,41 @@ def canvas_csv(book: Gradebook, roster: ClassList, assignment: str) -> tuple[str
     return _write(header, rows), _warnings(book, roster)
 
 
-def moodle_csv(book: Gradebook, roster: ClassList, assignment: str) -> tuple[str, list[str]]:
-    """(Moodle grade import CSV, warnings for stderr); map "Email address" to the user's email on import."""
+ABOVE_MAX = ("cap", "column", "keep")
+UNLIMITED = "Site administration > Grades > General settings > Unlimited grades"
+
+
+def _above_max_note(above: list[tuple[str, float]], maximum: float, how: str, assignment: str) -> list[str]:
+    if not above:
+        return []
+    who = ", ".join(f"{line(sid)} ({cell_number(score)})" for sid, score in above)
+    if how == "keep":
+        return [f"{_count(len(above), 'mark')} above the maximum {cell_number(maximum)} kept as they are: {who}; "
+                f"Moodle imports them only where {UNLIMITED} is on"]
+    if how == "column":
+        return [f"{_count(len(above), 'mark')} above the maximum {cell_number(maximum)}: {who}; the column "
+                f"'{line(assignment)} extra credit' holds what is above it, for a grade item of its own"]
+    return [f"{_count(len(above), 'mark')} above the maximum {cell_number(maximum)} capped at it, since Moodle refuses "
+            f"the whole file for one mark above a grade item's maximum: {who}. To keep the extra credit, export "
+            f"with --above-max column (a second column to import into a grade item of its own), or with "
+            f"--above-max keep where {UNLIMITED} is on"]
+
+
+def moodle_csv(book: Gradebook, roster: ClassList, assignment: str, above_max: str = "cap") -> tuple[str, list[str]]:
+    """(Moodle grade import CSV, warnings for stderr); map "Email address" to the user's email on import.
+    ``above_max`` says what becomes of a mark above the gradebook's maximum: one of ABOVE_MAX."""
     results = {r.student: r for r in book.results()}
-    rows = []
+    maximum = book.meta_value("max_score")
+    header = ["Email address", "ID number", assignment] + ([f"{assignment} extra credit"] if above_max == "column" else [])
+    rows, above = [], []
     for s in roster.students:
         _require(roster, s, ("email",), "Moodle's import matches a row to a student by email address")
-        rows.append([s.get("email"), s.get("sis_user_id"), _mark(results.get(s.id))])
-    return _write(["Email address", "ID number", assignment], rows), _warnings(book, roster)
+        result = results.get(s.id)
+        mark = _mark(result)
+        extra = "" if mark == "" else "0"
+        if mark and result.score > maximum:
+            above.append((s.id, result.score))
+            if above_max != "keep":
+                mark, extra = cell_number(maximum), cell_number(result.score - maximum)
+        rows.append([s.get("email"), s.get("sis_user_id"), mark] + ([extra] if above_max == "column" else []))
+    return _write(header, rows), _warnings(book, roster) + _above_max_note(above, maximum, above_max, assignment)

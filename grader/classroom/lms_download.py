@@ -1,12 +1,21 @@
 """Submissions as an LMS hands them over: the file names of Canvas's and Moodle's bulk downloads.
 
-Canvas's "Download Submissions" is a zip of loose files, every student's files side by side, each
-named ``<sortable name>_<user id>_<submission id>_<file>``: the name lower-cased with its spaces and
-punctuation taken out (``smithjohn``), ``LATE`` after it when the submission came after the due date
-(``smithjohn_LATE_...``), and ``<file>`` the name the student uploaded, with ``-1``, ``-2`` ... before
-its suffix when the student had uploaded a file of that name before (``dot-1.py``). Moodle's
-"Download all submissions" names a folder per student (or, with folders turned off, prefixes each
-file) ``<full name>_<participant id>_assignsubmission_file_`` (``onlinetext`` for text typed in).
+Whose a file is comes only from the part of its name the LMS wrote, never from the part the student
+chose (the name of the file uploaded, which may itself look like another student's LMS name):
+
+- Canvas's "Download Submissions" is a zip of loose files, every student's files side by side, each
+  named ``<sortable name>[_LATE]_<user id>_<attachment id>_<file>`` (content_zipper.rb in canvas-lms:
+  ``get_filename`` joins the name, ``LATE`` and the user id with ``_``, keeps only word characters and
+  lower-cases them; ``sanitize_user_name`` takes ``_<digits>_`` out of the name first, "because we use
+  /_\\d+_/ to infer the user/attachment ids"). So the name may keep an underscore (``o_neilpat``) but
+  never holds ``_<digits>_``, and the user id is the first ``_<digits>_`` after it: nothing in
+  ``<file>``, the name the student uploaded, can move it. With anonymous grading the name and user id
+  are ``anon_<anonymous id>``, which is then the student's id. ``<file>`` gets ``-1``, ``-2`` ...
+  before its suffix when the student had uploaded a file of that name before (``dot-1.py``).
+- Moodle's "Download all submissions" names a folder per student (or, with folders turned off,
+  prefixes each file) ``<full name>_<participant id>_assignsubmission_file_`` (``onlinetext`` for text
+  typed in); Moodle replaces every ``_`` of the full name by a space (``download_submissions`` in
+  mod/assign/locallib.php), so the participant id is the number after the name's first ``_``.
 
 :func:`parse` reads such a name; :mod:`.roster` groups the files by student and :mod:`.intake` puts
 each student's files back under the names they were uploaded with. The ids are the LMS's own: a
@@ -19,8 +28,11 @@ import os
 import re
 from dataclasses import dataclass
 
-_CANVAS = re.compile(r"(?P<name>[^_]*)_(?P<late>late_)?(?P<user>\d+)_(?P<submission>\d+)_(?P<file>.+)", re.I)
-_MOODLE = re.compile(r"(?P<name>.+)_(?P<user>\d+)_assignsubmission_(?:file|onlinetext)_(?P<file>.*)")
+# Each pattern matches from the start and takes the first place its ids fit (a lazy name), so the
+# student's own file name, which comes last, never decides whose the file is.
+_CANVAS_ANONYMOUS = re.compile(r"(?P<late>late_)?(?P<user>anon_[a-z0-9]+)_(?P<attachment>\d+)_(?P<file>.+)", re.I)
+_CANVAS = re.compile(r"(?P<name>\w*?)_(?P<late>late_)?(?P<user>\d+)_(?P<attachment>\d+)_(?P<file>.+)", re.I)
+_MOODLE = re.compile(r"(?P<name>[^_]*)_(?P<user>\d+)_assignsubmission_(?:file|onlinetext)_(?P<file>.*)")
 _RESUBMITTED = re.compile(r"(?P<stem>.+)-\d+(?P<suffix>(?:\.[A-Za-z0-9]+)*)")
 
 
@@ -47,9 +59,9 @@ def parse(name: str) -> Named | None:
     m = _MOODLE.fullmatch(name)
     if m:
         return Named("moodle", m.group("user"), m.group("file"))
-    m = _CANVAS.fullmatch(name)
+    m = _CANVAS_ANONYMOUS.fullmatch(name) or _CANVAS.fullmatch(name)
     if m:
-        return Named("canvas", m.group("user"), _uploaded_name(m.group("file")), bool(m.group("late")))
+        return Named("canvas", m.group("user").lower(), _uploaded_name(m.group("file")), bool(m.group("late")))
     return None
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import time
 
-from grader.grading.sanitise import terminal
+from grader.grading.sanitise import line
 
 BAR_WIDTH = 24
 
@@ -42,7 +42,7 @@ class Progress:
         """One more submission finished; ``outcome`` is a few words, ``error`` if it got no score."""
         self.done += 1
         self.errors += error
-        student, outcome = terminal(student), terminal(outcome)  # a folder's name, an error quoting one
+        student, outcome = line(student), line(outcome)  # a folder's name, an error quoting one: one line each
         counts = f"{self.done}/{self.total} · {self.errors} error{'s' if self.errors != 1 else ''} · ETA {self.eta()}"
         if self.tty:
             filled = BAR_WIDTH * self.done // max(self.total, 1)

@@ -7,10 +7,16 @@ twice is kept as one entry with both paths, so the batch can refuse it by name i
 grading whichever came last.
 
 A class folder may also be an LMS's bulk download (:mod:`.lms_download`): Canvas's loose files,
-``<name>_<user id>_<submission id>_<file>``, are one entry per user id holding that user's files, and
+``<name>_<user id>_<attachment id>_<file>``, are one entry per user id holding that user's files, and
 Moodle's ``<name>_<participant id>_assignsubmission_file_`` folders one entry each; a roster from that
 LMS (or one with a ``canvas_id`` column) turns the LMS's id into the roster's student id. Anything
 else in a class folder (``notes.txt``) is no submission: it is left out, and named as left out.
+
+A student's id comes only from names the instructor or the LMS chose: a path's own name, a class
+folder's entries, the LMS's part of a download's names (:func:`lms_download.parse`). A name inside a
+submission never names a student. Two submissions under one id (``gus/`` and ``gus.zip``, or one
+user's loose files in two downloads) are never merged: the entry counts both, and the batch refuses
+it naming every path.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ class Entry:
     paths: tuple[str, ...]
     files: tuple[tuple[str, str], ...] = ()
     late: bool = False  # the LMS marked it late (Canvas's LATE)
+    submissions: int = 1  # how many submissions were found under this id; more than one is refused
 
 
 @dataclass
@@ -84,32 +91,63 @@ def entry_of(student: str, paths: tuple[str, ...]) -> Entry:
     return Entry(student, paths, _loose_files(paths) if loose else ())
 
 
-def discover(paths: list[str], exercise: str, roster: ClassList | None = None) -> Found:
-    """The class found at ``paths``: one entry per student id, sorted by id, and what was left out."""
-    by_id: dict[str, list[str]] = {}
-    loose: dict[str, list[str]] = {}
-    found = Found()
-    for path in paths:
-        subs, in_class_folder = _expand(path, exercise)
+def _refuse_a_class_folder_among_its_siblings(expanded: list[tuple[str, list[str], bool]]) -> None:
+    """``grade batch class/*`` names every student's folder; one of them holding no module but folders or
+    archives would be read as a class folder, its entries naming students by names its owner chose.
+    So a folder read as a class folder is an error when it comes with every other entry of its parent
+    folder (a glob of the class) and some of them are submissions; not when it is given beside a few
+    other paths (``submissions/ dan.zip``) or with other class folders (``week1/ week2/``)."""
+    given: dict[str, set[str]] = {}
+    submissions: set[str] = set()  # parents of paths that are submissions themselves
+    for path, _, is_class in expanded:
+        parent, name = os.path.split(os.path.abspath(path))
+        given.setdefault(parent, set()).add(name)
+        if not is_class:
+            submissions.add(parent)
+    for path, _, is_class in expanded:
+        parent = os.path.dirname(os.path.abspath(path))
+        everything = {name for name in os.listdir(parent) if not name.startswith(".")}
+        if is_class and parent in submissions and given[parent] >= everything:
+            raise UsageError(f"{path} holds no module of the exercise, so it would be read as a class folder (its "
+                             "entries named as students), but it is given with every other entry of its folder, "
+                             f"as a glob of a class gives them; give the class folder {parent} itself, or grade "
+                             f"{path} on its own")
+
+
+def _found(paths: list[str], exercise: str, found: Found) -> list[Entry]:
+    """One entry per submission, under the id its own name gives: a path or a class folder's entry is
+    one submission, and so are the loose files one LMS user has in one download folder."""
+    plain: dict[str, Entry] = {}
+    loose: dict[tuple[str, str], list[str]] = {}
+    expanded = [(path, *_expand(path, exercise)) for path in paths]
+    _refuse_a_class_folder_among_its_siblings(expanded)
+    for path, subs, in_class_folder in expanded:
         for sub in subs:
             if in_class_folder and lms_download.is_loose_file(sub):
-                loose.setdefault(_student_id(sub), []).append(os.path.abspath(sub))
+                loose.setdefault((_student_id(sub), os.path.abspath(path)), []).append(os.path.abspath(sub))
             elif in_class_folder and not kind(sub):
-                found.left_out.append(sub)
+                found.left_out += [] if sub in found.left_out else [sub]  # a class folder given twice
             else:
-                by_id.setdefault(_student_id(sub), []).append(os.path.abspath(sub))
+                plain.setdefault(os.path.abspath(sub), Entry(_student_id(sub), (os.path.abspath(sub),)))
+    entries = list(plain.values())
+    for (user, _), files in loose.items():
+        named = _loose_files(dict.fromkeys(files))
+        late = any(lms_download.parse(os.path.basename(p)).late for p, _ in named)
+        entries.append(Entry(user, tuple(p for p, _ in named), named, late))
+    return entries
+
+
+def discover(paths: list[str], exercise: str, roster: ClassList | None = None) -> Found:
+    """The class found at ``paths``: one entry per student id, sorted by id, and what was left out."""
+    found = Found()
     students = _lms_students(roster)
     entries: dict[str, Entry] = {}
-    for user, given in sorted({**{k: [] for k in loose}, **by_id}.items()):
-        files = _loose_files(loose.get(user, ()))
-        late = any(lms_download.parse(os.path.basename(p)).late for p, _ in files)
-        student = students.get(user, user)
-        paths_found = tuple(dict.fromkeys([*given, *(p for p, _ in files)]))
-        if student in entries:  # two ids of one student (its LMS id and the roster's): both are its submissions
-            before = entries[student]
-            entries[student] = Entry(student, before.paths + paths_found, before.files + files, before.late or late)
-        else:
-            entries[student] = Entry(student, paths_found, files, late)
+    for entry in sorted(_found(paths, exercise, found), key=lambda e: (e.student, e.paths)):
+        student = students.get(entry.student, entry.student)
+        before = entries.get(student)
+        entries[student] = Entry(student, entry.paths, entry.files, entry.late) if before is None else Entry(
+            student, before.paths + entry.paths, before.files + entry.files, before.late or entry.late,
+            before.submissions + 1)
     found.entries = sorted(entries.values(), key=lambda e: e.student)
     return found
 

@@ -1,7 +1,8 @@
 """Submissions whose code is unusually alike, found with copydetect (the winnowing algorithm MOSS uses).
 
 Each submission's task modules (the names of the stubs) are copied into ``scratch/<student>/``, read
-the way grading reads them (UTF-8, LF line ends), archives unpacked with the batch's checks. Each
+the way grading reads them (UTF-8, LF line ends), archives unpacked with the batch's checks, a
+notebook's marked cells taken as the modules they name (:mod:`grader.notebook.cells`). Each
 module is compared with the same module of every other student; code the stubs already give (their
 signatures and docstrings) is boilerplate and never counts as shared, so two untouched stubs are not
 "alike". Tokens are normalised first (names become V, F, O; strings S), so renaming variables does
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from grader.classroom import intake, roster, unpack
 from grader.errors import UsageError
 from grader.grading import sanitise
+from grader.notebook.cells import as_folder
 from grader.submission import expected_modules, locate, python_source
 
 # copydetect's thresholds are in tokens after normalisation: a student's function for one task is
@@ -52,9 +54,14 @@ def _collect(entry: roster.Entry, exercise: str, modules: tuple[str, ...], dest:
         path = intake.open_submission(entry, scratch, exercise)
     except unpack.Refused as exc:
         return str(exc)
-    if roster.kind(path) == "notebook":
-        return "a notebook: compare its cells by hand"
-    folder = locate(path, exercise, modules)
+    try:
+        with as_folder(path, modules) as (folder, _):
+            return _copy_modules(locate(folder, exercise, modules), modules, dest)
+    except UsageError as exc:  # a notebook whose cells do not make modules
+        return str(exc)
+
+
+def _copy_modules(folder: str, modules: tuple[str, ...], dest: str) -> str:
     found = 0
     for module in modules:
         source = os.path.join(folder, f"{module}.py")

@@ -6,7 +6,7 @@ import statistics
 
 from grader.classroom.gradebook import FAILED, GRADED, REFUSED, Result
 from grader.layout import number, plural
-from grader.grading.sanitise import terminal
+from grader.grading.sanitise import line, terminal
 
 
 def _num(x: float) -> str:
@@ -32,8 +32,8 @@ def summarize(results: list[Result], tasks: list[dict], title: str) -> str:
     late = [(r, r.report["late"]) for r in graded if r.report.get("late", {}).get("days_late")]
     if late:
         lines.append("  late (penalty taken off the raw score):")
-        width = max(len(r.student) for r, _ in late)
-        lines += [f"    {r.student:<{width}}  {rec['days_late']} day{'s' if rec['days_late'] != 1 else ''} late  "
+        width = max(len(line(r.student)) for r, _ in late)
+        lines += [f"    {line(r.student):<{width}}  {rec['days_late']} day{'s' if rec['days_late'] != 1 else ''} late  "
                   f"-{_num(rec['penalty_percent'])}%  {_num(rec['raw_score'])} -> {_num(rec['score'])}"
                   for r, rec in late]
     for status, advice in ((REFUSED, "fix the submission and run the batch again"),
@@ -41,6 +41,6 @@ def summarize(results: list[Result], tasks: list[dict], title: str) -> str:
         bad = [r for r in results if r.status == status]
         if bad:
             lines.append(f"  {status} ({advice}):")
-            width = max(len(r.student) for r in bad)
-            lines += [f"    {r.student:<{width}}  {r.error}" for r in bad]
+            width = max(len(line(r.student)) for r in bad)
+            lines += [f"    {line(r.student):<{width}}  {line(r.error)}" for r in bad]
     return terminal("\n".join(lines) + "\n")  # student ids are folder names, errors may quote them

@@ -1,19 +1,31 @@
 """Safe unpacking of submitted ``.zip`` and ``.tar.gz`` archives into a scratch folder.
 
 An archive is input from a stranger. Every entry is checked before it is written: a path that
-would land outside the folder (absolute, or with ``..``), a link of any kind, a device or pipe, more
-entries than a submission may hold, or more bytes than it may hold (counted while writing, so a
-lying header does not help) refuses the whole archive with one sentence that says why, and what was
-unpacked so far is removed. Nothing in an archive is ever followed or executed here.
+would land outside the folder (absolute, or with ``..``), a link of any kind, a device or pipe
+refuses the whole archive with one sentence that says why, and what was unpacked so far is removed.
+Nothing in an archive is ever followed or executed here.
+
+Reading has a budget, so an archive built to be slow stops the batch's intake for no longer than a
+submission's worth of work; each bound's refusal names it:
+
+- size: the archive itself at most MAX_BYTES; what is written at most MAX_BYTES (counted while
+  writing, so a lying header does not help); and at most READ_BYTES inflated in all, headers and
+  the entries left out included (a ``.tar.gz`` can only reach an entry by inflating all before it, so
+  12 GiB of padding in a left-out ``__MACOSX/`` entry is read no further than this bound);
+- count: at most MAX_FILES entries;
+- time: at most READ_S seconds of reading.
 """
 
 from __future__ import annotations
 
+import gzip
+import io
 import os
 import posixpath
 import shutil
 import stat
 import tarfile
+import time
 import zipfile
 
 from grader.layout import plural
@@ -21,6 +33,8 @@ from grader.submission import MAX_BYTES, MAX_FILES
 
 ARCHIVE_SUFFIXES = {".zip": "zip", ".tar.gz": "tar", ".tgz": "tar"}
 _CHUNK = 1 << 16
+READ_BYTES = 2 * MAX_BYTES  # inflated in all, headers and entries left out included
+READ_S = 10.0
 # Folders that archiving tools add beside the real content; they are not part of the submission.
 _TOOL_FOLDERS = ("__MACOSX",)
 
@@ -54,10 +68,22 @@ def _safe_name(name: str) -> str | None:
 
 
 class _Budget:
-    """Counts entries and bytes against the submission limits."""
+    """Counts entries, bytes written, bytes inflated and time against the intake's bounds."""
 
     def __init__(self):
-        self.entries = self.bytes = 0
+        self.entries = self.bytes = self.inflated = 0
+        self.started = time.monotonic()
+
+    def clock(self) -> None:
+        if time.monotonic() - self.started > READ_S:
+            raise Refused(f"archive took more than {READ_S:g} s to read (the intake's time bound); a submission "
+                          "is a few source files")
+
+    def read(self, n: int) -> None:
+        self.inflated += n
+        if self.inflated > READ_BYTES:
+            raise Refused(f"archive inflates to more than {READ_BYTES >> 20} MiB, entries left out included (the "
+                          "intake's size bound); a submission is a few source files")
 
     def entry(self) -> None:
         self.entries += 1
@@ -76,6 +102,7 @@ def _write(stream, dest: str, rel: str, budget: _Budget) -> None:
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
     with os.fdopen(fd, "wb") as out:
         while chunk := stream.read(_CHUNK):
+            budget.clock()
             budget.add(len(chunk))
             out.write(chunk)
 
@@ -94,9 +121,27 @@ def _tar_entries(tf: tarfile.TarFile):
         yield m.name, kind, lambda m=m: tf.extractfile(m)
 
 
-def _extract(entries, dest: str) -> None:
-    budget = _Budget()
+class _Inflated(io.RawIOBase):
+    """The inflated bytes of a ``.tar.gz``, read through the budget: whatever tarfile reads (headers,
+    entries it skips, padding) is counted and timed before it gets it."""
+
+    def __init__(self, stream, budget: _Budget):
+        super().__init__()
+        self.stream, self.budget = stream, budget
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        self.budget.clock()
+        n = self.stream.readinto(buffer)
+        self.budget.read(n)
+        return n
+
+
+def _extract(entries, dest: str, budget: _Budget) -> None:
     for name, kind, open_entry in entries:
+        budget.clock()
         budget.entry()
         rel = _safe_name(name)
         if kind == "link":
@@ -126,9 +171,15 @@ def unpack(path: str, dest: str) -> None:
 
 
 def _unpack_into(path: str, kind: str, dest: str) -> None:
+    budget = _Budget()
     try:
-        with zipfile.ZipFile(path) if kind == "zip" else tarfile.open(path, "r:gz") as archive:
-            _extract(_zip_entries(archive) if kind == "zip" else _tar_entries(archive), dest)
+        if kind == "zip":
+            with zipfile.ZipFile(path) as archive:
+                _extract(_zip_entries(archive), dest, budget)
+        else:  # read as a stream ("r|"): only forward, every inflated byte through the budget
+            with gzip.open(path, "rb") as inflated, \
+                    tarfile.open(fileobj=_Inflated(inflated, budget), mode="r|") as archive:
+                _extract(_tar_entries(archive), dest, budget)
     except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, ValueError, RuntimeError) as exc:
         what = ".zip" if kind == "zip" else ".tar.gz"
         raise Refused(f"not a readable {what} archive ({type(exc).__name__}: {exc})") from None

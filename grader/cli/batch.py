@@ -92,7 +92,7 @@ def _batch(submissions, exercise_name, tasks, jobs, shard_text, gradebook_path, 
     deadlines = for_batch(course, exercise, {e.student for e in everyone}, class_list, times_path)
     if found.left_out:
         click.echo(f"left out {plural(len(found.left_out), 'file')} that {'is' if len(found.left_out) == 1 else 'are'} "
-                   f"no submission (a folder, .zip, .tar.gz or .ipynb is): {sanitise.terminal(', '.join(found.left_out))}",
+                   f"no submission (a folder, .zip, .tar.gz or .ipynb is): {', '.join(map(sanitise.line, found.left_out))}",
                    err=True)
     late = [e.student for e in entries if e.late]
     if late and deadlines and not times_path:

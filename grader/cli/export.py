@@ -6,20 +6,11 @@ import os
 
 import click
 
-def _priced_results(data: dict, result) -> dict:
-    """Gradescope's results with the gradebook's score and, for a late submission, a line saying why."""
-    late = result.report.get("late")
-    if not late or not late["days_late"]:
-        return dict(data, score=result.score)
-    days = f"{late['days_late']} day{'s' if late['days_late'] != 1 else ''}"
-    note = (f"Submitted {days} after the deadline: {late['penalty_percent']:g}% off, "
-            f"{late['raw_score']:g} -> {late['score']:g} points.")
-    return dict(data, score=result.score, output=f"{data['output']}\n{note}")
-
 
 def _write_gradescope(book, folder: str) -> int:
     """``folder/<student>/results.json`` for every student; returns how many were not graded. The top-level
-    score is the gradebook's (after any late penalty), which Gradescope takes over the tests' sum."""
+    score is the gradebook's (after any late penalty: the report's ``late`` record), which Gradescope takes
+    over the tests' sum."""
     from grader.classroom.gradebook import GRADED
     from grader.errors import UsageError
     from grader.grading import gradescope
@@ -28,28 +19,32 @@ def _write_gradescope(book, folder: str) -> int:
     for r in book.results():
         if os.sep in r.student or r.student in (".", ".."):
             raise UsageError(f"student id {r.student!r} cannot name a folder")
-        data = (_priced_results(gradescope.results(r.report), r) if r.status == GRADED
+        data = (gradescope.results(r.report) if r.status == GRADED
                 else gradescope.failure_results(f"This submission could not be graded: {r.error}"))
         not_graded += r.status != GRADED
         gradescope.write(os.path.join(folder, r.student, "results.json"), data)
     return not_graded
 
 
-def _lms(book, fmt, roster_path, assignment) -> str:
-    """The Canvas or Moodle CSV; its warnings (who is missing, who is not on the roster) go to stderr."""
+def _lms(book, fmt, roster_path, assignment, above_max) -> str:
+    """The Canvas or Moodle CSV; its warnings (who is missing, who is not on the roster, marks above the
+    maximum) go to stderr."""
     from grader.classroom import classlist, lms
     from grader.errors import UsageError
 
     if not roster_path:
         raise UsageError(f"--format {fmt} needs --roster CSV: the LMS knows students by the ids the roster gives")
-    render = {"canvas": lms.canvas_csv, "moodle": lms.moodle_csv}[fmt]
-    text, warnings = render(book, classlist.load(roster_path), assignment or book.meta_value("exercise"))
+    roster = classlist.load(roster_path)
+    if fmt == "canvas":
+        text, warnings = lms.canvas_csv(book, roster, assignment or lms.canvas_assignment(roster))
+    else:
+        text, warnings = lms.moodle_csv(book, roster, assignment or book.meta_value("exercise"), above_max)
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)  # already terminal text (grader.classroom.lms)
     return text
 
 
-def _export(gradebook, fmt, output, roster_path, assignment):
+def _export(gradebook, fmt, output, roster_path, assignment, above_max):
     from grader.classroom import exports
     from grader.classroom.gradebook import FAILED, Gradebook
     from grader.errors import UsageError
@@ -67,7 +62,7 @@ def _export(gradebook, fmt, output, roster_path, assignment):
                        f"({not_graded} not graded: score 0)", err=True)
         else:
             render = {"csv": exports.gradebook_csv, "json": exports.gradebook_json, "junit": exports.gradebook_junit}
-            text = _lms(book, fmt, roster_path, assignment) if fmt in ("canvas", "moodle") else render[fmt](book)
+            text = _lms(book, fmt, roster_path, assignment, above_max) if fmt in ("canvas", "moodle") else render[fmt](book)
             if output:
                 with open(output, "w", encoding="utf-8", newline="") as f:
                     f.write(text)
@@ -86,8 +81,12 @@ def _export(gradebook, fmt, output, roster_path, assignment):
 @click.option("-o", "--output", type=click.Path(), help="file to write (a folder for gradescope); default stdout")
 @click.option("--roster", "roster_path", type=click.Path(),
               help="the class list CSV (canvas, moodle; see docs/instructor.md)")
-@click.option("--assignment", help="the LMS assignment column (canvas, moodle) [default: the exercise name]")
-def export_command(gradebook, fmt, output, roster_path, assignment):
+@click.option("--assignment", help="the LMS assignment column [canvas default: the assignment column of Canvas's "
+              "gradebook export given as --roster; moodle default: the exercise name]")
+@click.option("--above-max", type=click.Choice(["cap", "column", "keep"]), default="cap", show_default=True,
+              help="moodle: a mark above the maximum is capped at it, or its excess goes in a column of its own, "
+                   "or it is kept (a site with Unlimited grades on)")
+def export_command(gradebook, fmt, output, roster_path, assignment, above_max):
     """Write a gradebook as CSV (a row per student, a column per task), Gradescope results.json
     files, JUnit XML, JSON, or a Canvas / Moodle grade import CSV (with --roster)."""
-    _export(gradebook, fmt, output, roster_path, assignment)
+    _export(gradebook, fmt, output, roster_path, assignment, above_max)

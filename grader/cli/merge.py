@@ -11,7 +11,7 @@ import click
 def merge_command(gradebooks, output):
     """Join shard gradebooks into one; refuses gradebooks of different courses or seeds."""
     from grader.classroom.gradebook import merge
-    from grader.grading.sanitise import terminal
+    from grader.grading.sanitise import line
 
     for note in merge(list(gradebooks), output):
-        click.echo(terminal(note), err=True)  # notes name students: folder names
+        click.echo(line(note), err=True)  # notes name students: folder names

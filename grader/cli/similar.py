@@ -63,7 +63,7 @@ def similar_command(source, exercise_name, course_path, threshold, html):
     """
     from grader.classroom.similarity import compare
     from grader.layout import plural
-    from grader.grading.sanitise import terminal
+    from grader.grading.sanitise import line
 
     name, entries, kept = _entries(source, exercise_name)
     with _stubs_folder(kept, name, course_path) as stubs:
@@ -72,8 +72,8 @@ def similar_command(source, exercise_name, course_path, threshold, html):
     click.echo(f"{name}: {compared} compared, {plural(len(pairs), 'pair')} more than "
                f"{threshold:.0%} alike (after removing the stubs' code)")
     for p in pairs:  # student ids are folder names
-        click.echo(terminal(f"  {p.first}  {p.second}  {p.module}.py  {p.first_share:.0%} / {p.second_share:.0%}"))
+        click.echo(f"  {line(p.first)}  {line(p.second)}  {line(p.module)}.py  {p.first_share:.0%} / {p.second_share:.0%}")
     for student, why in sorted(skipped.items()):
-        click.echo(terminal(f"  not compared: {student}: {why}"), err=True)
+        click.echo(f"  not compared: {line(student)}: {line(why)}", err=True)
     if html:
         click.echo(f"side-by-side report: {html}", err=True)

@@ -1,18 +1,27 @@
-"""A report (``pmap-course/report`` v1) as the result of a GitHub Classroom autograding runner.
+"""A report (``pmap-course/report`` v1) as the results of GitHub Classroom autograding runners.
 
 GitHub Classroom's grading reporter (``classroom-resources/autograding-grading-reporter``, read at
-src/main.js and src/notify-classroom.js) takes, for each runner named in its ``runners`` input, the
-environment variable ``<RUNNER>_RESULTS`` (the runner's name upper-cased): base64 of a JSON object
-``{"version": 1, "status": "pass"|"fail"|"error", "max_score": N, "tests": [{"name", "status",
-"score", "message", "test_code", "filename", "line_no", "duration"}]}``, as its stock graders write
-it. The points it records are the sum of every test's ``score`` over the runners whose ``max_score``
-is not 0, out of the sum of those ``max_score``.
+src/main.js, src/notify-classroom.js, src/console-results.js and src/helpers/test-helpers.js) takes, for
+each runner named in its ``runners`` input, the environment variable ``<RUNNER>_RESULTS`` (the runner's
+name upper-cased): base64 of a JSON object ``{"version": 1, "status": "pass"|"fail"|"error",
+"max_score": N, "tests": [{"name", "status", "score", "message", "test_code", "filename", "line_no",
+"duration"}]}``. It counts points twice, and the two agree only in one case:
 
-The stock command grader gives a step all of its points or none. Here one runner stands for the
-exercise and each task is one of its tests, scored as the report scores it: partial credit per task
-is what GitHub Classroom records, and an extra-credit task's points add to the total without adding
-to the maximum, as in every other report. (The reporter's own log line per runner counts passed
-tests instead of points, so each test's name carries its points.)
+- what GitHub Classroom records (notify-classroom.js): the sum of every test's ``score`` over the
+  runners whose ``max_score`` is not 0, out of the sum of those ``max_score``;
+- what its log prints per runner and in its table (``getTestScore``): the share of the runner's
+  tests whose status is ``pass``, times the runner's ``max_score``.
+
+Both are the same number when every test of a runner is worth the same points and scores all of
+them or none. So each test here is one case (a test function at a device count), scoring its
+points when it passed, and the cases are grouped into one runner per task and weight (course.yaml's
+``weight`` of the test): ``dotw1`` holds dot's cases of weight 1, ``dotw2`` those of weight 2. The
+release writes the workflow with the runners the public suite makes (:func:`release_runners`).
+
+An extra-credit task's runners have ``max_score`` 0, which the reporter counts on neither side: a
+total above 100 % cannot be recorded by GitHub Classroom without the log saying another total, so
+the log lists extra-credit cases and Classroom records the regular points only (the instructor's
+``grade batch`` counts the extra credit).
 """
 
 from __future__ import annotations
@@ -21,32 +30,54 @@ import base64
 import json
 import re
 
-from grader.errors import STATUS
-from grader.layout import number
+from grader.layout import number, summary
 
 VERSION = 1
 
 
-def runner_name(exercise: str) -> str:
-    """The runner's name for an exercise: letters and digits only, as the reporter's input allows."""
-    return re.sub(r"[^A-Za-z0-9]", "", exercise) or "grade"
+def runner_name(task: str, weight: float) -> str:
+    """The runner of a task's cases of one weight: letters and digits only, as the reporter's input allows."""
+    return (re.sub(r"[^A-Za-z0-9]", "", task) or "task").lower() + "w" + f"{weight:g}".replace(".", "p")
 
 
-def results(report: dict) -> dict:
-    """The runner's result for a JSON report."""
-    tests = []
+def release_runners(tasks: list[tuple[str, list[float]]]) -> list[str]:
+    """The runners a workflow names, from each task's id and the weights of its public tests."""
+    return [runner_name(task, w) for task, weights in tasks for w in sorted(set(weights))]
+
+
+def _case_test(task: dict, case: dict, points: float) -> dict:
+    where = summary([(case["devices"], case.get("processes"))])
+    passed = case["outcome"] == "passed"
+    return {"name": f"{task['id']}: {case['test']}" + (f" [{where}]" if where else "")
+                    + f" ({number(points, 2)} point{'' if points == 1 else 's'})",
+            "status": "pass" if passed else "fail", "score": points if passed else 0.0,
+            "message": "" if passed else case["message"], "test_code": "", "filename": "", "line_no": 0,
+            "duration": round(case["duration_s"] * 1000)}
+
+
+def runners(report: dict) -> dict[str, dict]:
+    """Each runner's result for a JSON report, by runner name, in the task's order."""
+    out: dict[str, dict] = {}
     for task in report["tasks"]:
-        full = task["score"] >= task["max_score"] and task["status"] != STATUS["not_run"]
-        extra = " extra credit" if task["extra_credit"] else ""
-        tests.append({"name": f"{task['id']}: {number(task['score'], 2)} / {number(task['max_score'], 2)}{extra} points",
-                      "status": "pass" if full else "fail", "score": task["score"],
-                      "message": task["reason"] or task["status"], "test_code": "", "filename": "", "line_no": 0,
-                      "duration": round(sum(c["duration_s"] for c in task["cases"]) * 1000)})
-    passed = all(t["status"] == "pass" for t, task in zip(tests, report["tasks"]) if not task["extra_credit"])
-    return {"version": VERSION, "status": "pass" if passed else "fail", "max_score": report["max_score"],
-            "tests": tests}
+        counted = [c for c in task["cases"] if c["outcome"] != "skipped"]
+        share = task["max_score"] / sum(c["weight"] for c in counted) if counted else 0.0
+        for weight in sorted({c["weight"] for c in task["cases"]}):
+            mine = [c for c in counted if c["weight"] == weight]
+            tests = [_case_test(task, c, share * weight) for c in mine]
+            if not tests:  # every case skipped here: one line saying so, worth nothing on either side
+                skipped = next(c for c in task["cases"] if c["weight"] == weight)
+                tests = [{"name": f"{task['id']}: not run here: {skipped['message'] or 'no device configuration'}",
+                          "status": "pass", "score": 0.0, "message": "", "test_code": "", "filename": "",
+                          "line_no": 0, "duration": 0}]
+            failed = any(t["status"] == "fail" for t in tests)
+            out[runner_name(task["id"], weight)] = {
+                "version": VERSION, "status": "fail" if failed and not task["extra_credit"] else "pass",
+                "max_score": 0.0 if task["extra_credit"] else sum(share * weight for _ in mine), "tests": tests}
+    return out
 
 
 def encoded(report: dict) -> str:
-    """What a workflow step hands the reporter as its output: base64 of the result's JSON, one line."""
-    return base64.b64encode(json.dumps(results(report)).encode()).decode() + "\n"
+    """What the workflow's grade step appends to ``$GITHUB_OUTPUT``: ``<runner>=<base64 of its JSON>``, a
+    line per runner, each read by the reporter step as ``steps.grade.outputs.<runner>``."""
+    return "".join(f"{name}={base64.b64encode(json.dumps(result).encode()).decode()}\n"
+                   for name, result in runners(report).items())

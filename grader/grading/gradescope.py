@@ -9,10 +9,20 @@ after_due_date, after_published) and ``extra_data``; ``tests`` is a list of obje
 One Gradescope test per (task, test function): its cases (device counts, parameters) are summed,
 so the tests of a task add up to the task's score (unrounded, so the sum is exact). Each test keeps
 the visibility course.yaml gives it. Tests of an extra-credit task have max_score 0, which is how
-Gradescope counts points on top of the maximum. The top-level output names only totals, never a test's reason (hidden tests would show through),
-and the run's stdout (the full text report) is for instructors only. Every output is terminal text
-(grader.grading.sanitise.terminal): Gradescope can show output as ANSI, where a student's escape sequence
-would be drawn.
+Gradescope counts points on top of the maximum.
+
+Gradescope shows a student each test only at its visibility (``hidden`` never, ``after_due_date`` and
+``after_published`` from then on), but the top-level ``output`` always. So that output follows the
+tests: while any test is not ``visible`` it says only what the visible tests earned, task by task,
+and neither the total nor any task's full score (a hidden test's points would show through the
+difference); it never names a test's reason. The run's stdout (the full text report) is for
+instructors only. Every output is plain text, said so with ``output_format``, ``test_output_format``
+and ``test_name_format`` ``text`` (Gradescope's default renders HTML, where a marker such as
+``<img src=x>`` in a notebook would be drawn), and shown through grader.grading.sanitise.terminal.
+
+A report with a ``late`` record (a batch's deadline, see grader.classroom.deadlines) scores the
+penalised score, and the output says how much was taken off (in points only while every test is
+visible).
 """
 
 from __future__ import annotations
@@ -24,6 +34,8 @@ from grader.layout import plural, summary
 from grader.grading.sanitise import terminal
 
 STDOUT_VISIBILITY = "hidden"
+VISIBLE = "visible"
+TEXT = {"output_format": "text", "test_output_format": "text", "test_name_format": "text"}
 
 
 def _test_output(task: dict, cases: list[dict]) -> str:
@@ -50,7 +62,9 @@ def _test_output(task: dict, cases: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _task_tests(task: dict, number: int) -> list[dict]:
+def task_tests(task: dict, number: int) -> list[dict]:
+    """One test per test function of ``task`` (numbered ``number.i``), its cases summed (PrairieLearn's
+    writer lists the same tests)."""
     by_test: dict[str, list[dict]] = {}
     for case in task["cases"]:
         by_test.setdefault(case["test"], []).append(case)
@@ -65,6 +79,8 @@ def _task_tests(task: dict, number: int) -> list[dict]:
             "score": share * sum(c["weight"] for c in counted if c["outcome"] == "passed"),
             "max_score": 0.0 if task["extra_credit"] else share * sum(c["weight"] for c in counted),
             "output": terminal(_test_output(task, cases)),
+            "output_format": "text",
+            "name_format": "text",
             "visibility": cases[0]["visibility"],
         }
         if counted:
@@ -73,18 +89,49 @@ def _task_tests(task: dict, number: int) -> list[dict]:
     return tests
 
 
+def _late_line(late: dict, in_points: bool) -> list[str]:
+    if not late or not late["days_late"]:
+        return []
+    days = plural(late["days_late"], "day")
+    points = f", {late['raw_score']:g} -> {late['score']:g} points" if in_points else " of the total"
+    return [f"Submitted {days} after the deadline: {late['penalty_percent']:g}% off{points}."]
+
+
+def _summary(report: dict, tests: list[dict]) -> list[str]:
+    """The top-level output: totals while every test is visible, else only what the visible tests earned."""
+    run = f"(seed {report['seed']}, jax {report['jax_version']})"
+    shown = [t for t in tests if t["visibility"] == VISIBLE]
+    late = report.get("late")
+    if len(shown) == len(tests):
+        lines = [f"{report['exercise']}: {report['score']:g} / {report['max_score']:g} points {run}"]
+        lines += [f"{task['id']}: {task['score']:g} / {task['max_score']:g}" for task in report["tasks"]]
+        return lines + _late_line(late, in_points=True)
+    own = {task["id"]: [t for t in shown if t["name"].startswith(f"{task['id']}: ")] for task in report["tasks"]}
+    extra = sum(t["score"] for task in report["tasks"] if task["extra_credit"] for t in own[task["id"]])
+    regular = [t for task in report["tasks"] if not task["extra_credit"] for t in own[task["id"]]]
+    earned = f"{sum(t['score'] for t in regular):g} of their {sum(t['max_score'] for t in regular):g} points"
+    lines = [f"{report['exercise']}: the visible tests earned {earned}" + (f" and {extra:g} extra" if extra else "")
+             + f" {run}",
+             f"{plural(len(tests) - len(shown), 'test')} more, and the total, are shown when the course releases them."]
+    for task in report["tasks"]:
+        if not own[task["id"]]:
+            continue
+        got = sum(t["score"] for t in own[task["id"]])
+        lines.append(f"{task['id']}: {got:g} extra-credit points in the visible tests" if task["extra_credit"] else
+                     f"{task['id']}: {got:g} / {sum(t['max_score'] for t in own[task['id']]):g} in the visible tests")
+    return lines + _late_line(late, in_points=False)
+
+
 def results(report: dict) -> dict:
     """Gradescope's results.json for one graded submission."""
-    tests = [t for n, task in enumerate(report["tasks"], 1) for t in _task_tests(task, n)]
-    summary = [f"{report['exercise']}: {report['score']:g} / {report['max_score']:g} points "
-               f"(seed {report['seed']}, jax {report['jax_version']})"]
-    summary += [f"{task['id']}: {task['score']:g} / {task['max_score']:g}" for task in report["tasks"]]
-    summary += report.get("notes", [])
+    tests = [t for n, task in enumerate(report["tasks"], 1) for t in task_tests(task, n)]
+    late = report.get("late")
     return {
-        "score": report["score"],
+        "score": late["score"] if late else report["score"],
         "execution_time": round(report["timing"]["wall_s"]),
-        "output": terminal("\n".join(summary)),
-        "visibility": "visible",
+        "output": terminal("\n".join(_summary(report, tests) + report.get("notes", []))),
+        **TEXT,
+        "visibility": VISIBLE,
         "stdout_visibility": STDOUT_VISIBILITY,
         "tests": tests,
         "extra_data": {"schema": report["schema"], "schema_version": report["schema_version"],
@@ -95,8 +142,8 @@ def results(report: dict) -> dict:
 
 def failure_results(message: str) -> dict:
     """results.json when nothing could be graded: zero points and one sentence saying why."""
-    return {"score": 0.0, "output": terminal(message), "visibility": "visible", "stdout_visibility": STDOUT_VISIBILITY,
-            "tests": []}
+    return {"score": 0.0, "output": terminal(message), **TEXT, "visibility": VISIBLE,
+            "stdout_visibility": STDOUT_VISIBILITY, "tests": []}
 
 
 def write(path: str, results: dict) -> None:

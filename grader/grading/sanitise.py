@@ -9,6 +9,9 @@ cap); here it is made harmless for where it goes:
   characters are shown as escapes (``\\x1b``), so no escape sequence reaches a terminal (no
   cleared screen, no window title, no forged "dot 15 / 15 passed" redrawn over a real line), and
   neither do bidirectional overrides that would reorder a line as it is shown;
+- :func:`line` (a name or an error in one line of a progress log, a summary, a warning): the same,
+  and newlines and tabs shown too, so a file name cannot end the line it is in and forge the next
+  ("c_honest: 15 / 15" for a student who scored 0);
 - :func:`xml` (JUnit): the same, which also removes every character XML 1.0 forbids (CI refuses a
   whole file for one U+001B);
 - :func:`html` (the class report): the same, then HTML-escaped;
@@ -17,8 +20,8 @@ cap); here it is made harmless for where it goes:
 - JSON (reports, the gradebook, Gradescope's results.json) needs nothing here: it is written with
   ``json.dumps``, which escapes every control character and every non-ASCII one.
 
-Newlines and tabs are kept (messages and pictures span lines); a carriage return is shown, since
-it would let a line overwrite the one before it.
+Outside :func:`line`, newlines and tabs are kept (messages and pictures span lines); a carriage
+return is always shown, since it would let a line overwrite the one before it.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import html as _html
 import re
 
+_LINE_BREAKS = re.compile("[\n\t\u2028\u2029]")
 _SHOWN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufffe\uffff"
                     "\ud800-\udfff]")
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -39,6 +43,12 @@ def _escape(match: re.Match) -> str:
 def terminal(text: str) -> str:
     """``text`` with every control character but newline and tab shown as an escape (``\\x1b``)."""
     return _SHOWN.sub(_escape, str(text))
+
+
+def line(text: str) -> str:
+    """``text`` as part of one line: :func:`terminal`, with newlines, tabs and Unicode line and paragraph
+    separators shown as escapes too (``\\x0a``)."""
+    return _LINE_BREAKS.sub(_escape, terminal(text))
 
 
 def xml(text: str) -> str:

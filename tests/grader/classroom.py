@@ -130,9 +130,13 @@ class Page(HTMLParser):
         self.tags, self.stack, self.text, self.rows = [], [], {}, {}
         self.cells, self.in_cell = None, False
 
+    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
         self.tags.append((tag, attrs))
+        if tag in self.VOID:  # no end tag follows
+            return
         self.stack.append(attrs.get("id") or attrs.get("class"))
         if tag == "tr":
             self.cells = []
@@ -141,6 +145,8 @@ class Page(HTMLParser):
             self.in_cell = True
 
     def handle_endtag(self, tag):
+        if tag in self.VOID:  # <br/>, or a stray </meta>: nothing was pushed for it
+            return
         self.stack.pop()
         self.in_cell = self.in_cell and tag != "td"
         if tag == "tr" and self.cells:

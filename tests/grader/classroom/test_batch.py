@@ -202,3 +202,37 @@ def test_a_gradebook_keeps_its_seed(tmp_path):
     other = run_grade("batch", str(klass), "--exercise", "exercise7", "--seed", "6", "--gradebook", book)
     assert other.returncode == 2
     assert "was graded with seed 5" in other.stderr
+
+
+FORGED = "\n[2\u22152 · 0 errors · ETA -] c_honest: 15 \u2215 15"  # U+2215 looks like "/" in a file name
+
+
+def test_a_name_cannot_start_a_line_of_the_progress_log_or_the_summary(tmp_path):
+    """Folder and file names are data: a newline, tab or escape in one is shown as an escape, so every
+    progress line is one submission's, and no line of the summary is a name's."""
+    klass = tmp_path / "class"
+    klass.mkdir()
+    (klass / f"mallory{FORGED}.tar.gz").write_text("not gzip")  # refused without grading, as is eve's
+    zip_archive(klass / f"eve\x1b[2J\t{FORGED}.zip", {})  # empty: refused without grading
+    (klass / f"notes{FORGED}.txt").write_text("")
+    proc = run_grade("batch", str(klass), "--exercise", "exercise7", "--task", "dot", "--devices", "1",
+                     "--gradebook", str(tmp_path / "g.sqlite"))
+    lines = (proc.stdout + proc.stderr).splitlines()
+    assert not [line for line in lines if "c_honest" in line and not ("\\x0a" in line)], lines
+    assert "\x1b" not in proc.stdout + proc.stderr
+    assert any(line.startswith("left out 1 file") and "notes\\x0a[2\u22152" in line for line in lines), lines
+    progress = [line for line in lines if line.startswith("[")]
+    assert len(progress) == 2 and all("\\x0a[2\u22152" in line for line in progress), progress
+
+
+def test_the_course_gitignore_ignores_the_gradebook_and_its_lock(tmp_path):
+    """A batch leaves GRADEBOOK.lock beside the gradebook (grader/classroom/lock.py); neither belongs in git."""
+    from fnmatch import fnmatch
+
+    patterns = [p for p in (ROOT / ".gitignore").read_text().splitlines() if p and not p.startswith("#")]
+    klass = _refused_only_class(tmp_path)
+    book = tmp_path / "exercise7.sqlite"
+    assert run_grade("batch", str(klass), "--exercise", "exercise7", "--gradebook", str(book)).returncode == 0
+    made = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("exercise7.sqlite"))
+    assert "exercise7.sqlite.lock" in made
+    assert all(any(fnmatch(name, pattern) for pattern in patterns) for name in made), made

@@ -9,9 +9,11 @@ one result is recorded as failed with a sandbox record, as issue 11's reports wi
 import html
 import json
 import re
+import shlex
 import shutil
 import struct
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -39,7 +41,10 @@ def page(tmp_path_factory):
         gb.record(Result("fox", "h", "c", FAILED, 0.0, 10.0, "the grader failed (exit code 3): out of disk", "fox",
                          11, report={"backend": "cpu", "sandbox": {"held": ["files", "limits"], "missing": {"uid": "not root"}}}))
     out = root / "report.html"
-    proc = run_grade("report", str(book), "--html", str(out))
+    roster = root / "roster.csv"
+    roster.write_text("student,name\nann,Ann Lee\nben,Ben Ng\ncy,Cy Ott\ndee,Dee Roe\neve,Eve Ray\nfox,Fox Lu\n"
+                      "gil,Gil Tan\n")
+    proc = run_grade("report", str(book), "--html", str(out), "--roster", str(roster))
     assert proc.returncode == 0, proc.stderr
     parsed = Page()
     parsed.feed(out.read_text())
@@ -58,12 +63,35 @@ def test_the_page_has_an_overall_and_a_per_task_distribution(page):
 def test_the_most_common_failures_are_counted_per_task(page):
     _, parsed = page
     add = {(test, kind): int(n) for test, kind, n, _ in parsed.rows["task-add"]}
-    # ben fails test_add_random (wrong answer); dee's stub is not started; eve's add raises in both tests.
-    assert add == {("test_add_random", "wrong"): 1, ("test_add_random", "not_started"): 1,
-                   ("test_add_small", "not_started"): 1, ("test_add_random", "raised"): 1,
-                   ("test_add_small", "raised"): 1}
+    # ben fails test_add_random (wrong answer); eve's add raises in both tests; dee's untouched stub is
+    # said apart, so it never pushes a real failure out of the table.
+    assert add == {("test_add_random", "wrong"): 1, ("test_add_random", "raised"): 1, ("test_add_small", "raised"): 1}
     scale = {(test, kind): int(n) for test, kind, n, _ in parsed.rows["task-scale"]}
-    assert scale == {("test_scale", "missing_module"): 2, ("test_scale", "not_started"): 1}  # ben, eve; dee
+    assert scale == {("test_scale", "missing_module"): 2}  # ben, eve
+    assert "1 student left the stub untouched: dee" in parsed.text["task-add"]
+    assert "1 student left the stub untouched: dee" in parsed.text["task-scale"]
+
+
+def test_untouched_stubs_never_crowd_out_a_real_failure():
+    """Five tests a whole class left as stubs, and one student's SyntaxError: the SyntaxError is listed."""
+    from grader.classroom.class_report import failure_reasons, untouched
+
+    def result(student, cases):
+        return Result(student, "h", "c", GRADED, 0.0, 15.0, "", student, 1,
+                      report={"tasks": [{"id": "dot", "cases": cases}]})
+
+    stub = [{"test": f"test_{i}", "kind": "not_started", "outcome": "failed", "message": "NotImplementedError"}
+            for i in range(6)]
+    syntax = [{"test": "test_0", "kind": "import_error", "outcome": "failed", "message": "SyntaxError: line 3"}]
+    results = [result(f"s{i}", stub) for i in range(9)] + [result("zoe", syntax)]
+    assert failure_reasons(results, "dot") == [("test_0", "import_error", 1, "SyntaxError: line 3")]
+    assert untouched(results, "dot") == [f"s{i}" for i in range(9)]
+
+
+def test_the_roster_shows_who_sent_nothing(page):
+    _, parsed = page
+    assert {tuple(row) for row in parsed.rows["sent-nothing"]} == {("gil", "Gil Tan")}
+    assert "Sent nothing (1 student of 7 on the roster)" in parsed.text["sent-nothing"]
 
 
 def test_who_is_not_graded_and_why(page):
@@ -86,7 +114,8 @@ def test_each_result_shows_its_backend_and_sandbox(page):
 def test_student_text_is_escaped_not_run(page):
     out, parsed = page
     assert parsed.count("script") == 0
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in out.read_text()
+    assert "&lt;script&gt;alert(1)&lt;/" in out.read_text()
+    assert any("<script>alert(1)</script>" in row[3] for row in parsed.rows["task-add"])  # shown as text
 
 
 def _chromium() -> str | None:
@@ -110,11 +139,13 @@ def test_a_headless_browser_renders_the_page(page, tmp_path):
 
 
 # What the page's text boxes are, measured by the browser that lays them out: every text node's line
-# boxes (a Range's client rects), written into the page as JSON for --dump-dom to hand back.
+# boxes (a Range's client rects), and every word (a run of letters, digits and dots: "student",
+# "43.38") whose letters the layout put on more than one line, written into the page as JSON for
+# --dump-dom to hand back.
 MEASURE = """
 <script>
 addEventListener("load", () => {
-  const boxes = [];
+  const boxes = [], broken = [];
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
     if (!node.textContent.trim() || node.parentElement.closest("title, script")) continue;
@@ -123,10 +154,17 @@ addEventListener("load", () => {
     for (const r of range.getClientRects()) {
       if (r.width > 0 && r.height > 0) boxes.push([node.textContent.trim().slice(0, 40), r.left, r.top, r.right, r.bottom]);
     }
+    for (const word of node.textContent.matchAll(/[A-Za-z0-9.%]{2,}/g)) {
+      const span = document.createRange();
+      span.setStart(node, word.index);
+      span.setEnd(node, word.index + word[0].length);
+      const lines = new Set([...span.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+      if (lines.size > 1) broken.push(word[0]);
+    }
   }
   const out = document.createElement("pre");
   out.id = "measured";
-  out.textContent = JSON.stringify({width: window.innerWidth, boxes});
+  out.textContent = JSON.stringify({width: window.innerWidth, boxes, broken});
   document.body.append(out);
 });
 </script>
@@ -172,8 +210,8 @@ def _overlaps(boxes) -> list:
     return found
 
 
-@pytest.mark.parametrize("width", [1280, 1920])
-def test_no_two_text_boxes_overlap_in_a_browser(tmp_path, width):
+@pytest.mark.parametrize("width", [800, 1280, 1920])
+def test_no_two_text_boxes_overlap_and_no_word_is_broken_in_a_browser(tmp_path, width):
     browser = _chromium()
     if browser is None:
         pytest.skip("no Chromium here (apt-get install chromium) to lay the page out")
@@ -192,3 +230,24 @@ def test_no_two_text_boxes_overlap_in_a_browser(tmp_path, width):
     data = json.loads(html.unescape(dumped.group(1)))
     assert data["width"] == width and len(data["boxes"]) > 200, data["width"]
     assert _overlaps(data["boxes"]) == []
+    assert data["broken"] == [], f"words broken inside at {width} px"
+
+
+def test_the_documented_chromium_command_renders_the_whole_page(tmp_path):
+    """The command docs/instructor.md gives, run as written (as root here, when the tests are): a PDF of
+    every page of a long report."""
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("no Chromium here (apt-get install chromium) to render the page")
+    doc = (Path(__file__).parents[3] / "docs" / "instructor.md").read_text()
+    command = next(line for line in doc.splitlines() if line.startswith("chromium --headless"))
+    book = tmp_path / "class.sqlite"
+    _synthetic_class(book)
+    with Gradebook(str(book), readonly=True) as opened:
+        (tmp_path / "report.html").write_text(render(opened))
+    proc = subprocess.run([browser, *shlex.split(command)[1:]], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    pdf = tmp_path / "report.pdf"
+    assert pdf.exists(), proc.stderr[-2000:]
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF") and len(re.findall(rb"/Type\s*/Page\b(?!s)", data)) >= 2, "the whole, long page"

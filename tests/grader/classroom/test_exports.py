@@ -17,8 +17,10 @@ from grader.classroom.gradebook import Gradebook
 from toycourse import EXERCISE, SOLUTIONS, make_course
 
 SEED = "99"
-GRADESCOPE_TOP = {"score", "execution_time", "output", "visibility", "stdout_visibility", "tests", "extra_data"}
-GRADESCOPE_TEST = {"name", "number", "score", "max_score", "status", "output", "visibility"}
+GRADESCOPE_TOP = {"score", "execution_time", "output", "output_format", "test_output_format", "test_name_format",
+                  "visibility", "stdout_visibility", "tests", "extra_data"}
+GRADESCOPE_TEST = {"name", "name_format", "number", "score", "max_score", "status", "output", "output_format",
+                   "visibility"}
 # ben's add passes test_add_small (weight 1) and fails test_add_random (weight 3): 10 * 1/4 points.
 BEN_ADD = "def add(x, y):\n    return 5.0 if (x, y) == (2.0, 3.0) else 0.0\n"
 

@@ -60,20 +60,46 @@ def test_canvas_has_its_columns_a_row_per_roster_student_and_the_marks(graded):
 
 def test_canvas_warns_about_submissions_off_the_roster_and_students_without_one(graded):
     _, roster = graded
-    _, stderr = export(*graded, "canvas")
+    _, stderr = export(*graded, "canvas", "--assignment", "Week 7")
     assert f"1 submission from ids not on the roster {roster}, not exported: dan" in stderr
     assert "1 student on the roster without a submission (empty mark): eve" in stderr
 
 
-def test_the_assignment_column_defaults_to_the_exercise(graded):
-    table, _ = export(*graded, "canvas")
+def test_canvas_without_an_assignment_column_is_refused_rather_than_make_a_new_assignment(graded):
+    """Canvas's import creates an assignment for a column it does not know: "ex1" would be a new one."""
+    book, roster = graded
+    proc = run_grade("export", str(book), "--format", "canvas", "--roster", str(roster))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert f"--format canvas needs --assignment: {roster} is no Canvas gradebook export" in proc.stderr
+
+
+def test_the_moodle_assignment_column_defaults_to_the_exercise(graded):
+    table, _ = export(*graded, "moodle")
     assert table[0][-1] == EXERCISE
 
 
-def test_moodle_rows_are_matched_by_email(graded):
-    table, _ = export(*graded, "moodle", "--assignment", "Week 7")
-    assert table == [["Email address", "ID number", "Week 7"], ["ann@uni.edu", "S1", "15"], ["ben@uni.edu", "S2", "2.5"],
+def test_moodle_rows_are_matched_by_email_and_extra_credit_is_capped_by_default(graded):
+    """ann has 15 of 10 (5 extra credit): Moodle refuses a whole file for one mark above the maximum."""
+    table, stderr = export(*graded, "moodle", "--assignment", "Week 7")
+    assert table == [["Email address", "ID number", "Week 7"], ["ann@uni.edu", "S1", "10"], ["ben@uni.edu", "S2", "2.5"],
                      ["cy@uni.edu", "S3", "0"], ["eve@uni.edu", "S4", ""]]
+    assert "1 mark above the maximum 10 capped at it, since Moodle refuses the whole file" in stderr
+    assert ": ann (15). To keep the extra credit, export with --above-max column" in stderr
+    assert "--above-max keep where Site administration > Grades > General settings > Unlimited grades is on" in stderr
+
+
+def test_moodle_extra_credit_in_a_column_of_its_own_or_kept(graded):
+    table, stderr = export(*graded, "moodle", "--assignment", "Week 7", "--above-max", "column")
+    assert table[0] == ["Email address", "ID number", "Week 7", "Week 7 extra credit"]
+    assert [row[2:] for row in table[1:]] == [["10", "5"], ["2.5", "0"], ["0", "0"], ["", ""]]
+    assert "the column 'Week 7 extra credit' holds what is above it" in stderr
+    table, stderr = export(*graded, "moodle", "--above-max", "keep")
+    assert table[1][2] == "15" and "kept as they are: ann (15)" in stderr
+
+
+def test_canvas_keeps_marks_above_points_possible(graded):
+    table, stderr = export(*graded, "canvas", "--assignment", "Week 7")
+    assert table[2][-1] == "15" and "above the maximum" not in stderr
 
 
 def test_a_submission_the_grader_failed_on_gets_no_mark(graded, tmp_path):
@@ -82,7 +108,7 @@ def test_a_submission_the_grader_failed_on_gets_no_mark(graded, tmp_path):
     shutil.copy(book, copy)
     with Gradebook(str(copy)) as gb:
         gb.record(Result("ben", "h", "c", FAILED, 0.0, 10.0, "the grader failed (exit code 3): boom", "ben", 7))
-    proc = run_grade("export", str(copy), "--format", "canvas", "--roster", str(roster))
+    proc = run_grade("export", str(copy), "--format", "canvas", "--roster", str(roster), "--assignment", "W")
     assert proc.returncode == 0, proc.stderr
     rows = {row[0]: row[-1] for row in csv.reader(io.StringIO(proc.stdout))}
     assert rows["Ben Ng"] == ""
@@ -101,7 +127,7 @@ def test_canvas_needs_an_id_canvas_can_match(graded, tmp_path):
     book, _ = graded
     roster = tmp_path / "r.csv"
     roster.write_text("student,name,section\nann,Ann,A\n")
-    proc = run_grade("export", str(book), "--format", "canvas", "--roster", str(roster))
+    proc = run_grade("export", str(book), "--format", "canvas", "--roster", str(roster), "--assignment", "W")
     assert proc.returncode == 2
     assert f"{roster}:2: column 'canvas_id or sis_user_id or sis_login_id' (student ann): empty" in proc.stderr
     assert proc.stdout == ""

@@ -55,6 +55,7 @@ def test_canvas_gradebook_export_is_a_roster_as_downloaded(tmp_path):
         ("101", "Lee, Ann", "101", "S1", "Section A"), ("102", "Ng, Ben", "102", "S2", "Section B"),
         ("103", "Ott, Cy", "103", "S3", "Section A"), ("104", "Student, Test", "104", "", "Section A")]
     assert [s.row for s in students] == [4, 5, 6, 7]  # the rows a spreadsheet shows them on
+    assert classlist.load(str(path)).assignments == ("Week 7 (5551)",)  # not "Current Score"
     path.write_bytes(CANVAS_EXPORT.replace(",", ";").replace('"Lee; Ann"', '"Lee, Ann"').encode())
     assert classlist.load(str(path)).students[0].name == "Lee, Ann", "a locale with decimal commas writes ;"
 
@@ -79,8 +80,7 @@ def test_a_canvas_download_is_graded_per_student_and_stray_files_are_left_out(ca
 
 def test_canvas_import_file_from_the_canvas_roster(canvas_class):
     book, roster, _ = canvas_class
-    proc = run_grade("export", str(book), "--format", "canvas", "--roster", str(roster), "--assignment",
-                     "Week 7 (5551)")
+    proc = run_grade("export", str(book), "--format", "canvas", "--roster", str(roster))  # its one assignment column
     assert proc.returncode == 0, proc.stderr
     table = list(csv.reader(io.StringIO(proc.stdout)))
     assert table[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Week 7 (5551)"]
@@ -97,3 +97,39 @@ def test_two_files_that_would_have_one_name_refuse_the_submission():
     assert intake.refusal(files) == ("two files would be dot.py (leeann_101_9001_dot-1.py, leeann_101_9001_dot.py); "
                                      "keep one and run the batch again")
     assert intake.refusal(files[:1]) == ""
+
+
+@pytest.mark.parametrize("uploaded", ["..", "."])
+def test_a_download_file_that_names_no_file_of_its_own_is_refused(uploaded):
+    from grader.classroom import intake
+
+    assert "names no file of its own" in intake.refusal(((f"/d/leeann_101_9001_{uploaded}", uploaded),))
+
+
+def test_a_canvas_export_with_several_assignments_needs_one_named(tmp_path):
+    from grader.classroom import lms
+    from grader.errors import UsageError
+
+    path = tmp_path / "export.csv"
+    path.write_bytes(CANVAS_EXPORT.replace("Week 7 (5551),", "Week 7 (5551),Week 8 (5552),").encode())
+    with pytest.raises(UsageError, match=r"has the assignment columns 'Week 7 \(5551\)', 'Week 8 \(5552\)'"):
+        lms.canvas_assignment(classlist.load(str(path)))
+
+
+def test_a_file_planted_under_a_classmates_moodle_name_stays_with_its_sender(tmp_path):
+    """Moodle, folders off: 1001 uploads add.py and a wrong x_1002_assignsubmission_file_add.py; 1002 sent the
+    solution. 1002 is graded on its own file alone (full marks), 1001 on its own files."""
+    course = make_course(tmp_path / "course")
+    download = tmp_path / "moodle"
+    download.mkdir()
+    (download / "Ann Lee_1001_assignsubmission_file_add.py").write_text(BEN_ADD)
+    (download / "Ann Lee_1001_assignsubmission_file_x_1002_assignsubmission_file_add.py").write_text(
+        "def add(x, y):\n    return 0.0\n")
+    (download / "Ben Ng_1002_assignsubmission_file_add.py").write_text(SOLUTIONS["add.py"])
+    book = tmp_path / "class.sqlite"
+    batch(download, course, book, "--seed", "5")
+    export = run_grade("export", str(book), "--format", "csv")
+    rows = {r["student"]: r for r in csv.DictReader(io.StringIO(export.stdout))}
+    assert set(rows) == {"1001", "1002"}
+    assert (rows["1002"]["add"], rows["1002"]["status"]) == ("10", "graded"), rows["1002"]
+    assert rows["1001"]["add"] == "2.5", "graded on its own add.py; the planted file is just another of its files"

@@ -128,3 +128,13 @@ def test_a_class_folder_needs_the_exercise(klass):
     _, course, subs = klass
     proc = run_grade("similar", str(subs), "--course", str(course))
     assert proc.returncode == 2 and "needs --exercise" in proc.stderr
+
+
+def test_a_notebook_is_compared_by_the_modules_its_cells_make(klass, tmp_path):
+    from classroom import notebook
+
+    _, course, subs = klass
+    copied = notebook(tmp_path / "gus.ipynb", {"add": BOB, "scale": STUBS["scale.py"]})
+    entries = [roster.Entry("alice", (str(subs / "alice"),)), roster.Entry("gus", (str(copied),))]
+    pairs, skipped = similarity.compare(entries, EXERCISE, str(course / "exercises" / EXERCISE), 0.6, None)
+    assert skipped == {} and [(p.first, p.second, p.module) for p in pairs] == [("alice", "gus", "add")]

@@ -109,3 +109,51 @@ def test_a_file_that_is_not_an_archive_is_refused(tmp_path):
     path = tmp_path / "carol.zip"
     path.write_text("not a zip")
     assert "not a readable .zip archive" in refusal(path, tmp_path)
+
+
+def test_padding_in_an_entry_left_out_is_inflated_no_further_than_the_size_bound(tmp_path):
+    """An entry the intake leaves out (``__MACOSX/``) must still be inflated to reach the next header of
+    a .tar.gz: 64 MiB of zeros (a few hundred KiB packed) stop at READ_BYTES, named as the size bound."""
+    archive = tmp_path / "padded.tar.gz"
+    with tarfile.open(archive, "w:gz", compresslevel=1) as tf:
+        info = tarfile.TarInfo("__MACOSX/padding")
+        info.size = 64 << 20
+        tf.addfile(info, io.BytesIO(bytes(info.size)))
+        info = tarfile.TarInfo("exercise7/dot.py")
+        info.size = 1
+        tf.addfile(info, io.BytesIO(b"\n"))
+    assert archive.stat().st_size < MAX_BYTES
+    with pytest.raises(unpack.Refused, match=r"inflates to more than 32 MiB, entries left out included \(the "
+                                             r"intake's size bound\)"):
+        unpack.unpack(str(archive), str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_header_built_to_be_read_into_memory_stops_at_the_size_bound(tmp_path):
+    archive = tmp_path / "pax.tar.gz"
+    with tarfile.open(archive, "w:gz", format=tarfile.PAX_FORMAT) as tf:
+        info = tarfile.TarInfo("dot.py")
+        info.pax_headers = {"comment": "x" * (40 << 20)}
+        tf.addfile(info, io.BytesIO(b""))
+    with pytest.raises(unpack.Refused, match="intake's size bound"):
+        unpack.unpack(str(archive), str(tmp_path / "out"))
+
+
+@pytest.mark.parametrize("maker", [make_zip, make_tar])
+def test_reading_stops_at_the_time_bound_and_says_so(tmp_path, monkeypatch, maker):
+    archive = maker(tmp_path / ("a.zip" if maker is make_zip else "a.tar.gz"), {"dot.py": b"x = 1\n"})
+    monkeypatch.setattr(unpack, "READ_S", -1.0)  # already spent: the first check stops it
+    with pytest.raises(unpack.Refused, match=r"took more than -1 s to read \(the intake's time bound\)"):
+        unpack.unpack(str(archive), str(tmp_path / "out"))
+
+
+def test_an_lms_download_larger_than_a_submission_is_refused_before_it_is_copied(tmp_path):
+    from grader.classroom import intake, roster
+
+    big = tmp_path / "leeann_101_9001_dot.py"
+    with open(big, "wb") as f:
+        f.truncate(MAX_BYTES + 1)  # sparse: costs no disk
+    entry = roster.Entry("101", (str(big),), ((str(big), "dot.py"),))
+    with pytest.raises(unpack.Refused, match="add up to more than 16 MiB"):
+        intake.open_submission(entry, str(tmp_path / "scratch"), "exercise7")
+    assert not (tmp_path / "scratch" / "submitted").exists()

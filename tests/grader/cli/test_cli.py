@@ -31,10 +31,16 @@ def test_a_reader_that_stops_reading_is_not_a_grader_error():
     assert proc.stderr == ""
 
 
-def test_unknown_exercise_is_a_usage_error():
+def test_unknown_exercise_is_a_usage_error_naming_the_nearest():
     proc = run_grade("exercise9")
     assert proc.returncode == 2
-    assert "no exercise 'exercise9'; known: exercise7" in proc.stderr
+    assert "no exercise 'exercise9' (did you mean exercise" in proc.stderr and "; known: exercise7" in proc.stderr
+    proc = run_grade("exercse7")
+    assert proc.returncode == 2 and "no exercise 'exercse7' (did you mean exercise7?); known:" in proc.stderr
+    proc = run_grade("release", "exrecise7", "--out", "unused")
+    assert proc.returncode == 2 and "(did you mean exercise7?)" in proc.stderr
+    proc = run_grade("zzz")
+    assert proc.returncode == 2 and "did you mean" not in proc.stderr
 
 
 def test_a_near_miss_of_a_command_is_named_and_help_of_no_exercise_is_an_error(tmp_path):
@@ -43,7 +49,7 @@ def test_a_near_miss_of_a_command_is_named_and_help_of_no_exercise_is_an_error(t
     proc = run_grade("chek", cwd=tmp_path)  # outside any course: still the command it resembles
     assert proc.returncode == 2 and "no command 'chek': did you mean `grade check`?" in proc.stderr
     proc = run_grade("exercise9", "--help")
-    assert proc.returncode == 2 and "no exercise 'exercise9'; known: exercise7" in proc.stderr
+    assert proc.returncode == 2 and "no exercise 'exercise9'" in proc.stderr and "known: exercise7" in proc.stderr
     assert proc.stdout == ""
     proc = run_grade("ex1", "--help", "--course", str(make_course(tmp_path / "toy")), cwd=tmp_path)
     assert proc.returncode == 0 and "Grade ex1" in proc.stdout

@@ -107,4 +107,89 @@ def test_cases_not_run_here_count_on_neither_side():
 
 def test_failure_results_validate():
     results = gradescope.failure_results("This submission could not be graded: it is empty")
-    assert validate(results) == [] and results["score"] == 0
+    assert validate(results) == [] and results["score"] == 0 and results["output_format"] == "text"
+
+
+MOMENTS = {  # what a student sees at each moment, per the specification's "visibility" of a test
+    "before the due date": {"visible"},
+    "after the due date": {"visible", "after_due_date"},
+    "after publishing": {"visible", "after_due_date", "after_published"},
+}
+
+
+def student_view(results: dict, moment: str) -> tuple[str, list[dict]]:
+    """(the top-level output, the tests) as Gradescope shows them to a student at ``moment``: the top-level
+    output at the results' own visibility ("visible" here), each test at its own; "hidden" never."""
+    assert results.get("visibility", "visible") == "visible"
+    return results["output"], [t for t in results["tests"] if t.get("visibility", "visible") in MOMENTS[moment]]
+
+
+def _numbers(text: str) -> set[float]:
+    import re
+
+    return {float(x) for x in re.findall(r"\d+(?:\.\d+)?", text)}
+
+
+def _two_tasks():
+    dot = [_case("test_dot_visible", 1, "passed", message=""), _case("test_dot_visible", 2, "failed", message="off"),
+           _case("test_dot_later", 1, "failed", visibility="after_due_date", message="secret reason 1"),
+           _case("test_dot_published", 1, "passed", weight=2, visibility="after_published"),
+           _case("test_dot_hidden", 1, "failed", weight=3, visibility="hidden", message="secret reason 2")]
+    ring = [_case("test_ring_hidden", 1, "passed", weight=2, visibility="hidden")]
+    report = _report(dot, points=15.0)
+    ring_task = {**report["tasks"][0], "id": "ring", "max_score": 5.0, "score": 5.0, "cases": ring}
+    report["tasks"].append(ring_task)
+    report["score"], report["max_score"] = report["tasks"][0]["score"] + 5.0, 20.0
+    report["late"] = {"days_late": 1, "penalty_percent": 10.0, "raw_score": report["score"],
+                      "score": round(report["score"] * 0.9, 4)}
+    return report
+
+
+@pytest.mark.parametrize("moment", list(MOMENTS))
+def test_a_student_sees_only_what_visible_tests_earned_while_any_test_is_not_visible(moment):
+    """dot: 15 points over 8 weighted cases, of which the visible pass earned 1.875 of 3.75; ring: 5 points,
+    all hidden. The output may say 1.875 of 3.75, never dot's 5.625, ring's 5, the total or the points
+    the late penalty took."""
+    report = _two_tasks()
+    results = gradescope.results(report)
+    assert validate(results) == []
+    output, shown = student_view(results, moment)
+    earned = sum(t["score"] for t in results["tests"] if t["visibility"] == "visible")
+    possible = sum(t["max_score"] for t in results["tests"] if t["visibility"] == "visible")
+    assert f"the visible tests earned {earned:g} of their {possible:g} points" in output
+    dot, ring = report["tasks"]
+    secrets = {round(x, 2) for x in (report["score"], report["max_score"], report["late"]["score"], dot["score"],
+                                     dot["max_score"], ring["score"], report["late"]["raw_score"])}
+    assert not {round(x, 2) for x in _numbers(output)} & secrets, output
+    assert "ring" not in output and "secret reason" not in output
+    assert "10% off of the total" in output
+    for test in shown:
+        assert "secret reason" not in test["output"] or test["visibility"] != "visible"
+    assert {t["name"] for t in shown} >= {"t: test_dot_visible"} and "t: test_dot_hidden" not in {
+        t["name"] for t in shown}
+
+
+def test_with_every_test_visible_the_output_gives_the_totals_and_the_late_points():
+    report = _two_tasks()
+    for task in report["tasks"]:
+        task["cases"] = [dict(c, visibility="visible") for c in task["cases"]]
+    output = gradescope.results(report)["output"]
+    assert f"ex: {report['score']:g} / 20 points" in output and "ring: 5 / 5" in output
+    assert f"{report['late']['raw_score']:g} -> {report['late']['score']:g} points" in output
+    assert gradescope.results(report)["score"] == report["late"]["score"]
+
+
+def test_every_output_is_declared_plain_text():
+    results = gradescope.results(_report([_case("test_a", 1, "failed", message="<b>dot</b><img src=x>")]))
+    assert (results["output_format"], results["test_output_format"], results["test_name_format"]) == ("text",) * 3
+    assert all(t["output_format"] == "text" and t["name_format"] == "text" for t in results["tests"])
+    assert "<img src=x>" in results["tests"][0]["output"]  # shown as the characters it is, since the format is text
+
+
+def test_extra_credit_in_the_visible_tests_is_said_apart_from_the_points_possible():
+    report = _two_tasks()
+    extra = {**report["tasks"][1], "id": "bonus", "extra_credit": True, "max_score": 3.0, "score": 3.0,
+             "cases": [_case("test_bonus", 1, "passed")]}
+    report["tasks"].append(extra)
+    output = gradescope.results(report)["output"]
+    assert "and 3 extra" in output.splitlines()[0] and "bonus: 3 extra-credit points in the visible tests" in output

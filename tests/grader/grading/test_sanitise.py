@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
 from grader.grading import junit
-from grader.grading.sanitise import html, spreadsheet, terminal, xml
+from grader.grading.sanitise import html, line, spreadsheet, terminal, xml
 
 HOSTILE = "\x1b[2J\x1b]0;title\x07\r\x08\x00\x0b\x0c\x7f\x85\x9b31m\u202e\u2066\ufffe\ud800"
 
@@ -18,6 +18,13 @@ def test_terminal_shows_every_control_character_and_keeps_lines_tabs_and_unicode
     assert shown.startswith("ok\tπ ∑ │ 日本\n")
     assert all(c not in shown for c in HOSTILE if not c.isprintable())
     assert shown.endswith("\\x1b[2J\\x1b]0;title\\x07\\x0d\\x08\\x00\\x0b\\x0c\\x7f\\x85\\x9b31m\\u202e\\u2066\\ufffe\\ud800")
+
+
+def test_line_keeps_a_name_on_its_line():
+    shown = line(f"mallory\n[3/3] c_honest: 15 / 15\tx\u2028y\u2029{HOSTILE}")
+    assert len(shown.splitlines()) == 1 and shown.isprintable()
+    assert shown.startswith("mallory\\x0a[3/3] c_honest: 15 / 15\\x09x\\u2028y\\u2029\\x1b[2J")
+    assert line("Ann Lee, π") == "Ann Lee, π"
 
 
 def test_xml_text_parses_whatever_the_student_wrote():
