@@ -172,6 +172,9 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
             pool.close()
         processes.kill_adopted()  # what a worker that exited on its own left behind
         timeline.span("grader", "end the workers and the zygote", closing, time.monotonic())
+        if not plugin.interrupted:
+            with timeline.timed("grader", "publish what trusted workers compiled"):
+                space.publish(run)
         sandbox = confinement.combine(pool.sandbox_records)
         result = RunResult(exercise=exercise, submission=submission, seed=seed, backend=backend.name,
                            cases=plugin.cases, devices=tuple(devices) if devices else None,

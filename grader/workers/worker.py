@@ -40,8 +40,10 @@ class RunSettings:
     """What every worker of one grading run shares: the scratch copy of the submission (``code``),
     the folder its probes come from, the backend, the memory limit, the per-call time limit, the
     sandbox mechanisms to leave out (for measuring only; grader.grading.confinement.switched_off), the
-    folder clean workers start in (``clean_home``, which program mode needs) and, in watch mode, the
-    folder of the session's compile caches (see :meth:`Worker.compile_cache`)."""
+    folder clean workers start in (``clean_home``, which program mode needs), in watch mode the folder
+    of the session's compile caches, the shared compile cache every worker reads, the run's
+    ``outbox`` where trusted workers leave what they compiled for the grader to publish there, and
+    whether every worker of the run is trusted (``grade check``; see :meth:`Worker.compile_cache`)."""
 
     code: str
     probes: str
@@ -51,6 +53,9 @@ class RunSettings:
     sandbox_off: tuple[str, ...] = ()
     clean_home: str = ""
     compile_cache: str = ""
+    shared_cache: str = ""
+    outbox: str = ""
+    trusted: bool = False
 
 
 class Handle(Protocol):
@@ -170,15 +175,23 @@ class Worker:
         return {**worker_environment(self.run.code, self.run.backend.name, self.timeout_s), **self.env}
 
     def compile_cache(self) -> str:
-        """This worker's folder of the session's compile cache, made now; "" when the run keeps none.
+        """The folder this worker writes what it compiles to, made now; "" when it writes none.
 
-        One folder per device count, for the student's workers only: a clean worker compiles what
-        the grader reads (program mode), so nothing a student's code could write may reach it. A
-        process of a multi-process group keeps none either (its programs span the group).
+        A trusted worker (a clean one, which never runs student code, or any worker of a trusted run:
+        ``grade check``) writes to its own folder of the run's outbox, which the grader publishes to
+        the shared cache once the run's workers are gone (grader.workers.compile_cache). In watch mode
+        a student's worker writes the session's cache of its device count, which only that student's
+        later workers read. A process of a multi-process group writes none (its programs span the group).
         """
-        if not self.run.compile_cache or self.clean_dir is not None or self.distributed:
+        clean = self.clean_dir is not None
+        if self.distributed:
             return ""
-        folder = os.path.join(self.run.compile_cache, f"devices-{self.layout.devices}")
+        if self.run.outbox and (clean or self.run.trusted):
+            folder = os.path.join(self.run.outbox, f"{'clean' if clean else 'worker'}-{self.layout.devices}")
+        elif self.run.compile_cache and not clean:
+            folder = os.path.join(self.run.compile_cache, f"devices-{self.layout.devices}")
+        else:
+            return ""
         os.makedirs(folder, exist_ok=True)
         return folder
 
@@ -194,7 +207,8 @@ class Worker:
                                            backend=self.run.backend.name, devices=self.layout.devices,
                                            memory_mb=self.run.memory_mb, distributed=self.distributed,
                                            clean=self.clean_dir is not None, sandbox_off=self.run.sandbox_off,
-                                           compile_cache=self.compile_cache(), warm_up=self.warm_up)
+                                           compile_cache=self.compile_cache(), warm_up=self.warm_up,
+                                           shared_cache="" if self.distributed else self.run.shared_cache)
         try:
             settings.send(self._req)
         except BrokenPipeError:
