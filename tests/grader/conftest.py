@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+
+# Every grading of the tests reads and fills a shared compile cache of their own, never the user's
+# (grader.workers.compile_cache): a test's outcome must not depend on what earlier runs compiled there.
+if "GRADE_COMPILE_CACHE" not in os.environ:
+    os.environ["GRADE_COMPILE_CACHE"] = _TEST_CACHE = tempfile.mkdtemp(prefix="grade-test-compile-cache-")
+    atexit.register(shutil.rmtree, _TEST_CACHE, True)
+
 GRADE = [sys.executable, "-c", "from grader.cli import main; main()"]
 
 # A shell without job control starts a background command (`bash .ci/run &`) with SIGINT ignored,
