@@ -99,8 +99,10 @@ def _single_layouts(exercise: Exercise, devices) -> list[Layout]:
 
 def suite_files(course: Course, exercise: Exercise) -> list[str]:
     """The test files of ``exercise``'s tasks that exist, as absolute paths, in the order course.yaml
-    lists the tasks: pytest runs them in this order, so the report's tasks are graded top to bottom and
-    a run stopped part way leaves only tasks below the last graded one "not reached"."""
+    lists the tasks: pytest collects them in this order, the report's order (the plugin runs them one
+    layout after another, each layout top to bottom, so a run of one layout stopped part way leaves
+    only tasks below the last graded one "not reached"; with several, a task of an unfinished layout
+    is unfinished)."""
     suite = os.path.join(course.root, exercise.suite)
     paths = dict.fromkeys(os.path.join(suite, f) for t in exercise.tasks for f in t.files)
     return [p for p in paths if os.path.isfile(p)]
