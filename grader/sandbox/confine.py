@@ -90,7 +90,7 @@ class Policy:
     lacked them (a test and measurement switch), out of MECHANISMS. ``max_landlock_abi``: pretend
     the kernel's Landlock is no newer than this (1 or more). ``read_by_name``: folders whose files it
     may open by name but which it may neither list nor write (the shared compile cache,
-    grader.sandbox.compile_cache). ``process_limit``: the most tasks
+    grader.sandbox.compile_cache; one its uid cannot reach only goes unread). ``process_limit``: the most tasks
     (processes and threads) the worker may have, by its pid namespace's pid_max (at least
     300, the kernel's least) and RLIMIT_NPROC where that counts its own processes only.
     ``scratch_bytes``: the size of its private scratch. ``network_of``: the pid of the process holding
@@ -327,13 +327,12 @@ def _check_uid(record: _Record) -> bool:
         return False
     policy = record.policy
     if record.held("namespaces"):  # folders in the way are covered (grader.sandbox.mounts.reveal)
-        blocked = (_unreadable_for_others([*python_paths(), *policy.read_only], ancestors=False)
-                   or _unreadable_for_others(policy.read_by_name, read=False, ancestors=False))
+        blocked = _unreadable_for_others([*python_paths(), *policy.read_only], ancestors=False)
         remedy = "make it readable by every user"
     else:
         parents = [os.path.dirname(os.path.abspath(p)) for p in (policy.scratch, *policy.kept)]
         blocked = (_unreadable_for_others([*python_paths(), *policy.read_only])
-                   or _unreadable_for_others([*parents, *policy.read_by_name], read=False))
+                   or _unreadable_for_others(parents, read=False))
         remedy = ("a Python installed where every user can read it (e.g. /usr or /opt), or a machine that allows "
                   "mount namespaces, gets this layer")
     if blocked:
