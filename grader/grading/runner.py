@@ -23,7 +23,7 @@ from grader.errors import GraderError, Interrupted, UsageError
 from grader.grading import confinement, integrity
 from grader.grading.progress import RunProgress
 from grader.grading.workspace import ENGINE_DIR, Workspace
-from grader.layout import Layout
+from grader.grading.zygote_first import single_layouts
 from grader.submission import Submission
 from grader.workers.backends import Backend, resolve
 from grader.workers import timeline
@@ -92,11 +92,6 @@ def _guarded(course: Course, suite: str) -> list[str]:
     return [course.path, suite, *sorted(engine)]
 
 
-def _single_layouts(exercise: Exercise, devices) -> list[Layout]:
-    counts = set(devices) if devices else {n for t in exercise.tasks for n in t.devices}
-    return [Layout(n) for n in sorted(counts)]
-
-
 def suite_files(course: Course, exercise: Exercise) -> list[str]:
     """The test files of ``exercise``'s tasks that exist, as absolute paths, in the order course.yaml
     lists the tasks: pytest collects them in this order, the report's order (the plugin runs them one
@@ -152,7 +147,7 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
         try:
             progress.starting()
             with timeline.timed("grader", "start the zygote"):
-                pool.prestart(_single_layouts(exercise, devices))
+                pool.prestart(single_layouts(exercise, devices))
             with timeline.timed("grader", "import pytest and the plugin"):
                 import pytest  # only now, while the zygote imports JAX: the two overlap
 

@@ -151,6 +151,12 @@ class Workspace:
             os.chmod(cache, 0o711)  # every worker's uid passes through to its own folder (_make_removable closed it)
         os.symlink(ENGINE_DIR, os.path.join(self.engine, "grader"))
 
+    def make_ready(self) -> None:
+        """Make the folders now (the engine's link too), so a zygote can start before the first run;
+        that run's :meth:`fresh_copy` then copies into them without emptying them again."""
+        self._reset()
+        self._emptied = True
+
     def fresh_copy(self, source: str, suite: str) -> tuple[str, str]:
         """Empty the folder (unless :meth:`ready_next` just did), then copy the submission at ``source`` and
         the probes of ``suite`` into it; returns (the submission's copy, the probes' folder). A zygote that

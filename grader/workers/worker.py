@@ -5,6 +5,10 @@ killed (its whole process group) and the next call starts a fresh one. The stude
 are drained by a thread into a capped buffer, so an output flood neither blocks the worker nor
 fills the grader's memory. :class:`Handle` is what the pool uses, implemented by :class:`Worker`
 and by the multi-process :class:`grader.workers.group.WorkerGroup`.
+
+:mod:`grader.protocol` (and with it NumPy) is imported where a worker is first talked to, not with
+this module: ``grade EXERCISE`` starts its zygote through here before it imports NumPy
+(grader.grading.zygote_first).
 """
 
 from __future__ import annotations
@@ -17,7 +21,6 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from grader import protocol
 from grader.errors import GraderError, StudentFailure
 from grader.layout import Layout
 from grader.processes import WorkerProcess
@@ -197,6 +200,8 @@ class Worker:
 
     def spawn(self) -> None:
         """Start the process and send its settings; it reports ready (or why not) on the reply pipe."""
+        from grader import protocol
+
         home = self.clean_dir or self.run.code
         os.makedirs(os.path.join(home, ".tmp"), exist_ok=True)
         with timeline.timed("grader", f"start {self.name}"):
@@ -216,6 +221,8 @@ class Worker:
 
     def wait_ready(self, deadline: float) -> None:
         """Wait for the spawned worker to set up JAX; GraderError (worker killed) if it does not."""
+        from grader import protocol
+
         try:
             header, _ = protocol.receive(self._rep, deadline)
         except protocol.ChannelClosed:
@@ -242,6 +249,8 @@ class Worker:
     def request(self, op: str, target: str, args: tuple, kwargs: dict, what: str,
                 timeout_s: float | None = None) -> tuple[object, float]:
         """Run one request; returns (value, seconds the worker spent) or raises StudentFailure."""
+        from grader import protocol
+
         if not self.alive:
             self.kill()
             self.start()
@@ -252,6 +261,8 @@ class Worker:
 
     def send(self, op: str, target: str, tree, blobs: list[bytes], what: str) -> None:
         """Send one encoded request (see protocol.encode) without waiting for the reply."""
+        from grader import protocol
+
         try:
             protocol.send(self._req, {"op": op, "target": target, "args": tree}, blobs)
         except BrokenPipeError:
@@ -260,6 +271,8 @@ class Worker:
 
     def reply(self, what: str, deadline: float, timeout_s: float) -> tuple[object, float]:
         """The reply to the request in flight: (value, seconds the worker spent) or StudentFailure."""
+        from grader import protocol
+
         try:
             header, reply_blobs = protocol.receive(self._rep, deadline)
         except protocol.ChannelTimeout:
@@ -326,6 +339,8 @@ class Worker:
 
     def ask_to_exit(self) -> None:
         """Ask the worker to leave its request loop (does not wait; see stop)."""
+        from grader import protocol
+
         if self.proc is not None:
             try:
                 protocol.send(self._req, {"op": "exit"})
