@@ -24,10 +24,8 @@ whole (a temporary name, then a rename), so an entry that exists is never half-w
 from __future__ import annotations
 
 import os
-import re
 
 SUFFIX = "-cache"  # JAX's file name for an entry: <key>-cache (jax._src.lru_cache)
-ENTRY = re.compile(r"[A-Za-z0-9_.-]{1,200}-[0-9a-f]{64}" + SUFFIX)  # <module name>-<sha256>-cache
 NEVER_S = 1e9  # a minimum compile time no program reaches: JAX then never serialises one for the cache
 
 

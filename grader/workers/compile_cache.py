@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 
-from grader.sandbox.compile_cache import ENTRY
-
 VARIABLE = "GRADE_COMPILE_CACHE"
+ENTRY = re.compile(r"[A-Za-z0-9_.-]{1,200}-[0-9a-f]{64}-cache")  # JAX's name for an entry: <module>-<sha256>-cache
 LIMIT_BYTES = 2 << 30  # past this, nothing more is published (each run's new programs are mostly a student's own)
 ENTRY_LIMIT_BYTES = 64 << 20  # an entry larger than any program of a course is not published
 

@@ -22,7 +22,6 @@ import pytest
 
 from conftest import ROOT, build_submission, run_grade, task
 from grader.grading import confinement
-from grader.sandbox.compile_cache import ENTRY
 from grader.workers import compile_cache
 
 KEY = "0123456789abcdef" * 4
@@ -79,7 +78,7 @@ def test_student_code_cannot_write_list_or_poison_the_shared_cache(tmp_path):
     shared = tmp_path / "shared"
     reference = _grade(ROOT / "solutions", shared)  # fills it: the clean worker's programs
     before = _contents(shared)
-    assert before and all(ENTRY.fullmatch(n) for n in before)
+    assert before and all(compile_cache.ENTRY.fullmatch(n) for n in before)
     assert stat.S_IMODE(shared.stat().st_mode) == 0o711
     source = (ROOT / "solutions" / "exercise7" / "dot.py").read_text()
     attack = ATTACK.format(shared=str(shared), name=sorted(before)[0], key=KEY, poison=POISON)
