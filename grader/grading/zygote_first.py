@@ -38,8 +38,13 @@ def start(course: Course, exercise: Exercise, devices=None, backend: str | None 
     """A new workspace, its folders ready, whose zygote for this run's workers is already starting; the
     caller passes it to the grading (grader.grading.pipeline.grade_submission) and closes it after."""
     with timeline.timed("grader", "start the zygote first"):
+        resolved = resolve(backend or course.backend)  # a backend this machine lacks is refused before any folder
         space = Workspace()
-        space.make_ready()  # the engine's link must be there before the zygote imports from it
-        for env in environments(space, exercise, devices, resolve(backend or course.backend), timeout_s):
-            space.launcher.prepare(env, space.code)
+        try:
+            space.make_ready()  # the engine's link must be there before the zygote imports from it
+            for env in environments(space, exercise, devices, resolved, timeout_s):
+                space.launcher.prepare(env, space.code)
+        except BaseException:
+            space.close()
+            raise
     return space
