@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
@@ -17,11 +15,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Every grading of the tests reads and fills a shared compile cache of their own, never the user's
-# (grader.workers.compile_cache): a test's outcome must not depend on what earlier runs compiled there.
-if "GRADE_COMPILE_CACHE" not in os.environ:
-    os.environ["GRADE_COMPILE_CACHE"] = _TEST_CACHE = tempfile.mkdtemp(prefix="grade-test-compile-cache-")
-    atexit.register(shutil.rmtree, _TEST_CACHE, True)
+# The tests grade without the shared compile cache (grader.workers.compile_cache), never the user's: a
+# test's outcome must not depend on what earlier runs or tests compiled. Its own tests give it a folder.
+os.environ.setdefault("GRADE_COMPILE_CACHE", "off")
 
 GRADE = [sys.executable, "-c", "from grader.cli import main; main()"]
 

@@ -10,6 +10,7 @@ outbox could ever share one with the shared folder.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -22,7 +23,11 @@ import pytest
 
 from conftest import ROOT, build_submission, run_grade, task
 from grader.grading import confinement
+from grader.grading.workspace import Workspace
+from grader.layout import Layout
 from grader.workers import compile_cache
+from grader.workers.backends import resolve
+from grader.workers.worker import RunSettings, Worker
 
 KEY = "0123456789abcdef" * 4
 POISON = b"POISON-ENTRY"
@@ -160,3 +165,19 @@ def test_a_shared_folder_this_process_could_write_is_not_read(tmp_path):
     """Where confinement does not hold (here: the test's own process), the shared cache is not trusted."""
     assert _compile(str(tmp_path), "") == ["writable here", "None"]
     assert os.listdir(tmp_path) == []  # the write check leaves nothing behind
+
+
+def test_only_trusted_workers_write_what_they_compile(tmp_path):
+    """A student's worker gets no outbox; a clean one does, and in grade check (a trusted run) every one."""
+    run = RunSettings("code", "probes", resolve("cpu"), 0, 1.0, outbox=str(tmp_path / "out"),
+                      shared_cache=str(tmp_path / "shared"))
+    assert Worker(Layout(2), run, launcher=None).compile_cache() == ""
+    assert Worker(Layout(2), run, launcher=None, clean_dir=str(tmp_path)).compile_cache() == str(tmp_path / "out" / "clean-2")
+    trusted = dataclasses.replace(run, trusted=True)
+    assert Worker(Layout(2), trusted, launcher=None).compile_cache() == str(tmp_path / "out" / "worker-2")
+    assert Worker(Layout(2), trusted, launcher=None, distributed={"process": 0}).compile_cache() == ""
+    space = Workspace(trusted=True)
+    try:
+        assert space.settings(backend=resolve("cpu"), memory_mb=0, timeout_s=1).trusted
+    finally:
+        space.close()
