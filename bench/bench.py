@@ -13,7 +13,9 @@ raw figure as JSON, so a figure can be compared across commits. Run it from anyw
 ``GRADE_SANDBOX=0``, interleaved in one run), for both grade commands; ``--peer`` only the student's
 loop against its peer: ``grade exercise7 --task dot --devices 4`` against one plain in-process
 pytest of the same checks (bench/peer_dot.py: no worker, no sandbox), interleaved, medians of each;
-``--extra-run`` only what program mode's second run of each program costs (bench/extra_run.py).
+``--extra-run`` only what program mode's second run of each program costs (bench/extra_run.py);
+``--memory`` only the peak PSS of ``grade exercise7``'s whole process tree (bench/memory.py). ``--peer``
+grades with the shared compile cache off, filled by clean workers only, and filled by ``grade check``.
 """
 
 from __future__ import annotations
@@ -162,26 +164,62 @@ PEER = [sys.executable, "-m", "pytest", "-q", "-c", os.devnull, "-p", "no:cachep
         str(ROOT / "bench" / "peer_dot.py")]
 
 
+# The shared compile cache (grader.workers.compile_cache) in the three states a grading meets it:
+# off; filled only by the clean workers of earlier runs (a student's machine: its first run starts
+# empty); and filled by ``grade check`` from the reference solutions first (what the autograder image
+# carries, and CI or a batch after its check).
+CACHE_STATES = ("off", "clean workers only", "after grade check")
+
+
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
 def peer(repeat: int, seed: int) -> dict:
-    """``grade exercise7 --task dot --devices 4`` and its in-process peer, interleaved: median wall of each."""
-    grades, peers = [], []
-    for _ in range(repeat):
-        grades.append(grade_once(ROOT / "solutions", PEER_ARGS, seed))
-        wall, proc = timed(PEER, {"PEER_DEVICES": "4"})
-        if proc.returncode != 0:
-            raise SystemExit(f"{' '.join(PEER)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
-        peers.append(wall)
-    grade_s = sorted(r["wall_s"] for r in grades)[len(grades) // 2]
-    peer_s = sorted(peers)[len(peers) // 2]
+    """``grade exercise7 --task dot --devices 4`` in each cache state and its in-process peer, interleaved
+    round by round: the median wall of each, and the first cold run of each state apart from the others."""
+    with tempfile.TemporaryDirectory(prefix="bench-cache-") as tmp:
+        folders = {"off": "off", "clean workers only": os.path.join(tmp, "clean"),
+                   "after grade check": os.path.join(tmp, "check")}
+        check = [*GRADE, "check", "exercise7", "--devices", "4"]
+        if timed(check, {"GRADE_COMPILE_CACHE": folders["after grade check"]})[1].returncode not in (0, 1):
+            raise SystemExit(f"{' '.join(check)} failed")  # exit 1: unsound at --devices 4 (multihost), expected
+        grades: dict[str, list[dict]] = {state: [] for state in CACHE_STATES}
+        peers, loads = [], []
+        for _ in range(repeat):
+            loads.append(os.getloadavg()[0])
+            for state in CACHE_STATES:
+                grades[state].append(grade_once(ROOT / "solutions", PEER_ARGS, seed,
+                                                {"GRADE_COMPILE_CACHE": folders[state]}))
+            wall, proc = timed(PEER, {"PEER_DEVICES": "4"})
+            if proc.returncode != 0:
+                raise SystemExit(f"{' '.join(PEER)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+            peers.append(wall)
+    peer_s = _median(peers)
+    states = {}
+    for state, runs in grades.items():
+        walls = [r["wall_s"] for r in runs]
+        states[state] = {"grade_s": _median(walls), "ratio": _median(walls) / peer_s, "first_s": walls[0],
+                         "later_s": _median(walls[1:]) if len(walls) > 1 else walls[0],
+                         "floor_s": _median([r["report_worker_s"] for r in runs]), "runs": walls,
+                         "ratios": [w / p for w, p in zip(walls, peers)]}
     return {"command": " ".join(["grade", "exercise7", "--submission", "solutions", *PEER_ARGS]),
-            "peer": " ".join(["python", "-m", "pytest", "bench/peer_dot.py"]), "grade_s": grade_s, "peer_s": peer_s,
-            "ratio": grade_s / peer_s, "grade_runs": [r["wall_s"] for r in grades], "peer_runs": peers}
+            "peer": " ".join(["python", "-m", "pytest", "bench/peer_dot.py"]), "peer_s": peer_s,
+            "peer_runs": peers, "states": states, "load_averages": loads,
+            "grade_s": states["after grade check"]["grade_s"], "ratio": states["after grade check"]["ratio"]}
 
 
 def peer_rows(p: dict) -> list[tuple[str, str, str]]:
-    return [(f"{p['command']}: wall / in-process pytest", f"{p['ratio']:.2f}  ({p['grade_s']:.2f} s / "
-             f"{p['peer_s']:.2f} s)", verdict("peer_ratio", p["ratio"])),
-            (f"  the in-process pytest: {p['peer']}", f"{p['peer_s']:.2f} s", "")]
+    rows = []
+    for state, s in p["states"].items():
+        rows += [(f"{p['command']}, cache {state}: wall / in-process pytest",
+                  f"{s['ratio']:.2f}  ({s['grade_s']:.2f} s / {p['peer_s']:.2f} s; floor {s['floor_s']:.2f} s)",
+                  verdict("peer_ratio", s["ratio"])),
+                 (f"  per round: {', '.join(f'{r:.2f}' for r in s['ratios'])}",
+                  f"first {s['first_s']:.2f} s, later {s['later_s']:.2f} s", "")]
+    loads = ", ".join(f"{v:.1f}" for v in p["load_averages"])
+    return rows + [(f"  the in-process pytest: {p['peer']}", f"{p['peer_s']:.2f} s", ""),
+                   (f"  load average at each round: {loads}", "", "")]
 
 
 def startup(repeat: int) -> dict:
@@ -261,6 +299,7 @@ def main(argv=None) -> None:
     p.add_argument("--confinement", action="store_true", help="measure only what confining the workers costs")
     p.add_argument("--peer", action="store_true", help="measure only grade --task dot against an in-process pytest")
     p.add_argument("--extra-run", action="store_true", help="measure only program mode's second run")
+    p.add_argument("--memory", action="store_true", help="measure only the peak PSS of grade exercise7's process tree")
     p.add_argument("--loop-devices", default="1,2", help="device counts of the endless-loop figure")
     p.add_argument("--loop-timeout", type=float, default=5.0, help="per-call time limit of the endless-loop figure")
     a = p.parse_args(argv)
@@ -277,6 +316,11 @@ def main(argv=None) -> None:
             import extra_run
 
             extra_run.main(["--repeat", str(max(a.repeat, 5))])
+            return
+        if a.memory:
+            import memory
+
+            memory.main(["--repeat", str(a.repeat)])
             return
         if a.peer:
             print(align([("figure", "value", "target"), *peer_rows(peer(max(a.repeat, 5), a.seed))])

@@ -261,9 +261,10 @@ class WorkerSettings:
     suite's probe modules; ``distributed`` (coordinator, process, processes, timeout_s) makes the
     worker one process of a group joined by ``jax.distributed``, ``devices`` then being its local
     device count. A ``clean`` worker never imports student code: ``code`` is then its own empty
-    folder and it only runs programs other workers exported. ``compile_cache`` (watch mode only) is
-    a folder the worker keeps JAX's compiled programs in between rounds, and may write besides
-    ``code`` (see grader.sandbox.worker.use_compile_cache). With ``warm_up`` the worker compiles a
+    folder and it only runs programs other workers exported. ``compile_cache`` is a folder the worker
+    writes the programs it compiles to, besides ``code`` (a trusted worker's outbox, or watch mode's
+    cache of one student's workers); ``shared_cache`` the cache only trusted processes fill, which it
+    reads by name (see grader.sandbox.compile_cache). With ``warm_up`` the worker compiles a
     small program of the grader's before it reports ready (a spare, see grader.workers.spares).
     """
 
@@ -277,6 +278,7 @@ class WorkerSettings:
     sandbox_off: tuple[str, ...] = ()  # mechanisms to leave out, for measuring only (grader.sandbox.confine.MECHANISMS)
     compile_cache: str = ""
     warm_up: bool = False
+    shared_cache: str = ""
 
     def send(self, fd: int) -> None:
         send(fd, {"op": "settings", "settings": asdict(self)})

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from grader.grading import runner, scoring
 from grader.grading.pipeline import grade_submission
 from grader.grading.progress import RunProgress
+from grader.grading.workspace import Workspace
 from grader.course import Course, Exercise
 from grader.layout import plural
 
@@ -112,10 +113,12 @@ def check_exercise(course: Course, exercise: Exercise, devices=None, seed: int |
     scores = []
     for what, folder in folders.items():
         shown = progress(what) if progress else None
+        space = Workspace(trusted=True)  # the course's own code: what its workers compile goes to the shared cache
         try:
             scores.append(grade_submission(course, exercise, os.path.join(course.root, folder), devices=devices,
-                                           seed=seed, progress=shown).score)
+                                           seed=seed, progress=shown, workspace=space).score)
         finally:
+            space.close()
             if shown:
                 shown.clear()
     result.solutions, result.stubs = scores

@@ -46,56 +46,64 @@ def _write(text: str, output: str | None) -> None:
 def _grade(name, *, course=None, submission, tasks, devices, seed, fmt, output, fail_under, course_path, backend,
            timeout, allow_jax_mismatch, require_sandbox, show_output, watch):
     """``course``: the one the command line already read to check ``name``, else it is found here."""
-    began = time.monotonic()
     from grader.cli.options import find_exercise, parse_devices, parse_tasks
     from grader.course import find_course
-    from grader.errors import Interrupted
-    from grader.grading.pipeline import grade_submission
-    from grader.grading.progress import RunProgress
-    from grader.workers import timeline
+    from grader.grading import zygote_first
 
-    timeline.span("grader", "import the grading pipeline", began, time.monotonic())
     course = course or find_course(explicit=course_path)
     exercise = find_exercise(course, name, lambda owner, task: f"grade {owner} --task {task}").only(parse_tasks(tasks))
     graded = exercise if submission else exercise.local()  # a student's own run: the local time limits
-    path = submission or os.path.join(course.root, exercise.stubs)
-    options = _reproduce_options(submission, backend, timeout, course_path)
+    # the zygote starts importing JAX now, while the pipeline is imported (watch mode keeps its own)
+    first = None if watch else zygote_first.start(course, graded, parse_devices(devices), backend, timeout)
+    try:
+        began = time.monotonic()
+        from grader.errors import Interrupted
+        from grader.grading.pipeline import grade_submission
+        from grader.grading.progress import RunProgress
+        from grader.workers import timeline
 
-    def grade(workspace=None):
-        progress = RunProgress(sys.stderr, f"grade {name}")
-        try:
-            report = grade_submission(course, graded, path, devices=parse_devices(devices), seed=seed,
-                                      backend=backend, timeout_s=timeout, allow_jax_mismatch=allow_jax_mismatch,
-                                      require_sandbox=require_sandbox, workspace=workspace, progress=progress)
-        except Interrupted as stop:
-            progress.clear()
-            if fmt in ("text", "json") and not watch:  # the others would be read as a grade: write nothing
-                _write(replace(stop.partial, options=options).render(fmt), output)
-            raise
-        finally:
-            progress.clear()
-        return replace(report, options=options,
-                       notes=report.notes + ([] if timeout else _local_limit_note(report, exercise)))
+        timeline.span("grader", "import the grading pipeline", began, time.monotonic())
+        path = submission or os.path.join(course.root, exercise.stubs)
+        options = _reproduce_options(submission, backend, timeout, course_path)
 
-    if watch:
-        return _watch(grade, course, exercise, path, fmt=fmt, output=output, fail_under=fail_under, show_output=show_output)
-    report = replace(grade(), show_output=show_output)
-    drawing = time.monotonic()
-    text = report.render(fmt)
-    if fmt == "classroom":  # the result is base64 for the reporter: the log shows the report to read
-        click.echo(report.render("text"), err=True, nl=False)
-    if show_output and fmt not in ("text", "classroom"):  # the text report holds the output already
-        from grader.grading.printed import printed
+        def grade(workspace=first):
+            progress = RunProgress(sys.stderr, f"grade {name}")
+            try:
+                report = grade_submission(course, graded, path, devices=parse_devices(devices), seed=seed,
+                                          backend=backend, timeout_s=timeout, allow_jax_mismatch=allow_jax_mismatch,
+                                          require_sandbox=require_sandbox, workspace=workspace, progress=progress)
+            except Interrupted as stop:
+                progress.clear()
+                if fmt in ("text", "json") and not watch:  # the others would be read as a grade: write nothing
+                    _write(replace(stop.partial, options=options).render(fmt), output)
+                raise
+            finally:
+                progress.clear()
+            return replace(report, options=options,
+                           notes=report.notes + ([] if timeout else _local_limit_note(report, exercise)))
 
-        click.echo(printed(report.run.student_output), err=True, nl=False)
-    score = report.score
-    _write(text, output)
-    timeline.span("grader", "draw and write the report", drawing, time.monotonic())
-    if output:
-        click.echo(f"{name}: {score.total:g} / {score.max_total:g} ({score.percent:.0f}%), seed {report.run.seed}; "
-                   f"report written to {output}", err=True)
-    if fail_under is not None and score.percent < fail_under:
-        sys.exit(EXIT_BELOW)
+        if watch:
+            return _watch(grade, course, exercise, path, fmt=fmt, output=output, fail_under=fail_under, show_output=show_output)
+        report = replace(grade(), show_output=show_output)
+        drawing = time.monotonic()
+        text = report.render(fmt)
+        if fmt == "classroom":  # the result is base64 for the reporter: the log shows the report to read
+            click.echo(report.render("text"), err=True, nl=False)
+        if show_output and fmt not in ("text", "classroom"):  # the text report holds the output already
+            from grader.grading.printed import printed
+
+            click.echo(printed(report.run.student_output), err=True, nl=False)
+        score = report.score
+        _write(text, output)
+        timeline.span("grader", "draw and write the report", drawing, time.monotonic())
+        if output:
+            click.echo(f"{name}: {score.total:g} / {score.max_total:g} ({score.percent:.0f}%), seed {report.run.seed}; "
+                       f"report written to {output}", err=True)
+        if fail_under is not None and score.percent < fail_under:
+            sys.exit(EXIT_BELOW)
+    finally:
+        if first is not None:
+            first.close()
 
 
 def _watch(grade, course, exercise, path, *, fmt, output, fail_under, show_output):

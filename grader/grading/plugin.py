@@ -127,6 +127,8 @@ class GraderPlugin(CasePlan):
         # The inputs program mode draws beyond the test's own come from this run's secret, which no report,
         # gradebook or log holds: the printed seed reproduces the test's inputs, never these.
         self._fresh_secret = secrets.randbits(128)
+        self._listed: dict[str, int] = {}  # each case's place in the suite's order, which the report keeps
+        self._last_at: dict[Layout, str] = {}  # the last case run at each layout
 
     def pytest_collection_modifyitems(self, session, config, items):
         keep = []
@@ -136,8 +138,11 @@ class GraderPlugin(CasePlan):
                 self.unmapped_files.add(os.path.basename(str(item.path)))
             else:
                 keep.append(item)
-        if self.backend.exclusive:  # one configuration at a time holds the devices: group its cases
-            keep.sort(key=lambda it: (_params(it).get("processes") or 0, _params(it).get("devices") or 0))
+        self._listed = {item.nodeid: place for place, item in enumerate(keep)}
+        # one layout after another (in the suite's order within each), so that each layout's workers end with
+        # its last case and a run holds one layout's processes at a time; the report keeps the suite's order
+        keep.sort(key=lambda it: (_params(it).get("processes") or 0, _params(it).get("devices") or 0))
+        self._last_at = {_layout(item): item.nodeid for item in keep}
         items[:] = keep
         self.planned = Counter(self._task(item.path).id for item in keep)
         self._program_layouts = {_layout(item) for item in keep if _runs_programs(item)}
@@ -157,8 +162,14 @@ class GraderPlugin(CasePlan):
         yield
         timeline.span("grader", item.nodeid.rpartition("::")[2], began, time.monotonic())
         layout = _layout(item)
-        if layout.devices and not layout.processes and layout in self._program_layouts:
+        if layout.devices and self._last_at.get(layout) == item.nodeid:
+            self.pool.finish(layout)
+        elif layout.devices and not layout.processes and layout in self._program_layouts:
             self.pool.prestart_clean(layout)
+
+    def pytest_sessionfinish(self, session):
+        """The cases in the suite's order (tests top to bottom, each at every layout), whatever order they ran in."""
+        self.cases.sort(key=lambda case: self._listed.get(case.nodeid, len(self._listed)))
 
     def pytest_keyboard_interrupt(self, excinfo):
         """Ctrl-C or SIGTERM; pytest also calls this when it stops itself (session.shouldstop), which is not one."""

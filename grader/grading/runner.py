@@ -23,7 +23,7 @@ from grader.errors import GraderError, Interrupted, UsageError
 from grader.grading import confinement, integrity
 from grader.grading.progress import RunProgress
 from grader.grading.workspace import ENGINE_DIR, Workspace
-from grader.layout import Layout
+from grader.grading.zygote_first import single_layouts
 from grader.submission import Submission
 from grader.workers.backends import Backend, resolve
 from grader.workers import timeline
@@ -103,15 +103,12 @@ def _guarded(course: Course, suite: str) -> list[str]:
     return [course.path, suite, *sorted(engine)]
 
 
-def _single_layouts(exercise: Exercise, devices) -> list[Layout]:
-    counts = set(devices) if devices else {n for t in exercise.tasks for n in t.devices}
-    return [Layout(n) for n in sorted(counts)]
-
-
 def suite_files(course: Course, exercise: Exercise) -> list[str]:
     """The test files of ``exercise``'s tasks that exist, as absolute paths, in the order course.yaml
-    lists the tasks: pytest runs them in this order, so the report's tasks are graded top to bottom and
-    a run stopped part way leaves only tasks below the last graded one "not reached"."""
+    lists the tasks: pytest collects them in this order, the report's order (the plugin runs them one
+    layout after another, each layout top to bottom, so a run of one layout stopped part way leaves
+    only tasks below the last graded one "not reached"; with several, a task of an unfinished layout
+    is unfinished)."""
     suite = os.path.join(course.root, exercise.suite)
     paths = dict.fromkeys(os.path.join(suite, f) for t in exercise.tasks for f in t.files)
     return [p for p in paths if os.path.isfile(p)]
@@ -161,7 +158,7 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
         try:
             progress.starting()
             with timeline.timed("grader", "start the zygote"):
-                pool.prestart(_single_layouts(exercise, devices))
+                pool.prestart(single_layouts(exercise, devices))
             with timeline.timed("grader", "import pytest and the plugin"):
                 import pytest  # only now, while the zygote imports JAX: the two overlap
 
@@ -183,6 +180,9 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
             pool.close()
         processes.kill_adopted()  # what a worker that exited on its own left behind
         timeline.span("grader", "end the workers and the zygote", closing, time.monotonic())
+        if not plugin.interrupted:
+            with timeline.timed("grader", "publish what trusted workers compiled"):
+                space.publish(run)
         sandbox = confinement.combine(pool.sandbox_records)
         result = RunResult(exercise=exercise, submission=submission, seed=seed, backend=backend.name,
                            cases=plugin.cases, devices=tuple(devices) if devices else None,

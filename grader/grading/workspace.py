@@ -10,7 +10,7 @@ Watch mode keeps one ``warm`` for a whole session: its zygote, which has importe
 runs student code, stays up between runs, and so do two things that hold no state of a run:
 
 - a compile cache for the student's workers, by a hash of each program (why that is safe to keep:
-  grader.sandbox.worker.use_compile_cache), emptied if it ever grows past
+  grader.sandbox.compile_cache), emptied if it ever grows past
   COMPILE_CACHE_LIMIT_BYTES;
 - spare workers (grader.workers.spares), forked once a run's workers are all gone, its report is
   drawn and the folders have been emptied (:meth:`Workspace.ready_next`), which wait, without
@@ -32,12 +32,13 @@ import shutil
 from grader import submission as submissions
 from grader.grading import held_folder
 from grader.layout import Layout
+from grader.workers import compile_cache
 from grader.workers.launch import Launcher
 from grader.workers.spares import Spares
 from grader.workers.worker import STARTUP_TIMEOUT_S, RunSettings
 
 ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PROBES, CLEAN, ENGINE, COMPILE_CACHE = "probes", "clean", "engine", "compile-cache"
+PROBES, CLEAN, ENGINE, COMPILE_CACHE, OUTBOX = "probes", "clean", "engine", "compile-cache", "compile-outbox"
 COMPILE_CACHE_LIMIT_BYTES = 1 << 30  # past this (a student's code may write there too) the cache starts over
 
 
@@ -107,8 +108,10 @@ def _give_to_workers(folder: str) -> None:
 
 
 class Workspace:
-    def __init__(self, prefix: str = "grade-", warm: bool = False):
-        """``warm``: keep a compile cache and spare workers between runs (watch mode)."""
+    def __init__(self, prefix: str = "grade-", warm: bool = False, trusted: bool = False):
+        """``warm``: keep a compile cache and spare workers between runs (watch mode). ``trusted``: the
+        submissions graded here are the course's own (``grade check``), so every worker's programs go to
+        the shared compile cache (grader.workers.compile_cache), not only the clean workers'."""
         held_folder.remove_stale(prefix)  # what runs that were killed (SIGKILL, a crash) left behind
         self._held = held_folder.HeldFolder(prefix)
         self.root = self._held.path
@@ -118,6 +121,7 @@ class Workspace:
         self.probes, self.clean = os.path.join(self.root, PROBES), os.path.join(self.root, CLEAN)
         self.compile_cache = os.path.join(self.root, COMPILE_CACHE) if warm else ""
         self.spares = Spares() if warm else None
+        self.trusted = trusted
         self.launcher = Launcher(self.engine, use_zygote(), STARTUP_TIMEOUT_S)
         self._emptied = False  # by ready_next, with nothing run since
         self._last_run: tuple[RunSettings, list[Layout], list[Layout]] | None = None
@@ -147,6 +151,12 @@ class Workspace:
             os.chmod(cache, 0o711)  # every worker's uid passes through to its own folder (_make_removable closed it)
         os.symlink(ENGINE_DIR, os.path.join(self.engine, "grader"))
 
+    def make_ready(self) -> None:
+        """Make the folders now (the engine's link too), so a zygote can start before the first run;
+        that run's :meth:`fresh_copy` then copies into them without emptying them again."""
+        self._reset()
+        self._emptied = True
+
     def fresh_copy(self, source: str, suite: str) -> tuple[str, str]:
         """Empty the folder (unless :meth:`ready_next` just did), then copy the submission at ``source`` and
         the probes of ``suite`` into it; returns (the submission's copy, the probes' folder). A zygote that
@@ -165,7 +175,17 @@ class Workspace:
     def settings(self, **run) -> RunSettings:
         """The RunSettings of a run in this workspace (``run``: the rest of its fields)."""
         return RunSettings(code=self.code, probes=self.probes, clean_home=self.clean,
-                           compile_cache=self.compile_cache, **run)
+                           compile_cache=self.compile_cache, outbox=os.path.join(self.root, OUTBOX),
+                           shared_cache=compile_cache.shared_folder(run.get("sandbox_off", ())), trusted=self.trusted,
+                           **run)
+
+    def publish(self, run: RunSettings) -> int:
+        """Once ``run``'s workers are all gone: move what its trusted workers compiled into the shared
+        compile cache (grader.workers.compile_cache.publish), and empty the outbox; returns how many."""
+        moved = compile_cache.publish(run.outbox, run.shared_cache)
+        if os.path.isdir(run.outbox):
+            shutil.rmtree(run.outbox)
+        return moved
 
     def note_run(self, run: RunSettings, layouts: list[Layout], clean: list[Layout]) -> None:
         """Remember a finished run's settings and the layouts it started workers for (``layouts``: the

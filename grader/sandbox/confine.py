@@ -98,7 +98,9 @@ class Policy:
     ephemeral port). ``tcp_connect_any``: let it connect to any port (gloo's peers listen on
     ephemeral ports nobody knows in advance). ``off``: mechanisms to leave out as if this machine
     lacked them (a test and measurement switch), out of MECHANISMS. ``max_landlock_abi``: pretend
-    the kernel's Landlock is no newer than this (1 or more). ``process_limit``: the most tasks
+    the kernel's Landlock is no newer than this (1 or more). ``read_by_name``: folders whose files it
+    may open by name but which it may neither list nor write (the shared compile cache,
+    grader.sandbox.compile_cache; one its uid cannot reach only goes unread). ``process_limit``: the most tasks
     (processes and threads) the worker may have, by its pid namespace's pid_max (at least
     300, the kernel's least) and RLIMIT_NPROC where that counts its own processes only.
     ``scratch_bytes``: the size of its private scratch. ``memory_bytes``: the most memory its processes
@@ -119,6 +121,7 @@ class Policy:
     scratch_bytes: int = mounts.SCRATCH_BYTES
     memory_bytes: int = 4096 << 20
     network_of: int = 0
+    read_by_name: tuple[str, ...] = ()
     limits: dict[int, int] = field(default_factory=lambda: {resource.RLIMIT_FSIZE: FILE_SIZE_LIMIT,
                                                              resource.RLIMIT_NOFILE: OPEN_FILES_LIMIT,
                                                              resource.RLIMIT_CORE: 0})
@@ -392,6 +395,8 @@ def _ruleset(record: _Record, scratch: mounts.Scratch | None) -> landlock.Rulese
             ruleset.allow_path(path, landlock.READ | landlock.READ_WRITE_FILE)
     for path in (policy.scratch, *policy.kept):
         ruleset.allow_path(path, landlock.fs_rights(abi) & ~landlock.SPECIAL)
+    for path in policy.read_by_name:
+        ruleset.allow_path(path, landlock.READ_FILE)
     if scratch is not None:
         ruleset.allow_fd(scratch.below, landlock.READ_FILE | landlock.READ_DIR)  # the grader's copy, to fill from
     for port in (policy.tcp_ports or ()) if ruleset.net_handled else ():
@@ -421,7 +426,7 @@ def _unreadable_for_others(paths, read: bool = True, ancestors: bool = True) -> 
 def _revealed_paths(record: _Record) -> tuple[str, ...]:
     """What a uid of the worker's own must reach: what it reads, and its scratch and kept folders."""
     policy = record.policy
-    return (*python_paths(), *policy.read_only, *policy.devices, policy.scratch, *policy.kept)
+    return (*python_paths(), *policy.read_only, *policy.devices, policy.scratch, *policy.kept, *policy.read_by_name)
 
 
 def _check_uid(record: _Record) -> bool:
@@ -615,10 +620,10 @@ def survey(policy: Policy) -> dict:
 
 
 def confine_worker(code: str, probes: str, backend: str, distributed: dict | None, off=(), kept: str = "",
-                   memory_mb: int = 0) -> dict:
+                   memory_mb: int = 0, shared_cache: str = "") -> dict:
     """Confine a worker: it may write its copy of the submission (``code``) and the folder ``kept``
-    (watch mode's compile cache, when given), and read the ``probes`` copied beside it; its processes may
-    hold ``memory_mb`` together (0: no bound).
+    (its compile cache's outbox, when given), read the ``probes`` copied beside it, and open the files
+    of ``shared_cache`` by name; its processes may hold ``memory_mb`` together (0: no bound).
 
     A process of a multi-process group (``distributed``: its coordinator's ``host:port``, and the pid
     holding the group's own network, ``network``, where it has one) may also bind that port and
@@ -631,7 +636,8 @@ def confine_worker(code: str, probes: str, backend: str, distributed: dict | Non
     read_only = (ENGINE_DIR, probes, *(_ACCELERATOR_READ_ONLY if accelerator else ()))
     return confine(Policy(scratch=code, kept=(kept,) if kept else (), read_only=read_only, devices=("/dev",) if accelerator else (),
                           tcp_ports=ports, tcp_connect_any=bool(distributed), off=_mechanisms(off),
-                          network_of=(distributed or {}).get("network", 0), memory_bytes=memory_mb << 20))
+                          network_of=(distributed or {}).get("network", 0), memory_bytes=memory_mb << 20,
+                          read_by_name=(shared_cache,) if shared_cache else ()))
 
 
 def _mechanisms(off) -> frozenset[str]:

@@ -28,7 +28,7 @@ from grader import protocol
 from grader.errors import UNNAMED_CALL, StudentFailure
 from grader.layout import plural
 from grader.protocol import REPLY_FD, REQUEST_FD, ArraySpec, WorkerSettings
-from grader.sandbox import confine
+from grader.sandbox import compile_cache, confine
 from grader.sandbox.program_export import export_program
 from grader.sandbox.program_runner import run_program
 from grader.sandbox.student_code import called_function, check_signature, classify, first_line, new_request, \
@@ -125,25 +125,6 @@ def serve(request_fd: int, reply_fd: int) -> None:
         reply, reply_blobs = _answer(header, blobs)
         reply.update(elapsed_s=time.perf_counter() - start, began=began)
         protocol.send(reply_fd, reply, reply_blobs)
-
-
-def use_compile_cache(folder: str) -> None:
-    """Keep every program JAX compiles in ``folder``, and look for it there before compiling.
-
-    Only watch mode gives a worker such a folder, one per layout and kind of worker, kept for the
-    session: a student's next save mostly compiles what the last one did (the same pads and reshapes
-    at the same shapes; every unchanged task), and compiling is most of a round. JAX keys an entry by
-    a hash of the program, the compile options, the devices and the versions, so an entry is only
-    ever used for the same program; what a student's code writes there itself can only reach later
-    rounds of the same student's workers, which run that student's code anyway: never a clean
-    worker (it keeps no cache) and never a grade of record (no other command keeps one).
-    """
-    import jax
-
-    jax.config.update("jax_compilation_cache_dir", folder)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # the default keeps only >1 s compiles
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)  # (its size cap needs filelock; the
-    # grader's Workspace empties the cache instead once it passes COMPILE_CACHE_LIMIT_BYTES)
 
 
 def warm_up(clean: bool) -> None:
@@ -260,7 +241,8 @@ def main(request_fd: int = REQUEST_FD, reply_fd: int = REPLY_FD) -> None:
         _probes_folder = os.path.abspath(settings.probes)
     try:
         sandbox = confine.confine_worker(settings.code, _probes_folder, settings.backend, settings.distributed,
-                                         settings.sandbox_off, settings.compile_cache, settings.memory_mb)
+                                         settings.sandbox_off, settings.compile_cache, settings.memory_mb,
+                                         settings.shared_cache)
         moments["confine itself"] = time.monotonic()
         info = configure_jax(settings)
         moments["set up JAX's backend"] = time.monotonic()
@@ -268,12 +250,11 @@ def main(request_fd: int = REQUEST_FD, reply_fd: int = REPLY_FD) -> None:
             warm_up(_clean)  # before the cache is on, so XLA's compiler is what it sets up
             _give_back_free_memory()
             moments["warm up"] = time.monotonic()
-        if settings.compile_cache:
-            use_compile_cache(settings.compile_cache)
+        cache = compile_cache.use(settings.shared_cache, settings.compile_cache)
     except BaseException as exc:  # noqa: BLE001 - reported to the grader, which explains it
         protocol.send(reply_fd, {"ready": False, "message": f"{type(exc).__name__}: {first_line(exc)}"})
         return
     if not _clean:
         use_submission(settings.code)
-    protocol.send(reply_fd, dict(info, ready=True, sandbox=sandbox, moments=moments))
+    protocol.send(reply_fd, dict(info, ready=True, sandbox=sandbox, moments=moments, compile_cache=cache))
     serve(request_fd, reply_fd)

@@ -163,6 +163,17 @@ class WorkerPool:
         w.ask_to_exit()
         self._keep_output(layout, w.stop())
 
+    def finish(self, layout: Layout) -> None:
+        """End ``layout``'s worker and clean worker once the run has no more cases there (what the student's
+        printed is kept for the report): a run then holds one layout's processes at a time, not every one."""
+        ending = [w for w in (self._workers.get(layout), self._clean.get(layout)) if w is not None]
+        for w in ending:
+            w.ask_to_exit()
+        if layout in self._workers:
+            self._keep_output(layout, self._workers[layout].stop())
+        if layout in self._clean:
+            self._clean[layout].stop()
+
     def _keep_output(self, layout: Layout, text: str) -> None:
         if text.strip():
             self.student_output[str(layout)] = self.student_output.get(str(layout), "") + text

@@ -5,6 +5,10 @@ killed (its whole process group) and the next call starts a fresh one. The stude
 are drained by a thread into a capped buffer, so an output flood neither blocks the worker nor
 fills the grader's memory. :class:`Handle` is what the pool uses, implemented by :class:`Worker`
 and by the multi-process :class:`grader.workers.group.WorkerGroup`.
+
+:mod:`grader.protocol` (and with it NumPy) is imported where a worker is first talked to, not with
+this module: ``grade EXERCISE`` starts its zygote through here before it imports NumPy
+(grader.grading.zygote_first).
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Protocol
 
-from grader import protocol
 from grader.errors import GraderError, StudentFailure
 from grader.layout import Layout
 from grader.processes import WorkerProcess
@@ -42,8 +45,10 @@ class RunSettings:
     """What every worker of one grading run shares: the scratch copy of the submission (``code``),
     the folder its probes come from, the backend, the memory limit, the per-call time limit, the
     sandbox mechanisms to leave out (for measuring only; grader.grading.confinement.switched_off), the
-    folder clean workers start in (``clean_home``, which program mode needs) and, in watch mode, the
-    folder of the session's compile caches (see :meth:`Worker.compile_cache`)."""
+    folder clean workers start in (``clean_home``, which program mode needs), in watch mode the folder
+    of the session's compile caches, the shared compile cache every worker reads, the run's
+    ``outbox`` where trusted workers leave what they compiled for the grader to publish there, and
+    whether every worker of the run is trusted (``grade check``; see :meth:`Worker.compile_cache`)."""
 
     code: str
     probes: str
@@ -53,6 +58,9 @@ class RunSettings:
     sandbox_off: tuple[str, ...] = ()
     clean_home: str = ""
     compile_cache: str = ""
+    shared_cache: str = ""
+    outbox: str = ""
+    trusted: bool = False
 
     def for_layout(self, layout: Layout) -> RunSettings:
         """The settings of ``layout``'s workers: under --backend auto, a layout the accelerators cannot take
@@ -185,20 +193,30 @@ class Worker:
         return {**worker_environment(self.run.code, self.run.backend.name, self.timeout_s), **self.env}
 
     def compile_cache(self) -> str:
-        """This worker's folder of the session's compile cache, made now; "" when the run keeps none.
+        """The folder this worker writes what it compiles to, made now; "" when it writes none.
 
-        One folder per device count, for the student's workers only: a clean worker compiles what
-        the grader reads (program mode), so nothing a student's code could write may reach it. A
-        process of a multi-process group keeps none either (its programs span the group).
+        A trusted worker (a clean one, which never runs student code, or any worker of a trusted run:
+        ``grade check``) writes to its own folder of the run's outbox, which the grader publishes to
+        the shared cache once the run's workers are gone (grader.workers.compile_cache). In watch mode
+        a student's worker writes the session's cache of its device count, which only that student's
+        later workers read. A process of a multi-process group writes none (its programs span the group).
         """
-        if not self.run.compile_cache or self.clean_dir is not None or self.distributed:
+        clean = self.clean_dir is not None
+        if self.distributed:
             return ""
-        folder = os.path.join(self.run.compile_cache, f"devices-{self.layout.devices}")
+        if self.run.outbox and (clean or self.run.trusted):
+            folder = os.path.join(self.run.outbox, f"{'clean' if clean else 'worker'}-{self.layout.devices}")
+        elif self.run.compile_cache and not clean:
+            folder = os.path.join(self.run.compile_cache, f"devices-{self.layout.devices}")
+        else:
+            return ""
         os.makedirs(folder, exist_ok=True)
         return folder
 
     def spawn(self) -> None:
         """Start the process and send its settings; it reports ready (or why not) on the reply pipe."""
+        from grader import protocol
+
         home = self.clean_dir or self.run.code
         os.makedirs(os.path.join(home, ".tmp"), exist_ok=True)
         with timeline.timed("grader", f"start {self.name}"):
@@ -209,7 +227,8 @@ class Worker:
                                            backend=self.run.backend.name, devices=self.layout.devices,
                                            memory_mb=self.run.memory_mb, distributed=self.distributed,
                                            clean=self.clean_dir is not None, sandbox_off=self.run.sandbox_off,
-                                           compile_cache=self.compile_cache(), warm_up=self.warm_up)
+                                           compile_cache=self.compile_cache(), warm_up=self.warm_up,
+                                           shared_cache="" if self.distributed else self.run.shared_cache)
         try:
             settings.send(self._req)
         except BrokenPipeError:
@@ -217,6 +236,8 @@ class Worker:
 
     def wait_ready(self, deadline: float) -> None:
         """Wait for the spawned worker to set up JAX; GraderError (worker killed) if it does not."""
+        from grader import protocol
+
         try:
             header, _ = protocol.receive(self._rep, deadline)
         except protocol.ChannelClosed:
@@ -251,6 +272,8 @@ class Worker:
                 timeout_s: float | None = None) -> tuple[object, float]:
         """Run one request; returns (value, seconds the worker spent) or raises StudentFailure (MachineFault
         when the machine failed it twice)."""
+        from grader import protocol
+
         timeout_s = timeout_s or self.timeout_s
         tree, blobs = protocol.encode({"args": tuple(args), "kwargs": dict(kwargs)})
         for attempt in range(2):
@@ -268,6 +291,8 @@ class Worker:
 
     def send(self, op: str, target: str, tree, blobs: list[bytes], what: str) -> None:
         """Send one encoded request (see protocol.encode) without waiting for the reply."""
+        from grader import protocol
+
         try:
             protocol.send(self._req, {"op": op, "target": target, "args": tree}, blobs)
         except BrokenPipeError:
@@ -277,6 +302,8 @@ class Worker:
     def reply(self, what: str, deadline: float, timeout_s: float) -> tuple[object, float]:
         """The reply to the request in flight: (value, seconds the worker spent) or StudentFailure (MachineFault
         when the time limit fired while the machine kept the worker from running)."""
+        from grader import protocol
+
         watched = None  # (since when, what the worker had used by then), once the call has run a while
         if not select.select([self._rep], [], [], max(0.0, deadline - timeout_s * (1 - starvation.WATCH_AFTER)
                                                         - time.monotonic()))[0]:
@@ -361,6 +388,8 @@ class Worker:
 
     def ask_to_exit(self) -> None:
         """Ask the worker to leave its request loop (does not wait; see stop)."""
+        from grader import protocol
+
         if self.proc is not None:
             try:
                 protocol.send(self._req, {"op": "exit"})

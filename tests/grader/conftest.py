@@ -14,6 +14,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+
+# The tests grade without the shared compile cache (grader.workers.compile_cache), never the user's: a
+# test's outcome must not depend on what earlier runs or tests compiled. Its own tests give it a folder.
+os.environ.setdefault("GRADE_COMPILE_CACHE", "off")
+
 GRADE = [sys.executable, "-c", "from grader.cli import main; main()"]
 
 # A shell without job control starts a background command (`bash .ci/run &`) with SIGINT ignored,

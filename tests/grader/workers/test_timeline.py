@@ -53,3 +53,24 @@ def test_the_grading_pipeline_leaves_pytest_to_be_imported_while_the_zygote_impo
     code = "import sys, grader.grading.pipeline; print('pytest' in sys.modules, 'jax' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_the_zygote_starts_before_the_grading_pipeline_is_imported(tmp_path):
+    path = tmp_path / "timeline.json"
+    proc = run_grade("exercise7", "--submission", str(ROOT / "solutions"), "--task", "dot", "--devices", "1,2",
+                     "--format", "json", "--seed", "7", env={timeline.VARIABLE: str(path)})
+    assert proc.returncode == 0, proc.stderr
+    spans = json.loads(path.read_text())["spans"]
+    grader = {s["what"]: s for s in spans if s["process"] == "grader"}
+    zygotes = [s for s in spans if s["process"] == "zygote" and s["what"] == "start Python"]
+    assert len(zygotes) == 1, "the run's workers came from the zygote started first (one environment)"
+    pipeline = grader["import the grading pipeline"]
+    assert grader["start the zygote first"]["end"] <= pipeline["start"]
+    assert zygotes[0]["start"] <= pipeline["start"]
+
+
+def test_starting_the_zygote_first_imports_neither_numpy_nor_the_pipeline():
+    code = ("import sys, grader.cli, grader.grading.zygote_first; "
+            "print('numpy' in sys.modules, 'grader.grading.pipeline' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]

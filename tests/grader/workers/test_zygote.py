@@ -257,9 +257,18 @@ def test_a_grader_that_dies_takes_zygote_and_busy_workers_with_it(spy_dirs):
         pool = WorkerPool(run, {str(engine)!r})
         threading.Thread(target=pool.request, args=(Layout(1), "call", "spy.hang", ({marker!r},), {{}}, "hang"),
                          daemon=True).start()
-        while not running_with({marker!r}):
+        def sleeping():  # a process forked from this one holds the marker too, until it execs
+            found = []
+            for pid in running_with({marker!r}):
+                try:
+                    with open(f"/proc/{{pid}}/comm") as f:
+                        found += [pid] if f.read().strip() == "sleep" else []
+                except OSError:
+                    continue
+            return found
+        while not sleeping():
             time.sleep(0.05)
-        worker = parent(parent(running_with({marker!r})[0]))  # sleep <- the worker <- its holder, the zygote's fork
+        worker = parent(parent(sleeping()[0]))  # sleep <- the worker <- its holder, the zygote's fork
         print(worker, parent(worker), flush=True)
         os._exit(0)
     """)
