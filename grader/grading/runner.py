@@ -24,6 +24,7 @@ from grader.grading import confinement, integrity
 from grader.grading.progress import RunProgress
 from grader.grading.workspace import ENGINE_DIR, Workspace
 from grader.grading.zygote_first import single_layouts
+from grader.layout import Layout
 from grader.submission import Submission
 from grader.workers.backends import Backend, resolve
 from grader.workers import timeline
