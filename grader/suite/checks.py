@@ -14,6 +14,7 @@ import numpy as np
 from grader import protocol
 from grader.errors import StudentFailure
 from grader.layout import plural
+from grader.suite import differences
 from grader.suite.value_patterns import PATTERNS, recognise
 
 
@@ -89,7 +90,8 @@ def _checked(causes: dict | None) -> dict:
 
 
 def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-5, dtype=None,
-                 causes: dict | None = None, **patterns) -> np.ndarray:
+                 causes: dict | None = None, counts: dict | None = None, probe: differences.Probe | None = None,
+                 **patterns) -> np.ndarray:
     """Shape must match exactly; values within float32-friendly tolerances of a float64 reference.
 
     ``dtype``: the dtype the answer keeps (usually the input's): another one fails, saying it changed.
@@ -97,6 +99,11 @@ def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-
     what the values mean, so a wrong value whose pattern is a fact (n times the answer, one device's
     part missing) says that fact; ``causes`` maps a pattern (or "nan", "inf", "dtype") to the sentence
     that explains it in this task, said after the fact. Without a cause the message states only facts.
+
+    Where no pattern fits, :func:`grader.suite.differences.explain` measures the difference: a relation
+    on every entry (a factor named by ``counts``, name -> number, e.g. {"devices": 4}; a transpose; an
+    offset; blocks in another order), what ``probe`` shows when the student's function runs again with
+    one block of an input at a time (only now, after the failure), or which blocks are right.
     """
     causes = _checked(causes)
     expected = np.asarray(expected)
@@ -116,6 +123,13 @@ def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-
     close = np.isclose(arr64, expected, rtol=rtol, atol=atol)
     if not close.all() and patterns and arr.dtype.kind != "c":
         said = recognise(arr64, expected, rtol=rtol, atol=atol, causes=causes, **patterns)
+        if said:
+            raise AssertionError(f"{what} {said}")
+    if not close.all() and arr.dtype.kind != "c":
+        counts = {**({"devices": patterns["devices"]} if patterns.get("devices") else {}), **(counts or {})}
+        said = differences.explain(arr64, expected, counts=counts, probe=probe, rtol=rtol, atol=atol)
+        if said and arr.ndim == 0:
+            raise AssertionError(f"{what} returned {arr64.item():.6g}, expected {expected.item():.6g}: it {said}")
         if said:
             raise AssertionError(f"{what} {said}")
     if not close.all():

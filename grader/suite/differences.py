@@ -1,0 +1,298 @@
+"""How a wrong value differs from the reference: the relation that holds on every entry, or where it differs.
+
+A student reads "wrong at 7 of 8 entries" and starts guessing. This module measures instead. Given the
+student's value and the reference's on the test's inputs, it looks for a relation that holds on every
+entry: a constant factor (and which count of the task it equals: the devices, a mesh axis, the rows),
+a transpose, a constant offset, equal blocks of the result in another order (whose block landed
+where). Given the reference as a function, how the inputs split into blocks and a way to run the
+student's function again (a :class:`Probe`; the suite hands one over, and it runs only after a
+failure), it runs both on inputs with one block non-zero at a time, where the task is additive in that
+input, and reads from the numbers whose contribution is missing, counted twice, scaled, or lands in
+another block. A relation is said only if it holds on every entry; when none does, the sentence says
+where the values differ (which blocks are right and which are not) and claims no cause.
+
+Every sentence is a fact about this run; the cause behind a fact is the suite's to add (``causes`` in
+:func:`grader.suite.checks.expect_close`). Nothing here runs student code: ``Probe.rerun`` is the
+suite's call into the student's worker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from grader.layout import plural
+
+MAX_PAIRS = 4  # pairs of blocks a sentence lists before it says "..."
+
+
+@dataclass(frozen=True)
+class Split:
+    """Input number ``arg`` of the call is split along ``axis`` into ``parts`` blocks (the last may be short),
+    block j belonging to ``owner`` j ("device": device j; "'model' device": the j-th along mesh axis
+    'model'); ``name`` is the input's name in the statement."""
+
+    arg: int
+    axis: int
+    parts: int
+    name: str
+    owner: str = "device"
+
+    def block(self, j: int) -> str:
+        return f"{self.name}'s block {j} ({self.owner} {j}'s)"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What the engine needs to separate causes: ``reference(*inputs)`` (NumPy, float64) is the answer;
+    ``splits`` say how inputs split into blocks; ``rerun(*inputs)`` runs the student's function on other
+    inputs (a ``student.call``, made only after a failure); ``out`` (``arg`` unused) says how the result
+    splits, one block per owner, where it does."""
+
+    reference: Callable
+    inputs: tuple
+    splits: tuple[Split, ...] = ()
+    rerun: Callable | None = None
+    out: Split | None = None
+    counts: dict = field(default_factory=dict)
+
+
+def _close(a, b, rtol: float, atol: float) -> bool:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol))
+
+
+def _tiny(a, atol: float) -> bool:
+    return not np.abs(np.asarray(a, np.float64)).max(initial=0) > atol
+
+
+def _scale(got, expected, rtol: float, atol: float) -> float | None:
+    """c with got == c * expected on every entry (expected not all zeros), or None."""
+    got, expected = np.asarray(got, np.float64), np.asarray(expected, np.float64)
+    if _tiny(expected, atol):
+        return None
+    i = np.unravel_index(np.argmax(np.abs(expected)), expected.shape)
+    c = float(got[i] / expected[i])
+    return c if _close(got, c * expected, rtol, atol) else None
+
+
+def _near(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-3 * max(1.0, abs(b))
+
+
+def named_factor(c: float, counts: dict) -> str:
+    """"4 times the answer" / "1/4 of the answer", and which of the task's ``counts`` (name -> number) 4 is."""
+    for value, form in ((c, "{n} times"), (1 / c if c else 0.0, "1/{n} of")):
+        names = [name for name, n in counts.items() if n > 1 and _near(value, n)]
+        if names:
+            n = counts[names[0]]
+            return f"{form.format(n=n)} the answer ({n} is the number of {' and of '.join(names)})"
+    if _near(c, -1.0):
+        return "the answer with its sign flipped"
+    return f"{c:.4g} times the answer"
+
+
+def _distinct(expected, atol: float) -> int:
+    expected = np.asarray(expected, np.float64)
+    return len(np.unique(np.round(expected[np.abs(expected) > atol], 6)))
+
+
+def _bounds(length: int, parts: int) -> list[tuple[int, int]]:
+    size = -(-length // parts)
+    return [(min(j * size, length), min((j + 1) * size, length)) for j in range(parts)]
+
+
+def _blocks(a: np.ndarray, axis: int, parts: int) -> list[np.ndarray]:
+    return [np.take(a, range(lo, hi), axis=axis) for lo, hi in _bounds(a.shape[axis], parts)]
+
+
+def _axis_word(ndim: int, axis: int) -> str:
+    return {0: "rows", 1: "columns"}.get(axis, f"entries along axis {axis}") if ndim >= 2 else "entries"
+
+
+def _span(lo: int, hi: int) -> str:
+    return f"{lo}" if hi - lo == 1 else f"{lo}-{hi - 1}"
+
+
+def _permutation(got, expected, parts: int, rtol, atol) -> tuple[int, dict[int, int]] | None:
+    """(axis, {b: p}) where block b of got holds block p of expected, p != b for some b."""
+    for axis in range(got.ndim):
+        if got.shape[axis] % parts or got.shape[axis] < parts:
+            continue
+        mine, theirs = _blocks(got, axis, parts), _blocks(expected, axis, parts)
+        if len({np.round(t, 6).tobytes() for t in theirs}) < parts:
+            continue  # equal blocks: whose is whose cannot be told
+        where = {}
+        for b, block in enumerate(mine):
+            p = next((p for p, t in enumerate(theirs) if _close(block, t, rtol, atol)), None)
+            if p is None:
+                break
+            where[b] = p
+        else:
+            if any(b != p for b, p in where.items()):
+                return axis, where
+    return None
+
+
+def _pairs_text(pairs: list[str]) -> str:
+    shown = pairs[:MAX_PAIRS]
+    return "; ".join(shown) + ("; ..." if len(pairs) > MAX_PAIRS else "")
+
+
+def relation(got, expected, *, counts: dict | None = None, rtol: float = 1e-4, atol: float = 1e-5) -> str | None:
+    """A relation between ``got`` and ``expected`` (same shape, not close) that holds on every entry, as
+    the end of a sentence about the call ("is 2 times the answer (2 is the number of devices)"), or None."""
+    counts = counts or {}
+    got, expected = np.asarray(got, np.float64), np.asarray(expected, np.float64)
+    if got.shape != expected.shape or not np.isfinite(got).all():
+        return None
+    c = _scale(got, expected, rtol, atol)
+    if c is not None and _distinct(expected, atol) >= 2 and not _near(c, 1.0):
+        return f"is {named_factor(c, counts)} at every entry"
+    if got.ndim == 2 and got.shape[0] == got.shape[1] > 1 and _close(got, expected.T, rtol, atol):
+        return "is the answer transposed: entry (i, j) holds what (j, i) should"
+    offset = got - expected
+    if got.size >= 2 and _distinct(expected, atol) >= 2 and np.allclose(offset, offset.flat[0], rtol=0,
+                                                                        atol=atol + rtol * np.abs(expected).max()):
+        return f"is the answer plus {float(offset.flat[0]):.6g} at every entry"
+    for parts in sorted({n for n in counts.values() if n > 1}):
+        found = _permutation(got, expected, parts, rtol, atol)
+        if found:
+            axis, where = found
+            word, bounds = _axis_word(got.ndim, axis), _bounds(got.shape[axis], parts)
+            moved = [f"{word} {_span(*bounds[b])} hold what {word} {_span(*bounds[p])} should" for b, p in where.items()
+                     if b != p]
+            return (f"holds the right {parts} blocks of {word} in the wrong order: {_pairs_text(moved)}")
+    return None
+
+
+def locate(got, expected, *, counts: dict | None = None, out: Split | None = None, rtol: float = 1e-4,
+           atol: float = 1e-5) -> str | None:
+    """Where ``got`` differs from ``expected``, by blocks: the blocks (of ``out``, or equal blocks along an
+    axis, for each count of the task) that are right and those that are not, when some are right."""
+    got, expected = np.asarray(got, np.float64), np.asarray(expected, np.float64)
+    if got.shape != expected.shape or got.ndim == 0:
+        return None
+    tries = [(out.axis, out.parts, out.owner)] if out else []
+    tries += [(axis, n, None) for n in sorted({n for n in (counts or {}).values() if n > 1}) for axis in range(got.ndim)]
+    for axis, parts, owner in tries:
+        if axis >= got.ndim or got.shape[axis] < parts or (owner is None and got.shape[axis] % parts):
+            continue
+        right = [_close(a, b, rtol, atol) for a, b in zip(_blocks(got, axis, parts), _blocks(expected, axis, parts))]
+        if any(right) and not all(right):
+            wrong = [j for j, ok in enumerate(right) if not ok]
+            if owner:
+                return (f"is right on {plural(parts - len(wrong), owner)} and wrong on {owner} "
+                        f"{', '.join(map(str, wrong))}")
+            word, bounds = _axis_word(got.ndim, axis), _bounds(got.shape[axis], parts)
+            return (f"is right in {word} {', '.join(_span(*bounds[j]) for j, ok in enumerate(right) if ok)} and wrong "
+                    f"in {word} {', '.join(_span(*bounds[j]) for j in wrong)}")
+    return None
+
+
+def _masked(inputs: tuple, split: Split, j: int) -> tuple:
+    """The inputs with every block of ``split``'s input but block j set to zero."""
+    x = np.asarray(inputs[split.arg])
+    lo, hi = _bounds(x.shape[split.axis], split.parts)[j]
+    keep = np.zeros(x.shape[split.axis], bool)
+    keep[lo:hi] = True
+    shape = [1] * x.ndim
+    shape[split.axis] = -1
+    masked = np.where(keep.reshape(shape), x, np.zeros((), x.dtype)).astype(x.dtype)
+    return tuple(masked if i == split.arg else a for i, a in enumerate(inputs))
+
+
+@dataclass
+class _Contribution:
+    """What the student's function made of one block of one input, in one block of the result."""
+
+    j: int  # the input block that was kept
+    b: int | None  # the result's block (None: the whole result)
+    kind: str  # ok | missing | scaled | lands | other
+    scale: float = 1.0
+    belongs: int | None = None  # for "lands": the result block it belongs in
+
+
+def _contributions(s, r, j: int, out: Split | None, rtol, atol) -> list[_Contribution]:
+    if out is None or np.ndim(r) == 0:
+        pieces = [(None, s, r)]
+    else:
+        pieces = list(zip(range(out.parts), _blocks(s, out.axis, out.parts), _blocks(r, out.axis, out.parts)))
+    found = []
+    for b, sb, rb in pieces:
+        if _close(sb, rb, rtol, atol):
+            found.append(_Contribution(j, b, "ok"))
+        elif _tiny(rb, atol):
+            belongs = next((p for p, _, rp in pieces if not _tiny(rp, atol) and _close(sb, rp, rtol, atol)), None)
+            found.append(_Contribution(j, b, "lands", belongs=belongs))
+        elif _tiny(sb, atol):
+            found.append(_Contribution(j, b, "missing"))
+        else:
+            c = _scale(sb, rb, rtol, atol)
+            found.append(_Contribution(j, b, "scaled", scale=c) if c is not None else _Contribution(j, b, "other"))
+    return found
+
+
+def _whose(split: Split, out: Split | None, c: _Contribution) -> str:
+    where = "" if c.b is None or out is None else f" from {out.owner} {c.b}'s result"
+    return f"{split.block(c.j)}{where}"
+
+
+def _said(found: list[_Contribution], split: Split, out: Split | None, counts: dict) -> str | None:
+    wrong = sorted((c for c in found if c.kind != "ok"), key=lambda c: (c.b or 0, c.j))
+    if not wrong:
+        return None
+    kinds = {c.kind for c in wrong}
+    if kinds == {"missing"}:
+        return f"leaves out {_pairs_text([_whose(split, out, c) for c in wrong])}"
+    if kinds == {"scaled"}:
+        scales = {round(c.scale, 6) for c in wrong}
+        if len(scales) == 1 and len(wrong) == len(found):
+            return f"is {named_factor(wrong[0].scale, counts)}, and so is what each block of {split.name} adds alone"
+        if scales == {2.0}:
+            return f"counts twice {_pairs_text([_whose(split, out, c) for c in wrong])}"
+        return None
+    if kinds <= {"lands", "missing"} and all(c.belongs is not None for c in wrong if c.kind == "lands") \
+            and any(c.kind == "lands" for c in wrong):
+        moved = [f"{split.block(c.j)} lands in {out.owner} {c.b}'s result, where it belongs in {out.owner} "
+                 f"{c.belongs}'s" for c in sorted(wrong, key=lambda c: c.j) if c.kind == "lands"]
+        return f"puts blocks in the wrong place: {_pairs_text(moved)}"
+    return None
+
+
+def probed(probe: Probe, got, rtol: float = 1e-4, atol: float = 1e-5) -> str | None:
+    """What running the student's function and the reference with one block of an input kept at a time shows,
+    for the first split input the task is additive in and whose blocks account for ``got``; or None."""
+    if probe.rerun is None:
+        return None
+    got = np.asarray(got, np.float64)
+    expected = np.asarray(probe.reference(*probe.inputs), np.float64)
+    for split in probe.splits:
+        length = np.shape(probe.inputs[split.arg])[split.axis]
+        js = [j for j, (lo, hi) in enumerate(_bounds(length, split.parts)) if hi > lo]
+        if len(js) < 2:
+            continue
+        masked = [_masked(probe.inputs, split, j) for j in js]
+        refs = [np.asarray(probe.reference(*m), np.float64) for m in masked]
+        if not _close(sum(refs), expected, rtol, atol):
+            continue  # the task is not additive in this input: one block at a time says nothing of the whole
+        mine = [np.asarray(probe.rerun(*m), np.float64) for m in masked]
+        if any(m.shape != expected.shape for m in mine) or not _close(sum(mine), got, rtol, atol):
+            continue  # the student's function is not additive in it either: its blocks do not explain the value
+        found = [c for j, s, r in zip(js, mine, refs) for c in _contributions(s, r, j, probe.out, rtol, atol)]
+        said = _said(found, split, probe.out, probe.counts)
+        if said:
+            return said
+    return None
+
+
+def explain(got, expected, *, counts: dict | None = None, probe: Probe | None = None, rtol: float = 1e-4,
+            atol: float = 1e-5) -> str | None:
+    """The end of a sentence about a wrong value: a relation on every entry, what one block at a time shows,
+    or where it differs; None when there is nothing to add to "wrong at k of n entries"."""
+    counts = {**(probe.counts if probe else {}), **(counts or {})}
+    return (relation(got, expected, counts=counts, rtol=rtol, atol=atol)
+            or (probe and probed(Probe(**{**probe.__dict__, "counts": counts}), got, rtol, atol))
+            or locate(got, expected, counts=counts, out=probe.out if probe else None, rtol=rtol, atol=atol))
