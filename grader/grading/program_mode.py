@@ -98,7 +98,8 @@ def _reference(expect, inputs: tuple, what: str):
         raise GraderError(f"the suite's expect for {what} raised {type(exc).__name__}: {exc}") from None
 
 
-def _check(got, expected, call: tuple[str, str], rtol: float, atol: float, dtype=None, path: str = "") -> None:
+def _check(got, expected, call: tuple[str, str], rtol: float, atol: float, dtype=None, path: str = "",
+           counts: dict | None = None) -> None:
     """``got`` must have ``expected``'s structure, and each array its values (integers and bools exactly).
     ``call`` is what the messages name, in two parts: the part of the result checked goes between."""
     what = f" result{path}".join(call) if path else "".join(call)
@@ -107,13 +108,14 @@ def _check(got, expected, call: tuple[str, str], rtol: float, atol: float, dtype
             keys = sorted(got) if isinstance(got, dict) else type(got).__name__
             raise AssertionError(f"{what} returned {keys}, expected a dict with keys {sorted(expected)}")
         for key in expected:
-            _check(got[key], expected[key], call, rtol, atol, dtype, f"{path}[{key!r}]")
+            _check(got[key], expected[key], call, rtol, atol, dtype, f"{path}[{key!r}]", counts)
     elif isinstance(expected, (tuple, list)):
         for i, (g, e) in enumerate(zip(expect_sequence(got, len(expected), what), expected)):
-            _check(g, e, call, rtol, atol, dtype, f"{path}[{i}]")
+            _check(g, e, call, rtol, atol, dtype, f"{path}[{i}]", counts)
     else:
         exact = np.asarray(expected).dtype.kind in "biu"
-        expect_close(got, expected, what, rtol=0 if exact else rtol, atol=0 if exact else atol, dtype=dtype)
+        expect_close(got, expected, what, rtol=0 if exact else rtol, atol=0 if exact else atol, dtype=dtype,
+                     counts=counts)
 
 
 def check_values(program: Program, values: list, input_sets: list[tuple], expect, what: str, devices: int,
@@ -124,7 +126,7 @@ def check_values(program: Program, values: list, input_sets: list[tuple], expect
         which = "the test's inputs" if i == 0 else NEVER_SEEN
         call = (what, f" (compiled with jax.jit, on {plural(devices, 'device')}, given {which})")
         try:
-            _check(got, _reference(expect, inputs, what), call, rtol, atol, dtype)
+            _check(got, _reference(expect, inputs, what), call, rtol, atol, dtype, counts={"devices": devices})
         except AssertionError as wrong:
             message = str(wrong) if i == 0 else (f"{wrong}; it was right for the test's inputs only: a program must "
                                                  "compute its result from its inputs, not have it built in")

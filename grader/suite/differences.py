@@ -58,6 +58,13 @@ class Probe:
     out: Split | None = None
     counts: dict = field(default_factory=dict)
 
+    @classmethod
+    def per_device(cls, reference: Callable, x, rerun: Callable, name: str = "x") -> Probe:
+        """A per-device function run on ``x``, row i on device i, and returning one row per device."""
+        n = len(x)
+        return cls(reference=reference, inputs=(x,), splits=(Split(0, 0, n, name),), out=Split(0, 0, n, "the result"),
+                   rerun=rerun, counts={"devices": n})
+
 
 def _close(a, b, rtol: float, atol: float) -> bool:
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
