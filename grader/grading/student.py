@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-from grader.errors import UNNAMED_CALL
+from grader.errors import UNNAMED_CALL, StudentFailure
 from grader.grading import program_mode
 from grader.grading.program_mode import Program
 from grader.layout import Layout
@@ -50,8 +50,16 @@ class Student:
         return self._pool.request(self.layout, op, target, args, kwargs, what, timeout_s or self.timeout_s)
 
     def call(self, target: str, *args, timeout_s: float | None = None, **kwargs):
-        """Call ``module.function`` from the submission with plain data; returns plain data."""
-        return self._ask("call", target, args, kwargs, f"{target.rpartition('.')[2]}()", timeout_s)
+        """Call ``module.function`` from the submission with plain data; returns plain data. A failure
+        the student's own code raised carries the call it raised on (``called_as``), for the report."""
+        name = target.rpartition(".")[2]
+        try:
+            return self._ask("call", target, args, kwargs, f"{name}()", timeout_s)
+        except StudentFailure as failure:
+            if failure.kind == "raised" and failure.raised_in == "submission":
+                failure.called_as = called_as(name, args, kwargs)
+            raise
+
 
     def program(self, target: str, *args, expect, what: str | None = None, rtol: float = 1e-4, atol: float = 1e-5,
                 dtype=None, fresh=None, timeout_s: float | None = None, **kwargs) -> Program:
@@ -77,3 +85,20 @@ class Student:
     def probe(self, target: str, *args, timeout_s: float | None = None, **kwargs):
         """Run ``probes_module.function`` from the suite folder inside the worker."""
         return self._ask("probe", target, args, kwargs, UNNAMED_CALL, timeout_s)
+
+
+def _value_text(value) -> str:
+    if isinstance(value, (np.ndarray, np.generic)) and np.ndim(value):
+        return f"{value.dtype}[{','.join(map(str, value.shape))}]"
+    if isinstance(value, (tuple, list)):
+        inner = ", ".join(_value_text(v) for v in value[:4]) + (", ..." if len(value) > 4 else "")
+        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_value_text(v)}" for k, v in list(value.items())[:4]) + "}"
+    text = repr(value.item() if isinstance(value, np.generic) else value)
+    return text if len(text) <= 20 else text[:17] + "..."
+
+
+def called_as(name: str, args, kwargs) -> str:
+    """The call as the student would read it, arrays by dtype and shape: ``distributed_dot(float32[37], float32[37])``."""
+    return f"{name}({', '.join([*map(_value_text, args), *(f'{k}={_value_text(v)}' for k, v in kwargs.items())])})"
