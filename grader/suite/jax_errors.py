@@ -92,8 +92,24 @@ def _out_specs(match: re.Match, s: Situation) -> str:
 _NUMPY_CALL = re.compile(r"\b(?:np|numpy|onp)\.([A-Za-z_][\w.]*)\s*\(")
 
 
+_TRACED_FOR = re.compile(r"while tracing the function (?P<fn>\S+) at (?P<path>\S+?):\d+ for (?P<how>\w+)")
+
+
+def _outside_per_device_code(text: str) -> bool:
+    """JAX's text says the NumPy call ran while a function of the submission's (or the suite's) was traced for
+    jax.jit, not inside a jax.pmap or shard_map: the function hands its own inputs to NumPy."""
+    traced = _TRACED_FOR.search(text)
+    return bool(traced) and traced["how"] == "jit" and "/jax/_src/" not in traced["path"]
+
+
 def _numpy_on_tracer(match: re.Match, s: Situation) -> str:
     called = _NUMPY_CALL.search(s.line)
+    if _outside_per_device_code(match.string):
+        what = f"np.{called[1]}" if called else "NumPy"
+        return (f"{what} runs on the function's inputs outside any jax.pmap or shard_map: called as it is, it "
+                "computes on the host, not on the devices, and jax.jit cannot trace it. The task's work belongs on "
+                "the devices, inside jax.pmap or jax.shard_map (or in jax.numpy under jax.jit where the task asks "
+                "for shardings); whatever prepares the inputs before that is jax.numpy too")
     if called:
         fn = called[1]
         return (f"np.{fn} is a NumPy function: it needs concrete numbers, but inside jax.pmap / jax.jit your values "

@@ -156,3 +156,14 @@ def test_a_carry_of_two_dimensions_is_named_whole():
         "float32[3]", "float32[2,3]")
     said = mistake(text, "TypeError", Situation(4))
     assert "carry goes in as int32[2,3] but the loop body returns float32[2,3]" in said
+
+
+def test_numpy_on_the_functions_own_inputs_is_told_as_computing_on_the_host():
+    text = ("The numpy.ndarray conversion method __array__() was called on traced array with shape float32[37]\n"
+            "The error occurred while tracing the function distributed_dot at /tmp/s/dot.py:5 for jit. This concrete "
+            "value was not available in Python because it depends on the value of the argument x.")
+    said = mistake(text, situation=Situation(4, "total = np.dot(np.asarray(x), np.asarray(y))"))
+    assert said.startswith("np.dot runs on the function's inputs outside any jax.pmap or shard_map"), said
+    assert "use jnp.dot" not in said  # a local fix for a design that computes on the host is wrong advice
+    inside = ERRORS["np_sqrt_inside_pmap"]["text"]  # traced for shard_map (a pmap): the local fix is the right one
+    assert "use jnp.sqrt" in mistake(inside, situation=Situation(4, "return x / np.sqrt(v)"))
