@@ -119,14 +119,14 @@ def _check(got, expected, call: tuple[str, str], rtol: float, atol: float, dtype
 
 
 def check_values(program: Program, values: list, input_sets: list[tuple], expect, what: str, devices: int,
-                 rtol: float, atol: float, dtype=None) -> None:
+                 rtol: float, atol: float, dtype=None, counts: dict | None = None) -> None:
     """Every set's values against ``expect`` of the same inputs (the first set is the test's own), or
     WrongProgram saying which set was wrong where; ``dtype``: the dtype every array of the result keeps."""
     for i, (got, inputs) in enumerate(zip(values, input_sets)):
         which = "the test's inputs" if i == 0 else NEVER_SEEN
         call = (what, f" (compiled with jax.jit, on {plural(devices, 'device')}, given {which})")
         try:
-            _check(got, _reference(expect, inputs, what), call, rtol, atol, dtype, counts={"devices": devices})
+            _check(got, _reference(expect, inputs, what), call, rtol, atol, dtype, counts={"devices": devices, **(counts or {})})
         except AssertionError as wrong:
             message = str(wrong) if i == 0 else (f"{wrong}; it was right for the test's inputs only: a program must "
                                                  "compute its result from its inputs, not have it built in")

@@ -19,7 +19,8 @@ def run(student, rng, rows, cols):
     w = rng.normal(size=(5, 3 * cols)).astype(np.float32)
     program = student.program("probes_programs.on_mesh", x, w, expect=lambda x, w: x.astype(np.float64) @ w,
                               what=f"collective_matmul(x, w, mesh) on a {rows} x {cols} mesh", rtol=1e-4, atol=1e-4,
-                              function="collective_matmul.collective_matmul", shape=[rows, cols])
+                              function="collective_matmul.collective_matmul", shape=[rows, cols],
+                              counts=meshes.counts(AXES, (rows, cols)))
     return x, program
 
 

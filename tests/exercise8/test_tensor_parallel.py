@@ -36,7 +36,8 @@ def run(student, rng, rows, cols):
     w2 = rng.normal(size=(4 * cols, 2 * cols)).astype(np.float32)
     program = student.program("probes_programs.on_mesh", x, w1, w2, expect=reference,
                               what=f"mlp(x, w1, w2, mesh) on a {rows} x {cols} mesh", rtol=1e-4, atol=1e-4,
-                              function="tensor_parallel.mlp", shape=[rows, cols])
+                              function="tensor_parallel.mlp", shape=[rows, cols],
+                              counts=meshes.counts(AXES, (rows, cols)))
     return x, w1, w2, program
 
 
