@@ -99,7 +99,7 @@ def _reference(expect, inputs: tuple, what: str):
 
 
 def _check(got, expected, call: tuple[str, str], rtol: float, atol: float, dtype=None, path: str = "",
-           counts: dict | None = None) -> None:
+           counts: dict | None = None, probe=None) -> None:
     """``got`` must have ``expected``'s structure, and each array its values (integers and bools exactly).
     ``call`` is what the messages name, in two parts: the part of the result checked goes between."""
     what = f" result{path}".join(call) if path else "".join(call)
@@ -115,18 +115,19 @@ def _check(got, expected, call: tuple[str, str], rtol: float, atol: float, dtype
     else:
         exact = np.asarray(expected).dtype.kind in "biu"
         expect_close(got, expected, what, rtol=0 if exact else rtol, atol=0 if exact else atol, dtype=dtype,
-                     counts=counts)
+                     counts=counts, probe=probe if not path else None)  # a probe measures a result of one array
 
 
 def check_values(program: Program, values: list, input_sets: list[tuple], expect, what: str, devices: int,
-                 rtol: float, atol: float, dtype=None, counts: dict | None = None) -> None:
+                 rtol: float, atol: float, dtype=None, counts: dict | None = None, probe=None) -> None:
     """Every set's values against ``expect`` of the same inputs (the first set is the test's own), or
     WrongProgram saying which set was wrong where; ``dtype``: the dtype every array of the result keeps."""
     for i, (got, inputs) in enumerate(zip(values, input_sets)):
         which = "the test's inputs" if i == 0 else NEVER_SEEN
         call = (what, f" (compiled with jax.jit, on {plural(devices, 'device')}, given {which})")
         try:
-            _check(got, _reference(expect, inputs, what), call, rtol, atol, dtype, counts={"devices": devices, **(counts or {})})
+            _check(got, _reference(expect, inputs, what), call, rtol, atol, dtype,
+                   counts={"devices": devices, **(counts or {})}, probe=probe if i == 0 else None)
         except AssertionError as wrong:
             message = str(wrong) if i == 0 else (f"{wrong}; it was right for the test's inputs only: a program must "
                                                  "compute its result from its inputs, not have it built in")

@@ -8,6 +8,7 @@ returns a list with one result per process, in process order.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import numpy as np
@@ -16,6 +17,7 @@ from grader.errors import UNNAMED_CALL, StudentFailure
 from grader.grading import program_mode
 from grader.grading.program_mode import Program
 from grader.layout import Layout
+from grader.suite.differences import Probe
 from grader.workers.pool import WorkerPool
 
 
@@ -62,7 +64,8 @@ class Student:
 
 
     def program(self, target: str, *args, expect, what: str | None = None, rtol: float = 1e-4, atol: float = 1e-5,
-                dtype=None, fresh=None, counts: dict | None = None, timeout_s: float | None = None, **kwargs) -> Program:
+                dtype=None, fresh=None, counts: dict | None = None, probe: Probe | None = None,
+                timeout_s: float | None = None, **kwargs) -> Program:
         """``jax.jit(module.function)`` as one program, graded by processes that never ran student code.
 
         The student's worker traces and exports it from the shapes and dtypes of ``args`` alone (arrays,
@@ -73,15 +76,17 @@ class Student:
         within ``rtol``/``atol`` (integers and bools exactly), and in ``dtype`` where one is given, else
         WrongProgram (an AssertionError) naming ``what`` (default: the function's name), the device count and
         which inputs. ``counts`` (name -> number, e.g. meshes.counts(...)) name the factor a wrong value is
-        off by, besides the device count (grader.suite.differences).
+        off by, besides the device count; ``probe`` (its splits, out and rerun) lets a wrong value on the
+        test's inputs be measured one block at a time (grader.suite.differences), ``expect`` its reference.
         """
         what = what or target.rpartition(".")[2]
         input_sets = [tuple(args), *program_mode.fresh_inputs(args, fresh, self._fresh_rng, what)]
         out = self._pool.program(self.layout, target, program_mode.specs(args), input_sets, kwargs,
                                  self._what(target), timeout_s or self.timeout_s)
         program = Program(out["values"][0], out["hlo"], out["manual"])
+        probe = probe and dataclasses.replace(probe, reference=expect, inputs=tuple(args))
         program_mode.check_values(program, out["values"], input_sets, expect, what, self.devices, rtol, atol, dtype,
-                                  counts)
+                                  counts, probe)
         return program
 
     def probe(self, target: str, *args, timeout_s: float | None = None, **kwargs):

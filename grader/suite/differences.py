@@ -49,10 +49,11 @@ class Probe:
     """What the engine needs to separate causes: ``reference(*inputs)`` (NumPy, float64) is the answer;
     ``splits`` say how inputs split into blocks; ``rerun(*inputs)`` runs the student's function on other
     inputs (a ``student.call``, made only after a failure); ``out`` (``arg`` unused) says how the result
-    splits, one block per owner, where it does."""
+    splits, one block per owner, where it does. ``student.program`` fills in ``reference`` (its
+    ``expect``) and ``inputs`` (the test's) itself."""
 
-    reference: Callable
-    inputs: tuple
+    reference: Callable | None = None
+    inputs: tuple = ()
     splits: tuple[Split, ...] = ()
     rerun: Callable | None = None
     out: Split | None = None
@@ -163,7 +164,8 @@ def relation(got, expected, *, counts: dict | None = None, rtol: float = 1e-4, a
     offset = got - expected
     if got.size >= 2 and _distinct(expected, atol) >= 2 and np.allclose(offset, offset.flat[0], rtol=0,
                                                                         atol=atol + rtol * np.abs(expected).max()):
-        return f"is the answer plus {float(offset.flat[0]):.6g} at every entry"
+        c = float(offset.flat[0])
+        return f"is the answer {'plus' if c > 0 else 'minus'} {abs(c):.6g} at every entry"
     for parts in sorted({n for n in counts.values() if n > 1}):
         found = _permutation(got, expected, parts, rtol, atol)
         if found:
@@ -272,7 +274,7 @@ def _said(found: list[_Contribution], split: Split, out: Split | None, counts: d
 def probed(probe: Probe, got, rtol: float = 1e-4, atol: float = 1e-5) -> str | None:
     """What running the student's function and the reference with one block of an input kept at a time shows,
     for the first split input the task is additive in and whose blocks account for ``got``; or None."""
-    if probe.rerun is None:
+    if probe.rerun is None or probe.reference is None:
         return None
     got = np.asarray(got, np.float64)
     expected = np.asarray(probe.reference(*probe.inputs), np.float64)
