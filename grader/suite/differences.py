@@ -166,14 +166,45 @@ def relation(got, expected, *, counts: dict | None = None, rtol: float = 1e-4, a
                                                                         atol=atol + rtol * np.abs(expected).max()):
         c = float(offset.flat[0])
         return f"is the answer {'plus' if c > 0 else 'minus'} {abs(c):.6g} at every entry"
-    for parts in sorted({n for n in counts.values() if n > 1}):
+    sizes = sorted({n for n in counts.values() if n > 1})
+    for parts in sizes:
         found = _permutation(got, expected, parts, rtol, atol)
         if found:
             axis, where = found
-            word, bounds = _axis_word(got.ndim, axis), _bounds(got.shape[axis], parts)
-            moved = [f"{word} {_span(*bounds[b])} hold what {word} {_span(*bounds[p])} should" for b, p in where.items()
-                     if b != p]
-            return (f"holds the right {parts} blocks of {word} in the wrong order: {_pairs_text(moved)}")
+            return f"holds the right {parts} blocks of {_axis_word(got.ndim, axis)} in the wrong order: " \
+                   f"{_pairs_text(_moves(got.shape, axis, parts, where))}"
+    return _permutation_per_block(got, expected, sizes, rtol, atol)
+
+
+def _moves(shape, axis: int, parts: int, where: dict[int, int]) -> list[str]:
+    word, bounds = _axis_word(len(shape), axis), _bounds(shape[axis], parts)
+    return [f"{word} {_span(*bounds[b])} hold what {word} {_span(*bounds[p])} should" for b, p in where.items() if b != p]
+
+
+def _permutation_per_block(got, expected, sizes, rtol, atol) -> str | None:
+    """Blocks along one axis reordered differently within each block along another (each device's columns
+    holding its rows in another order), said per block that is out of order."""
+    if got.ndim != 2:
+        return None
+    for across in (1, 0):
+        along = 1 - across
+        for pieces in sizes:
+            if got.shape[across] % pieces:
+                continue
+            bounds = _bounds(got.shape[across], pieces)
+            for parts in sizes:
+                found = [_permutation(np.take(got, range(lo, hi), axis=across),
+                                      np.take(expected, range(lo, hi), axis=across), parts, rtol, atol)
+                         for lo, hi in bounds]
+                right = [_close(np.take(got, range(lo, hi), axis=across), np.take(expected, range(lo, hi), axis=across),
+                                rtol, atol) for lo, hi in bounds]
+                if all(f or ok for f, ok in zip(found, right)) and any(f and f[0] == along for f in found) \
+                        and all(f is None or f[0] == along for f in found):
+                    word = _axis_word(2, across)
+                    moved = [f"in {word} {_span(*bounds[k])}, {move}" for k, f in enumerate(found) if f
+                             for move in _moves(got.shape, along, parts, f[1])]
+                    return (f"holds the right blocks of {_axis_word(2, along)} in the wrong order, in a different "
+                            f"order in each of the {pieces} blocks of {word}: {_pairs_text(moved)}")
     return None
 
 

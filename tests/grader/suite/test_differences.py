@@ -35,6 +35,15 @@ def test_transpose_offset_and_blocks_in_another_order():
                    "hold what rows 0-1 should", said
 
 
+def test_blocks_in_a_different_order_within_each_block_of_columns():
+    y = RNG.normal(size=(8, 4))
+    got = y.copy()
+    got[:, 2:] = np.roll(y[:, 2:], 2, axis=0)  # the second block of columns has its row blocks rotated
+    said = relation(got, y, counts={"devices along 'model'": 4, "devices along 'data'": 2})
+    assert said.startswith("holds the right blocks of rows in the wrong order, in a different order in each of the 2 blocks of "
+                           "columns: in columns 2-3, rows 0-1 hold what rows 6-7 should"), said
+
+
 def test_no_relation_for_noise_nan_or_another_shape():
     assert relation(A + RNG.normal(size=A.shape), A, counts={"devices": 2}) is None
     assert relation(np.full_like(A, np.nan), A) is None
