@@ -15,7 +15,7 @@ from grader import protocol
 from grader.errors import StudentFailure
 from grader.layout import plural
 from grader.suite import differences
-from grader.suite.value_patterns import PATTERNS, recognise
+from grader.suite.value_patterns import PATTERNS, find, recognise
 
 
 class WrongProgram(AssertionError):
@@ -78,6 +78,22 @@ def _not_finite(arr64, expected, what: str, causes: dict) -> str | None:
 
 
 CAUSES = (*PATTERNS, "nan", "inf", "dtype")
+# Patterns that say where a value is wrong rather than how: a measured difference (differences.explain) goes first.
+WEAK_FACTS = ("disagree", "epsilon")
+
+
+def _difference(arr64, expected, rtol, atol, causes, counts, probe, patterns) -> str | None:
+    """What a wrong value's difference is, strongest first: a pattern the suite declared that says how it is
+    wrong, a relation measured on every entry or one block at a time, a pattern that says only where it is
+    wrong (devices that disagree, close but outside the tolerance), then which blocks are right."""
+    found = find(arr64, expected, rtol=rtol, atol=atol, **patterns) if patterns else None
+    if found and found[0] not in WEAK_FACTS:
+        return recognise(arr64, expected, rtol=rtol, atol=atol, causes=causes, **patterns)
+    counts = {**({"devices": patterns["devices"]} if patterns.get("devices") else {}), **(counts or {})}
+    return (differences.measured(arr64, expected, counts=counts, probe=probe, rtol=rtol, atol=atol)
+            or (found and recognise(arr64, expected, rtol=rtol, atol=atol, causes=causes, **patterns))
+            or differences.locate(arr64, expected, counts=counts, out=probe.out if probe else None, rtol=rtol,
+                                  atol=atol))
 
 
 def _checked(causes: dict | None) -> dict:
@@ -121,17 +137,12 @@ def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-
     if said:
         raise AssertionError(said)
     close = np.isclose(arr64, expected, rtol=rtol, atol=atol)
-    if not close.all() and patterns and arr.dtype.kind != "c":
-        said = recognise(arr64, expected, rtol=rtol, atol=atol, causes=causes, **patterns)
-        if said:
-            raise AssertionError(f"{what} {said}")
-    if not close.all() and arr.dtype.kind != "c":
-        counts = {**({"devices": patterns["devices"]} if patterns.get("devices") else {}), **(counts or {})}
-        said = differences.explain(arr64, expected, counts=counts, probe=probe, rtol=rtol, atol=atol)
-        if said and arr.ndim == 0:
-            raise AssertionError(f"{what} returned {arr64.item():.6g}, expected {expected.item():.6g}: it {said}")
-        if said:
-            raise AssertionError(f"{what} {said}")
+    said = _difference(arr64, expected, rtol, atol, causes, counts, probe, patterns) \
+        if not close.all() and arr.dtype.kind != "c" else None
+    if said:
+        got_and_expected = f"returned {arr64.item():.6g}, expected {expected.item():.6g}: it " if arr.ndim == 0 \
+            and not said.startswith("is ") else ""
+        raise AssertionError(f"{what} {got_and_expected}{said}")
     if not close.all():
         if arr.ndim == 0:
             raise AssertionError(f"{what} returned {arr64.item():.6g}, expected {expected.item():.6g}")

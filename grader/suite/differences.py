@@ -285,15 +285,15 @@ def _said(found: list[_Contribution], split: Split, out: Split | None, counts: d
     if not wrong:
         return None
     kinds = {c.kind for c in wrong}
-    if kinds == {"missing"}:
-        return f"leaves out {_pairs_text([_whose(split, out, c) for c in wrong])}"
-    if kinds == {"scaled"}:
-        scales = {round(c.scale, 6) for c in wrong}
-        if len(scales) == 1 and len(wrong) == len(found):
-            return f"is {named_factor(wrong[0].scale, counts)}, and so is what each block of {split.name} adds alone"
-        if scales == {2.0}:
-            return f"counts twice {_pairs_text([_whose(split, out, c) for c in wrong])}"
-        return None
+    scales = {round(c.scale, 6) for c in wrong if c.kind == "scaled"}
+    if kinds == {"scaled"} and len(scales) == 1 and len(wrong) == len(found):
+        return f"is {named_factor(wrong[0].scale, counts)}, and so is what each block of {split.name} adds alone"
+    if kinds <= {"missing", "scaled"} and scales <= {2.0}:
+        missing = [_whose(split, out, c) for c in wrong if c.kind == "missing"]
+        twice = [_whose(split, out, c) for c in wrong if c.kind == "scaled"]
+        said = ([f"leaves out {_pairs_text(missing)}"] if missing else []) + \
+            ([f"counts twice {_pairs_text(twice)}"] if twice else [])
+        return ", and ".join(said)
     if kinds <= {"lands", "missing"} and all(c.belongs is not None for c in wrong if c.kind == "lands") \
             and any(c.kind == "lands" for c in wrong):
         moved = [f"{split.block(c.j)} lands in {out.owner} {c.b}'s result, where it belongs in {out.owner} "
@@ -328,11 +328,18 @@ def probed(probe: Probe, got, rtol: float = 1e-4, atol: float = 1e-5) -> str | N
     return None
 
 
-def explain(got, expected, *, counts: dict | None = None, probe: Probe | None = None, rtol: float = 1e-4,
-            atol: float = 1e-5) -> str | None:
-    """The end of a sentence about a wrong value: a relation on every entry, what one block at a time shows,
-    or where it differs; None when there is nothing to add to "wrong at k of n entries"."""
+def measured(got, expected, *, counts: dict | None = None, probe: Probe | None = None, rtol: float = 1e-4,
+             atol: float = 1e-5) -> str | None:
+    """How a wrong value differs: a relation on every entry, else what one block at a time shows; or None."""
     counts = {**(probe.counts if probe else {}), **(counts or {})}
     return (relation(got, expected, counts=counts, rtol=rtol, atol=atol)
-            or (probe and probed(Probe(**{**probe.__dict__, "counts": counts}), got, rtol, atol))
+            or (probe and probed(Probe(**{**probe.__dict__, "counts": counts}), got, rtol, atol)) or None)
+
+
+def explain(got, expected, *, counts: dict | None = None, probe: Probe | None = None, rtol: float = 1e-4,
+            atol: float = 1e-5) -> str | None:
+    """The end of a sentence about a wrong value: how it differs (:func:`measured`), else where it differs;
+    None when there is nothing to add to "wrong at k of n entries"."""
+    counts = {**(probe.counts if probe else {}), **(counts or {})}
+    return (measured(got, expected, counts=counts, probe=probe, rtol=rtol, atol=atol)
             or locate(got, expected, counts=counts, out=probe.out if probe else None, rtol=rtol, atol=atol))

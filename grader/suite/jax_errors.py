@@ -352,6 +352,16 @@ def _global_shape(match: re.Match, s: Situation) -> str:
             "(or leave it out, and JAX adds them up)")
 
 
+def _global_shape_indivisible(match: re.Match, s: Situation) -> str | None:
+    given = argument(s.line, "make_array_from_process_local_data", "global_shape")
+    if given is None:
+        return None
+    return (f"jax.make_array_from_process_local_data's global_shape={given} gives axis {match['axis']} a size of "
+            f"{match['size']}, which the sharding cannot split {match['parts']} ways: global_shape is the whole "
+            "array's shape, the rows of every process together, not this process's local_data (leave it out, and JAX "
+            "adds them up)")
+
+
 RULES: tuple[Rule, ...] = (
     Rule("ppermute perm", re.compile(r"ppermute sources and destinations must be unique, got (?P<perm>\(.*?\))\.?$",
                                      re.M), _ppermute),
@@ -436,6 +446,9 @@ RULES: tuple[Rule, ...] = (
          _pmap_in_axes),
     Rule("empty assertion in a collective", re.compile(r"^$"), _empty_assertion,
          exc_types=("AssertionError",)),
+    Rule("global_shape that does not split", re.compile(r"implies that array axis (?P<axis>\d+) is partitioned "
+                                                        r"(?P<parts>\d+) times, but the dimension size is "
+                                                        r"(?P<size>\d+)"), _global_shape_indivisible),
     Rule("global_shape", re.compile(r"global_shape should be None or equal to local_data\.shape\.\s*Got "
                                     r"global_shape=(?P<given>\(.*?\)) and local_data\.shape=(?P<local>\(.*?\))"),
          _global_shape),

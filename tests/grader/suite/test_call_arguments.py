@@ -71,3 +71,13 @@ def test_global_shape_of_the_local_rows():
     text = ("When calling `make_array_from_process_local_data` on a single process, global_shape should be None or "
             "equal to local_data.shape.Got global_shape=(2, 4) and local_data.shape=(4, 4).")
     assert mistake(text, "ValueError").startswith("jax.make_array_from_process_local_data's global_shape=(2, 4)")
+
+
+def test_global_shape_that_the_devices_cannot_split():
+    text = ("Sharding NamedSharding(mesh=Mesh('batch': 4, axis_types=(Auto,)), spec=P('batch',), memory_kind=device) "
+            "implies that array axis 0 is partitioned 4 times, but the dimension size is 2 (full shape: (2, 3))")
+    line = "arr = jax.make_array_from_process_local_data(sharding, local_batch, local_batch.shape)"
+    said = mistake(text, "IndivisibleError", Situation(2, line, "jax"))
+    assert said.startswith("jax.make_array_from_process_local_data's global_shape=local_batch.shape gives axis 0 a "
+                           "size of 2"), said
+    assert mistake(text, "IndivisibleError", Situation(2, "y = jax.device_put(x, s)", "jax")) is None
