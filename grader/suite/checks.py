@@ -82,7 +82,7 @@ CAUSES = (*PATTERNS, "nan", "inf", "dtype")
 WEAK_FACTS = ("disagree", "epsilon")
 
 
-def _difference(arr64, expected, rtol, atol, causes, counts, probe, patterns) -> str | None:
+def _difference(arr64, expected, rtol, atol, causes, counts, probe, starts, patterns) -> str | None:
     """What a wrong value's difference is, strongest first: a pattern the suite declared that says how it is
     wrong, a relation measured on every entry or one block at a time, a pattern that says only where it is
     wrong (devices that disagree, close but outside the tolerance), then which blocks are right."""
@@ -90,7 +90,7 @@ def _difference(arr64, expected, rtol, atol, causes, counts, probe, patterns) ->
     if found and found[0] not in WEAK_FACTS:
         return recognise(arr64, expected, rtol=rtol, atol=atol, causes=causes, **patterns)
     counts = {**({"devices": patterns["devices"]} if patterns.get("devices") else {}), **(counts or {})}
-    return (differences.measured(arr64, expected, counts=counts, probe=probe, rtol=rtol, atol=atol)
+    return (differences.measured(arr64, expected, counts=counts, probe=probe, starts=starts, rtol=rtol, atol=atol)
             or (found and recognise(arr64, expected, rtol=rtol, atol=atol, causes=causes, **patterns))
             or differences.locate(arr64, expected, counts=counts, out=probe.out if probe else None, rtol=rtol,
                                   atol=atol))
@@ -107,7 +107,7 @@ def _checked(causes: dict | None) -> dict:
 
 def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-5, dtype=None,
                  causes: dict | None = None, counts: dict | None = None, probe: differences.Probe | None = None,
-                 **patterns) -> np.ndarray:
+                 starts: tuple = (), **patterns) -> np.ndarray:
     """Shape must match exactly; values within float32-friendly tolerances of a float64 reference.
 
     ``dtype``: the dtype the answer keeps (usually the input's): another one fails, saying it changed.
@@ -118,14 +118,20 @@ def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-
 
     Where no pattern fits, :func:`grader.suite.differences.explain` measures the difference: a relation
     on every entry (a factor named by ``counts``, name -> number, e.g. {"devices": 4}; a transpose; an
-    offset; blocks in another order), what ``probe`` shows when the student's function runs again with
+    offset; blocks in another order; one of ``starts``, the call's inputs, changed by a factor of the right
+    change), what ``probe`` shows when the student's function runs again with
     one block of an input at a time (only now, after the failure), or which blocks are right.
     """
     causes = _checked(causes)
     expected = np.asarray(expected)
     if protocol.is_narrow_dtype(expected.dtype):
         expected = expected.astype(np.float64)
-    arr = expect_shape(got, expected.shape, what)
+    all_counts = {**({"devices": patterns["devices"]} if patterns.get("devices") else {}), **(counts or {})}
+    try:
+        arr = expect_shape(got, expected.shape, what)
+    except AssertionError as wrong:
+        said = differences.shape_relation(np.shape(got), expected.shape, all_counts)
+        raise AssertionError(f"{wrong}: {said}" if said else str(wrong)) from None
     if not _numeric(arr):
         raise AssertionError(f"{what} returned dtype {arr.dtype}, expected numbers")
     if dtype is not None and arr.dtype != np.dtype(dtype):
@@ -137,7 +143,7 @@ def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-
     if said:
         raise AssertionError(said)
     close = np.isclose(arr64, expected, rtol=rtol, atol=atol)
-    said = _difference(arr64, expected, rtol, atol, causes, counts, probe, patterns) \
+    said = _difference(arr64, expected, rtol, atol, causes, counts, probe, starts, patterns) \
         if not close.all() and arr.dtype.kind != "c" else None
     if said:
         got_and_expected = f"returned {arr64.item():.6g}, expected {expected.item():.6g}: it " if arr.ndim == 0 \

@@ -90,16 +90,39 @@ def _near(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-3 * max(1.0, abs(b))
 
 
-def named_factor(c: float, counts: dict) -> str:
+def _counted(value: float, counts: dict) -> tuple[int, str] | None:
+    """(n, "the number of devices and of rows") where ``value`` is n, a count of the task, or None."""
+    names = [name for name, n in counts.items() if n > 1 and _near(value, n)]
+    return (counts[names[0]], f"{counts[names[0]]} is the number of {' and of '.join(names)}") if names else None
+
+
+def named_factor(c: float, counts: dict, of: str = "the answer") -> str:
     """"4 times the answer" / "1/4 of the answer", and which of the task's ``counts`` (name -> number) 4 is."""
     for value, form in ((c, "{n} times"), (1 / c if c else 0.0, "1/{n} of")):
-        names = [name for name, n in counts.items() if n > 1 and _near(value, n)]
-        if names:
-            n = counts[names[0]]
-            return f"{form.format(n=n)} the answer ({n} is the number of {' and of '.join(names)})"
+        counted = _counted(value, counts)
+        if counted:
+            return f"{form.format(n=counted[0])} {of} ({counted[1]})"
     if _near(c, -1.0):
-        return "the answer with its sign flipped"
-    return f"{c:.4g} times the answer"
+        return f"{of} with its sign flipped"
+    return f"{c:.4g} times {of}"
+
+
+def shape_relation(got_shape, expected_shape, counts: dict) -> str | None:
+    """How a wrong shape's axes compare with the answer's, where each differing axis is off by a count of the
+    task: "axis 1 is 2 times as long as the answer's (2 is the number of devices along 'model')"."""
+    got_shape, expected_shape = tuple(got_shape), tuple(expected_shape)
+    if len(got_shape) != len(expected_shape) or got_shape == expected_shape or 0 in got_shape + expected_shape:
+        return None
+    said = []
+    for axis, (g, e) in enumerate(zip(got_shape, expected_shape)):
+        if g == e:
+            continue
+        longer, counted = g > e, _counted(max(g, e) / min(g, e), counts)
+        if counted is None:
+            return None
+        n, which = counted
+        said.append(f"axis {axis} is {f'{n} times' if longer else f'1/{n}'} as long as the answer's ({which})")
+    return "; ".join(said)
 
 
 def _distinct(expected, atol: float) -> int:
@@ -149,9 +172,23 @@ def _pairs_text(pairs: list[str]) -> str:
     return "; ".join(shown) + ("; ..." if len(pairs) > MAX_PAIRS else "")
 
 
-def relation(got, expected, *, counts: dict | None = None, rtol: float = 1e-4, atol: float = 1e-5) -> str | None:
+def _change(got, expected, starts: tuple, counts: dict, rtol, atol) -> str | None:
+    """got - s == c (expected - s) for an input s of the same shape (the parameters a step starts from)."""
+    for k, start in enumerate(starts):
+        start = np.asarray(start, np.float64) if np.shape(start) == got.shape else None
+        if start is None or _distinct(expected - start, atol) < 2:
+            continue
+        c = _scale(got - start, expected - start, rtol, atol)
+        if c is not None and not _near(c, 1.0):
+            return f"changes argument {k} by {named_factor(c, counts, 'the change the answer makes')} at every entry"
+    return None
+
+
+def relation(got, expected, *, counts: dict | None = None, starts: tuple = (), rtol: float = 1e-4,
+             atol: float = 1e-5) -> str | None:
     """A relation between ``got`` and ``expected`` (same shape, not close) that holds on every entry, as
-    the end of a sentence about the call ("is 2 times the answer (2 is the number of devices)"), or None."""
+    the end of a sentence about the call ("is 2 times the answer (2 is the number of devices)"), or None.
+    ``starts``: the call's inputs, for a result that is one of them changed (a training step's parameters)."""
     counts = counts or {}
     got, expected = np.asarray(got, np.float64), np.asarray(expected, np.float64)
     if got.shape != expected.shape or not np.isfinite(got).all():
@@ -159,6 +196,9 @@ def relation(got, expected, *, counts: dict | None = None, rtol: float = 1e-4, a
     c = _scale(got, expected, rtol, atol)
     if c is not None and _distinct(expected, atol) >= 2 and not _near(c, 1.0):
         return f"is {named_factor(c, counts)} at every entry"
+    changed = _change(got, expected, starts, counts, rtol, atol)
+    if changed:
+        return changed
     if got.ndim == 2 and got.shape[0] == got.shape[1] > 1 and _close(got, expected.T, rtol, atol):
         return "is the answer transposed: entry (i, j) holds what (j, i) should"
     offset = got - expected
@@ -171,9 +211,16 @@ def relation(got, expected, *, counts: dict | None = None, rtol: float = 1e-4, a
         found = _permutation(got, expected, parts, rtol, atol)
         if found:
             axis, where = found
-            return f"holds the right {parts} blocks of {_axis_word(got.ndim, axis)} in the wrong order: " \
+            return f"{_blocks_held(where, parts, _axis_word(got.ndim, axis))}: " \
                    f"{_pairs_text(_moves(got.shape, axis, parts, where))}"
     return _permutation_per_block(got, expected, sizes, rtol, atol)
+
+
+def _blocks_held(where: dict[int, int], parts: int, word: str) -> str:
+    """How the answer's blocks are held: each once in another order, or some more than once (others never)."""
+    if len(set(where.values())) == len(where):
+        return f"holds the right {parts} blocks of {word} in the wrong order"
+    return f"holds in each of its {parts} blocks of {word} one of the answer's, but not each once"
 
 
 def _moves(shape, axis: int, parts: int, where: dict[int, int]) -> list[str]:
@@ -203,8 +250,10 @@ def _permutation_per_block(got, expected, sizes, rtol, atol) -> str | None:
                     word = _axis_word(2, across)
                     moved = [f"in {word} {_span(*bounds[k])}, {move}" for k, f in enumerate(found) if f
                              for move in _moves(got.shape, along, parts, f[1])]
-                    return (f"holds the right blocks of {_axis_word(2, along)} in the wrong order, in a different "
-                            f"order in each of the {pieces} blocks of {word}: {_pairs_text(moved)}")
+                    once = all(len(set(f[1].values())) == len(f[1]) for f in found if f)
+                    held = f"in the wrong order, in a different order in each of the {pieces} blocks of {word}" if once \
+                        else f"in each of the {pieces} blocks of {word}, but not each once"
+                    return f"holds the answer's blocks of {_axis_word(2, along)} {held}: {_pairs_text(moved)}"
     return None
 
 
@@ -328,11 +377,12 @@ def probed(probe: Probe, got, rtol: float = 1e-4, atol: float = 1e-5) -> str | N
     return None
 
 
-def measured(got, expected, *, counts: dict | None = None, probe: Probe | None = None, rtol: float = 1e-4,
-             atol: float = 1e-5) -> str | None:
+def measured(got, expected, *, counts: dict | None = None, probe: Probe | None = None, starts: tuple = (),
+             rtol: float = 1e-4, atol: float = 1e-5) -> str | None:
     """How a wrong value differs: a relation on every entry, else what one block at a time shows; or None."""
     counts = {**(probe.counts if probe else {}), **(counts or {})}
-    return (relation(got, expected, counts=counts, rtol=rtol, atol=atol)
+    starts = starts or (probe.inputs if probe else ())
+    return (relation(got, expected, counts=counts, starts=starts, rtol=rtol, atol=atol)
             or (probe and probed(Probe(**{**probe.__dict__, "counts": counts}), got, rtol, atol)) or None)
 
 

@@ -82,8 +82,9 @@ def _which_out_spec(spec: str, line: str) -> str:
 
 
 def _out_specs(match: re.Match, s: Situation) -> str:
-    axes = match["axes"]
-    return (f"shard_map's {_which_out_spec(match['spec'], s.line)} {match['spec']} says the result is the same on every device along mesh axis "
+    axes = match["axes"] or ", ".join(f"'{a.strip()}'" for a in match["bare"].split(","))
+    which = f"out_specs{match['index']}" if match["index"] else _which_out_spec(match["spec"], s.line)
+    return (f"shard_map's {which} {match['spec']} says the result is the same on every device along mesh axis "
             f"{axes}, but your function's result still differs along {axes}: if the devices hold partial results, "
             f"add them up over it (lax.psum(..., {axes.split(',')[0].strip('() ')})), as a psum over another axis does "
             f"not; if each holds its own block of the result, name {axes} in out_specs where the blocks go")
@@ -346,6 +347,16 @@ def _empty_assertion(match: re.Match, s: Situation) -> str | None:
             "it): name an axis the mesh has")
 
 
+def _scatter_untiled(match: re.Match, s: Situation) -> str | None:
+    found = call_with(s.line, ("psum_scatter",))
+    if not found or found[1].get("tiled", "False") != "False":
+        return None
+    dimension = found[1].get("scatter_dimension", "0")
+    return (f"lax.psum_scatter without tiled=True gives each device one slice of scatter_dimension={dimension}, which "
+            f"must then have exactly one entry per device ({match['parts']}), and this one has {match['size']}: with "
+            f"tiled=True each device gets a block of {match['size']} / {match['parts']} entries of it instead")
+
+
 def _global_shape(match: re.Match, s: Situation) -> str:
     return (f"jax.make_array_from_process_local_data's global_shape={match['given']} is not the whole array's "
             f"shape: local_data here is {match['local']}, and global_shape counts the rows of every process together "
@@ -365,8 +376,10 @@ def _global_shape_indivisible(match: re.Match, s: Situation) -> str | None:
 RULES: tuple[Rule, ...] = (
     Rule("ppermute perm", re.compile(r"ppermute sources and destinations must be unique, got (?P<perm>\(.*?\))\.?$",
                                      re.M), _ppermute),
-    Rule("shard_map replication", re.compile(r"out_specs is (?P<spec>P\(.*?\)) which implies that the corresponding "
-                                             r"output value is replicated across mesh ax[ie]s (?P<axes>.+?), but"),
+    Rule("shard_map replication", re.compile(r"out_specs(?P<index>\[\d+\])? is (?P<spec>P\(.*?\)) which implies that "
+                                             r"the corresponding output value is (?:replicated across mesh ax[ie]s "
+                                             r"(?P<axes>.+?), but|only varying across mesh axes \{.*?\} and not "
+                                             r"\{(?P<bare>[^}]*)\})"),
          _out_specs),
     Rule("numpy on a tracer", re.compile(r"numpy\.ndarray conversion method __array__\(\) was called on traced"),
          _numpy_on_tracer),
@@ -446,6 +459,8 @@ RULES: tuple[Rule, ...] = (
          _pmap_in_axes),
     Rule("empty assertion in a collective", re.compile(r"^$"), _empty_assertion,
          exc_types=("AssertionError",)),
+    Rule("psum_scatter without tiled", re.compile(r"scatter dimension size (?P<size>\d+) must match shard count "
+                                                  r"(?P<parts>\d+)"), _scatter_untiled),
     Rule("global_shape that does not split", re.compile(r"implies that array axis (?P<axis>\d+) is partitioned "
                                                         r"(?P<parts>\d+) times, but the dimension size is "
                                                         r"(?P<size>\d+)"), _global_shape_indivisible),

@@ -81,3 +81,9 @@ def test_global_shape_that_the_devices_cannot_split():
     assert said.startswith("jax.make_array_from_process_local_data's global_shape=local_batch.shape gives axis 0 a "
                            "size of 2"), said
     assert mistake(text, "IndivisibleError", Situation(2, "y = jax.device_put(x, s)", "jax")) is None
+
+
+def test_an_out_spec_jax_numbers_itself_keeps_its_number():
+    text = ("out_specs[0] is P() which implies that the corresponding output value is replicated across mesh axis "
+            "'data', but could not infer replication over any axes")
+    assert mistake(text, "ValueError", Situation(4, "return step(w, x, y)", "jax")).startswith("shard_map's out_specs[0] P()")

@@ -40,8 +40,15 @@ def test_blocks_in_a_different_order_within_each_block_of_columns():
     got = y.copy()
     got[:, 2:] = np.roll(y[:, 2:], 2, axis=0)  # the second block of columns has its row blocks rotated
     said = relation(got, y, counts={"devices along 'model'": 4, "devices along 'data'": 2})
-    assert said.startswith("holds the right blocks of rows in the wrong order, in a different order in each of the 2 blocks of "
+    assert said.startswith("holds the answer's blocks of rows in the wrong order, in a different order in each of the 2 blocks of "
                            "columns: in columns 2-3, rows 0-1 hold what rows 6-7 should"), said
+
+
+def test_a_block_held_twice_is_not_called_an_order():
+    got = np.concatenate([A[:2], A[:2]])
+    said = relation(got, A, counts={"devices": 2})
+    assert said == "holds in each of its 2 blocks of rows one of the answer's, but not each once: rows 2-3 hold what " \
+                   "rows 0-1 should", said
 
 
 def test_no_relation_for_noise_nan_or_another_shape():
@@ -141,3 +148,24 @@ def test_expect_close_says_the_measured_difference():
         return np.dot(x[:4], y[:4])
     with pytest.raises(AssertionError, match=r"returned .*, expected .*: it leaves out x's block 1 \(device 1's\)$"):
         expect_close(student(X, Y), dot(X, Y), what="dot(x, y)", probe=dot_probe(student))
+
+
+def test_a_step_that_moves_its_input_by_a_factor_of_the_right_change():
+    w = RNG.normal(size=(4, 3))
+    step = RNG.normal(size=(4, 3))
+    said = relation(w - step / 2, w - step, counts={"devices along 'data'": 2}, starts=(RNG.normal(size=(2,)), w))
+    assert said == ("changes argument 1 by 1/2 of the change the answer makes (2 is the number of devices along "
+                    "'data') at every entry"), said
+    assert relation(w - step / 2, w - step, starts=(w + 1,)) is None  # not the input the step starts from
+
+
+def test_a_wrong_shape_says_which_axis_is_off_by_which_count():
+    from grader.suite.differences import shape_relation
+    model = {"devices along 'model'": 2}
+    assert shape_relation((8, 12), (16, 6), model) == (
+        "axis 0 is 1/2 as long as the answer's (2 is the number of devices along 'model'); axis 1 is 2 times as long "
+        "as the answer's (2 is the number of devices along 'model')")
+    assert shape_relation((8, 13), (16, 6), model) is None  # one axis off by no count: nothing claimed
+    assert shape_relation((8,), (8, 1), model) is None
+    with pytest.raises(AssertionError, match=r"returned shape \(16, 12\), expected shape \(16, 6\): axis 1 is 2 times"):
+        expect_close(np.zeros((16, 12)), np.zeros((16, 6)), what="f", counts=model)

@@ -41,6 +41,9 @@ EXPECTED = {
     "psum_scatter_over_a_dimension_the_block_lacks": (4, ("lax.psum_scatter's scatter_dimension=2",)),
     "pmap_in_axes_over_columns": (4, ("jax.pmap's in_axes=(0, 1)", "its axis 1, of size 3", "4 devices")),
     "psum_over_an_axis_the_mesh_lacks": (4, ("lax.psum with axis_name='i'", "name an axis the mesh has")),
+    "psum_scatter_without_tiled": (4, ("lax.psum_scatter without tiled=True", "scatter_dimension=1", "tiled=True each "
+                                       "device gets a block")),
+    "out_spec_of_a_tuple_replicated": (4, ("out_specs P()", "along mesh axis 'data'")),
     "global_shape_of_the_local_rows": (4, ("global_shape=(2, 4)", "local_data here is (4, 4)")),
     "ring_over_every_device_on_a_mesh_axis": (4, ("written for 4 devices", "the axis it runs over has fewer",
                                                   "lax.axis_size(axis_name)", "never from jax.device_count()")),

@@ -240,6 +240,17 @@ def psum_over_an_axis_the_mesh_lacks():
     return jax.shard_map(lambda b: lax.psum(b, "i"), mesh=mesh, in_specs=P("data"), out_specs=P())(np.ones((4, 4)))
 
 
+def psum_scatter_without_tiled():
+    mesh = _auto_mesh()
+    return jax.shard_map(lambda b: lax.psum_scatter(b, "model", scatter_dimension=1), mesh=mesh,
+                         in_specs=P("data", None), out_specs=P("data", "model"))(np.ones((4, 6), np.float32))
+
+
+def out_spec_of_a_tuple_replicated():
+    mesh = _auto_mesh()
+    return jax.shard_map(lambda b: (b, 2 * b), mesh=mesh, in_specs=P("data"), out_specs=(P(), P()))(np.ones((4, 4)))
+
+
 def global_shape_of_the_local_rows():
     mesh = _auto_mesh()
     sharding = NamedSharding(mesh, P("data"))
@@ -259,7 +270,8 @@ MISTAKES = [ring_written_for_4_on_2_devices, ring_that_sends_everything_to_devic
             loop_carry_of_zeros_set_per_device, indexing_an_explicit_array, axis_not_in_the_mesh,
             one_axis_for_two_dimensions, spec_longer_than_the_array, gradient_of_a_vector,
             all_gather_over_a_dimension_the_block_lacks, psum_scatter_over_a_dimension_the_block_lacks,
-            pmap_in_axes_over_columns, psum_over_an_axis_the_mesh_lacks, global_shape_of_the_local_rows]
+            pmap_in_axes_over_columns, psum_over_an_axis_the_mesh_lacks, global_shape_of_the_local_rows,
+            psum_scatter_without_tiled, out_spec_of_a_tuple_replicated]
 
 
 def _line_here(exc: BaseException) -> str:
