@@ -166,7 +166,7 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
                                                                 'grads = lax.psum(grads, "batch")')), "2,4",
                                                 says=("2 times the full-batch step", "lax.pmean averages them")),
         "loss not averaged over devices": Wrong(apart("train", ('    loss = lax.pmean(loss, "batch")\n', "")), "2,4",
-                                                says=("loss",)),
+                                                says=("lax.pmean the loss",)),
         "gradients never averaged": Wrong(apart("train", ('    grads = lax.pmean(grads, "batch")\n', "")), "2,4",
                                           says=("average the gradients with lax.pmean",)),
         "loss summed": Wrong(apart("train", ("return jnp.mean((x @ params - y) ** 2)",
