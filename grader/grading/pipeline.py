@@ -70,4 +70,5 @@ def grade_submission(course: Course, exercise: Exercise, path: str, *, devices=N
             stop.partial = Report(stop.partial, scoring.score(exercise, stop.partial.cases, stop.partial.unfinished),
                                   course.name, notes)
             raise
-    return Report(run, scoring.score(exercise, run.cases, functions=task_functions(stubs, exercise)), course.name, notes)
+    functions = task_functions(stubs, exercise)
+    return Report(run, scoring.score(exercise, run.cases, functions=functions), course.name, notes)

@@ -107,5 +107,6 @@ def _value_text(value) -> str:
 
 
 def called_as(name: str, args, kwargs) -> str:
-    """The call as the student would read it, arrays by dtype and shape: ``distributed_dot(float32[37], float32[37])``."""
+    """The call as the student would read it, arrays by dtype and shape:
+    ``distributed_dot(float32[37], float32[37])``."""
     return f"{name}({', '.join([*map(_value_text, args), *(f'{k}={_value_text(v)}' for k, v in kwargs.items())])})"

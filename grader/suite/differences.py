@@ -225,7 +225,8 @@ def _blocks_held(where: dict[int, int], parts: int, word: str) -> str:
 
 def _moves(shape, axis: int, parts: int, where: dict[int, int]) -> list[str]:
     word, bounds = _axis_word(len(shape), axis), _bounds(shape[axis], parts)
-    return [f"{word} {_span(*bounds[b])} hold what {word} {_span(*bounds[p])} should" for b, p in where.items() if b != p]
+    return [f"{word} {_span(*bounds[b])} hold what {word} {_span(*bounds[p])} should"
+            for b, p in where.items() if b != p]
 
 
 def _permutation_per_block(got, expected, sizes, rtol, atol) -> str | None:
@@ -251,8 +252,8 @@ def _permutation_per_block(got, expected, sizes, rtol, atol) -> str | None:
                     moved = [f"in {word} {_span(*bounds[k])}, {move}" for k, f in enumerate(found) if f
                              for move in _moves(got.shape, along, parts, f[1])]
                     once = all(len(set(f[1].values())) == len(f[1]) for f in found if f)
-                    held = f"in the wrong order, in a different order in each of the {pieces} blocks of {word}" if once \
-                        else f"in each of the {pieces} blocks of {word}, but not each once"
+                    held = (f"in the wrong order, in a different order in each of the {pieces} blocks of {word}"
+                            if once else f"in each of the {pieces} blocks of {word}, but not each once")
                     return f"holds the answer's blocks of {_axis_word(2, along)} {held}: {_pairs_text(moved)}"
     return None
 
@@ -265,7 +266,8 @@ def locate(got, expected, *, counts: dict | None = None, out: Split | None = Non
     if got.shape != expected.shape or got.ndim == 0:
         return None
     tries = [(out.axis, out.parts, out.owner)] if out else []
-    tries += [(axis, n, None) for n in sorted({n for n in (counts or {}).values() if n > 1}) for axis in range(got.ndim)]
+    sizes = sorted({n for n in (counts or {}).values() if n > 1})
+    tries += [(axis, n, None) for n in sizes for axis in range(got.ndim)]
     for axis, parts, owner in tries:
         if axis >= got.ndim or got.shape[axis] < parts or (owner is None and got.shape[axis] % parts):
             continue
