@@ -26,6 +26,7 @@ import numpy as np
 from grader.layout import plural
 
 MAX_PAIRS = 4  # pairs of blocks a sentence lists before it says "..."
+CLOSE = 1e-2  # a factor within 1 % of 1 is a small error (an epsilon, a lower precision), not a factor to name
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,7 @@ def _change(got, expected, starts: tuple, counts: dict, rtol, atol) -> str | Non
         if start is None or _distinct(expected - start, atol) < 2:
             continue
         c = _scale(got - start, expected - start, rtol, atol)
-        if c is not None and not _near(c, 1.0):
+        if c is not None and abs(c - 1) > CLOSE:
             return f"changes argument {k} by {named_factor(c, counts, 'the change the answer makes')} at every entry"
     return None
 
@@ -194,7 +195,7 @@ def relation(got, expected, *, counts: dict | None = None, starts: tuple = (), r
     if got.shape != expected.shape or not np.isfinite(got).all():
         return None
     c = _scale(got, expected, rtol, atol)
-    if c is not None and _distinct(expected, atol) >= 2 and not _near(c, 1.0):
+    if c is not None and _distinct(expected, atol) >= 2 and abs(c - 1) > CLOSE:
         return f"is {named_factor(c, counts)} at every entry"
     changed = _change(got, expected, starts, counts, rtol, atol)
     if changed:

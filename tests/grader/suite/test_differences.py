@@ -19,6 +19,10 @@ def test_a_factor_is_named_by_the_count_it_equals():
     assert named_factor(-1.0, {}) == "the answer with its sign flipped"
 
 
+def test_a_factor_within_one_percent_is_no_factor():
+    assert relation(A * 0.998, A, counts={"devices": 2}) is None  # an epsilon under a square root, say
+
+
 def test_a_factor_is_not_claimed_of_one_value_or_off_one_entry():
     assert relation(np.float64(2.0), np.float64(1.0), counts={"devices": 2}) is None
     off = 2 * A
