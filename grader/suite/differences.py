@@ -195,6 +195,8 @@ def relation(got, expected, *, counts: dict | None = None, starts: tuple = (), r
     if got.shape != expected.shape or not np.isfinite(got).all():
         return None
     c = _scale(got, expected, rtol, atol)
+    if c is not None and _distinct(expected, atol) >= 2 and abs(c) <= CLOSE:
+        return "is 0 at every entry, where the answer is not"
     if c is not None and _distinct(expected, atol) >= 2 and abs(c - 1) > CLOSE:
         return f"is {named_factor(c, counts)} at every entry"
     changed = _change(got, expected, starts, counts, rtol, atol)

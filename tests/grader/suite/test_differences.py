@@ -19,6 +19,10 @@ def test_a_factor_is_named_by_the_count_it_equals():
     assert named_factor(-1.0, {}) == "the answer with its sign flipped"
 
 
+def test_zeros_are_not_called_a_factor():
+    assert relation(np.zeros_like(A), A, counts={"devices": 2}) == "is 0 at every entry, where the answer is not"
+
+
 def test_a_factor_within_one_percent_is_no_factor():
     assert relation(A * 0.998, A, counts={"devices": 2}) is None  # an epsilon under a square root, say
 
