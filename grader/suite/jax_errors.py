@@ -354,7 +354,7 @@ def _scatter_untiled(match: re.Match, s: Situation) -> str | None:
     dimension = found[1].get("scatter_dimension", "0")
     return (f"lax.psum_scatter without tiled=True gives each device one slice of scatter_dimension={dimension}, which "
             f"must then have exactly one entry per device ({match['parts']}), and this one has {match['size']}: with "
-            f"tiled=True each device gets a block of {match['size']} / {match['parts']} entries of it instead")
+            f"tiled=True each device gets a block of it, {match['size']} / {match['parts']} long, instead")
 
 
 def _global_shape(match: re.Match, s: Situation) -> str:
