@@ -199,6 +199,8 @@ def relation(got, expected, *, counts: dict | None = None, starts: tuple = (), r
         return "is 0 at every entry, where the answer is not"
     if c is not None and _distinct(expected, atol) >= 2 and abs(c - 1) > CLOSE:
         return f"is {named_factor(c, counts)} at every entry"
+    if c is not None and c and (_counted(c, counts) or _counted(1 / c, counts)):
+        return f"is {named_factor(c, counts)}"  # one value: said only when the factor is a count of the task
     changed = _change(got, expected, starts, counts, rtol, atol)
     if changed:
         return changed

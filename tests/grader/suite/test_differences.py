@@ -28,7 +28,9 @@ def test_a_factor_within_one_percent_is_no_factor():
 
 
 def test_a_factor_is_not_claimed_of_one_value_or_off_one_entry():
-    assert relation(np.float64(2.0), np.float64(1.0), counts={"devices": 2}) is None
+    assert relation(np.float64(3.0), np.float64(1.0), counts={"devices": 2}) is None
+    assert relation(np.float64(2.0), np.float64(1.0), counts={"devices": 2}) == \
+        "is 2 times the answer (2 is the number of devices)"  # one value, but a count of the task
     off = 2 * A
     off[0, 0] += 1
     assert relation(off, A, counts={"devices": 2}) is None
@@ -94,10 +96,15 @@ def test_a_missing_contribution_is_named_by_whose_block():
 
 
 def test_a_scalar_factor_is_proven_block_by_block():
-    def student(x, y):  # pmean where psum belongs
+    def pmean(x, y):  # pmean where psum belongs: a count of the task, said of the one value
         return np.dot(x, y) / 4
-    said = explain(student(X, Y), dot(X, Y), probe=dot_probe(student, 4))
-    assert said == "is 1/4 of the answer (4 is the number of devices), and so is what each block of x adds alone", said
+    assert explain(pmean(X, Y), dot(X, Y), probe=dot_probe(pmean, 4)) == \
+        "is 1/4 of the answer (4 is the number of devices)"
+
+    def third(x, y):  # no count: a factor only the blocks, one at a time, prove
+        return np.dot(x, y) / 3
+    said = explain(third(X, Y), dot(X, Y), probe=dot_probe(third, 4))
+    assert said == "is 0.3333 times the answer, and so is what each block of x adds alone", said
 
 
 def test_a_block_counted_twice():
