@@ -78,7 +78,7 @@ def _not_finite(arr64, expected, what: str, causes: dict) -> str | None:
 
 
 CAUSES = (*PATTERNS, "nan", "inf", "dtype")
-# Patterns that say where a value is wrong rather than how: a measured difference (differences.explain) goes first.
+# Patterns that say where a value is wrong rather than how: a measured difference (differences.measured) goes first.
 WEAK_FACTS = ("disagree", "epsilon")
 
 
@@ -116,7 +116,7 @@ def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-
     part missing) says that fact; ``causes`` maps a pattern (or "nan", "inf", "dtype") to the sentence
     that explains it in this task, said after the fact. Without a cause the message states only facts.
 
-    Where no pattern fits, :func:`grader.suite.differences.explain` measures the difference: a relation
+    Where no pattern fits, :func:`grader.suite.differences.measured` measures the difference: a relation
     on every entry (a factor named by ``counts``, name -> number, e.g. {"devices": 4}; a transpose; an
     offset; blocks in another order; one of ``starts``, the call's inputs, changed by a factor of the right
     change), what ``probe`` shows when the student's function runs again with

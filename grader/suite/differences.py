@@ -391,12 +391,3 @@ def measured(got, expected, *, counts: dict | None = None, probe: Probe | None =
     starts = starts or (probe.inputs if probe else ())
     return (relation(got, expected, counts=counts, starts=starts, rtol=rtol, atol=atol)
             or (probe and probed(Probe(**{**probe.__dict__, "counts": counts}), got, rtol, atol)) or None)
-
-
-def explain(got, expected, *, counts: dict | None = None, probe: Probe | None = None, rtol: float = 1e-4,
-            atol: float = 1e-5) -> str | None:
-    """The end of a sentence about a wrong value: how it differs (:func:`measured`), else where it differs;
-    None when there is nothing to add to "wrong at k of n entries"."""
-    counts = {**(probe.counts if probe else {}), **(counts or {})}
-    return (measured(got, expected, counts=counts, probe=probe, rtol=rtol, atol=atol)
-            or locate(got, expected, counts=counts, out=probe.out if probe else None, rtol=rtol, atol=atol))

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from grader.suite import expect_close
-from grader.suite.differences import Probe, Split, explain, locate, named_factor, probed, relation
+from grader.suite.differences import Probe, Split, locate, measured, named_factor, probed, relation
 
 RNG = np.random.default_rng(0)
 A = RNG.normal(size=(4, 3))
@@ -98,12 +98,12 @@ def test_a_missing_contribution_is_named_by_whose_block():
 def test_a_scalar_factor_is_proven_block_by_block():
     def pmean(x, y):  # pmean where psum belongs: a count of the task, said of the one value
         return np.dot(x, y) / 4
-    assert explain(pmean(X, Y), dot(X, Y), probe=dot_probe(pmean, 4)) == \
+    assert measured(pmean(X, Y), dot(X, Y), probe=dot_probe(pmean, 4)) == \
         "is 1/4 of the answer (4 is the number of devices)"
 
     def third(x, y):  # no count: a factor only the blocks, one at a time, prove
         return np.dot(x, y) / 3
-    said = explain(third(X, Y), dot(X, Y), probe=dot_probe(third, 4))
+    said = measured(third(X, Y), dot(X, Y), probe=dot_probe(third, 4))
     assert said == "is 0.3333 times the answer, and so is what each block of x adds alone", said
 
 
