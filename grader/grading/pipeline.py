@@ -17,6 +17,7 @@ from grader import submission
 from grader.course import Course, Exercise
 from grader.errors import Interrupted
 from grader.grading import confinement, runner, scoring, versions
+from grader.grading.functions import task_functions
 from grader.grading.progress import RunProgress
 from grader.grading.report import Report
 from grader.grading.workspace import Workspace
@@ -69,4 +70,5 @@ def grade_submission(course: Course, exercise: Exercise, path: str, *, devices=N
             stop.partial = Report(stop.partial, scoring.score(exercise, stop.partial.cases, stop.partial.unfinished),
                                   course.name, notes)
             raise
-    return Report(run, scoring.score(exercise, run.cases), course.name, notes)
+    functions = task_functions(stubs, exercise)
+    return Report(run, scoring.score(exercise, run.cases, functions=functions), course.name, notes)

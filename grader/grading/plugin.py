@@ -56,7 +56,10 @@ def explain(exc: BaseException, devices: int | None = None, rules=jax_errors.RUL
     """(kind, one-line message, where) for an exception that ended a test; a JAX error the ``rules``
     know is told as the mistake behind it (:mod:`grader.suite.jax_errors`)."""
     if isinstance(exc, StudentFailure):
-        return exc.kind, jax_errors.explain(exc, devices, rules) or exc.message, exc.where
+        said = jax_errors.explain(exc, devices, rules)
+        if said is None and getattr(exc, "called_as", None):  # the student's own raise, on an input the test chose
+            said = f"{exc.message}; your own code raised it, on {exc.called_as}, an input the task allows"
+        return exc.kind, said or exc.message, exc.where
     if isinstance(exc, AssertionError):
         return "wrong", _one_line(exc) or "a check failed", None
     return "wrong", f"the result could not be checked ({type(exc).__name__}: {_one_line(exc, 200)})", None

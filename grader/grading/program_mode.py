@@ -98,7 +98,8 @@ def _reference(expect, inputs: tuple, what: str):
         raise GraderError(f"the suite's expect for {what} raised {type(exc).__name__}: {exc}") from None
 
 
-def _check(got, expected, call: tuple[str, str], rtol: float, atol: float, dtype=None, path: str = "") -> None:
+def _check(got, expected, call: tuple[str, str], rtol: float, atol: float, dtype=None, path: str = "",
+           counts: dict | None = None, probe=None, starts: tuple = ()) -> None:
     """``got`` must have ``expected``'s structure, and each array its values (integers and bools exactly).
     ``call`` is what the messages name, in two parts: the part of the result checked goes between."""
     what = f" result{path}".join(call) if path else "".join(call)
@@ -107,24 +108,27 @@ def _check(got, expected, call: tuple[str, str], rtol: float, atol: float, dtype
             keys = sorted(got) if isinstance(got, dict) else type(got).__name__
             raise AssertionError(f"{what} returned {keys}, expected a dict with keys {sorted(expected)}")
         for key in expected:
-            _check(got[key], expected[key], call, rtol, atol, dtype, f"{path}[{key!r}]")
+            _check(got[key], expected[key], call, rtol, atol, dtype, f"{path}[{key!r}]", counts, starts=starts)
     elif isinstance(expected, (tuple, list)):
         for i, (g, e) in enumerate(zip(expect_sequence(got, len(expected), what), expected)):
-            _check(g, e, call, rtol, atol, dtype, f"{path}[{i}]")
+            _check(g, e, call, rtol, atol, dtype, f"{path}[{i}]", counts, starts=starts)
     else:
         exact = np.asarray(expected).dtype.kind in "biu"
-        expect_close(got, expected, what, rtol=0 if exact else rtol, atol=0 if exact else atol, dtype=dtype)
+        expect_close(got, expected, what, rtol=0 if exact else rtol, atol=0 if exact else atol, dtype=dtype,
+                     counts=counts, probe=probe if not path else None,  # a probe measures a result of one array
+                     starts=tuple(a for a in starts if isinstance(a, np.ndarray)))
 
 
 def check_values(program: Program, values: list, input_sets: list[tuple], expect, what: str, devices: int,
-                 rtol: float, atol: float, dtype=None) -> None:
+                 rtol: float, atol: float, dtype=None, counts: dict | None = None, probe=None) -> None:
     """Every set's values against ``expect`` of the same inputs (the first set is the test's own), or
     WrongProgram saying which set was wrong where; ``dtype``: the dtype every array of the result keeps."""
     for i, (got, inputs) in enumerate(zip(values, input_sets)):
         which = "the test's inputs" if i == 0 else NEVER_SEEN
         call = (what, f" (compiled with jax.jit, on {plural(devices, 'device')}, given {which})")
         try:
-            _check(got, _reference(expect, inputs, what), call, rtol, atol, dtype)
+            _check(got, _reference(expect, inputs, what), call, rtol, atol, dtype,
+                   counts={"devices": devices, **(counts or {})}, probe=probe if i == 0 else None, starts=inputs)
         except AssertionError as wrong:
             message = str(wrong) if i == 0 else (f"{wrong}; it was right for the test's inputs only: a program must "
                                                  "compute its result from its inputs, not have it built in")

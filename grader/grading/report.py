@@ -99,6 +99,7 @@ def to_dict(run: RunResult, score: Score, course_name: str, notes=()) -> dict:
                 "extra_credit": ts.task.extra_credit,
                 "status": ts.status,
                 "reason": ts.reason,
+                "other_failures": ts.other_failures,
                 "hint": ts.task.hint if ts.score < ts.max_score and not ts.unfinished else "",
                 "feedback": _feedback_dict(ts),
                 "cases": [
@@ -193,6 +194,8 @@ def to_text(run: RunResult, score: Score, course_name: str, notes=(), options=()
         indent = " " * (width + 4)
         if ts.reason:
             lines += textwrap.wrap(ts.reason, 100, initial_indent=indent, subsequent_indent=indent + "  ")
+        for other in ts.other_failures:
+            lines += textwrap.wrap("also: " + other, 100, initial_indent=indent, subsequent_indent=indent + "  ")
         if ts.score < ts.max_score and ts.task.hint and not ts.unfinished:
             lines += textwrap.wrap("hint: " + ts.task.hint, 100, initial_indent=indent, subsequent_indent=indent + "  ")
         lines += _feedback_lines(ts, indent)

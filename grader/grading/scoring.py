@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from grader.course import Exercise, Task
 from grader.errors import STATUS
 from grader.grading.case import Case
+from grader.grading.functions import named_function
 
 UNFINISHED = ("not reached", "interrupted")  # statuses of the tasks an interrupted run did not finish
 
@@ -25,6 +26,7 @@ class TaskScore:
     status: str
     reason: str = ""
     cases: list[Case] = field(default_factory=list)
+    other_failures: list[str] = field(default_factory=list)  # the first failure of each other broken function
 
     @property
     def passed(self) -> int:
@@ -74,6 +76,25 @@ class Score:
         return 100.0 * self.total / self.max_total if self.max_total else 0.0
 
 
+def _reason(case: Case) -> str:
+    reason = f"[{case.label}] {case.message}" if case.label else case.message
+    return reason + (f" ({case.where})" if case.where else "")
+
+
+def _other_failures(task_cases: list[Case], functions: tuple[str, ...]) -> list[str]:
+    """The first failure of each function the task's first failure is not about, in the cases' order."""
+    failed = [c for c in task_cases if c.outcome == "failed"]
+    if not failed or not functions:
+        return []
+    seen, others = {named_function(failed[0].message, functions)}, []
+    for case in failed[1:]:
+        function = named_function(case.message, functions)
+        if function and function not in seen:
+            seen.add(function)
+            others.append(_reason(case))
+    return others
+
+
 def _status(task_cases: list[Case], score: float, max_score: float) -> tuple[str, str]:
     counted = [c for c in task_cases if c.outcome != "skipped"]
     if not task_cases:
@@ -84,10 +105,7 @@ def _status(task_cases: list[Case], score: float, max_score: float) -> tuple[str
     if not failed:
         return "passed", ""
     first = failed[0]
-    label = first.label
-    reason = f"[{label}] {first.message}" if label else first.message
-    if first.where:
-        reason += f" ({first.where})"
+    reason = _reason(first)
     if all(c.kind == "not_started" for c in failed) and len(failed) == len(counted):
         return "not started", reason
     if score > 0:
@@ -95,7 +113,9 @@ def _status(task_cases: list[Case], score: float, max_score: float) -> tuple[str
     return STATUS.get(first.kind, "failed"), reason
 
 
-def score_task(task: Task, cases: list[Case]) -> TaskScore:
+def score_task(task: Task, cases: list[Case], functions: tuple[str, ...] = ()) -> TaskScore:
+    """The task's score, status and first failure; with ``functions`` (the ones the task asks for), also the
+    first failure of each other broken function."""
     full_weight = sum(task.rule(c.test).weight for c in cases)
     counted_weight = sum(task.rule(c.test).weight for c in cases if c.outcome != "skipped")
     passed_weight = sum(task.rule(c.test).weight for c in cases if c.outcome == "passed")
@@ -103,7 +123,8 @@ def score_task(task: Task, cases: list[Case]) -> TaskScore:
     score = task.points * passed_weight / full_weight if full_weight else 0.0
     status, reason = _status(cases, score, task.points)
     return TaskScore(task=task, score=round(score, 4), max_score=round(task.points * share, 4),
-                     status=status, reason=reason, cases=cases)
+                     status=status, reason=reason, cases=cases,
+                     other_failures=_other_failures(cases, functions) if status != "not started" else [])
 
 
 def unfinished_task(task: Task, cases: list[Case]) -> TaskScore:
@@ -112,8 +133,12 @@ def unfinished_task(task: Task, cases: list[Case]) -> TaskScore:
                      cases=cases)
 
 
-def score(exercise: Exercise, cases: list[Case], unfinished: tuple[str, ...] = ()) -> Score:
+def score(exercise: Exercise, cases: list[Case], unfinished: tuple[str, ...] = (),
+          functions: dict[str, tuple[str, ...]] | None = None) -> Score:
     """The score of ``exercise``'s tasks (the graded ones: see Exercise.only); ``unfinished`` tasks of an
-    interrupted run score nothing and say so."""
-    return Score([(unfinished_task if t.id in unfinished else score_task)(t, [c for c in cases if c.task == t.id])
+    interrupted run score nothing and say so; ``functions``: task id -> the functions it asks for
+    (grader.grading.functions), so each broken one's first failure is shown."""
+    functions = functions or {}
+    return Score([unfinished_task(t, [c for c in cases if c.task == t.id]) if t.id in unfinished else
+                  score_task(t, [c for c in cases if c.task == t.id], functions.get(t.id, ()))
                   for t in exercise.tasks])

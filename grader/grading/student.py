@@ -8,14 +8,16 @@ returns a list with one result per process, in process order.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import numpy as np
 
-from grader.errors import UNNAMED_CALL, GraderError
+from grader.errors import UNNAMED_CALL, GraderError, StudentFailure
 from grader.grading import program_mode
 from grader.grading.program_mode import Program
 from grader.layout import Layout
+from grader.suite.differences import Probe
 from grader.workers.pool import WorkerPool
 
 
@@ -52,11 +54,19 @@ class Student:
         return self._pool.request(self.layout, op, target, args, kwargs, what, timeout_s or self.timeout_s)
 
     def call(self, target: str, *args, timeout_s: float | None = None, **kwargs):
-        """Call ``module.function`` from the submission with plain data; returns plain data."""
-        return self._ask("call", target, args, kwargs, f"{target.rpartition('.')[2]}()", timeout_s)
+        """Call ``module.function`` from the submission with plain data; returns plain data. A failure
+        the student's own code raised carries the call it raised on (``called_as``), for the report."""
+        name = target.rpartition(".")[2]
+        try:
+            return self._ask("call", target, args, kwargs, f"{name}()", timeout_s)
+        except StudentFailure as failure:
+            if failure.kind == "raised" and failure.raised_in == "submission":
+                failure.called_as = called_as(name, args, kwargs)
+            raise
 
     def program(self, target: str, *args, expect, what: str | None = None, rtol: float = 1e-4, atol: float = 1e-5,
-                dtype=None, fresh=None, arrives=None, timeout_s: float | None = None, **kwargs) -> Program:
+                dtype=None, fresh=None, arrives=None, counts: dict | None = None, probe: Probe | None = None,
+                timeout_s: float | None = None, **kwargs) -> Program:
         """``jax.jit(module.function)`` as one program, graded by processes that never ran student code.
 
         The student's worker traces and exports it from the shapes and dtypes of ``args`` alone (arrays,
@@ -71,6 +81,9 @@ class Student:
         mesh axis 'data') on the mesh the program declares; the clean worker places them so, and a
         program that wants its inputs elsewhere must move them itself. Without it every input arrives
         whole on every device.
+        ``counts`` (name -> number, e.g. meshes.counts(...)) name the factor a wrong value is
+        off by, besides the device count; ``probe`` (its splits, out and rerun) lets a wrong value on the
+        test's inputs be measured one block at a time (grader.suite.differences), ``expect`` its reference.
         """
         what = what or target.rpartition(".")[2]
         if arrives is not None and (len(arrives) != len(args) or not all(isinstance(a, np.ndarray) for a in args)):
@@ -81,9 +94,29 @@ class Student:
                                  self._what(target), timeout_s or self.timeout_s,
                                  None if arrives is None else [None if a is None else list(a) for a in arrives])
         program = Program(out["values"][0], out["hlo"], out["manual"])
-        program_mode.check_values(program, out["values"], input_sets, expect, what, self.devices, rtol, atol, dtype)
+        probe = probe and dataclasses.replace(probe, reference=expect, inputs=tuple(args))
+        program_mode.check_values(program, out["values"], input_sets, expect, what, self.devices, rtol, atol, dtype,
+                                  counts, probe)
         return program
 
     def probe(self, target: str, *args, timeout_s: float | None = None, **kwargs):
         """Run ``probes_module.function`` from the suite folder inside the worker."""
         return self._ask("probe", target, args, kwargs, UNNAMED_CALL, timeout_s)
+
+
+def _value_text(value) -> str:
+    if isinstance(value, (np.ndarray, np.generic)) and np.ndim(value):
+        return f"{value.dtype}[{','.join(map(str, value.shape))}]"
+    if isinstance(value, (tuple, list)):
+        inner = ", ".join(_value_text(v) for v in value[:4]) + (", ..." if len(value) > 4 else "")
+        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_value_text(v)}" for k, v in list(value.items())[:4]) + "}"
+    text = repr(value.item() if isinstance(value, np.generic) else value)
+    return text if len(text) <= 20 else text[:17] + "..."
+
+
+def called_as(name: str, args, kwargs) -> str:
+    """The call as the student would read it, arrays by dtype and shape:
+    ``distributed_dot(float32[37], float32[37])``."""
+    return f"{name}({', '.join([*map(_value_text, args), *(f'{k}={_value_text(v)}' for k, v in kwargs.items())])})"

@@ -111,7 +111,10 @@ def classify(exc: BaseException, what: str) -> StudentFailure:
         return StudentFailure("exited", f"{what} called sys.exit({exc.code!r})", **facts)
     if isinstance(exc, KeyboardInterrupt):
         return StudentFailure("raised", f"{what} raised KeyboardInterrupt", **facts)
-    return StudentFailure("raised", f"{what} raised {facts['exc_type']}{quoted_line(facts['line'])}: {first_line(exc)}",
+    said = first_line(exc) or ("with no message (JAX gave no reason: the arguments of this line's JAX call are where "
+                               "to look)" if facts["raised_in"] == "jax" else "with no message")
+    sep = ": " if first_line(exc) else " "
+    return StudentFailure("raised", f"{what} raised {facts['exc_type']}{quoted_line(facts['line'])}{sep}{said}",
                           **facts)
 
 

@@ -183,6 +183,9 @@ def configure_jax(settings: WorkerSettings) -> dict:
     """Import JAX for one configuration and return a description of what it sees."""
     import jax
 
+    # JAX removes its own frames from the tracebacks it re-raises; whose code raised an exception
+    # (student_code.raised_in) is read from the deepest frame, so they must stay.
+    jax.config.update("jax_traceback_filtering", "off")
     if settings.backend == "cpu":
         jax.config.update("jax_num_cpu_devices", settings.devices)
     group = settings.distributed

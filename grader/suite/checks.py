@@ -14,7 +14,8 @@ import numpy as np
 from grader import protocol
 from grader.errors import StudentFailure
 from grader.layout import plural
-from grader.suite.value_patterns import PATTERNS, recognise
+from grader.suite import differences
+from grader.suite.value_patterns import PATTERNS, find, recognise
 
 
 class WrongProgram(AssertionError):
@@ -77,6 +78,22 @@ def _not_finite(arr64, expected, what: str, causes: dict) -> str | None:
 
 
 CAUSES = (*PATTERNS, "nan", "inf", "dtype")
+# Patterns that say where a value is wrong rather than how: a measured difference (differences.measured) goes first.
+WEAK_FACTS = ("disagree", "epsilon")
+
+
+def _difference(arr64, expected, rtol, atol, causes, counts, probe, starts, patterns) -> str | None:
+    """What a wrong value's difference is, strongest first: a pattern the suite declared that says how it is
+    wrong, a relation measured on every entry or one block at a time, a pattern that says only where it is
+    wrong (devices that disagree, close but outside the tolerance), then which blocks are right."""
+    found = find(arr64, expected, rtol=rtol, atol=atol, **patterns) if patterns else None
+    if found and found[0] not in WEAK_FACTS:
+        return recognise(arr64, expected, rtol=rtol, atol=atol, causes=causes, **patterns)
+    counts = {**({"devices": patterns["devices"]} if patterns.get("devices") else {}), **(counts or {})}
+    return (differences.measured(arr64, expected, counts=counts, probe=probe, starts=starts, rtol=rtol, atol=atol)
+            or (found and recognise(arr64, expected, rtol=rtol, atol=atol, causes=causes, **patterns))
+            or differences.locate(arr64, expected, counts=counts, out=probe.out if probe else None, rtol=rtol,
+                                  atol=atol))
 
 
 def _checked(causes: dict | None) -> dict:
@@ -89,7 +106,8 @@ def _checked(causes: dict | None) -> dict:
 
 
 def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-5, dtype=None,
-                 causes: dict | None = None, **patterns) -> np.ndarray:
+                 causes: dict | None = None, counts: dict | None = None, probe: differences.Probe | None = None,
+                 starts: tuple = (), **patterns) -> np.ndarray:
     """Shape must match exactly; values within float32-friendly tolerances of a float64 reference.
 
     ``dtype``: the dtype the answer keeps (usually the input's): another one fails, saying it changed.
@@ -97,12 +115,23 @@ def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-
     what the values mean, so a wrong value whose pattern is a fact (n times the answer, one device's
     part missing) says that fact; ``causes`` maps a pattern (or "nan", "inf", "dtype") to the sentence
     that explains it in this task, said after the fact. Without a cause the message states only facts.
+
+    Where no pattern fits, :func:`grader.suite.differences.measured` measures the difference: a relation
+    on every entry (a factor named by ``counts``, name -> number, e.g. {"devices": 4}; a transpose; an
+    offset; blocks in another order; one of ``starts``, the call's inputs, changed by a factor of the right
+    change), what ``probe`` shows when the student's function runs again with
+    one block of an input at a time (only now, after the failure), or which blocks are right.
     """
     causes = _checked(causes)
     expected = np.asarray(expected)
     if protocol.is_narrow_dtype(expected.dtype):
         expected = expected.astype(np.float64)
-    arr = expect_shape(got, expected.shape, what)
+    all_counts = {**({"devices": patterns["devices"]} if patterns.get("devices") else {}), **(counts or {})}
+    try:
+        arr = expect_shape(got, expected.shape, what)
+    except AssertionError as wrong:
+        said = differences.shape_relation(np.shape(got), expected.shape, all_counts)
+        raise AssertionError(f"{wrong}: {said}" if said else str(wrong)) from None
     if not _numeric(arr):
         raise AssertionError(f"{what} returned dtype {arr.dtype}, expected numbers")
     if dtype is not None and arr.dtype != np.dtype(dtype):
@@ -114,10 +143,12 @@ def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-
     if said:
         raise AssertionError(said)
     close = np.isclose(arr64, expected, rtol=rtol, atol=atol)
-    if not close.all() and patterns and arr.dtype.kind != "c":
-        said = recognise(arr64, expected, rtol=rtol, atol=atol, causes=causes, **patterns)
-        if said:
-            raise AssertionError(f"{what} {said}")
+    said = _difference(arr64, expected, rtol, atol, causes, counts, probe, starts, patterns) \
+        if not close.all() and arr.dtype.kind != "c" else None
+    if said:
+        got_and_expected = f"returned {arr64.item():.6g}, expected {expected.item():.6g}: it " if arr.ndim == 0 \
+            and not said.startswith("is ") else ""
+        raise AssertionError(f"{what} {got_and_expected}{said}")
     if not close.all():
         if arr.ndim == 0:
             raise AssertionError(f"{what} returned {arr64.item():.6g}, expected {expected.item():.6g}")

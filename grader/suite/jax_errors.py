@@ -21,6 +21,7 @@ from typing import Callable
 
 from grader.errors import StudentFailure
 from grader.layout import plural
+from grader.suite.call_arguments import argument, call_with
 
 
 @dataclass(frozen=True)
@@ -65,9 +66,25 @@ def _ppermute(match: re.Match, s: Situation) -> str:
             "send once and receive once, e.g. perm=[(i, (i + shift) % n) for i in range(n)]")
 
 
+def _spec_entries(text: str) -> list[str | None]:
+    """The entries of a PartitionSpec's source text (P('data',) and P("data") alike)."""
+    return [a or b or None for a, b, _ in re.findall(r"'([^']*)'|\"([^\"]*)\"|(None)", text)]
+
+
+def _which_out_spec(spec: str, line: str) -> str:
+    """"out_specs[k]" where the student's out_specs on ``line`` is a tuple whose entry k is ``spec``, else "out_specs"."""
+    written = argument(line, "shard_map", "out_specs")
+    if not written or not written.startswith(("(", "[")):
+        return "out_specs"
+    entries = re.findall(r"P\([^()]*\)|PartitionSpec\([^()]*\)", written)
+    hits = [k for k, entry in enumerate(entries) if _spec_entries(entry) == _spec_entries(spec)]
+    return f"out_specs[{hits[0]}]" if len(hits) == 1 and len(entries) > 1 else "out_specs"
+
+
 def _out_specs(match: re.Match, s: Situation) -> str:
-    axes = match["axes"]
-    return (f"shard_map's out_specs {match['spec']} says the result is the same on every device along mesh axis "
+    axes = match["axes"] or ", ".join(f"'{a.strip()}'" for a in match["bare"].split(","))
+    which = f"out_specs{match['index']}" if match["index"] else _which_out_spec(match["spec"], s.line)
+    return (f"shard_map's {which} {match['spec']} says the result is the same on every device along mesh axis "
             f"{axes}, but your function's result still differs along {axes}: if the devices hold partial results, "
             f"add them up over it (lax.psum(..., {axes.split(',')[0].strip('() ')})), as a psum over another axis does "
             f"not; if each holds its own block of the result, name {axes} in out_specs where the blocks go")
@@ -76,8 +93,24 @@ def _out_specs(match: re.Match, s: Situation) -> str:
 _NUMPY_CALL = re.compile(r"\b(?:np|numpy|onp)\.([A-Za-z_][\w.]*)\s*\(")
 
 
+_TRACED_FOR = re.compile(r"while tracing the function (?P<fn>\S+) at (?P<path>\S+?):\d+ for (?P<how>\w+)")
+
+
+def _outside_per_device_code(text: str) -> bool:
+    """JAX's text says the NumPy call ran while a function of the submission's (or the suite's) was traced for
+    jax.jit, not inside a jax.pmap or shard_map: the function hands its own inputs to NumPy."""
+    traced = _TRACED_FOR.search(text)
+    return bool(traced) and traced["how"] == "jit" and "/jax/_src/" not in traced["path"]
+
+
 def _numpy_on_tracer(match: re.Match, s: Situation) -> str:
     called = _NUMPY_CALL.search(s.line)
+    if _outside_per_device_code(match.string):
+        what = f"np.{called[1]}" if called else "NumPy"
+        return (f"{what} runs on the function's inputs outside any jax.pmap or shard_map: called as it is, it "
+                "computes on the host, not on the devices, and jax.jit cannot trace it. The task's work belongs on "
+                "the devices, inside jax.pmap or jax.shard_map (or in jax.numpy under jax.jit where the task asks "
+                "for shardings); whatever prepares the inputs before that is jax.numpy too")
     if called:
         fn = called[1]
         return (f"np.{fn} is a NumPy function: it needs concrete numbers, but inside jax.pmap / jax.jit your values "
@@ -273,11 +306,80 @@ def _negative_pad(match: re.Match, s: Situation) -> str:
             "counts the zeros to add; (-L) % n of them bring a length L to the next multiple of n)")
 
 
+def _axis_out_of_bounds(match: re.Match, s: Situation) -> str | None:
+    axis, rank = match["axis"], int(match["rank"])
+    for function, parameter in (("all_gather", "axis"), ("psum_scatter", "scatter_dimension"),
+                                ("all_to_all", "split_axis"), ("all_to_all", "concat_axis")):
+        written = argument(s.line, function, parameter)
+        if written is not None and written.strip("-").isdigit() and written == axis:
+            return (f"lax.{function}'s {parameter}={written} names a dimension the block does not have: each device's "
+                    f"block has {plural(rank, 'dimension')}, numbered 0 to {rank - 1}, counted on the block inside "
+                    "the per-device function")
+    return None
+
+
+def _scatter_dimension_missing(match: re.Match, s: Situation) -> str | None:
+    written = argument(s.line, "psum_scatter", "scatter_dimension")
+    if written is None or s.raised_in == "submission":
+        return None
+    return (f"lax.psum_scatter's scatter_dimension={written} names a dimension the block does not have: it counts "
+            "the dimensions of each device's block, from 0")
+
+
+def _pmap_in_axes(match: re.Match, s: Situation) -> str | None:
+    in_axes = argument(s.line, "pmap", "in_axes")
+    if in_axes is None:
+        return None
+    axis, parts, size = match["axis"], match["parts"], match["size"]
+    return (f"jax.pmap's in_axes={in_axes} maps an argument over its axis {axis}, of size {size}, but there are "
+            f"{plural(int(parts), 'device')}: in_axes says, for each argument, which axis has one entry per device "
+            "(None for one every device gets whole)")
+
+
+def _empty_assertion(match: re.Match, s: Situation) -> str | None:
+    found = call_with(s.line, ("psum", "pmean", "pmax", "pmin", "ppermute", "all_gather", "psum_scatter",
+                               "all_to_all", "axis_index", "axis_size"))
+    if s.raised_in == "submission" or not found or "axis_name" not in found[1]:
+        return None
+    name, args = found
+    return (f"lax.{name} with axis_name={args['axis_name']} failed inside JAX with no message of its own, as it does "
+            "when that name is not an axis of the mesh the shard_map runs on (nor the axis_name of the pmap around "
+            "it): name an axis the mesh has")
+
+
+def _scatter_untiled(match: re.Match, s: Situation) -> str | None:
+    found = call_with(s.line, ("psum_scatter",))
+    if not found or found[1].get("tiled", "False") != "False":
+        return None
+    dimension = found[1].get("scatter_dimension", "0")
+    return (f"lax.psum_scatter without tiled=True gives each device one slice of scatter_dimension={dimension}, which "
+            f"must then have exactly one entry per device ({match['parts']}), and this one has {match['size']}: with "
+            f"tiled=True each device gets a block of it, {match['size']} / {match['parts']} long, instead")
+
+
+def _global_shape(match: re.Match, s: Situation) -> str:
+    return (f"jax.make_array_from_process_local_data's global_shape={match['given']} is not the whole array's "
+            f"shape: local_data here is {match['local']}, and global_shape counts the rows of every process together "
+            "(or leave it out, and JAX adds them up)")
+
+
+def _global_shape_indivisible(match: re.Match, s: Situation) -> str | None:
+    given = argument(s.line, "make_array_from_process_local_data", "global_shape")
+    if given is None:
+        return None
+    return (f"jax.make_array_from_process_local_data's global_shape={given} gives axis {match['axis']} a size of "
+            f"{match['size']}, which the sharding cannot split {match['parts']} ways: global_shape is the whole "
+            "array's shape, the rows of every process together, not this process's local_data (leave it out, and JAX "
+            "adds them up)")
+
+
 RULES: tuple[Rule, ...] = (
     Rule("ppermute perm", re.compile(r"ppermute sources and destinations must be unique, got (?P<perm>\(.*?\))\.?$",
                                      re.M), _ppermute),
-    Rule("shard_map replication", re.compile(r"out_specs is (?P<spec>P\(.*?\)) which implies that the corresponding "
-                                             r"output value is replicated across mesh ax[ie]s (?P<axes>.+?), but"),
+    Rule("shard_map replication", re.compile(r"out_specs(?P<index>\[\d+\])? is (?P<spec>P\(.*?\)) which implies that "
+                                             r"the corresponding output value is (?:replicated across mesh ax[ie]s "
+                                             r"(?P<axes>.+?), but|only varying across mesh axes \{.*?\} and not "
+                                             r"\{(?P<bare>[^}]*)\})"),
          _out_specs),
     Rule("numpy on a tracer", re.compile(r"numpy\.ndarray conversion method __array__\(\) was called on traced"),
          _numpy_on_tracer),
@@ -348,6 +450,23 @@ RULES: tuple[Rule, ...] = (
                                        r"\S+ has type (?P<a>\S+) but the corresponding output carry "
                                        r"component has type (?P<b>\S+?),\s+so\b", re.S), _loop_carry),
     Rule("negative pad width", re.compile(r"index can't contain negative values"), _negative_pad),
+    Rule("collective's dimension out of range", re.compile(r"axis (?P<axis>-?\d+) is out of bounds for array of "
+                                                           r"dimension (?P<rank>\d+)"), _axis_out_of_bounds),
+    Rule("scatter_dimension out of range", re.compile(r"^tuple index out of range$"), _scatter_dimension_missing,
+         exc_types=("IndexError",)),
+    Rule("pmap in_axes", re.compile(r"_internal_pmap_axis_name.*implies that array axis (?P<axis>[1-9]\d*) is "
+                                    r"partitioned (?P<parts>\d+) times, but the dimension size is (?P<size>\d+)", re.S),
+         _pmap_in_axes),
+    Rule("empty assertion in a collective", re.compile(r"^$"), _empty_assertion,
+         exc_types=("AssertionError",)),
+    Rule("psum_scatter without tiled", re.compile(r"scatter dimension size (?P<size>\d+) must match shard count "
+                                                  r"(?P<parts>\d+)"), _scatter_untiled),
+    Rule("global_shape that does not split", re.compile(r"implies that array axis (?P<axis>\d+) is partitioned "
+                                                        r"(?P<parts>\d+) times, but the dimension size is "
+                                                        r"(?P<size>\d+)"), _global_shape_indivisible),
+    Rule("global_shape", re.compile(r"global_shape should be None or equal to local_data\.shape\.\s*Got "
+                                    r"global_shape=(?P<given>\(.*?\)) and local_data\.shape=(?P<local>\(.*?\))"),
+         _global_shape),
 )
 
 
@@ -378,10 +497,12 @@ def mistake(text: str, exc_type: str | None = None, situation: Situation = Situa
 
 def explain(failure: StudentFailure, devices: int | None = None, rules: tuple[Rule, ...] = RULES) -> str | None:
     """``failure``'s message with JAX's text replaced by the mistake behind it, or None if no rule knows it."""
-    text = failure.detail or failure.message
+    text = failure.message if failure.detail is None else failure.detail
     said = mistake(text, failure.exc_type, Situation(devices, failure.line or "", failure.raised_in), rules)
     if said is None:
         return None
     start = failure.message.find(" ".join(text.split())[:40])  # where JAX's text begins in the one-line message
     head = failure.message[:start] if start > 0 else failure.message.partition(": ")[0]
+    if not failure.detail:  # an exception with no message of its own: the worker said so after the line
+        head = failure.message.partition(" with no message")[0]
     return f"{head.rstrip(': ')}: {said}"

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from grader.suite import expect_close, expect_shape, feedback, hlo
+from grader.suite.differences import Probe, Split
 from grader.suite.jax_errors import Rule
 
 # A pmap of blocks with no elements fails to compile, with XLA's words only. In this task a device's block is
@@ -58,8 +59,11 @@ def _check_dot(student, rng, devices, length, dtype=np.float32):
                              f"and the last {length - used} were cut off; pad both vectors with zeros to a multiple "
                              f"of {devices} instead")
     parts = np.pad(x64 * y64, (0, pad)).reshape(devices, -1).sum(axis=1)  # each device's partial dot
+    probe = Probe(reference=lambda a, b: np.dot(a.astype(np.float64), b), inputs=(x, y),
+                  splits=(Split(0, 0, devices, "x"), Split(1, 0, devices, "y")),
+                  rerun=lambda a, b: student.call("dot.distributed_dot", a, b))
     expect_close(got, answer, what=what, rtol=1e-4, atol=1e-4, dtype=dtype, devices=devices, parts=parts,
-                 causes=CAUSES)
+                 causes=CAUSES, probe=probe)
 
 
 @pytest.mark.devices(1, 2, 4)

@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 
-from grader.suite import WrongProgram, expect_close, expect_shape, feedback, hlo
+from grader.suite import WrongProgram, expect_close, expect_shape, feedback, hlo, meshes
 from grader.suite.jax_errors import Rule
 
 K_PER_COLUMN, P_COLUMNS = 4, 5  # sharded_matmul's x is (3 * n_rows, 4 * n_cols) and w is (4 * n_cols, 5): _matmul
@@ -136,7 +136,8 @@ def _matmul(student, rng, devices):
     try:
         program = student.program("probes_mesh.sharded_matmul", x, w, n_rows=n_rows, n_cols=n_cols,
                                   expect=lambda a, b: a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4, dtype=np.float32,
-                                  what=f"sharded_matmul(x, w, mesh) on a {n_rows} x {n_cols} mesh")
+                                  what=f"sharded_matmul(x, w, mesh) on a {n_rows} x {n_cols} mesh",
+                                  counts=meshes.counts(("data", "model"), (n_rows, n_cols)))
     except WrongProgram as wrong:
         psums = hlo.select(wrong.program.hlo, "all-reduce", by_student=True)
         explained = _psum_over_the_wrong_devices(psums[0], out) if len(psums) == 1 else None

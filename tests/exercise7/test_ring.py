@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from grader.suite import expect_close, expect_shape, feedback, hlo
+from grader.suite.differences import Probe
 from grader.suite.jax_errors import PERM_OFF_THE_RING
 
 # Inside this task nothing of JAX's but a ppermute's perm is indexed by the student's numbers.
@@ -121,6 +122,11 @@ def _ring_mistakes(got, x) -> str | None:
     return None
 
 
+def ring_sum(x):
+    """What every device holds after an all-reduce of x (row i = device i's block)."""
+    return np.broadcast_to(x.astype(np.float64).sum(axis=0), x.shape)
+
+
 def _check_ring_allreduce(student, rng, devices, shape, dtype=np.float32):
     x = rng.normal(size=(devices, *shape)) if dtype == np.float32 else rng.integers(-9, 10, size=(devices, *shape))
     x = x.astype(dtype)
@@ -131,7 +137,8 @@ def _check_ring_allreduce(student, rng, devices, shape, dtype=np.float32):
     if mistake:
         raise AssertionError(f"ring_allreduce on {devices} devices {mistake}")
     expect_close(got, np.broadcast_to(x64.sum(axis=0), x.shape), what=what, dtype=dtype, devices=devices,
-                 device_axis=True, causes={"dtype": DTYPE})
+                 device_axis=True, causes={"dtype": DTYPE},
+                 probe=Probe.per_device(ring_sum, x, lambda v: student.probe("ring_values.ring_allreduce", v)))
 
 
 @pytest.mark.devices(1, 2, 4)

@@ -46,8 +46,14 @@ def placed(function: str, rows: int, cols: int, x_spec, w_spec):
     return lambda x, w: fn(jax.lax.with_sharding_constraint(x, x_at), jax.lax.with_sharding_constraint(w, w_at), mesh)
 
 
+_BUILT: dict = {}  # (probe, fixed) -> the function it built, so that runs on other inputs reuse one compiled program
+
+
 def values(probe: str, *arrays, **fixed):
     """What the function probe ``probe`` builds returns for ``arrays``, run here in the student's worker:
-    for telling the mistake behind a value the clean worker's run already found wrong."""
-    out = {"on_mesh": on_mesh, "ring": ring, "placed": placed}[probe](**fixed)(*arrays)
-    return jax.tree.map(np.asarray, out)
+    for telling the mistake behind a value the clean worker's run already found wrong (the engine runs it
+    again with one block of an input at a time, grader.suite.differences: the function is built once)."""
+    key = (probe, repr(sorted(fixed.items())))
+    if key not in _BUILT:
+        _BUILT[key] = jax.jit({"on_mesh": on_mesh, "ring": ring, "placed": placed}[probe](**fixed))
+    return jax.tree.map(np.asarray, _BUILT[key](*arrays))

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from grader.suite import feedback, hlo, meshes
+from grader.suite.differences import Probe, Split
 
 AXES = ("data", "model")
 
@@ -20,7 +21,12 @@ def run(student, rng, rows, cols):
     w = rng.normal(size=(5, 3 * cols)).astype(np.float32)
     program = student.program("probes_programs.on_mesh", x, w, expect=lambda x, w: x.astype(np.float64) @ w,
                               what=f"collective_matmul(x, w, mesh) on a {rows} x {cols} mesh", rtol=1e-4, atol=1e-4,
-                              function="collective_matmul.collective_matmul", shape=[rows, cols])
+                              function="collective_matmul.collective_matmul", shape=[rows, cols],
+                              counts=meshes.counts(AXES, (rows, cols)), probe=Probe(
+                                  splits=(Split(0, 0, cols, "x", "'model' device"),),
+                                  rerun=lambda *a: student.probe("probes_programs.values", "on_mesh", *a,
+                                                                 function="collective_matmul.collective_matmul",
+                                                                 shape=[rows, cols])))
     return x, w, program
 
 

@@ -25,7 +25,7 @@ def run(student, rng, function, rows, cols):
     program = student.program("probes_programs.placed", x, w, expect=lambda x, w: x.astype(np.float64) @ w,
                               what=f"{function}(x, w, mesh) on a {rows} x {cols} mesh", rtol=1e-4, atol=1e-4,
                               function=f"compiler.{function}", rows=rows, cols=cols, x_spec=x_spec, w_spec=w_spec,
-                              arrives=(x_spec, w_spec))
+                              arrives=(x_spec, w_spec), counts=meshes.counts(AXES, (rows, cols)))
     return x, w, program
 
 

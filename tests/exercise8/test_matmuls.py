@@ -38,7 +38,8 @@ def run(student, rng, case, rows, cols):
     w = rng.normal(size=(2 * cols, 3 * cols)).astype(np.float32)
     program = student.program("probes_programs.on_mesh", x, w, expect=lambda x, w: x.astype(np.float64) @ w,
                               what=f"{case}(x, w, mesh) on a {rows} x {cols} mesh", rtol=1e-4, atol=1e-4,
-                              function=f"matmuls.{case}", shape=[rows, cols])
+                              function=f"matmuls.{case}", shape=[rows, cols],
+                              counts=meshes.counts(AXES, (rows, cols)))
     return x, w, program
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from grader.suite import feedback, hlo, meshes
+from grader.suite.differences import Probe, Split
 
 AXES = ("data", "model")
 
@@ -96,7 +97,11 @@ def run(student, rng, function, rows, cols, block=(2, 3)):
         program = student.program("probes_programs.ring", x,
                                   expect=lambda x: reference(x.astype(np.float64), rows, cols),
                                   what=f"{call} (row r is what the devices returned, in mesh order)", rtol=1e-4,
-                                  atol=1e-4, function=f"rings.{function}", rows=rows, cols=cols)
+                                  atol=1e-4, function=f"rings.{function}", rows=rows, cols=cols,
+                                  counts=meshes.counts(AXES, (rows, cols)), probe=Probe(
+                                      splits=(Split(0, 0, rows * cols, "x"),), out=Split(0, 0, rows * cols, "the result"),
+                                      rerun=lambda v: student.probe("probes_programs.values", "ring", v,
+                                                                    function=f"rings.{function}", rows=rows, cols=cols)))
     except AssertionError:
         explain(student.probe("probes_programs.values", "ring", x, function=f"rings.{function}", rows=rows, cols=cols),
                 x, rows, cols, call)

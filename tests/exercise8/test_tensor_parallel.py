@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from grader.suite import feedback, hlo, meshes
+from grader.suite.differences import Probe, Split
 from grader.suite.jax_errors import Rule
 
 AXES = ("data", "model")
@@ -36,7 +37,12 @@ def run(student, rng, rows, cols):
     w2 = rng.normal(size=(4 * cols, 2 * cols)).astype(np.float32)
     program = student.program("probes_programs.on_mesh", x, w1, w2, expect=reference,
                               what=f"mlp(x, w1, w2, mesh) on a {rows} x {cols} mesh", rtol=1e-4, atol=1e-4,
-                              function="tensor_parallel.mlp", shape=[rows, cols])
+                              function="tensor_parallel.mlp", shape=[rows, cols],
+                              counts=meshes.counts(AXES, (rows, cols)), probe=Probe(
+                                  splits=(Split(2, 0, cols, "w2", "'model' device"),
+                                          Split(0, 0, rows, "x", "'data' device")),
+                                  rerun=lambda *a: student.probe("probes_programs.values", "on_mesh", *a,
+                                                                 function="tensor_parallel.mlp", shape=[rows, cols])))
     return x, w1, w2, program
 
 

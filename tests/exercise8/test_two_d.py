@@ -36,7 +36,8 @@ def run(student, rng, rows, cols):
     program = student.program("probes_programs.on_mesh", w1, w2, x, y, expect=sgd,
                               what=f"train_step(w1, w2, x, y, {LR}, mesh) on a {rows} x {cols} mesh "
                                    "(new w1, new w2, loss)", rtol=1e-4, atol=1e-5,
-                              function="two_d.train_step", shape=[rows, cols], lr=LR)
+                              function="two_d.train_step", shape=[rows, cols], lr=LR,
+                              counts=meshes.counts(AXES, (rows, cols)))
     return w1, w2, x, program
 
 

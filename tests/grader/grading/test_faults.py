@@ -241,15 +241,15 @@ def _case_messages(task):
     ("missing", "missing", "has no function double"),
     ("signature", "wrong signature", "cannot be called with 1 positional argument"),
     ("shape", "wrong answer", "returned a scalar, expected shape"),
-    ("value", "wrong answer", "got"),
+    ("value", "wrong answer", "is 1.5 times the answer at every entry"),
     ("loop", "timed out", "timed out after 6 s"),
     ("segfault", "crashed", "signal 11: SIGSEGV"),
     ("osexit", "crashed", "exit code 0"),
     ("sysexit", "crashed", "called sys.exit(0)"),
     ("membomb", "memory limit", "memory"),
     ("alwayseq", "wrong type", "returned an object of type"),
-    ("subclass", "wrong answer", "is wrong at"),
-    ("patching", "wrong answer", "is wrong at"),
+    ("subclass", "wrong answer", "is 0 at every entry"),
+    ("patching", "wrong answer", "is 0.5 times the answer at every entry"),
 ])
 def test_fault_gets_named_verdict_and_no_points(fault_report, module, status, phrase):
     tasks, _ = fault_report

@@ -256,11 +256,26 @@ def test_a_wrong_value_names_the_call_the_devices_and_which_inputs():
     program_mode.check_values("p", [ok, {"value": (y, np.int32(2))}], [(x,), (y,)],
                               lambda v: {"value": (v, np.int32(2))}, "f", 4, 1e-4, 1e-5)
     said = _wrong([x + 1], [(x,)], lambda v: v)
-    assert said.startswith("f (compiled with jax.jit, on 4 devices, given the test's inputs) is wrong at 3 of 3 ")
+    assert said == "f (compiled with jax.jit, on 4 devices, given the test's inputs) is the answer plus 1 at every entry"
     said = _wrong([x, x], [(x,), (y,)], lambda v: v)
     assert said.startswith("f (compiled with jax.jit, on 4 devices, given a second set of inputs drawn by the grader "
-                           "that your code never saw) is wrong at 3 of 3 entries")
+                           "that your code never saw) is the answer minus 1 at every entry")
+    noise = _wrong([x + np.array([0.5, 0, -2])], [(x,)], lambda v: v)
+    assert noise.startswith("f (compiled with jax.jit, on 4 devices, given the test's inputs) is wrong at 2 of 3 ")
     assert said.endswith("it was right for the test's inputs only: a program must compute its result from its "
                          "inputs, not have it built in")
     assert "f result[1] (compiled" in _wrong([(x, np.int32(3))], [(x,)], lambda v: (v, np.int32(2)))  # exactly
     assert "returned ['a'], expected a dict with keys ['value']" in _wrong([{"a": x}], [(x,)], lambda v: {"value": v})
+
+
+def test_a_probe_measures_the_wrong_value_one_block_at_a_time():
+    from grader.suite.differences import Probe, Split
+    x = np.arange(1.0, 9.0)
+
+    def missing_last_block(v):
+        return np.float64(np.sum(v[:6]))
+    probe = Probe(reference=lambda v: np.sum(v), inputs=(x,), splits=(Split(0, 0, 4, "x"),),
+                  rerun=missing_last_block)
+    with pytest.raises(AssertionError, match=r"returned 21, expected 36: it leaves out x's block 3 \(device 3's\)$"):
+        program_mode.check_values("p", [missing_last_block(x)], [(x,)], lambda v: np.sum(v), "f", 4, 1e-4, 1e-5,
+                                  probe=probe)

@@ -38,3 +38,46 @@ def test_the_sandbox_is_one_line_naming_the_layers():
     run, score = _report(sandbox=SANDBOX)
     last = to_text(run, score, "course").rstrip("\n").splitlines()[-1]
     assert last == "sandbox: files, network, signals, syscalls, lifetime, limits; not here: uid"
+
+
+def _failed(test, n, message):
+    return Case(nodeid=f"{test}[{n}]", test=test, task="basics", devices=n, outcome="failed", kind="wrong",
+                message=message)
+
+
+def test_every_broken_function_of_a_task_is_shown_once():
+    task = course.Task(id="basics", title="Basics", points=10, hint="", devices=(1, 2), timeout_s=30,
+                       files=("test_basics.py",))
+    cases = [_failed("a", 1, "square_plus_one(x) with x of shape (1, 3) is wrong at 3 of 3 entries"),
+             _failed("a", 2, "square_plus_one(x) with x of shape (2, 3) is wrong at 6 of 6 entries"),
+             _failed("b", 2, "per_device_sum(x) returned shape (3,), expected shape (2,)"),
+             Case(nodeid="c[2]", test="c", task="basics", devices=2, outcome="passed"),
+             _failed("d", 2, "a message that names no function of the task")]
+    functions = ("square_plus_one", "per_device_sum", "per_device_matmul")
+    ts = score_task(task, cases, functions)
+    assert ts.reason.startswith("[1 device] square_plus_one(x)")
+    assert ts.other_failures == ["[2 devices] per_device_sum(x) returned shape (3,), expected shape (2,)"]
+    exercise = course.Exercise("ex", "T", (task,), "tests/ex", "exercises/ex", "solutions/ex")
+    run = RunResult(exercise=exercise, submission=Submission("s", "s", ()), seed=1, backend="cpu", cases=cases,
+                    info={"device_kind": "cpu"})
+    text = to_text(run, Score([ts]), "course")
+    assert "also: [2 devices] per_device_sum(x) returned shape (3,)" in text
+    assert score_task(task, cases).other_failures == []  # without the task's functions, the first failure only
+
+
+def test_a_function_is_named_as_a_whole_word_and_the_earliest_counts():
+    from grader.grading.functions import named_function
+    names = ("ring_allreduce", "ring_allreduce_optimal", "ring_shift")
+    assert named_function("ring_allreduce_optimal on 4 devices ...", names) == "ring_allreduce_optimal"
+    assert named_function("ring_allreduce on 4 devices, via ring_shift", names) == "ring_allreduce"
+    assert named_function("my_ring_shift is not asked for", names) is None
+
+
+def test_a_tasks_functions_are_read_from_its_stub_module():
+    from conftest import ROOT
+    from grader.grading.functions import task_functions
+    exercise = course.load_course(str(ROOT / "course.yaml")).exercise("exercise7")
+    found = task_functions(str(ROOT / "exercises" / "exercise7"), exercise)
+    assert found["basics"] == ("square_plus_one", "per_device_sum", "per_device_matmul")
+    assert found["ring"] == found["ring_optimal"] and "ring_allreduce_optimal" in found["ring"]
+    assert task_functions(str(ROOT / "no such folder"), exercise) == {}

@@ -102,3 +102,15 @@ def test_what_a_failure_keeps_of_a_flood_is_capped(folders, tmp_path):
     (tmp_path / "submission" / "wide.py").write_text("def f():\n    raise ValueError('x')" + "  #" + "w" * 5000 + "\n")
     facts = student_code.exception_facts(_raised(_load(tmp_path / "submission" / "wide.py", "student_wide").f))
     assert facts["line"].startswith("raise ValueError('x')") and len(facts["line"]) <= 300
+
+
+def test_an_exception_with_no_message_never_ends_at_a_colon(folders):
+    basics, jax_core = folders
+    (jax_core_path := __import__("pathlib").Path(jax_core.__file__)).write_text("def psum(x):\n    assert x == 1\n")
+    silent = _load(jax_core_path, "fake_jax_silent")
+    failure = student_code.classify(_raised(lambda: basics.unchecked(silent.psum, 5)), "f()")
+    assert failure.message == ("f() raised AssertionError at `return pmap(x)` with no message (JAX gave no reason: the "
+                               "arguments of this line's JAX call are where to look)"), failure.message
+    assert not failure.message.rstrip().endswith(":")
+    own = student_code.classify(_raised(lambda: (_ for _ in ()).throw(AssertionError())), "f()")
+    assert own.message.endswith("raised AssertionError with no message"), own.message

@@ -37,6 +37,14 @@ EXPECTED = {
     "psum_scatter_that_does_not_divide": (4, ("splits a dimension of 3 into 4 equal parts",)),
     "psum_over_an_unbound_axis_name": (4, ("axis name 'batch'", "use the axis_name you are given")),
     "mesh_larger_than_the_machine": (4, ("a mesh of shape (2, 4)", "the 4 there are")),
+    "all_gather_over_a_dimension_the_block_lacks": (4, ("lax.all_gather's axis=3", "has 2 dimensions")),
+    "psum_scatter_over_a_dimension_the_block_lacks": (4, ("lax.psum_scatter's scatter_dimension=2",)),
+    "pmap_in_axes_over_columns": (4, ("jax.pmap's in_axes=(0, 1)", "its axis 1, of size 3", "4 devices")),
+    "psum_over_an_axis_the_mesh_lacks": (4, ("lax.psum with axis_name='i'", "name an axis the mesh has")),
+    "psum_scatter_without_tiled": (4, ("lax.psum_scatter without tiled=True", "scatter_dimension=1", "tiled=True each "
+                                       "device gets a block")),
+    "out_spec_of_a_tuple_replicated": (4, ("out_specs P()", "along mesh axis 'data'")),
+    "global_shape_of_the_local_rows": (4, ("global_shape=(2, 4)", "local_data here is (4, 4)")),
     "ring_over_every_device_on_a_mesh_axis": (4, ("written for 4 devices", "the axis it runs over has fewer",
                                                   "lax.axis_size(axis_name)", "never from jax.device_count()")),
     "spec_without_a_mesh_as_out_shardings": (4, ("bare PartitionSpec", "NamedSharding(mesh, P(...))")),
@@ -151,3 +159,14 @@ def test_a_carry_of_two_dimensions_is_named_whole():
         "float32[3]", "float32[2,3]")
     said = mistake(text, "TypeError", Situation(4))
     assert "carry goes in as int32[2,3] but the loop body returns float32[2,3]" in said
+
+
+def test_numpy_on_the_functions_own_inputs_is_told_as_computing_on_the_host():
+    text = ("The numpy.ndarray conversion method __array__() was called on traced array with shape float32[37]\n"
+            "The error occurred while tracing the function distributed_dot at /tmp/s/dot.py:5 for jit. This concrete "
+            "value was not available in Python because it depends on the value of the argument x.")
+    said = mistake(text, situation=Situation(4, "total = np.dot(np.asarray(x), np.asarray(y))"))
+    assert said.startswith("np.dot runs on the function's inputs outside any jax.pmap or shard_map"), said
+    assert "use jnp.dot" not in said  # a local fix for a design that computes on the host is wrong advice
+    inside = ERRORS["np_sqrt_inside_pmap"]["text"]  # traced for shard_map (a pmap): the local fix is the right one
+    assert "use jnp.sqrt" in mistake(inside, situation=Situation(4, "return x / np.sqrt(v)"))

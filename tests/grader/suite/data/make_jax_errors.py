@@ -215,6 +215,48 @@ def padding_to_a_shorter_length():
     return jnp.pad(jnp.ones(7), (0, 3 * (7 // 4) - 7))
 
 
+def _auto_mesh():
+    return jax.make_mesh((2, 2), ("data", "model"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+
+
+def all_gather_over_a_dimension_the_block_lacks():
+    mesh = _auto_mesh()
+    return jax.shard_map(lambda b: lax.all_gather(b, "model", axis=3, tiled=True), mesh=mesh,
+                         in_specs=P("data", "model"), out_specs=P("data", None))(np.ones((4, 4), np.float32))
+
+
+def psum_scatter_over_a_dimension_the_block_lacks():
+    mesh = _auto_mesh()
+    return jax.shard_map(lambda b: lax.psum_scatter(b, "model", scatter_dimension=2, tiled=True), mesh=mesh,
+                         in_specs=P("data", None), out_specs=P("data", "model"))(np.ones((4, 4), np.float32))
+
+
+def pmap_in_axes_over_columns():
+    return jax.pmap(lambda a, b: a + b, in_axes=(0, 1))(np.ones((4, 3), np.float32), np.ones((4, 3), np.float32))
+
+
+def psum_over_an_axis_the_mesh_lacks():
+    mesh = _auto_mesh()
+    return jax.shard_map(lambda b: lax.psum(b, "i"), mesh=mesh, in_specs=P("data"), out_specs=P())(np.ones((4, 4)))
+
+
+def psum_scatter_without_tiled():
+    mesh = _auto_mesh()
+    return jax.shard_map(lambda b: lax.psum_scatter(b, "model", scatter_dimension=1), mesh=mesh,
+                         in_specs=P("data", None), out_specs=P("data", "model"))(np.ones((4, 6), np.float32))
+
+
+def out_spec_of_a_tuple_replicated():
+    mesh = _auto_mesh()
+    return jax.shard_map(lambda b: (b, 2 * b), mesh=mesh, in_specs=P("data"), out_specs=(P(), P()))(np.ones((4, 4)))
+
+
+def global_shape_of_the_local_rows():
+    mesh = _auto_mesh()
+    sharding = NamedSharding(mesh, P("data"))
+    return jax.make_array_from_process_local_data(sharding, np.ones((4, 4)), global_shape=(2, 4))
+
+
 MISTAKES = [ring_written_for_4_on_2_devices, ring_that_sends_everything_to_device_0, psum_over_the_wrong_mesh_axis,
             w_not_placed_on_the_mesh, rows_that_do_not_split_over_the_mesh, np_sqrt_inside_pmap, float_inside_pmap,
             if_on_a_traced_value, reshape_without_padding, leading_axis_one_too_many, leading_axis_twice_the_devices,
@@ -226,7 +268,10 @@ MISTAKES = [ring_written_for_4_on_2_devices, ring_that_sends_everything_to_devic
             padding_to_a_shorter_length, ring_over_every_device_on_a_mesh_axis, spec_without_a_mesh_as_out_shardings,
             spec_without_a_mesh_to_device_put, explicit_matmul_without_out_sharding,
             loop_carry_of_zeros_set_per_device, indexing_an_explicit_array, axis_not_in_the_mesh,
-            one_axis_for_two_dimensions, spec_longer_than_the_array, gradient_of_a_vector]
+            one_axis_for_two_dimensions, spec_longer_than_the_array, gradient_of_a_vector,
+            all_gather_over_a_dimension_the_block_lacks, psum_scatter_over_a_dimension_the_block_lacks,
+            pmap_in_axes_over_columns, psum_over_an_axis_the_mesh_lacks, global_shape_of_the_local_rows,
+            psum_scatter_without_tiled, out_spec_of_a_tuple_replicated]
 
 
 def _line_here(exc: BaseException) -> str:

@@ -1,0 +1,393 @@
+"""How a wrong value differs from the reference: the relation that holds on every entry, or where it differs.
+
+A student reads "wrong at 7 of 8 entries" and starts guessing. This module measures instead. Given the
+student's value and the reference's on the test's inputs, it looks for a relation that holds on every
+entry: a constant factor (and which count of the task it equals: the devices, a mesh axis, the rows),
+a transpose, a constant offset, equal blocks of the result in another order (whose block landed
+where). Given the reference as a function, how the inputs split into blocks and a way to run the
+student's function again (a :class:`Probe`; the suite hands one over, and it runs only after a
+failure), it runs both on inputs with one block non-zero at a time, where the task is additive in that
+input, and reads from the numbers whose contribution is missing, counted twice, scaled, or lands in
+another block. A relation is said only if it holds on every entry; when none does, the sentence says
+where the values differ (which blocks are right and which are not) and claims no cause.
+
+Every sentence is a fact about this run; the cause behind a fact is the suite's to add (``causes`` in
+:func:`grader.suite.checks.expect_close`). Nothing here runs student code: ``Probe.rerun`` is the
+suite's call into the student's worker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from grader.layout import plural
+
+MAX_PAIRS = 4  # pairs of blocks a sentence lists before it says "..."
+CLOSE = 1e-2  # a factor within 1 % of 1 is a small error (an epsilon, a lower precision), not a factor to name
+
+
+@dataclass(frozen=True)
+class Split:
+    """Input number ``arg`` of the call is split along ``axis`` into ``parts`` blocks (the last may be short),
+    block j belonging to ``owner`` j ("device": device j; "'model' device": the j-th along mesh axis
+    'model'); ``name`` is the input's name in the statement."""
+
+    arg: int
+    axis: int
+    parts: int
+    name: str
+    owner: str = "device"
+
+    def block(self, j: int) -> str:
+        return f"{self.name}'s block {j} ({self.owner} {j}'s)"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What the engine needs to separate causes: ``reference(*inputs)`` (NumPy, float64) is the answer;
+    ``splits`` say how inputs split into blocks; ``rerun(*inputs)`` runs the student's function on other
+    inputs (a ``student.call``, made only after a failure); ``out`` (``arg`` unused) says how the result
+    splits, one block per owner, where it does. ``student.program`` fills in ``reference`` (its
+    ``expect``) and ``inputs`` (the test's) itself."""
+
+    reference: Callable | None = None
+    inputs: tuple = ()
+    splits: tuple[Split, ...] = ()
+    rerun: Callable | None = None
+    out: Split | None = None
+    counts: dict = field(default_factory=dict)
+
+    @classmethod
+    def per_device(cls, reference: Callable, x, rerun: Callable, name: str = "x") -> Probe:
+        """A per-device function run on ``x``, row i on device i, and returning one row per device."""
+        n = len(x)
+        return cls(reference=reference, inputs=(x,), splits=(Split(0, 0, n, name),), out=Split(0, 0, n, "the result"),
+                   rerun=rerun, counts={"devices": n})
+
+
+def _close(a, b, rtol: float, atol: float) -> bool:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol))
+
+
+def _tiny(a, atol: float) -> bool:
+    return not np.abs(np.asarray(a, np.float64)).max(initial=0) > atol
+
+
+def _scale(got, expected, rtol: float, atol: float) -> float | None:
+    """c with got == c * expected on every entry (expected not all zeros), or None."""
+    got, expected = np.asarray(got, np.float64), np.asarray(expected, np.float64)
+    if _tiny(expected, atol):
+        return None
+    i = np.unravel_index(np.argmax(np.abs(expected)), expected.shape)
+    c = float(got[i] / expected[i])
+    return c if _close(got, c * expected, rtol, atol) else None
+
+
+def _near(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-3 * max(1.0, abs(b))
+
+
+def _counted(value: float, counts: dict) -> tuple[int, str] | None:
+    """(n, "the number of devices and of rows") where ``value`` is n, a count of the task, or None."""
+    names = [name for name, n in counts.items() if n > 1 and _near(value, n)]
+    return (counts[names[0]], f"{counts[names[0]]} is the number of {' and of '.join(names)}") if names else None
+
+
+def named_factor(c: float, counts: dict, of: str = "the answer") -> str:
+    """"4 times the answer" / "1/4 of the answer", and which of the task's ``counts`` (name -> number) 4 is."""
+    for value, form in ((c, "{n} times"), (1 / c if c else 0.0, "1/{n} of")):
+        counted = _counted(value, counts)
+        if counted:
+            return f"{form.format(n=counted[0])} {of} ({counted[1]})"
+    if _near(c, -1.0):
+        return f"{of} with its sign flipped"
+    return f"{c:.4g} times {of}"
+
+
+def shape_relation(got_shape, expected_shape, counts: dict) -> str | None:
+    """How a wrong shape's axes compare with the answer's, where each differing axis is off by a count of the
+    task: "axis 1 is 2 times as long as the answer's (2 is the number of devices along 'model')"."""
+    got_shape, expected_shape = tuple(got_shape), tuple(expected_shape)
+    if len(got_shape) != len(expected_shape) or got_shape == expected_shape or 0 in got_shape + expected_shape:
+        return None
+    said = []
+    for axis, (g, e) in enumerate(zip(got_shape, expected_shape)):
+        if g == e:
+            continue
+        longer, counted = g > e, _counted(max(g, e) / min(g, e), counts)
+        if counted is None:
+            return None
+        n, which = counted
+        said.append(f"axis {axis} is {f'{n} times' if longer else f'1/{n}'} as long as the answer's ({which})")
+    return "; ".join(said)
+
+
+def _distinct(expected, atol: float) -> int:
+    expected = np.asarray(expected, np.float64)
+    return len(np.unique(np.round(expected[np.abs(expected) > atol], 6)))
+
+
+def _bounds(length: int, parts: int) -> list[tuple[int, int]]:
+    size = -(-length // parts)
+    return [(min(j * size, length), min((j + 1) * size, length)) for j in range(parts)]
+
+
+def _blocks(a: np.ndarray, axis: int, parts: int) -> list[np.ndarray]:
+    return [np.take(a, range(lo, hi), axis=axis) for lo, hi in _bounds(a.shape[axis], parts)]
+
+
+def _axis_word(ndim: int, axis: int) -> str:
+    return {0: "rows", 1: "columns"}.get(axis, f"entries along axis {axis}") if ndim >= 2 else "entries"
+
+
+def _span(lo: int, hi: int) -> str:
+    return f"{lo}" if hi - lo == 1 else f"{lo}-{hi - 1}"
+
+
+def _permutation(got, expected, parts: int, rtol, atol) -> tuple[int, dict[int, int]] | None:
+    """(axis, {b: p}) where block b of got holds block p of expected, p != b for some b."""
+    for axis in range(got.ndim):
+        if got.shape[axis] % parts or got.shape[axis] < parts:
+            continue
+        mine, theirs = _blocks(got, axis, parts), _blocks(expected, axis, parts)
+        if len({np.round(t, 6).tobytes() for t in theirs}) < parts:
+            continue  # equal blocks: whose is whose cannot be told
+        where = {}
+        for b, block in enumerate(mine):
+            p = next((p for p, t in enumerate(theirs) if _close(block, t, rtol, atol)), None)
+            if p is None:
+                break
+            where[b] = p
+        else:
+            if any(b != p for b, p in where.items()):
+                return axis, where
+    return None
+
+
+def _pairs_text(pairs: list[str]) -> str:
+    shown = pairs[:MAX_PAIRS]
+    return "; ".join(shown) + ("; ..." if len(pairs) > MAX_PAIRS else "")
+
+
+def _change(got, expected, starts: tuple, counts: dict, rtol, atol) -> str | None:
+    """got - s == c (expected - s) for an input s of the same shape (the parameters a step starts from)."""
+    for k, start in enumerate(starts):
+        start = np.asarray(start, np.float64) if np.shape(start) == got.shape else None
+        if start is None or _distinct(expected - start, atol) < 2:
+            continue
+        c = _scale(got - start, expected - start, rtol, atol)
+        if c is not None and abs(c - 1) > CLOSE:
+            return f"changes argument {k} by {named_factor(c, counts, 'the change the answer makes')} at every entry"
+    return None
+
+
+def relation(got, expected, *, counts: dict | None = None, starts: tuple = (), rtol: float = 1e-4,
+             atol: float = 1e-5) -> str | None:
+    """A relation between ``got`` and ``expected`` (same shape, not close) that holds on every entry, as
+    the end of a sentence about the call ("is 2 times the answer (2 is the number of devices)"), or None.
+    ``starts``: the call's inputs, for a result that is one of them changed (a training step's parameters)."""
+    counts = counts or {}
+    got, expected = np.asarray(got, np.float64), np.asarray(expected, np.float64)
+    if got.shape != expected.shape or not np.isfinite(got).all():
+        return None
+    c = _scale(got, expected, rtol, atol)
+    if c is not None and _distinct(expected, atol) >= 2 and abs(c) <= CLOSE:
+        return "is 0 at every entry, where the answer is not"
+    if c is not None and _distinct(expected, atol) >= 2 and abs(c - 1) > CLOSE:
+        return f"is {named_factor(c, counts)} at every entry"
+    if c is not None and c and (_counted(c, counts) or _counted(1 / c, counts)):
+        return f"is {named_factor(c, counts)}"  # one value: said only when the factor is a count of the task
+    changed = _change(got, expected, starts, counts, rtol, atol)
+    if changed:
+        return changed
+    if got.ndim == 2 and got.shape[0] == got.shape[1] > 1 and _close(got, expected.T, rtol, atol):
+        return "is the answer transposed: entry (i, j) holds what (j, i) should"
+    offset = got - expected
+    if got.size >= 2 and _distinct(expected, atol) >= 2 and np.allclose(offset, offset.flat[0], rtol=0,
+                                                                        atol=atol + rtol * np.abs(expected).max()):
+        c = float(offset.flat[0])
+        return f"is the answer {'plus' if c > 0 else 'minus'} {abs(c):.6g} at every entry"
+    sizes = sorted({n for n in counts.values() if n > 1})
+    for parts in sizes:
+        found = _permutation(got, expected, parts, rtol, atol)
+        if found:
+            axis, where = found
+            return f"{_blocks_held(where, parts, _axis_word(got.ndim, axis))}: " \
+                   f"{_pairs_text(_moves(got.shape, axis, parts, where))}"
+    return _permutation_per_block(got, expected, sizes, rtol, atol)
+
+
+def _blocks_held(where: dict[int, int], parts: int, word: str) -> str:
+    """How the answer's blocks are held: each once in another order, or some more than once (others never)."""
+    if len(set(where.values())) == len(where):
+        return f"holds the right {parts} blocks of {word} in the wrong order"
+    return f"holds in each of its {parts} blocks of {word} one of the answer's, but not each once"
+
+
+def _moves(shape, axis: int, parts: int, where: dict[int, int]) -> list[str]:
+    word, bounds = _axis_word(len(shape), axis), _bounds(shape[axis], parts)
+    return [f"{word} {_span(*bounds[b])} hold what {word} {_span(*bounds[p])} should"
+            for b, p in where.items() if b != p]
+
+
+def _permutation_per_block(got, expected, sizes, rtol, atol) -> str | None:
+    """Blocks along one axis reordered differently within each block along another (each device's columns
+    holding its rows in another order), said per block that is out of order."""
+    if got.ndim != 2:
+        return None
+    for across in (1, 0):
+        along = 1 - across
+        for pieces in sizes:
+            if got.shape[across] % pieces:
+                continue
+            bounds = _bounds(got.shape[across], pieces)
+            for parts in sizes:
+                found = [_permutation(np.take(got, range(lo, hi), axis=across),
+                                      np.take(expected, range(lo, hi), axis=across), parts, rtol, atol)
+                         for lo, hi in bounds]
+                right = [_close(np.take(got, range(lo, hi), axis=across), np.take(expected, range(lo, hi), axis=across),
+                                rtol, atol) for lo, hi in bounds]
+                if all(f or ok for f, ok in zip(found, right)) and any(f and f[0] == along for f in found) \
+                        and all(f is None or f[0] == along for f in found):
+                    word = _axis_word(2, across)
+                    moved = [f"in {word} {_span(*bounds[k])}, {move}" for k, f in enumerate(found) if f
+                             for move in _moves(got.shape, along, parts, f[1])]
+                    once = all(len(set(f[1].values())) == len(f[1]) for f in found if f)
+                    held = (f"in the wrong order, in a different order in each of the {pieces} blocks of {word}"
+                            if once else f"in each of the {pieces} blocks of {word}, but not each once")
+                    return f"holds the answer's blocks of {_axis_word(2, along)} {held}: {_pairs_text(moved)}"
+    return None
+
+
+def locate(got, expected, *, counts: dict | None = None, out: Split | None = None, rtol: float = 1e-4,
+           atol: float = 1e-5) -> str | None:
+    """Where ``got`` differs from ``expected``, by blocks: the blocks (of ``out``, or equal blocks along an
+    axis, for each count of the task) that are right and those that are not, when some are right."""
+    got, expected = np.asarray(got, np.float64), np.asarray(expected, np.float64)
+    if got.shape != expected.shape or got.ndim == 0:
+        return None
+    tries = [(out.axis, out.parts, out.owner)] if out else []
+    sizes = sorted({n for n in (counts or {}).values() if n > 1})
+    tries += [(axis, n, None) for n in sizes for axis in range(got.ndim)]
+    for axis, parts, owner in tries:
+        if axis >= got.ndim or got.shape[axis] < parts or (owner is None and got.shape[axis] % parts):
+            continue
+        right = [_close(a, b, rtol, atol) for a, b in zip(_blocks(got, axis, parts), _blocks(expected, axis, parts))]
+        if any(right) and not all(right):
+            wrong = [j for j, ok in enumerate(right) if not ok]
+            if owner:
+                return (f"is right on {plural(parts - len(wrong), owner)} and wrong on {owner} "
+                        f"{', '.join(map(str, wrong))}")
+            word, bounds = _axis_word(got.ndim, axis), _bounds(got.shape[axis], parts)
+            return (f"is right in {word} {', '.join(_span(*bounds[j]) for j, ok in enumerate(right) if ok)} and wrong "
+                    f"in {word} {', '.join(_span(*bounds[j]) for j in wrong)}")
+    return None
+
+
+def _masked(inputs: tuple, split: Split, j: int) -> tuple:
+    """The inputs with every block of ``split``'s input but block j set to zero."""
+    x = np.asarray(inputs[split.arg])
+    lo, hi = _bounds(x.shape[split.axis], split.parts)[j]
+    keep = np.zeros(x.shape[split.axis], bool)
+    keep[lo:hi] = True
+    shape = [1] * x.ndim
+    shape[split.axis] = -1
+    masked = np.where(keep.reshape(shape), x, np.zeros((), x.dtype)).astype(x.dtype)
+    return tuple(masked if i == split.arg else a for i, a in enumerate(inputs))
+
+
+@dataclass
+class _Contribution:
+    """What the student's function made of one block of one input, in one block of the result."""
+
+    j: int  # the input block that was kept
+    b: int | None  # the result's block (None: the whole result)
+    kind: str  # ok | missing | scaled | lands | other
+    scale: float = 1.0
+    belongs: int | None = None  # for "lands": the result block it belongs in
+
+
+def _contributions(s, r, j: int, out: Split | None, rtol, atol) -> list[_Contribution]:
+    if out is None or np.ndim(r) == 0:
+        pieces = [(None, s, r)]
+    else:
+        pieces = list(zip(range(out.parts), _blocks(s, out.axis, out.parts), _blocks(r, out.axis, out.parts)))
+    found = []
+    for b, sb, rb in pieces:
+        if _close(sb, rb, rtol, atol):
+            found.append(_Contribution(j, b, "ok"))
+        elif _tiny(rb, atol):
+            belongs = next((p for p, _, rp in pieces if not _tiny(rp, atol) and _close(sb, rp, rtol, atol)), None)
+            found.append(_Contribution(j, b, "lands", belongs=belongs))
+        elif _tiny(sb, atol):
+            found.append(_Contribution(j, b, "missing"))
+        else:
+            c = _scale(sb, rb, rtol, atol)
+            found.append(_Contribution(j, b, "scaled", scale=c) if c is not None else _Contribution(j, b, "other"))
+    return found
+
+
+def _whose(split: Split, out: Split | None, c: _Contribution) -> str:
+    where = "" if c.b is None or out is None else f" from {out.owner} {c.b}'s result"
+    return f"{split.block(c.j)}{where}"
+
+
+def _said(found: list[_Contribution], split: Split, out: Split | None, counts: dict) -> str | None:
+    wrong = sorted((c for c in found if c.kind != "ok"), key=lambda c: (c.b or 0, c.j))
+    if not wrong:
+        return None
+    kinds = {c.kind for c in wrong}
+    scales = {round(c.scale, 6) for c in wrong if c.kind == "scaled"}
+    if kinds == {"scaled"} and len(scales) == 1 and len(wrong) == len(found):
+        return f"is {named_factor(wrong[0].scale, counts)}, and so is what each block of {split.name} adds alone"
+    if kinds <= {"missing", "scaled"} and scales <= {2.0}:
+        missing = [_whose(split, out, c) for c in wrong if c.kind == "missing"]
+        twice = [_whose(split, out, c) for c in wrong if c.kind == "scaled"]
+        said = ([f"leaves out {_pairs_text(missing)}"] if missing else []) + \
+            ([f"counts twice {_pairs_text(twice)}"] if twice else [])
+        return ", and ".join(said)
+    if kinds <= {"lands", "missing"} and all(c.belongs is not None for c in wrong if c.kind == "lands") \
+            and any(c.kind == "lands" for c in wrong):
+        moved = [f"{split.block(c.j)} lands in {out.owner} {c.b}'s result, where it belongs in {out.owner} "
+                 f"{c.belongs}'s" for c in sorted(wrong, key=lambda c: c.j) if c.kind == "lands"]
+        return f"puts blocks in the wrong place: {_pairs_text(moved)}"
+    return None
+
+
+def probed(probe: Probe, got, rtol: float = 1e-4, atol: float = 1e-5) -> str | None:
+    """What running the student's function and the reference with one block of an input kept at a time shows,
+    for the first split input the task is additive in and whose blocks account for ``got``; or None."""
+    if probe.rerun is None or probe.reference is None:
+        return None
+    got = np.asarray(got, np.float64)
+    expected = np.asarray(probe.reference(*probe.inputs), np.float64)
+    for split in probe.splits:
+        length = np.shape(probe.inputs[split.arg])[split.axis]
+        js = [j for j, (lo, hi) in enumerate(_bounds(length, split.parts)) if hi > lo]
+        if len(js) < 2:
+            continue
+        masked = [_masked(probe.inputs, split, j) for j in js]
+        refs = [np.asarray(probe.reference(*m), np.float64) for m in masked]
+        if not _close(sum(refs), expected, rtol, atol):
+            continue  # the task is not additive in this input: one block at a time says nothing of the whole
+        mine = [np.asarray(probe.rerun(*m), np.float64) for m in masked]
+        if any(m.shape != expected.shape for m in mine) or not _close(sum(mine), got, rtol, atol):
+            continue  # the student's function is not additive in it either: its blocks do not explain the value
+        found = [c for j, s, r in zip(js, mine, refs) for c in _contributions(s, r, j, probe.out, rtol, atol)]
+        said = _said(found, split, probe.out, probe.counts)
+        if said:
+            return said
+    return None
+
+
+def measured(got, expected, *, counts: dict | None = None, probe: Probe | None = None, starts: tuple = (),
+             rtol: float = 1e-4, atol: float = 1e-5) -> str | None:
+    """How a wrong value differs: a relation on every entry, else what one block at a time shows; or None."""
+    counts = {**(probe.counts if probe else {}), **(counts or {})}
+    starts = starts or (probe.inputs if probe else ())
+    return (relation(got, expected, counts=counts, starts=starts, rtol=rtol, atol=atol)
+            or (probe and probed(Probe(**{**probe.__dict__, "counts": counts}), got, rtol, atol)) or None)

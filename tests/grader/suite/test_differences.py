@@ -1,0 +1,186 @@
+"""grader.suite.differences: a relation is said only when it holds on every entry; probes name whose block."""
+
+import numpy as np
+import pytest
+
+from grader.suite import expect_close
+from grader.suite.differences import Probe, Split, locate, measured, named_factor, probed, relation
+
+RNG = np.random.default_rng(0)
+A = RNG.normal(size=(4, 3))
+SQUARE = RNG.normal(size=(4, 4))
+
+
+def test_a_factor_is_named_by_the_count_it_equals():
+    assert relation(2 * A, A, counts={"devices": 2}) == "is 2 times the answer (2 is the number of devices) at every entry"
+    assert "1/4 of the answer (4 is the number of devices and of rows)" in relation(A / 4, A, counts={"devices": 4,
+                                                                                                      "rows": 4})
+    assert relation(3 * A, A, counts={"devices": 2}) == "is 3 times the answer at every entry"
+    assert named_factor(-1.0, {}) == "the answer with its sign flipped"
+
+
+def test_zeros_are_not_called_a_factor():
+    assert relation(np.zeros_like(A), A, counts={"devices": 2}) == "is 0 at every entry, where the answer is not"
+
+
+def test_a_factor_within_one_percent_is_no_factor():
+    assert relation(A * 0.998, A, counts={"devices": 2}) is None  # an epsilon under a square root, say
+
+
+def test_a_factor_is_not_claimed_of_one_value_or_off_one_entry():
+    assert relation(np.float64(3.0), np.float64(1.0), counts={"devices": 2}) is None
+    assert relation(np.float64(2.0), np.float64(1.0), counts={"devices": 2}) == \
+        "is 2 times the answer (2 is the number of devices)"  # one value, but a count of the task
+    off = 2 * A
+    off[0, 0] += 1
+    assert relation(off, A, counts={"devices": 2}) is None
+
+
+def test_transpose_offset_and_blocks_in_another_order():
+    assert relation(SQUARE.T, SQUARE).startswith("is the answer transposed")
+    assert relation(A + 0.5, A) == "is the answer plus 0.5 at every entry"
+    swapped = np.concatenate([A[2:], A[:2]])
+    said = relation(swapped, A, counts={"devices": 2})
+    assert said == "holds the right 2 blocks of rows in the wrong order: rows 0-1 hold what rows 2-3 should; rows 2-3 " \
+                   "hold what rows 0-1 should", said
+
+
+def test_blocks_in_a_different_order_within_each_block_of_columns():
+    y = RNG.normal(size=(8, 4))
+    got = y.copy()
+    got[:, 2:] = np.roll(y[:, 2:], 2, axis=0)  # the second block of columns has its row blocks rotated
+    said = relation(got, y, counts={"devices along 'model'": 4, "devices along 'data'": 2})
+    assert said.startswith("holds the answer's blocks of rows in the wrong order, in a different order in each of the 2 blocks of "
+                           "columns: in columns 2-3, rows 0-1 hold what rows 6-7 should"), said
+
+
+def test_a_block_held_twice_is_not_called_an_order():
+    got = np.concatenate([A[:2], A[:2]])
+    said = relation(got, A, counts={"devices": 2})
+    assert said == "holds in each of its 2 blocks of rows one of the answer's, but not each once: rows 2-3 hold what " \
+                   "rows 0-1 should", said
+
+
+def test_no_relation_for_noise_nan_or_another_shape():
+    assert relation(A + RNG.normal(size=A.shape), A, counts={"devices": 2}) is None
+    assert relation(np.full_like(A, np.nan), A) is None
+    assert relation(A[:2], A) is None
+
+
+def test_where_it_differs_by_blocks():
+    wrong = A.copy()
+    wrong[3] += 1
+    assert locate(wrong, A, counts={"devices": 2}) == "is right in rows 0-1 and wrong in rows 2-3"
+    out = Split(0, 0, 4, "y")
+    assert locate(wrong, A, out=out) == "is right on 3 devices and wrong on device 3"
+    assert locate(A + 1, A, counts={"devices": 2}) is None  # wrong everywhere: no block to point at
+
+
+X, Y = RNG.normal(size=8), RNG.normal(size=8)
+
+
+def dot(x, y):
+    return np.dot(x, y)
+
+
+def dot_probe(rerun, n=2):
+    return Probe(reference=dot, inputs=(X, Y), splits=(Split(0, 0, n, "x"), Split(1, 0, n, "y")), rerun=rerun,
+                 counts={"devices": n})
+
+
+def test_a_missing_contribution_is_named_by_whose_block():
+    def student(x, y):  # device 1's partial product never added
+        return np.dot(x[:4], y[:4])
+    said = probed(dot_probe(student), student(X, Y))
+    assert said == "leaves out x's block 1 (device 1's)", said
+
+
+def test_a_scalar_factor_is_proven_block_by_block():
+    def pmean(x, y):  # pmean where psum belongs: a count of the task, said of the one value
+        return np.dot(x, y) / 4
+    assert measured(pmean(X, Y), dot(X, Y), probe=dot_probe(pmean, 4)) == \
+        "is 1/4 of the answer (4 is the number of devices)"
+
+    def third(x, y):  # no count: a factor only the blocks, one at a time, prove
+        return np.dot(x, y) / 3
+    said = measured(third(X, Y), dot(X, Y), probe=dot_probe(third, 4))
+    assert said == "is 0.3333 times the answer, and so is what each block of x adds alone", said
+
+
+def test_a_block_counted_twice():
+    def student(x, y):
+        return np.dot(x, y) + np.dot(x[4:], y[4:])
+    assert probed(dot_probe(student), student(X, Y)) == "counts twice x's block 1 (device 1's)"
+
+
+def test_probes_claim_nothing_where_the_task_or_the_student_is_not_additive():
+    squares = Probe(reference=lambda x: x ** 2 + 1, inputs=(X,), splits=(Split(0, 0, 2, "x"),),
+                    rerun=lambda x: x ** 2)
+    assert probed(squares, X ** 2) is None
+
+    def student(x, y):  # not additive in x: blocks cannot explain the value
+        return np.dot(x, y) ** 2
+    assert probed(dot_probe(student), student(X, Y)) is None
+    assert probed(Probe(reference=dot, inputs=(X, Y), splits=(Split(0, 0, 2, "x"),)), 0.0) is None  # no rerun
+
+
+RING = RNG.normal(size=(4, 3))
+
+
+def ring_probe(rerun):
+    return Probe(reference=lambda x: np.broadcast_to(x.sum(axis=0), x.shape), inputs=(RING,),
+                 splits=(Split(0, 0, 4, "x"),), out=Split(0, 0, 4, "result"), rerun=rerun, counts={"devices": 4})
+
+
+def test_each_device_missing_another_devices_block():
+    def student(x):  # adds before it shifts: the block n - 1 steps away never arrives
+        n = len(x)
+        return np.stack([sum(x[(d - s) % n] for s in range(n - 1)) for d in range(n)])
+    said = probed(ring_probe(student), student(RING))
+    assert said == ("leaves out x's block 1 (device 1's) from device 0's result; x's block 2 (device 2's) from device "
+                    "1's result; x's block 3 (device 3's) from device 2's result; x's block 0 (device 0's) from device "
+                    "3's result"), said
+
+
+def test_a_block_landed_in_the_wrong_place():
+    def reference(x):
+        return 2 * x
+
+    def student(x):
+        return 2 * np.roll(x, 1, axis=0)
+    probe = Probe(reference=reference, inputs=(RING,), splits=(Split(0, 0, 4, "x"),), out=Split(0, 0, 4, "result"),
+                  rerun=student)
+    said = probed(probe, student(RING))
+    assert said.startswith("puts blocks in the wrong place: x's block 0 (device 0's) lands in device 1's result, where "
+                           "it belongs in device 0's"), said
+
+
+def test_expect_close_says_the_measured_difference():
+    with pytest.raises(AssertionError, match=r"^f\(x\) is the answer plus 0.5 at every entry$"):
+        expect_close(A + 0.5, A, what="f(x)")
+
+    def student(x, y):
+        return np.dot(x[:4], y[:4])
+    with pytest.raises(AssertionError, match=r"returned .*, expected .*: it leaves out x's block 1 \(device 1's\)$"):
+        expect_close(student(X, Y), dot(X, Y), what="dot(x, y)", probe=dot_probe(student))
+
+
+def test_a_step_that_moves_its_input_by_a_factor_of_the_right_change():
+    w = RNG.normal(size=(4, 3))
+    step = RNG.normal(size=(4, 3))
+    said = relation(w - step / 2, w - step, counts={"devices along 'data'": 2}, starts=(RNG.normal(size=(2,)), w))
+    assert said == ("changes argument 1 by 1/2 of the change the answer makes (2 is the number of devices along "
+                    "'data') at every entry"), said
+    assert relation(w - step / 2, w - step, starts=(w + 1,)) is None  # not the input the step starts from
+
+
+def test_a_wrong_shape_says_which_axis_is_off_by_which_count():
+    from grader.suite.differences import shape_relation
+    model = {"devices along 'model'": 2}
+    assert shape_relation((8, 12), (16, 6), model) == (
+        "axis 0 is 1/2 as long as the answer's (2 is the number of devices along 'model'); axis 1 is 2 times as long "
+        "as the answer's (2 is the number of devices along 'model')")
+    assert shape_relation((8, 13), (16, 6), model) is None  # one axis off by no count: nothing claimed
+    assert shape_relation((8,), (8, 1), model) is None
+    with pytest.raises(AssertionError, match=r"returned shape \(16, 12\), expected shape \(16, 6\): axis 1 is 2 times"):
+        expect_close(np.zeros((16, 12)), np.zeros((16, 6)), what="f", counts=model)
