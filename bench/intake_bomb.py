@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import io
 import os
 import sys
 import tarfile

@@ -79,7 +79,6 @@ def _spec(entry):
 def _arrival(exported, mesh, arrives, name: str) -> list:
     """The sharding each input leaf arrives in: ``arrives`` gives one entry per positional input (None:
     whole on every device; a PartitionSpec as a list, on the mesh the program declares), None: all whole."""
-    import jax
     from jax.sharding import NamedSharding
 
     if arrives is None:
