@@ -9,7 +9,9 @@ when it sends a request and when the limit fires, what the worker's processes di
 - the CPU time they used (utime + stime, and that of children they collected);
 - the time their threads were ready to run but waited for a CPU (``run_delay`` of
   /proc/PID/task/TID/schedstat: a CPU share or quota spent, a machine with more work than cores);
-- whether one of them was stopped (state T: SIGSTOP, a frozen cgroup).
+- whether the worker was stopped from outside: a process the student's code cannot stop (state T) is the
+  holder's own child, the init of the worker's pid namespace, which ignores every signal sent from inside
+  (a student's SIGSTOP to its own processes is its own doing, and a limit that then fires is its own).
 
 Finding the worker's processes means reading all of /proc, so a call is only watched once it has run a
 quarter of its limit (WATCH_AFTER): most calls end long before, at no cost; the rest are judged by
@@ -55,14 +57,15 @@ def _read(path: str) -> str:
 
 
 def sample(holder: int) -> Usage:
-    """The usage of every process under ``holder`` (the worker, its namespace's init, what it started)."""
+    """The usage of every process under ``holder`` (the worker, its namespace's init, what it started); stopped only
+    where the holder's own child is (see the module's docstring)."""
     cpu, wait, stopped = {}, {}, False
     for pid in processes.descendants(holder):
         stat = _read(f"/proc/{pid}/stat").rsplit(")", 1)
         if len(stat) != 2:
             continue  # it ended meanwhile
         fields = stat[1].split()
-        stopped = stopped or fields[0] in ("T", "t")
+        stopped = stopped or (fields[0] in ("T", "t") and fields[1] == str(holder))
         cpu[pid] = sum(int(v) for v in fields[11:15]) / _TICK  # utime stime cutime cstime
         tasks = f"/proc/{pid}/task"
         wait[pid] = sum(int((_read(f"{tasks}/{tid}/schedstat").split() or ["0", "0"])[1])
