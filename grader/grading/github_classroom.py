@@ -30,6 +30,8 @@ import base64
 import json
 import re
 
+from grader.errors import UsageError
+from grader.grading.sanitise import line, terminal
 from grader.layout import number, summary
 
 VERSION = 1
@@ -41,8 +43,14 @@ def runner_name(task: str, weight: float) -> str:
 
 
 def release_runners(tasks: list[tuple[str, list[float]]]) -> list[str]:
-    """The runners a workflow names, from each task's id and the weights of its public tests."""
-    return [runner_name(task, w) for task, weights in tasks for w in sorted(set(weights))]
+    """The runners a workflow names, from each task's id and the weights of its public tests; two tasks whose ids
+    reduce to one name (``dot_1`` and ``dot1``) are refused, since the reporter would keep only one of them."""
+    names = [runner_name(task, w) for task, weights in tasks for w in sorted(set(weights))]
+    taken = sorted({name for name in names if names.count(name) > 1})
+    if taken:
+        raise UsageError(f"GitHub Classroom's runner names allow letters and digits only, so two tasks share the "
+                         f"runner {', '.join(taken)}: rename one of them in course.yaml")
+    return names
 
 
 def _case_test(task: dict, case: dict, points: float) -> dict:
@@ -51,7 +59,7 @@ def _case_test(task: dict, case: dict, points: float) -> dict:
     return {"name": f"{task['id']}: {case['test']}" + (f" [{where}]" if where else "")
                     + f" ({number(points, 2)} point{'' if points == 1 else 's'})",
             "status": "pass" if passed else "fail", "score": points if passed else 0.0,
-            "message": "" if passed else case["message"], "test_code": "", "filename": "", "line_no": 0,
+            "message": "" if passed else terminal(case["message"]), "test_code": "", "filename": "", "line_no": 0,
             "duration": round(case["duration_s"] * 1000)}
 
 
@@ -66,7 +74,7 @@ def runners(report: dict) -> dict[str, dict]:
             tests = [_case_test(task, c, share * weight) for c in mine]
             if not tests:  # every case skipped here: one line saying so, worth nothing on either side
                 skipped = next(c for c in task["cases"] if c["weight"] == weight)
-                tests = [{"name": f"{task['id']}: not run here: {skipped['message'] or 'no device configuration'}",
+                tests = [{"name": f"{task['id']}: not run here: {line(skipped['message'] or 'no device configuration')}",
                           "status": "pass", "score": 0.0, "message": "", "test_code": "", "filename": "",
                           "line_no": 0, "duration": 0}]
             failed = any(t["status"] == "fail" for t in tests)
