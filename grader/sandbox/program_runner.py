@@ -158,16 +158,17 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None) -> 
     sets = [_fit_inputs(exported, inputs, name) for inputs in input_sets]
     labelled, held = relabel(module)
     exported = dataclasses.replace(exported, mlir_module_serialized=labelled)
-    in_shardings, out_shardings = _shardings(exported, _mesh(exported, devices), arrives, name)
     try:
+        in_shardings, out_shardings = _shardings(exported, _mesh(exported, devices), arrives, name)
+
         def compile_(fn, outputs):
             return jax.jit(fn, in_shardings=in_shardings, out_shardings=outputs).lower(*sets[0]).compile()
 
         compiled = compile_(exported.call, out_shardings)
         values = [compiled(*inputs) for inputs in sets]
         jax.block_until_ready(values)
-    except MemoryError:
-        raise
+    except (MemoryError, StudentFailure):
+        raise  # the memory limit, or a refusal that already names why
     except Exception as exc:  # noqa: BLE001 - a program that does not compile or run for these inputs
         if "RESOURCE_EXHAUSTED" in str(exc):
             raise  # reported as the memory limit, like any call
