@@ -96,7 +96,6 @@ def canvas_csv(book: Gradebook, roster: ClassList, assignment: str) -> tuple[str
     return _write(header, rows), _warnings(book, roster)
 
 
-ABOVE_MAX = ("cap", "column", "keep")
 UNLIMITED = "Site administration > Grades > General settings > Unlimited grades"
 
 
@@ -118,7 +117,7 @@ def _above_max_note(above: list[tuple[str, float]], maximum: float, how: str, as
 
 def moodle_csv(book: Gradebook, roster: ClassList, assignment: str, above_max: str = "cap") -> tuple[str, list[str]]:
     """(Moodle grade import CSV, warnings for stderr); map "Email address" to the user's email on import.
-    ``above_max`` says what becomes of a mark above the gradebook's maximum: one of ABOVE_MAX."""
+    ``above_max`` says what becomes of a mark above the gradebook's maximum: cap, column or keep."""
     results = {r.student: r for r in book.results()}
     maximum = book.meta_value("max_score")
     header = ["Email address", "ID number", assignment] + ([f"{assignment} extra credit"] if above_max == "column" else [])
