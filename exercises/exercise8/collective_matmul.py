@@ -27,9 +27,9 @@ the same ring.
 
 No ``lax.all_gather`` (the point is to do without it), no psum: the grader reads the compiled
 program on meshes of several shapes and counts the ppermutes y depends on: n_model - 1 of them, over
-'model', each of one block of x; and no device computes on more numbers in one operation than its
-block of w or its block of y holds (the larger of 5 x N / n_model and M x N / n_model, for x of M
-rows and w of N columns): x @ w whole on every device is too much.
+'model', each of one block of x; and no operation on a device handles more numbers, its runs in a
+loop added up, than the larger of w (D x F: each block of w once over the n_model steps) and the
+device's block of y (B x F / n_model).
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """
