@@ -28,8 +28,8 @@ the same ring.
 No ``lax.all_gather`` (the point is to do without it), no psum: the grader reads the compiled
 program on meshes of several shapes and counts the ppermutes y depends on: n_model - 1 of them, over
 'model', each of one block of x; and no operation on a device handles more numbers, its runs in a
-loop added up, than the larger of w (D x F: each block of w once over the n_model steps) and the
-device's block of y (B x F / n_model).
+loop added up, than the larger of n_model - 1 blocks of w (D x F / n_model each: one per step after
+the first) and the device's block of y (B x F / n_model).
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """

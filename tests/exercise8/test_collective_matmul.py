@@ -70,11 +70,11 @@ def test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes(student, rng, device
         extra = ": after n - 1 steps every block has been multiplied; the last one needs no sending" \
             if steps == cols else ""
         raise AssertionError(f"collective_matmul runs {steps} ppermutes {where}, expected n - 1 = {cols - 1}{extra}")
-    # The statement's bound: over the whole ring one operation meets each block of w once (w's numbers, a loop's
-    # steps counted), or it makes the device's block of y. hlo.work counts an operation once per loop step.
-    bound = max(w.size, x.shape[0] * w.shape[1] // cols)
+    # The statement's bound: one operation meets a block of w once per ring step after the first (n - 1 blocks of
+    # w: a lax.fori_loop's steps are counted, as hlo.work counts them), or makes the device's block of y.
+    bound = max((cols - 1) * (w.size // cols), x.shape[0] * w.shape[1] // cols)
     done = hlo.work(program.hlo)
     if done is None or done > bound:
-        raise AssertionError(f"in collective_matmul one operation on a device handles {hlo.numbers(done)} {where} "
-                             f"(its runs in a loop added up); the ring needs at most {bound}: each block of w once "
-                             "over the n steps, or the device's own block of y")
+        raise AssertionError(f"in collective_matmul one device computes on {hlo.numbers(done)} {where} in one "
+                             f"operation (its runs in a loop added up); the ring needs at most {bound}: a block of w once per "
+                             "step after the first (n - 1 blocks), or the device's own block of y")
