@@ -89,7 +89,6 @@ def _difference(arr64, expected, rtol, atol, causes, counts, probe, starts, patt
     found = find(arr64, expected, rtol=rtol, atol=atol, **patterns) if patterns else None
     if found and found[0] not in WEAK_FACTS:
         return recognise(arr64, expected, rtol=rtol, atol=atol, causes=causes, **patterns)
-    counts = {**({"devices": patterns["devices"]} if patterns.get("devices") else {}), **(counts or {})}
     return (differences.measured(arr64, expected, counts=counts, probe=probe, starts=starts, rtol=rtol, atol=atol)
             or (found and recognise(arr64, expected, rtol=rtol, atol=atol, causes=causes, **patterns))
             or differences.locate(arr64, expected, counts=counts, out=probe.out if probe else None, rtol=rtol,
@@ -143,7 +142,7 @@ def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-
     if said:
         raise AssertionError(said)
     close = np.isclose(arr64, expected, rtol=rtol, atol=atol)
-    said = _difference(arr64, expected, rtol, atol, causes, counts, probe, starts, patterns) \
+    said = _difference(arr64, expected, rtol, atol, causes, all_counts, probe, starts, patterns) \
         if not close.all() and arr.dtype.kind != "c" else None
     if said:
         got_and_expected = f"returned {arr64.item():.6g}, expected {expected.item():.6g}: it " if arr.ndim == 0 \

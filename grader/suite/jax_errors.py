@@ -503,6 +503,6 @@ def explain(failure: StudentFailure, devices: int | None = None, rules: tuple[Ru
         return None
     start = failure.message.find(" ".join(text.split())[:40])  # where JAX's text begins in the one-line message
     head = failure.message[:start] if start > 0 else failure.message.partition(": ")[0]
-    if not failure.detail:  # an exception with no message of its own: the worker said so after the line
+    if failure.detail == "":  # an exception with no message of its own: the worker said so after the line
         head = failure.message.partition(" with no message")[0]
     return f"{head.rstrip(': ')}: {said}"
