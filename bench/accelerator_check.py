@@ -77,11 +77,11 @@ matmul = jax.jit(lambda a, b: a @ b).lower(x, w).compile().as_text()
 n = jax.local_device_count()
 psum = jax.pmap(lambda a: lax.psum(a * 2, "i"), axis_name="i").lower(jnp.ones((n, 8))).compile().as_text()
 forms = {f: matmul.count(f) + psum.count(f) for f in ("custom-call(", "__cublas$", "__cudnn$", "fusion(", "-start(")}
-print(json.dumps({"platform": jax.devices()[0].platform, "devices": n, "matmul_work": hlo.work(matmul),
+print(json.dumps({"platform": jax.devices()[0].platform, "devices": n, "matmul_work": hlo.operations(matmul),
                   "all_reduces": hlo.count(psum, "all-reduce"), "all_reduce_bytes": hlo.bytes_moved(psum, "all-reduce"),
                   "forms": forms, "matmul_hlo": matmul, "psum_hlo": psum}))
 """
-MATMUL_WORK = 64 * 128  # the most one instruction of x (64 x 128) @ w (128 x 32) reads: all of x
+MATMUL_WORK = 2 * 64 * 32 * 128  # the multiply-adds of x (64 x 128) @ w (128 x 32), two operations each
 
 # One process of the pressure check: allocate, report JAX's memory figures, hold until told to exit.
 PRESSURE = """

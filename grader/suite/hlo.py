@@ -33,9 +33,10 @@ unit test on real HLO in tests/grader/suite/test_hlo.py):
 * ``groups`` are the replica groups (which devices reduce together): a psum over one axis of a
   2-D mesh has one group per row or column of the mesh (:mod:`grader.suite.replica_groups` reads
   each form XLA prints them in; :mod:`grader.suite.meshes` names the mesh axis they run over);
-* :func:`work` is the most elements one arithmetic instruction handles on one device, for a task
-  about splitting work: a program that computes everything on every device and adds a collective
-  for show does the whole input's work on each;
+* :func:`operations` counts the arithmetic one device performs over a run (a dot's multiply-adds, a
+  loop's body once per iteration), for a task about splitting work: a program that computes everything
+  on every device, at once or in chunks, and adds a collective for show does about n times the
+  reference program's work per device (grader.suite.work compares the two);
 * an SPMD program's shapes are one device's: :func:`output_shapes` says how much of each output
   a device holds, so whether a result (or an updated parameter) stayed split over the devices;
 * a module compiled for a GPU or a TPU (cuBLAS / cuDNN calls, asynchronous collective pairs) is first
@@ -333,17 +334,51 @@ def _elements(shape: str) -> int:
     return max(sizes, default=0)
 
 
-def work(text: str) -> int | None:
-    """The most elements one arithmetic instruction reads or makes on one device over a run of the
-    program (once per loop iteration), among those computed from the program's inputs; None if one is
-    in a loop of unknown trip count. Moving, slicing, padding, comparing and selecting data are not
-    arithmetic. A device that computes on its own part of the data keeps this near the part's size; one
-    that computes the whole answer itself, at once or a slice per loop step, reaches the whole input's.
-    It does not see work spread over many separate instructions (a Python loop unrolled into one
-    scalar multiply per element)."""
+# A dot's contracted dimensions of its left operand: as HLO prints them, or in the backend_config of the
+# cuBLAS call grader.suite.hlo_platforms reads as the dot it replaced.
+_CONTRACTING = re.compile(r'lhs_contracting_dims=\{([\d,\s]*)\}|"lhs_contracting_dimensions":\[([\d",\s]*)\]')
+_DIM_LABELS = re.compile(r"dim_labels=\w+_(\w+)->")
+
+
+def _dims(shape: str) -> list[int]:
+    """The dimensions of an HLO array type (the first array of a tuple)."""
+    found = _ARRAY_RE.search(shape)
+    return [int(d) for d in found.group(2).split(",") if d.strip()] if found else []
+
+
+def _operations(ins: _Instr, shapes: dict[str, str]) -> int:
+    """Arithmetic operations one run of ``ins`` performs: a dot's or a convolution's multiply-adds (two
+    each: a product and a sum), a reduction's inputs, an elementwise instruction's results; any other
+    its largest array."""
+    out = _elements(ins.shape)
+    operands = [_dims(shapes.get(op, "")) for op in ins.operands[:2]]
+    if ins.opcode == "dot" and operands and operands[0]:
+        contracting = _CONTRACTING.search(ins.rest)  # none printed (a cuBLAS call without its config): a matmul's
+        dims = [int(d) for d in re.findall(r"\d+", contracting.group(1) or contracting.group(2))] if contracting \
+            else [len(operands[0]) - 1]
+        size = 1
+        for d in dims:
+            size *= operands[0][d] if d < len(operands[0]) else 1
+        return 2 * out * size
+    if ins.opcode == "convolution" and len(operands) == 2 and operands[1]:
+        labels = _DIM_LABELS.search(ins.rest)  # the kernel's output-feature dimension is "o"
+        kernel = _elements(shapes.get(ins.operands[1], ""))
+        if labels and "o" in labels.group(1) and len(labels.group(1)) == len(operands[1]):
+            kernel //= max(1, operands[1][labels.group(1).index("o")])
+        return 2 * out * kernel
+    return max(out, *(_elements(shapes.get(op, "")) for op in ins.operands))
+
+
+def operations(text: str) -> int | None:
+    """The arithmetic operations one device performs over a run of the program, on values computed from
+    its inputs: every arithmetic instruction counted once per run (a loop's body once per iteration), so a
+    computation split into many small instructions counts as much as one large one; None if one is in a
+    loop of unknown trip count. Moving, slicing, padding, comparing and selecting data are not arithmetic.
+    A device that computes on its own part of the data does about the reference program's work per
+    device; one that computes the whole answer itself, at once or a slice at a time, about n times it."""
     comps, entry, flow = _program(text)
     runs = _runs(comps, entry)
-    most = 0
+    total = 0
     for name in flow.reachable:
         shapes = {ins.name: ins.shape for ins in comps[name]}
         for ins in comps[name]:
@@ -351,18 +386,17 @@ def work(text: str) -> int | None:
                 continue
             if runs.get(name) is None:
                 return None
-            size = max(_elements(ins.shape), *(_elements(shapes.get(op, "")) for op in ins.operands))
-            most = max(most, size * runs[name])
-    return most
+            total += _operations(ins, shapes) * runs[name]
+    return total
 
 
-def numbers(work_done: int | None) -> str:
-    """A :func:`work` figure in words: "45 numbers", or, for a loop the compiler cannot count, that and
-    how to make it countable (the checks that use it cannot bound such work, so they fail it)."""
-    if work_done is None:
-        return ("an uncounted amount of numbers (in a loop whose length the compiler cannot tell, a "
+def in_words(done: int | None) -> str:
+    """An :func:`operations` figure in words: "45 arithmetic operations", or, for a loop the compiler cannot
+    count, that and how to make it countable (the checks that use it cannot bound such work, so they fail it)."""
+    if done is None:
+        return ("an uncounted number of arithmetic operations (in a loop whose length the compiler cannot tell, a "
                 "lax.while_loop; lax.fori_loop with fixed bounds or a Python for loop can be counted)")
-    return f"{work_done} numbers"
+    return f"{done} arithmetic operations"
 
 
 def _entry_layout(text: str) -> str | None:

@@ -18,7 +18,7 @@ reads that from the HLO text alone, in the grader's process (grader.suite.hlo as
 Both are conservative the same way: a value marked CONST really is the same for every input, and a
 value not needed really cannot change the result; the reverse does not hold (``x - x`` is VARIES to
 this reading), which is why a task about splitting work also bounds each device's work
-(grader.suite.hlo.work).
+(grader.suite.hlo.operations).
 """
 
 from __future__ import annotations

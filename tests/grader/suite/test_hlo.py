@@ -137,18 +137,35 @@ def test_a_collective_that_carries_nothing_the_result_needs_is_idle_and_not_coun
     assert hlo.select(text, "all-reduce") == []
 
 
-def test_work_is_a_devices_share_when_it_computes_on_its_part_and_the_whole_when_it_does_not():
-    assert hlo.work(program("dot_with_squeeze")) == 16 // 4   # the dot of 16 numbers, split over 4 devices
-    assert hlo.work(program("mesh_matmul")) == 6 * 8 // 4      # a block of x (and of w: 8 * 3 // 2)
-    for name in ("psum_of_a_constant", "psum_of_a_difference"):  # x of 4 x 5 summed whole on every device
-        assert hlo.work(program(name)) == 4 * 5
+def test_operations_are_a_devices_share_when_it_computes_on_its_part_and_the_whole_when_it_does_not():
+    assert hlo.operations(program("dot_with_squeeze")) == 2 * 16 // 4  # the dot of 16 numbers over 4 devices: 4 multiply-adds
+    assert hlo.operations(program("mesh_matmul")) == 2 * 3 * 3 * 4     # a (3, 4) block of x times a (4, 3) block of w
+    for name in ("psum_of_a_constant", "psum_of_a_difference"):  # x of 4 x 5 summed whole on every device, and more
+        assert hlo.operations(program(name)) >= 4 * 5
     difference = next(c for c in hlo.collectives(program("psum_of_a_difference")) if c.by_student)
     assert not difference.idle  # row - row: only the work tells this program from a distributed one
 
 
-def test_work_in_a_loop_counts_every_iteration_and_an_unknown_trip_count_is_not_guessed():
-    assert hlo.work(program("ring_fori")) == 3 * 6   # an add of one 6-number block, n - 1 = 3 times
-    assert hlo.work(program("while_unknown")) is None
+def test_operations_in_a_loop_count_every_iteration_and_an_unknown_trip_count_is_not_guessed():
+    assert hlo.operations(program("ring_fori")) == 3 * 6   # an add of one 6-number block, n - 1 = 3 times
+    assert hlo.operations(program("while_unknown")) is None
+
+
+def test_operations_add_up_every_instruction_so_a_computation_in_pieces_counts_whole():
+    one = ("HloModule m\n\nENTRY %main (a: f32[8,4], b: f32[4,2]) -> f32[8,2] {\n"
+           "  %a = f32[8,4]{1,0} parameter(0)\n  %b = f32[4,2]{1,0} parameter(1)\n"
+           "  ROOT %d = f32[8,2]{1,0} dot(f32[8,4]{1,0} %a, f32[4,2]{1,0} %b), lhs_contracting_dims={1}, "
+           "rhs_contracting_dims={0}\n}\n")
+    halves = ("HloModule m\n\nENTRY %main (a: f32[8,4], b: f32[4,2]) -> f32[8,2] {\n"
+              "  %a = f32[8,4]{1,0} parameter(0)\n  %b = f32[4,2]{1,0} parameter(1)\n"
+              "  %top = f32[4,4]{1,0} slice(f32[8,4]{1,0} %a), slice={[0:4], [0:4]}\n"
+              "  %low = f32[4,4]{1,0} slice(f32[8,4]{1,0} %a), slice={[4:8], [0:4]}\n"
+              "  %d0 = f32[4,2]{1,0} dot(f32[4,4]{1,0} %top, f32[4,2]{1,0} %b), lhs_contracting_dims={1}, "
+              "rhs_contracting_dims={0}\n"
+              "  %d1 = f32[4,2]{1,0} dot(f32[4,4]{1,0} %low, f32[4,2]{1,0} %b), lhs_contracting_dims={1}, "
+              "rhs_contracting_dims={0}\n"
+              "  ROOT %y = f32[8,2]{1,0} concatenate(f32[4,2]{1,0} %d0, f32[4,2]{1,0} %d1), dimensions={0}\n}\n")
+    assert hlo.operations(one) == hlo.operations(halves) == 2 * 8 * 2 * 4  # 64 multiply-adds either way
 
 
 def test_the_partitioners_groups_read_in_their_iota_and_mesh_axes_forms():
@@ -164,9 +181,9 @@ def test_output_shapes_are_one_devices_blocks():
     assert hlo.output_shapes("HloModule m\n") is None
 
 
-def test_work_in_words_says_how_to_make_an_uncounted_loop_countable():
-    assert hlo.numbers(45) == "45 numbers"
-    assert "lax.fori_loop with fixed bounds" in hlo.numbers(None)
+def test_operations_in_words_say_how_to_make_an_uncounted_loop_countable():
+    assert hlo.in_words(45) == "45 arithmetic operations"
+    assert "lax.fori_loop with fixed bounds" in hlo.in_words(None)
 
 
 MEASURED = 'op_name="jit(call)/call_exported/sdy.manual_computation:shard_map/stablehlo.all_reduce:psum"'

@@ -37,14 +37,15 @@ def test_every_fixture_names_its_source():
 def test_a_cublas_gemm_is_the_dot_it_replaced_and_its_workspace_is_not_work():
     text = accelerator("gpu_gemm_workspace")
     assert "s8[1028]" in text and opcodes(text)[2] == "dot"
-    assert hlo.work(text) == 16 * 32  # its operands (16 x 32, 32 x 16), never the 1028-byte workspace
+    # its multiply-adds (16 x 32 by 32 x 16) and the exponential and negate of its result, never the workspace
+    assert hlo.operations(text) == 2 * 16 * 16 * 32 + 2 * 16 * 16
 
 
 def test_a_replicated_matmul_in_gpu_hlo_does_the_whole_products_work():
     replicated, split = accelerator("gpu_matmul_replicated"), accelerator("gpu_matmul_split")
-    share = 32 * 64 // 2  # x is 32 x 64 over 2 GPUs
-    assert hlo.work(split) == share          # each GPU multiplies its 32 x 32 blocks
-    assert hlo.work(replicated) == 2 * share  # each multiplies the whole x: no "share" point
+    share = 2 * 32 * 32 * 32  # x is 32 x 64 over 2 GPUs: each multiplies its 32 x 32 block of x by 32 rows of w
+    assert hlo.operations(split) == share
+    assert hlo.operations(replicated) == 2 * share + 32 * 32  # the whole x, and an add: no "share" point
     for text in (replicated, split):          # both psum their products: only the work tells them apart
         assert hlo.count(text, "all-reduce", by_student=True) == 1
         assert hlo.bytes_moved(text, by_student=True) == 32 * 32 * 4
@@ -56,13 +57,13 @@ def test_the_schedulers_gemm_module_counts_its_gemms_and_each_all_reduce_once():
     reduces = hlo.collectives(text)
     assert [(c.op, c.times, c.bytes, c.shape) for c in reduces] == [("all-reduce", 1, 32 * 4, "f32[32]")] * 2
     assert hlo.count(text, "all-reduce") == 2
-    assert hlo.work(text) == 32 * 32
+    assert hlo.operations(text) == 7 * 2 * 32 * 32 * 32 + 6 * 32 * 32  # seven 32 x 32 matmuls, six adds
 
 
 def test_a_cudnn_convolution_is_work():
     text = accelerator("gpu_cudnn_convolution")
     assert opcodes(text)[2] == "convolution"
-    assert hlo.work(text) == 32 * 32 * 8
+    assert hlo.operations(text) == 2 * 32 * 32 * 8 * 3 * 3  # each of the 32 x 32 x 8 results: a 3 x 3 window
 
 
 @pytest.mark.parametrize("target, opcode", [
@@ -84,12 +85,12 @@ def test_a_library_call_run_asynchronously_is_still_the_library_call():
                   f"custom-call-start({call.group(2)}){call.group(3)}\n  custom-call.3 = {shape} custom-call-done(start)\n")
     text = text.replace(call.group(0), async_call)
     assert "custom-call-start(" in text and opcodes(text)[2:4] == ["dot", "bitcast"]
-    assert hlo.work(text) == 16 * 32
+    assert hlo.operations(text) == 2 * 16 * 16 * 32 + 2 * 16 * 16
 
 
 def test_a_kernel_of_the_students_own_is_not_counted_as_work():
     text = accelerator("gpu_gemm_workspace").replace("__cublas$gemm", "__gpu$xla.gpu.triton")
-    assert hlo.work(text) == 16 * 16  # only the exponential and negate of its result: a Pallas kernel's work is unknown
+    assert hlo.operations(text) == 2 * 16 * 16  # only the exponential and negate of its result: a Pallas kernel's work is unknown
 
 
 @pytest.mark.parametrize("shape, kept", [
@@ -111,7 +112,7 @@ def test_an_asynchronous_reduce_scatter_is_one_reduce_scatter_in_either_printed_
     (scatter,) = hlo.collectives(text)
     assert (scatter.op, scatter.times, scatter.operands, scatter.bytes) == ("reduce-scatter", 1, 1, 20 * 4)
     assert scatter.shape == "f32[10]{0}" and not scatter.idle
-    assert hlo.count(text, "reduce-scatter") == 1 and hlo.work(text) == 0
+    assert hlo.count(text, "reduce-scatter") == 1 and hlo.operations(text) == 0
 
 
 @pytest.mark.parametrize("op", hlo.COLLECTIVES)
@@ -144,12 +145,13 @@ def test_tpu_all_gathers_count_once_with_the_bytes_a_device_sends_and_the_gather
     assert all(c.groups == ((0, 1),) for c in gathers)
     assert all(c.idle for c in gathers)  # they gather a broadcast of the device's id: nothing of the inputs
     assert hlo.count(text, "all-gather") == 0
-    assert hlo.work(text) == 16 * 256 * 256
+    # the convolution of the parameters (each result: 16 x 64 kernel numbers) and the add; not the one of gathered ids
+    assert hlo.operations(text) == 2 * 16 * 256 * 256 * 16 * 64 + 16 * 256 * 256
 
 
 def test_a_tpu_convolution_fusion_is_the_matmuls_work():
     text = accelerator("tpu_convolution_fusion")
-    assert hlo.work(text) == 128 * 256  # the whole x on every device: a replicated matmul
+    assert hlo.operations(text) == 2 * 128 * 128 * 256  # the whole x by w on every device: a replicated matmul
     (reduce,) = hlo.select(text, "all-reduce", by_student=True)
     assert (reduce.times, reduce.bytes) == (1, 128 * 128 * 4)
 
@@ -170,7 +172,7 @@ ENTRY %main (input: f32[4]) -> f32[4] {
     comps, entry = hlo.parse_computations(text)
     start = hlo_platforms.normalise(comps)[entry][1]
     assert (start.opcode, start.operands, start.shape) == ("call", ["input"], "f32[4]{0}")
-    assert hlo.work(text) == 4  # the negate, run once, on the input bound by the update
+    assert hlo.operations(text) == 4  # the negate, run once, on the input bound by the update
 
 
 # --- every CPU rule holds on the GPU's asynchronous form ----------------------------------------
@@ -208,7 +210,7 @@ def test_the_gpu_form_of_every_cpu_program_reads_as_the_cpu_one(name):
     gpu = async_form(cpu)
     assert gpu.count("-start(") == len(hlo.collectives(cpu))
     assert hlo.collectives(gpu) == hlo.collectives(cpu)
-    assert hlo.work(gpu) == hlo.work(cpu)
+    assert hlo.operations(gpu) == hlo.operations(cpu)
     for by_student in (False, True):
         assert hlo.count(gpu, hlo.COLLECTIVES, by_student) == hlo.count(cpu, hlo.COLLECTIVES, by_student)
         assert hlo.bytes_moved(gpu, by_student=by_student) == hlo.bytes_moved(cpu, by_student=by_student)
