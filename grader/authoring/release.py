@@ -49,7 +49,7 @@ from grader.course import Course, Exercise, Release
 from grader.authoring.public_suite import public_copy, references
 from grader.submission import expected_modules
 from grader.errors import GraderError, UsageError
-from grader.grading import github_classroom
+from grader.grading import github_classroom, reference_figures
 
 ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
@@ -72,15 +72,24 @@ class Released:
     grader_version: str = ""
     files_scanned: int = 0
     hidden_cases: dict[str, int] = field(default_factory=dict)  # task id -> cases graded only at submission
+    exercise: str = ""
+    figures: int = 0  # reference figures the autograder carries (grader.grading.reference_figures)
+    figures_checked: bool = False  # ... all of them: `grade check` passed since the solutions last changed
 
     @property
     def warnings(self) -> list[str]:
         """What the instructor should know before handing the bundle out."""
-        if any(self.hidden_tests.values()):
-            return []
-        return ["every test is visible, so the student bundle holds the whole grading suite and nothing is "
-                "graded only at submission; give tests a visibility of hidden, after_due_date or after_published "
-                "in course.yaml (tests: {test_name: {visibility: ...}})"]
+        found = []
+        if not any(self.hidden_tests.values()):
+            found.append("every test is visible, so the student bundle holds the whole grading suite and nothing is "
+                         "graded only at submission; give tests a visibility of hidden, after_due_date or "
+                         "after_published in course.yaml (tests: {test_name: {visibility: ...}})")
+        if not self.figures_checked:
+            found.append(f"no `grade check {self.exercise}` has passed since its solutions or probes last changed, so "
+                         f"the autograder carries only the {self.figures} figures of the reference's programs measured "
+                         "so far; a hidden test that compares a program with a figure it lacks stops the autograder "
+                         f"with a course error. Run `grade check {self.exercise}`, then release again")
+        return found
 
     def path(self, name: str) -> str:
         return os.path.join(self.out, name)
@@ -301,6 +310,10 @@ def release(course: Course, exercise: Exercise, out: str) -> Released:
     _common(course, exercise, autograder, _record(AUTOGRADER, released), released)
     shutil.copytree(os.path.join(course.root, exercise.suite), os.path.join(autograder, "tests", exercise.name),
                     ignore=_IGNORE)
+    released.exercise = exercise.name
+    released.figures, released.figures_checked = reference_figures.carry(
+        course.root, exercise.name, os.path.join(course.root, exercise.solutions),
+        os.path.join(course.root, exercise.suite), autograder)
     minor = released.requires_python.lstrip(">=").split(".")[1]
     _write(os.path.join(autograder, "setup.sh"), _fill("setup.sh", min_minor=minor), executable=True)
     _write(os.path.join(autograder, "run_autograder"), _fill("run_autograder", exercise=exercise.name),

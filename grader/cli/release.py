@@ -28,7 +28,9 @@ def _release(name, out, course_path):
                "left out, run at submission")
     click.echo(f"  {where(STUDENT, CLASSROOM_WORKFLOW)}: GitHub Classroom autograding (push {STUDENT}/ as the "
                "assignment's template repository)")
-    click.echo(f"  {where(AUTOGRADER)}.zip: Gradescope autograder, all {plural(count + hidden, 'test')}")
+    click.echo(f"  {where(AUTOGRADER)}.zip: Gradescope autograder, all {plural(count + hidden, 'test')}, and "
+               f"{plural(done.figures, 'figure')} of the reference's programs to compare students' with"
+               f"{' (every one: grade check passed)' if done.figures_checked else ''}")
     click.echo(f"  {where(PRAIRIELEARN)}/: PrairieLearn question, grader files and Dockerfile, all "
                f"{plural(count + hidden, 'test')}")
     click.echo(f"  pinned: jax {done.pins['jax']}, jaxlib {done.pins['jaxlib']}, grader {done.grader_version}, "

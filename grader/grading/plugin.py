@@ -22,6 +22,7 @@ from grader.errors import GraderError, StudentFailure
 from grader.grading.budget import TimeBudget
 from grader.grading.case import Case
 from grader.grading.progress import RunProgress
+from grader.grading.reference_figures import ReferenceFigures
 from grader.grading.student import Student
 from grader.layout import Layout
 from grader.suite import feedback, jax_errors
@@ -112,8 +113,10 @@ class GraderPlugin(CasePlan):
     """``exercise`` holds the graded tasks only; ``devices`` and ``timeout_s`` override course.yaml."""
 
     def __init__(self, exercise: Exercise, pool: WorkerPool, seed: int, devices: tuple[int, ...] | None,
-                 timeout_s: float | None = None, progress: RunProgress | None = None):
+                 timeout_s: float | None = None, progress: RunProgress | None = None,
+                 references: ReferenceFigures | None = None):
         super().__init__(exercise, devices)
+        self.references = references
         self.pool, self.backend, self.seed, self.timeout_override = pool, pool.backend, seed, timeout_s
         self.progress = progress or RunProgress(None)
         self.budget = TimeBudget()
@@ -199,7 +202,7 @@ class GraderPlugin(CasePlan):
             self._cut_short.add(request.node.nodeid)
             raise spent
         return Student(self.pool, layout, self.timeout_override or task.timeout_s,
-                       self._generator(self._fresh_secret, request))
+                       self._generator(self._fresh_secret, request), self.references)
 
     @staticmethod
     def _generator(seed: int, request) -> np.random.Generator:

@@ -18,6 +18,7 @@ returning inputs of the same shapes and dtypes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,11 +37,21 @@ class Program:
     """One compiled program of the student's, run by a clean worker, whose values were checked on the
     test's inputs and on inputs the student's process never saw: what it returned for the test's
     inputs (``value``), its optimised HLO text (``hlo``, read it with grader.suite.hlo) and whether it
-    holds a per-device computation, a jax.pmap or jax.shard_map (``manual``, read from the program)."""
+    holds a per-device computation, a jax.pmap or jax.shard_map (``manual``, read from the program).
+    :meth:`reference_operations` measures the course's reference compiled the same way."""
 
     value: object
     hlo: str
     manual: bool
+    reference: Callable[[], int | None] | None = None
+
+    def reference_operations(self) -> int | None:
+        """The arithmetic one device of the reference's program performs for the same inputs and layout
+        (grader.suite.hlo.operations): kept from an earlier run, or measured now
+        (grader.grading.reference_figures)."""
+        if self.reference is None:
+            raise GraderError("this program has no reference to compare it with")
+        return self.reference()
 
 
 def _map(fn, value, path: str = ""):

@@ -149,8 +149,10 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
     before = integrity.snapshot(guarded)
     made = time.monotonic()
     space = workspace or Workspace()
+    solutions = os.path.join(course.root, exercise.solutions)
+    reference = solutions if os.path.isdir(solutions) else None
     try:
-        space.fresh_copy(submission.found, suite)
+        space.fresh_copy(submission.found, suite, reference)
         timeline.span("grader", "make the workspace, copy the submission", made, time.monotonic())
         run = space.settings(backend=backend, memory_mb=backend.memory_limit_mb(course.memory_mb),
                              timeout_s=timeout_s or exercise.timeout_s, sandbox_off=confinement.switched_off())
@@ -163,9 +165,11 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
             with timeline.timed("grader", "import pytest and the plugin"):
                 import pytest  # only now, while the zygote imports JAX: the two overlap
 
+                from grader.grading import reference_figures
                 from grader.grading.plugin import GraderPlugin
 
-            plugin = GraderPlugin(exercise, pool, seed, tuple(devices) if devices else None, timeout_s, progress)
+            plugin = GraderPlugin(exercise, pool, seed, tuple(devices) if devices else None, timeout_s, progress,
+                                  reference_figures.for_run(course.root, exercise.name, reference, suite, pool))
             with (contextlib.redirect_stdout(log), contextlib.redirect_stderr(log), _private_bytecode(space.root),
                   own_plugins_only()):
                 if files:

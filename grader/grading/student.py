@@ -9,6 +9,7 @@ returns a list with one result per process, in process order.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 
 import numpy as np
@@ -16,16 +17,20 @@ import numpy as np
 from grader.errors import UNNAMED_CALL, GraderError, StudentFailure
 from grader.grading import program_mode
 from grader.grading.program_mode import Program
+from grader.grading.reference_figures import ReferenceFigures
 from grader.layout import Layout
 from grader.suite.differences import Probe
 from grader.workers.pool import WorkerPool
 
 
 class Student:
-    def __init__(self, pool: WorkerPool, layout: Layout, timeout_s: float, fresh_rng: np.random.Generator):
+    def __init__(self, pool: WorkerPool, layout: Layout, timeout_s: float, fresh_rng: np.random.Generator,
+                 references: ReferenceFigures | None = None):
         """``fresh_rng``: the case's stream for inputs program mode draws, seeded by the run's secret
-        (never by the printed seed that seeds the test's ``rng``)."""
+        (never by the printed seed that seeds the test's ``rng``); ``references``: the figures of the
+        course's reference programs that a program is compared with."""
         self._pool, self.layout, self.timeout_s, self._fresh_rng = pool, layout, timeout_s, fresh_rng
+        self._references = references
 
     @property
     def devices(self) -> int:
@@ -90,10 +95,14 @@ class Student:
             raise GraderError(f"student.program's arrives gives {len(arrives)} layouts for {len(args)} inputs; it "
                               "needs one per input, each an array")
         input_sets = [tuple(args), *program_mode.fresh_inputs(args, fresh, self._fresh_rng, what)]
-        out = self._pool.program(self.layout, target, program_mode.specs(args), input_sets, kwargs,
-                                 self._what(target), timeout_s or self.timeout_s,
-                                 None if arrives is None else [None if a is None else list(a) for a in arrives])
-        program = Program(out["values"][0], out["hlo"], out["manual"])
+        specs, layouts = program_mode.specs(args), None if arrives is None else [None if a is None else list(a)
+                                                                                  for a in arrives]
+        out = self._pool.program(self.layout, target, specs, input_sets, kwargs, self._what(target),
+                                 timeout_s or self.timeout_s, layouts)
+        references = self._references
+        reference = references and functools.partial(references.operations, self.layout, target, specs, tuple(args),
+                                                     kwargs, layouts, self._what(target), timeout_s or self.timeout_s)
+        program = Program(out["values"][0], out["hlo"], out["manual"], reference)
         probe = probe and dataclasses.replace(probe, reference=expect, inputs=tuple(args))
         program_mode.check_values(program, out["values"], input_sets, expect, what, self.devices, rtol, atol, dtype,
                                   counts, probe)

@@ -38,7 +38,8 @@ from grader.workers.spares import Spares
 from grader.workers.worker import STARTUP_TIMEOUT_S, RunSettings
 
 ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PROBES, CLEAN, ENGINE, COMPILE_CACHE, OUTBOX = "probes", "clean", "engine", "compile-cache", "compile-outbox"
+PROBES, CLEAN, ENGINE, COMPILE_CACHE, OUTBOX, REFERENCE = ("probes", "clean", "engine", "compile-cache",
+                                                           "compile-outbox", "reference")
 COMPILE_CACHE_LIMIT_BYTES = 1 << 30  # past this (a student's code may write there too) the cache starts over
 
 
@@ -70,6 +71,17 @@ def _copy_probes(suite: str, probes: str) -> str:
         if name.endswith(".py") and not name.startswith("test_") and name != "conftest.py":
             shutil.copyfile(os.path.join(suite, name), os.path.join(probes, name))
     return probes
+
+
+def _keep_private(folder: str) -> None:
+    """Files readable by the grader's uid only: the reference solution's copy. A reference worker, started as
+    root, copies it into its private scratch before it drops to a uid of its own (grader.sandbox.mounts; its
+    folders stay listable for the check it makes later); a student's worker, of another uid, cannot read a
+    file of it even where Landlock is missing, and Landlock keeps the folder out of its reach too."""
+    for parent, _, files in os.walk(folder):
+        os.chmod(parent, 0o755)
+        for name in files:
+            os.chmod(os.path.join(parent, name), 0o600)
 
 
 def _size(folder: str) -> int:
@@ -119,6 +131,8 @@ class Workspace:
         self.engine = os.path.join(self.root, ENGINE)  # holds only the ``grader`` package, for the workers
         self.code = os.path.join(self.root, submissions.SCRATCH_FOLDER)
         self.probes, self.clean = os.path.join(self.root, PROBES), os.path.join(self.root, CLEAN)
+        self.reference = os.path.join(self.root, REFERENCE)
+        self._has_reference = False
         self.compile_cache = os.path.join(self.root, COMPILE_CACHE) if warm else ""
         self.spares = Spares() if warm else None
         self.trusted = trusted
@@ -132,7 +146,7 @@ class Workspace:
         cache = self.compile_cache
         if cache and os.path.isdir(cache) and _size(cache) > COMPILE_CACHE_LIMIT_BYTES:
             shutil.rmtree(cache)
-        kept = {self.code, self.probes, self.clean}
+        kept = {self.code, self.probes, self.clean, self.reference}
         for name in os.listdir(self.root):
             path = os.path.join(self.root, name)
             if path == cache or name == held_folder.LOCK:
@@ -157,10 +171,11 @@ class Workspace:
         self._reset()
         self._emptied = True
 
-    def fresh_copy(self, source: str, suite: str) -> tuple[str, str]:
-        """Empty the folder (unless :meth:`ready_next` just did), then copy the submission at ``source`` and
-        the probes of ``suite`` into it; returns (the submission's copy, the probes' folder). A zygote that
-        died since the last run (a student's code may kill its parent) is replaced."""
+    def fresh_copy(self, source: str, suite: str, reference: str | None = None) -> tuple[str, str]:
+        """Empty the folder (unless :meth:`ready_next` just did), then copy the submission at ``source``, the
+        probes of ``suite`` and, where the course has it here, its ``reference`` solution (for reference
+        workers) into it; returns (the submission's copy, the probes' folder). A zygote that died since the
+        last run (a student's code may kill its parent) is replaced."""
         self.launcher.forget_dead()
         if not self._emptied:
             if self.spares is not None:
@@ -170,6 +185,11 @@ class Workspace:
         submissions.copy_to_scratch(source, self.root)
         _copy_probes(suite, self.probes)
         _give_to_workers(self.code)
+        self._has_reference = bool(reference) and os.path.isdir(reference)
+        if self._has_reference:
+            shutil.copytree(reference, self.reference, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("__pycache__", ".*"))
+            _keep_private(self.reference)
         return self.code, self.probes
 
     def settings(self, **run) -> RunSettings:
@@ -177,7 +197,7 @@ class Workspace:
         return RunSettings(code=self.code, probes=self.probes, clean_home=self.clean,
                            compile_cache=self.compile_cache, outbox=os.path.join(self.root, OUTBOX),
                            shared_cache=compile_cache.shared_folder(run.get("sandbox_off", ())), trusted=self.trusted,
-                           **run)
+                           reference=self.reference if self._has_reference else "", **run)
 
     def publish(self, run: RunSettings) -> int:
         """Once ``run``'s workers are all gone: move what its trusted workers compiled into the shared

@@ -131,10 +131,12 @@ def _fit_inputs(exported, inputs: tuple, name: str) -> tuple:
     return jax.tree.unflatten(tree, [np.asarray(a, w.dtype) for a, w in zip(leaves, wanted)])[0]
 
 
-def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None) -> dict:
+def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, ablate: bool = True) -> dict:
     """{"values": what the program returns for each set of inputs in ``input_sets``, laid out as
     ``arrives`` says (:func:`_shardings`), "hlo": its compiled HLO text, idle collectives marked,
-    "manual": whether it holds a jax.pmap or jax.shard_map}."""
+    "manual": whether it holds a jax.pmap or jax.shard_map that the answer needs}. Without ``ablate``
+    (the reference's program, whose work alone is compared) nothing is marked idle and "manual" is
+    read from the program's operations only."""
     import dataclasses
 
     import jax
@@ -175,6 +177,8 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None) -> 
         raise StudentFailure("not_exportable", f"{name}'s program does not run on the test's inputs: "
                              f"{first_line(exc, 200)}", None, type(exc).__name__) from None
     text = compiled.as_text()
+    if not ablate:
+        return {"values": values, "hlo": text, "manual": holds_manual_computation(operations)}
 
     def run_variants(variants, inputs):
         """The answers of the programs ``variants`` (bytecode) to ``inputs``, compiled as one program."""

@@ -83,7 +83,8 @@ def run_request(op: str, target: str, args, kwargs):
     if _clean:
         if op != "run_program":
             raise ValueError(f"a clean worker only runs programs, not {op!r}")
-        return run_program(kwargs["program"], list(args), target.rpartition(".")[2], kwargs.get("arrives"))
+        return run_program(kwargs["program"], list(args), target.rpartition(".")[2], kwargs.get("arrives"),
+                           kwargs.get("ablate", True) is not False)
     if op == "probe":
         module, _, name = target.rpartition(".")
         return getattr(_load_probes(module), name)(*args, **kwargs)

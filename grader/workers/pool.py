@@ -38,6 +38,7 @@ class WorkerPool:
         self._launcher = launcher or Launcher(engine_path, use_zygote, STARTUP_TIMEOUT_S)
         self._workers: dict[Layout, Handle] = {}
         self._clean: dict[Layout, Worker] = {}
+        self._reference: dict[Layout, Worker] = {}
         self._spares = spares
         self._own_spares = spares is None  # made by prestart_clean, killed with the pool if nobody took them
         self.student_output: dict[str, str] = {}
@@ -82,18 +83,22 @@ class WorkerPool:
             if isinstance(worker, Worker):
                 self._launcher.prepare(worker.environment(), self.run.code)
 
+    def _every(self) -> tuple:
+        """Every worker this pool started: the student's, the clean ones, the reference's."""
+        return (*self._workers.values(), *self._clean.values(), *self._reference.values())
+
     @property
     def start_seconds(self) -> float:
-        return sum(w.start_s for w in (*self._workers.values(), *self._clean.values()))
+        return sum(w.start_s for w in self._every())
 
     @property
     def sandbox_records(self) -> list[dict]:
         """What confined each worker process started so far (a group's: each member's; clean workers too)."""
-        return [r for w in (*self._workers.values(), *self._clean.values()) for r in w.sandbox_records]
+        return [r for w in self._every() for r in w.sandbox_records]
 
     @property
     def peak_worker_rss_kb(self) -> int:
-        return max((w.peak_rss_kb for w in (*self._workers.values(), *self._clean.values())), default=0)
+        return max((w.peak_rss_kb for w in self._every()), default=0)
 
     def request(self, layout: Layout, op: str, target: str, args, kwargs, what: str, timeout_s=None):
         try:
@@ -142,6 +147,29 @@ class WorkerPool:
         self.worker_seconds += elapsed
         return out
 
+    def reference_program(self, layout: Layout, target: str, specs, inputs: tuple, kwargs, what: str,
+                          timeout_s=None, arrives=None) -> str:
+        """The compiled HLO of the course's reference solution for ``target``, exported from the same shapes
+        and compiled by ``layout``'s clean worker for the same inputs and layout as the student's program
+        (:meth:`program`): what the student's program is compared with. A reference that fails is the
+        course's fault: GraderError."""
+        if not self.run.reference:
+            raise GraderError(f"no reference solution here to compile {target} for {layout}")
+        if layout not in self._reference:
+            self._reference[layout] = Worker(layout, self.run.for_layout(layout), self._launcher,
+                                             reference_dir=self.run.reference)
+        clean = self._clean_worker(layout)
+        try:
+            blob, _ = self._reference[layout].request("program", target, specs, kwargs, what, timeout_s)
+            out, _ = clean.request("run_program", target, (tuple(inputs),),
+                                   {"program": blob, "arrives": arrives, "ablate": False}, what, timeout_s)
+        except StudentFailure as failure:
+            clean.kill()
+            self._reference.pop(layout).kill()
+            raise GraderError(f"the course's reference solution fails where the student's program was compared "
+                              f"with it ({target} on {layout}): {failure.message}") from None
+        return out["hlo"]
+
     def _clean_worker(self, layout: Layout) -> Worker:
         if layout not in self._clean:
             if not self.run.clean_home:  # else a clean worker would start in the student's scratch
@@ -166,13 +194,15 @@ class WorkerPool:
     def finish(self, layout: Layout) -> None:
         """End ``layout``'s worker and clean worker once the run has no more cases there (what the student's
         printed is kept for the report): a run then holds one layout's processes at a time, not every one."""
-        ending = [w for w in (self._workers.get(layout), self._clean.get(layout)) if w is not None]
+        ending = [w for w in (self._workers.get(layout), self._clean.get(layout), self._reference.get(layout))
+                  if w is not None]
         for w in ending:
             w.ask_to_exit()
         if layout in self._workers:
             self._keep_output(layout, self._workers[layout].stop())
-        if layout in self._clean:
-            self._clean[layout].stop()
+        for held in (self._clean, self._reference):
+            if layout in held:
+                held[layout].stop()
 
     def _keep_output(self, layout: Layout, text: str) -> None:
         if text.strip():
@@ -181,7 +211,7 @@ class WorkerPool:
     def close(self) -> None:
         """Ask every worker to exit, give each a moment, then end whatever is left (and the zygotes)."""
         try:
-            for w in (*self._workers.values(), *self._clean.values()):
+            for w in self._every():
                 w.ask_to_exit()
             for layout, w in self._workers.items():
                 self._keep_output(layout, w.stop())
@@ -192,7 +222,7 @@ class WorkerPool:
         """End every worker and zygote now, without waiting for a student call in flight (Ctrl-C)."""
         for layout, w in self._workers.items():
             self._keep_output(layout, w.stop(grace_s=0))
-        for w in self._clean.values():
+        for w in (*self._clean.values(), *self._reference.values()):
             w.stop(grace_s=0)  # what XLA printed while compiling is not the student's output
         if self._own_spares and self._spares is not None:
             self._spares.close()

@@ -47,8 +47,10 @@ class RunSettings:
     sandbox mechanisms to leave out (for measuring only; grader.grading.confinement.switched_off), the
     folder clean workers start in (``clean_home``, which program mode needs), in watch mode the folder
     of the session's compile caches, the shared compile cache every worker reads, the run's
-    ``outbox`` where trusted workers leave what they compiled for the grader to publish there, and
-    whether every worker of the run is trusted (``grade check``; see :meth:`Worker.compile_cache`)."""
+    ``outbox`` where trusted workers leave what they compiled for the grader to publish there,
+    whether every worker of the run is trusted (``grade check``; see :meth:`Worker.compile_cache`), and
+    the folder holding a copy of the course's reference solution ("" where the course ships none: a
+    Gradescope bundle), which reference workers import to compile the reference's program."""
 
     code: str
     probes: str
@@ -61,6 +63,7 @@ class RunSettings:
     shared_cache: str = ""
     outbox: str = ""
     trusted: bool = False
+    reference: str = ""
 
     def for_layout(self, layout: Layout) -> RunSettings:
         """The settings of ``layout``'s workers: under --backend auto, a layout the accelerators cannot take
@@ -151,13 +154,16 @@ class Worker:
     """One worker process for one layout; ``env`` holds this process's own variables (its share of the
     devices), ``distributed`` its place in a multi-process group. With ``clean_dir`` it is a clean
     worker: same environment (so the same zygote forks it), but it starts in that empty folder and
-    never imports student code. With ``warm_up`` it compiles a small program of the grader's once JAX
-    is set up (a spare, see grader.workers.spares)."""
+    never imports student code. With ``reference_dir`` it imports the course's reference solution from
+    there instead of the student's scratch (same environment, so the same zygote forks it too). With
+    ``warm_up`` it compiles a small program of the grader's once JAX is set up (a spare, see
+    grader.workers.spares)."""
 
     def __init__(self, layout: Layout, run: RunSettings, launcher: Launcher, env: dict[str, str] | None = None,
-                 distributed: dict | None = None, clean_dir: str | None = None, warm_up: bool = False):
+                 distributed: dict | None = None, clean_dir: str | None = None, warm_up: bool = False,
+                 reference_dir: str | None = None):
         self.layout, self.run, self.launcher = layout, run, launcher
-        self.clean_dir = clean_dir
+        self.clean_dir, self.reference_dir = clean_dir, reference_dir
         self.warm_up = warm_up
         self.env = env if env is not None else run.backend.worker_variables(layout.devices)
         self.distributed = distributed
@@ -174,7 +180,11 @@ class Worker:
     @property
     def name(self) -> str:
         """How the timeline names it: "worker 4 devices", "clean 4 devices"."""
-        return f"{'clean' if self.clean_dir is not None else 'worker'} {self.layout}"
+        return f"{self._role} {self.layout}"
+
+    @property
+    def _role(self) -> str:
+        return "clean" if self.clean_dir is not None else "reference" if self.reference_dir else "worker"
 
     def start(self) -> None:
         began = time.perf_counter()
@@ -195,8 +205,8 @@ class Worker:
     def compile_cache(self) -> str:
         """The folder this worker writes what it compiles to, made now; "" when it writes none.
 
-        A trusted worker (a clean one, which never runs student code, or any worker of a trusted run:
-        ``grade check``) writes to its own folder of the run's outbox, which the grader publishes to
+        A trusted worker (a clean one, which never runs student code, a reference worker, or any worker
+        of a trusted run: ``grade check``) writes to its own folder of the run's outbox, which the grader publishes to
         the shared cache once the run's workers are gone (grader.workers.compile_cache). In watch mode
         a student's worker writes the session's cache of its device count, which only that student's
         later workers read. A process of a multi-process group writes none (its programs span the group).
@@ -204,8 +214,8 @@ class Worker:
         clean = self.clean_dir is not None
         if self.distributed:
             return ""
-        if self.run.outbox and (clean or self.run.trusted):
-            folder = os.path.join(self.run.outbox, f"{'clean' if clean else 'worker'}-{self.layout.devices}")
+        if self.run.outbox and (clean or self.reference_dir or self.run.trusted):
+            folder = os.path.join(self.run.outbox, f"{self._role}-{self.layout.devices}")
         elif self.run.compile_cache and not clean:
             folder = os.path.join(self.run.compile_cache, f"devices-{self.layout.devices}")
         else:
@@ -217,7 +227,7 @@ class Worker:
         """Start the process and send its settings; it reports ready (or why not) on the reply pipe."""
         from grader import protocol
 
-        home = self.clean_dir or self.run.code
+        home = self.clean_dir or self.reference_dir or self.run.code
         os.makedirs(os.path.join(home, ".tmp"), exist_ok=True)
         with timeline.timed("grader", f"start {self.name}"):
             started = self.launcher.start(self.environment(), home)

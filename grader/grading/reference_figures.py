@@ -1,0 +1,173 @@
+"""The reference program's figures a student's program is compared with, each computed once.
+
+A structural point about splitting work ("each device computes on its share") is decided by comparing
+the student's compiled program with the course's reference solution compiled the same way: same target,
+same input shapes, same layout, same device count, in the same kind of clean worker
+(grader.workers.pool.WorkerPool.reference_program). The figure compared, the arithmetic one device of
+the reference performs (grader.suite.hlo.operations), is a number that depends only on those and on the
+reference's code, so it is kept once measured:
+
+- where the course's solutions are at hand (the instructor's repository, CI, ``grade batch``), in
+  ``.grade/reference-figures/<exercise>/<digest>/`` beside course.yaml, where ``<digest>`` covers the
+  solutions' files and the suite's probe modules: editing either starts a new folder. A missing figure
+  is measured by a reference worker and written there by the grader (never by a worker). ``grade check``
+  marks a folder ``checked`` once the solutions scored full marks at every device count, so that folder
+  holds every figure the suite asks for;
+- in a released autograder bundle, which carries no solution, in ``reference-figures/<exercise>/``:
+  ``grade release`` copies the checked folder there. A figure missing there is the course's error
+  (GraderError naming what to run), never the student's.
+
+Each figure's file name is a hash of what it depends on, the grader's own reading of HLO included
+(grader/suite/hlo.py), so a figure measured by an older reading is never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+from grader.errors import GraderError
+from grader.layout import Layout
+from grader.protocol import ArraySpec
+from grader.workers.pool import WorkerPool
+
+KEPT = os.path.join(".grade", "reference-figures")  # under the course root, where the solutions are
+RELEASED = "reference-figures"  # under a released autograder bundle's root
+CHECKED = "checked"
+_HLO_READER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "suite", "hlo.py")
+
+
+def _files_digest(folders: list[tuple[str, callable]]) -> str:
+    """A hash of the files of each folder that its rule keeps (name and bytes, in sorted order)."""
+    h = hashlib.sha256()
+    for folder, keep in folders:
+        for parent, dirs, names in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+            for name in sorted(names):
+                if keep(name):
+                    path = os.path.join(parent, name)
+                    h.update(os.path.relpath(path, folder).encode() + b"\0")
+                    with open(path, "rb") as f:
+                        h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()[:16]
+
+
+def _is_probe(name: str) -> bool:
+    return name.endswith(".py") and not name.startswith("test_") and name != "conftest.py"
+
+
+def digest(solutions: str, suite: str) -> str:
+    """What a kept folder's figures depend on beside each figure's own key: the solutions and the probes."""
+    return _files_digest([(solutions, lambda name: name.endswith(".py")), (suite, _is_probe)])
+
+
+def kept_folder(course_root: str, exercise: str, solutions: str, suite: str) -> str:
+    return os.path.join(course_root, KEPT, exercise, digest(solutions, suite))
+
+
+def released_folder(course_root: str, exercise: str) -> str:
+    return os.path.join(course_root, RELEASED, exercise)
+
+
+def _plain(value):
+    """``value`` as JSON-ready data, an array by its dtype, shape and a hash of its bytes."""
+    if isinstance(value, ArraySpec):
+        return ["spec", list(value.shape), value.dtype]
+    if isinstance(value, (np.ndarray, np.generic)):
+        array = np.ascontiguousarray(value)
+        return ["array", array.dtype.str, list(array.shape), hashlib.sha256(array.tobytes()).hexdigest()]
+    if isinstance(value, (tuple, list)):
+        return [type(value).__name__, *map(_plain, value)]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    return repr(value)
+
+
+def _version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+class ReferenceFigures:
+    """The figures of one exercise's reference programs for one grading run."""
+
+    def __init__(self, folder: str, can_measure: bool, pool: WorkerPool):
+        """``folder``: where figures are kept (:func:`kept_folder` or :func:`released_folder`);
+        ``can_measure``: whether the run holds the reference (RunSettings.reference), else a figure
+        missing from ``folder`` is the course's error."""
+        self.folder, self.can_measure, self._pool = folder, can_measure, pool
+        with open(_HLO_READER, "rb") as f:
+            self._reader = hashlib.sha256(f.read()).hexdigest()
+
+    def _key(self, layout: Layout, target: str, specs, kwargs, arrives) -> str:
+        backend = self._pool.backend.placed(layout.devices, layout.processes)
+        facts = [self._reader, _version("jax"), _version("jaxlib"), backend.name, backend.platform, backend.kind,
+                 str(layout), target, _plain(specs), _plain(dict(kwargs)), _plain(arrives)]
+        return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:32]
+
+    def operations(self, layout: Layout, target: str, specs, inputs: tuple, kwargs, arrives, what: str,
+                   timeout_s: float | None) -> int | None:
+        """The arithmetic one device of the reference's program performs (grader.suite.hlo.operations)
+        for these inputs and this layout: kept, or measured now and kept."""
+        from grader.suite import hlo
+
+        path = os.path.join(self.folder, self._key(layout, target, specs, kwargs, arrives) + ".json")
+        try:
+            with open(path) as f:
+                return json.load(f)["operations"]
+        except (OSError, ValueError, KeyError):
+            pass
+        if not self.can_measure:
+            raise GraderError(f"this autograder holds no figure of the reference's program for {target} on {layout}, "
+                              "to compare the student's with: run `grade check` on the course, then `grade release` "
+                              "again, so the bundle carries every figure its hidden tests compare with")
+        figure = hlo.operations(self._pool.reference_program(layout, target, specs, inputs, kwargs, what, timeout_s,
+                                                             arrives))
+        _keep(path, {"operations": figure})
+        return figure
+
+
+def for_run(course_root: str, exercise: str, solutions: str | None, suite: str, pool: WorkerPool) -> ReferenceFigures:
+    """The figures of a run of ``exercise``: kept beside the course where its ``solutions`` are (and measured
+    there when missing), else those a release left in the bundle."""
+    if solutions:
+        return ReferenceFigures(kept_folder(course_root, exercise, solutions, suite), True, pool)
+    return ReferenceFigures(released_folder(course_root, exercise), False, pool)
+
+
+def _keep(path: str, data: dict) -> None:
+    """Write ``data`` to ``path`` whole or not at all (parallel runs may write the same figure); a course
+    folder this user cannot write only means the figure is measured again next time."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".part")
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f)
+        os.replace(temporary, path)
+    except OSError:
+        return
+
+
+def mark_checked(folder: str) -> None:
+    """``grade check`` found the solutions sound at every device count: ``folder`` holds every figure the suite
+    asks for."""
+    _keep(os.path.join(folder, CHECKED), {"checked": True})
+
+
+def carry(course_root: str, exercise: str, solutions: str, suite: str, bundle: str) -> tuple[int, bool]:
+    """Copy the figures kept for ``exercise``'s current solutions and probes into the released autograder
+    ``bundle``; returns (how many, whether ``grade check`` marked them complete)."""
+    folder, dest = kept_folder(course_root, exercise, solutions, suite), released_folder(bundle, exercise)
+    names = sorted(n for n in os.listdir(folder) if n.endswith(".json")) if os.path.isdir(folder) else []
+    os.makedirs(dest, exist_ok=True)
+    for name in names:
+        shutil.copyfile(os.path.join(folder, name), os.path.join(dest, name))
+    return len(names), os.path.isfile(os.path.join(folder, CHECKED))

@@ -1,0 +1,44 @@
+"""Whether each device did its share of the work: the student's program against the reference's.
+
+A task about splitting work earns its point only if one device of the student's compiled program
+performs about as much arithmetic as one device of the course's reference program, compiled for the
+same inputs, layout and device count (grader.grading.reference_figures), counted the same way
+(grader.suite.hlo.operations: every arithmetic instruction, a loop's body once per iteration). A
+program that computes the whole answer on every device, at once or a slice at a time, with or
+without collectives for show, performs about n times the reference's work per device and gets no
+point; a correct program written another way (padded one block further, a fori_loop instead of a
+Python loop, a sum of products instead of jnp.dot) stays within :data:`SLACK` of it. The statements
+say this bound; the message gives both figures, so a student can check them.
+"""
+
+from __future__ import annotations
+
+from grader.errors import GraderError
+from grader.layout import plural
+from grader.suite import hlo
+
+SLACK = 1.5  # a device may perform up to half again the arithmetic of one device of the reference
+WHOLE = 0.8  # past this share of n times the reference's, a device did about the whole answer's work
+
+
+def expect_share_of_work(program, what: str, share: str, devices: int, where: str = "") -> None:
+    """AssertionError unless one device of ``program`` performs at most SLACK times the arithmetic one
+    device of the reference performs; ``share`` says, in the task's words, what one device's part of
+    the work is. ``where``: the case, for the message (default: "on 4 devices")."""
+    where = where or f"on {plural(devices, 'device')}"
+    reference = program.reference_operations()
+    if reference is None:
+        raise GraderError(f"the reference's program for {what} runs a loop of unknown length; its work cannot be "
+                          "compared with the student's")
+    done = hlo.operations(program.hlo)
+    bound = SLACK * reference
+    if done is not None and done <= bound:
+        return
+    limit = f"one device of the reference program performs {reference}, and the bound is {SLACK:g} times that, {int(bound)}"
+    if done is None:
+        raise AssertionError(f"in {what} one device performs {hlo.in_words(done)} {where}; {limit}: {share}")
+    ratio = done / reference if reference else float("inf")
+    whole = (" (about the whole computation's work, done on every device)"
+             if devices > 1 and ratio >= WHOLE * devices else "")
+    raise AssertionError(f"in {what} one device performs {done} arithmetic operations {where}, {ratio:.1f} times "
+                         f"the reference's{whole}; {limit}: {share}")
