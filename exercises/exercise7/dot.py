@@ -18,9 +18,10 @@ How:
 The chapter says "across 4 devices": write it for *any* device count. The grader runs it on 1, 2,
 4 and 8 devices, and reads the compiled program: exactly one all-reduce (your psum) carrying one
 number per device (so take the local dot *before* the psum), that the answer depends on; no
-all-gather (no device needs the whole vectors); and no device computing on more than L // n + 1
-pairs of numbers (its own slices, however you pad: 23 of a vector of 45 on 2 devices). Use jax.numpy (not NumPy) for the padding so the function can be compiled by
-jax.jit.
+all-gather (no device needs the whole vectors); and no device doing more than 1.5 times the
+arithmetic one device of the reference solution does (the report gives both counts): each device
+multiplies only its own slices, however you pad. Use jax.numpy (not NumPy) for the padding so the
+function can be compiled by jax.jit.
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """

@@ -27,7 +27,9 @@ meshes of several shapes, and reads the compiled step: weights gathered and grad
 reduce-scattered over 'data' only, the activations' partial sums all-reduced over 'model', no
 gradient in an all-reduce, and each device left with its blocks of the new weights only. It counts
 only the collectives your answer depends on, and needs at least one all-gather over 'data' and one
-sum over 'model' among them: a step computed whole on every device has neither.
+sum over 'model' among them: a step computed whole on every device has neither. No device may do
+more than 1.5 times the arithmetic one device of the reference solution does (the report gives
+both counts).
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """

@@ -8,7 +8,7 @@ count, and read each function's compiled program for its jax.pmap.
 import numpy as np
 import pytest
 
-from grader.suite import StudentFailure, expect_close, expect_raises, expect_shape, hlo
+from grader.suite import StudentFailure, expect_close, expect_raises, expect_shape, work
 
 FUNCTIONS = ("square_plus_one", "per_device_sum", "per_device_matmul")
 
@@ -154,8 +154,6 @@ def test_each_function_runs_a_pmap(student, rng, devices):
                                  "on one device (a Python loop, jax.vmap) and only copied to the devices "
                                  "(jax.device_put); wrap the per-device function in jax.pmap so every device "
                                  "computes its own row")
-        row, done = max(a[0].size for a in args), hlo.work(program.hlo)
-        if done is None or done > row:
-            raise AssertionError(f"{name} runs a jax.pmap, but one device computes on {hlo.numbers(done)} and a row of "
-                                 f"its input has {row}: compute inside the pmapped function, so that every device "
-                                 "works on its own row")
+        work.expect_share_of_work(program, name,
+                                  "compute inside the pmapped function, so that every device works on its own row",
+                                  devices)

@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from grader.suite import expect_close, expect_shape, feedback, hlo
+from grader.suite import expect_close, expect_shape, feedback, hlo, work
 from grader.suite.differences import Probe, Split
 from grader.suite.jax_errors import Rule
 
@@ -97,8 +97,5 @@ def test_dot_uses_one_all_reduce(student, rng, devices):
     numbers = reduces[0].bytes // 4
     assert numbers == 1, (f"distributed_dot's psum carries {numbers} numbers per device, expected 1: finish the "
                           "local dot (jnp.dot of the two slices) before the psum, so only one number travels")
-    share, done = length // devices + 1, hlo.work(text)  # the bound the statement gives: L // n + 1
-    assert done is not None and done <= share, (
-        f"in distributed_dot one device computes on {hlo.numbers(done)} of a vector of {length}; on {devices} "
-        f"devices each should multiply only its own slices, at most L // n + 1 = {share} pairs, and the psum adds "
-        "the devices' dot products")
+    work.expect_share_of_work(program, "distributed_dot", "each device should multiply only its own slices, and "
+                              "the psum adds the devices' dot products", devices)

@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 
-from grader.suite import WrongProgram, expect_close, expect_shape, feedback, hlo, meshes
+from grader.suite import WrongProgram, expect_close, expect_shape, feedback, hlo, meshes, work
 from grader.suite.jax_errors import Rule
 
 K_PER_COLUMN, P_COLUMNS = 4, 5  # sharded_matmul's x is (3 * n_rows, 4 * n_cols) and w is (4 * n_cols, 5): _matmul
@@ -144,7 +144,7 @@ def _matmul(student, rng, devices):
         if explained:
             raise AssertionError(explained) from None
         raise
-    return x, w, dict(out, hlo=program.hlo)
+    return x, w, dict(out, hlo=program.hlo, program=program)
 
 
 def _psum_over_the_wrong_devices(psum, out) -> str | None:
@@ -181,8 +181,6 @@ def test_sharded_matmul_is_row_parallel_with_one_psum(student, rng, devices):
     if wrong:
         raise AssertionError(wrong)
     n_rows, n_cols = out["device_ids"].shape
-    block, done = max(x.size // (n_rows * n_cols), w.size // n_cols), hlo.work(out["hlo"])
-    if done is None or done > block:
-        raise AssertionError(f"in sharded_matmul one device computes on {hlo.numbers(done)}, but its blocks of x and w "
-                             f"have at most {block}: each device multiplies only the blocks it holds, and the psum "
-                             "over 'model' adds the partial products")
+    work.expect_share_of_work(out["program"], "sharded_matmul", "each device multiplies only the blocks it holds, "
+                              "and the psum over 'model' adds the partial products", n_rows * n_cols,
+                              f"on a {n_rows} x {n_cols} mesh")

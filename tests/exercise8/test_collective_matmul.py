@@ -9,7 +9,7 @@ over 'model', each of one block of x, and no other collective.
 import numpy as np
 import pytest
 
-from grader.suite import feedback, hlo, meshes
+from grader.suite import feedback, hlo, meshes, work
 from grader.suite.differences import Probe, Split
 
 AXES = ("data", "model")
@@ -70,11 +70,5 @@ def test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes(student, rng, device
         extra = ": after n - 1 steps every block has been multiplied; the last one needs no sending" \
             if steps == cols else ""
         raise AssertionError(f"collective_matmul runs {steps} ppermutes {where}, expected n - 1 = {cols - 1}{extra}")
-    # The statement's bound: one operation meets a block of w once per ring step after the first (n - 1 blocks of
-    # w: a lax.fori_loop's steps are counted, as hlo.work counts them), or makes the device's block of y.
-    bound = max((cols - 1) * (w.size // cols), x.shape[0] * w.shape[1] // cols)
-    done = hlo.work(program.hlo)
-    if done is None or done > bound:
-        raise AssertionError(f"in collective_matmul one device computes on {hlo.numbers(done)} {where} in one "
-                             f"operation (its runs in a loop added up); the ring needs at most {bound}: a block of w once per "
-                             "step after the first (n - 1 blocks), or the device's own block of y")
+    work.expect_share_of_work(program, "collective_matmul", "each device multiplies the block of x it holds by its "
+                              "block of w, then each block that arrives, once", rows * cols, where)

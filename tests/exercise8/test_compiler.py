@@ -10,7 +10,7 @@ partitioner added, over which axis, and how much of y each device holds.
 import numpy as np
 import pytest
 
-from grader.suite import feedback, hlo, meshes
+from grader.suite import feedback, hlo, meshes, work
 
 AXES = ("data", "model")
 ARRIVES = {"no_collective": (["data", None], [None, "model"]),
@@ -61,6 +61,8 @@ def test_no_collective_runs_none(student, rng, devices):
     if held and held[0] != share:
         raise AssertionError(f"no_collective leaves each device a {held[0]} block of y on a {rows} x {cols} mesh, "
                              f"expected its {share} share: split y over both mesh axes")
+    work.expect_share_of_work(program, "no_collective", "device (i, j) multiplies only the x rows and w columns it "
+                              "holds", rows * cols, f"on a {rows} x {cols} mesh")
 
 
 @pytest.mark.devices(4, 8)
@@ -82,3 +84,5 @@ def test_one_reduction_runs_one_sum_over_model(student, rng, devices):
         raise AssertionError(f"one_reduction's program runs {_ran(moved, sizes)} {where}: besides the sum over 'model' "
                              "it moves y. A y whole on every device needs every device's rows as well; keep y's rows "
                              "split over 'data', as x's are, and the sum over 'model' is all that remains")
+    work.expect_share_of_work(program, "one_reduction", "each device multiplies only the blocks of x and w it holds, "
+                              "and the sum over 'model' adds the partial products", rows * cols, where)

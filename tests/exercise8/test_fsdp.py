@@ -10,7 +10,7 @@ gradient in an all-reduce, and each device left with its rows of the new w only.
 import numpy as np
 import pytest
 
-from grader.suite import feedback, hlo, meshes
+from grader.suite import feedback, hlo, meshes, work
 
 AXES = ("data",)
 LR = 0.1

@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pytest
 
-from grader.suite import feedback, hlo, meshes
+from grader.suite import feedback, hlo, meshes, work
 from grader.suite.jax_errors import Rule
 
 AXES = ("data", "model")
@@ -125,3 +125,5 @@ def test_matmul_cases_send_the_cheapest_collective(student, rng, devices, case):
         raise AssertionError(f"{case} leaves each device a {held[0]} block of y on a {rows} x {cols} mesh, "
                              f"expected {block}: y laid out as {meshes.spec_text(CASES[case][2])}, each device keeping "
                              "its block")
+    work.expect_share_of_work(program, case, "each device multiplies only the blocks it holds, or gathers, and the "
+                              "collective finishes the product", rows * cols, f"on a {rows} x {cols} mesh")

@@ -11,7 +11,7 @@ left with its blocks of the new weights.
 import numpy as np
 import pytest
 
-from grader.suite import feedback, hlo, meshes
+from grader.suite import feedback, hlo, meshes, work
 
 AXES = ("data", "model")
 LR = 0.05
@@ -93,3 +93,5 @@ def test_two_d_step_communicates_over_the_right_axes(student, rng, devices):
     if held and held[:2] != blocks:
         raise AssertionError(f"train_step leaves each device blocks {held[:2]} of the new w1 and w2 {where}, expected "
                              f"{blocks}: w1 stays P('data', 'model') and w2 P('model', 'data')")
+    work.expect_share_of_work(program, "train_step", "each device computes the forward and backward pass of its own "
+                              "rows of the batch with its own blocks of the weights", rows * cols, where)

@@ -15,7 +15,9 @@ wants a structural point without the algorithm, each in one way a rule of the en
   ``x * 0`` or ``x - x``, or one whose result is multiplied by 0 is idle and not counted: the clean
   worker replaced its result by zeros and the answer did not change (grader.sandbox.program_ablation);
 * the right collective on the wrong data, a psum of the whole dot product each device took divided
-  by the device count: each device does the whole input's work (grader.suite.hlo.work);
+  by the device count, or of the dots of every slice taken one by one on every device; exercise 8's
+  case 3 reduce-scattering rows of x @ w each device multiplied whole: each device does n times the
+  arithmetic of one device of the reference program (grader.suite.work);
 * a psum labelled as something XLA added (a lying ``op_name``): the clean worker names every
   operation by what it is (grader.sandbox.program_labels);
 * ``jax.make_jaxpr`` patched to print a pmap: the pmap is read from the compiled program; a pmap
@@ -208,6 +210,21 @@ jax.export.export = _for_three_numbers
     "dot_psum_of_whole_work": DOT_FOR_SHOW.replace("PSUM_OF", 'lax.psum(v, "i")').replace(
         "jnp.broadcast_to(x[0], (n,))", "jnp.broadcast_to(jnp.dot(x, y) / n, (n,))").replace(
         "jnp.dot(x, y) + token", "token"),
+    # ... and the whole dot product on every device, one slice at a time, each slice's dot its own small
+    # instruction, then the psum the answer needs adds up those per-slice dots (each device holds them all).
+    "dot_whole_in_chunks": '''
+        import jax
+        import jax.numpy as jnp
+        from jax import lax
+
+
+        def distributed_dot(x, y):
+            n = jax.device_count()
+            split = lambda v: jnp.pad(v, (0, -v.shape[0] % n)).reshape(n, -1)  # noqa: E731
+            xs, ys = split(x), split(y)
+            parts = jnp.stack([jnp.dot(xs[i], ys[i]) for i in range(n)])
+            return jax.pmap(lambda p: lax.psum(p, "i"), axis_name="i")(parts)[0]
+        ''',
     # Every device's block recorded by a callback while a probe runs it, their sum then baked in: no collective.
     "ring_learned": '''
         import jax
@@ -390,6 +407,15 @@ def collective_matmul(x, w, mesh):
                                     in_specs=P("data", None), out_specs=P("data", None))
             return average(jax.device_put(y, NamedSharding(mesh, P("data", None))))
         ''',
+    # Case 3 as x @ w of whole rows on every device of a mesh row, then the very reduce-scatter over 'model' the
+    # case needs, of those rows divided by the axis size: the right collective, the right bytes, n_model times the work.
+    "matmuls_whole_then_scatter": (ROOT / "solutions" / "exercise8" / "matmuls.py").read_text() + '''
+
+def matmul_case3(x, w, mesh):
+    finish = jax.shard_map(lambda rows: lax.psum_scatter(rows, "model", scatter_dimension=1, tiled=True)
+                           / lax.axis_size("model"), mesh=mesh, in_specs=P("data", None), out_specs=P("data", "model"))
+    return finish(jax.device_put(x @ w, NamedSharding(mesh, P("data", None))))
+''',
     # The whole MLP on every device, and a psum of (y - y) over 'model' for show.
     "tensor_parallel_replicated": '''
         import jax
@@ -426,7 +452,7 @@ def collective_matmul(x, w, mesh):
 AFTER_A_CALL = '''
 import numpy as np
 
-from grader.suite import hlo
+from grader.suite import hlo, work
 
 
 def test_dot_after_a_call(student, rng, devices):
@@ -434,7 +460,7 @@ def test_dot_after_a_call(student, rng, devices):
     student.call("MODULE.distributed_dot", x, x)
     program = student.program("MODULE.distributed_dot", x, x, expect=lambda a, b: np.dot(a.astype(np.float64), b))
     assert len(hlo.select(program.hlo, "all-reduce", by_student=True)) == 1, "no psum of its own"
-    assert hlo.work(program.hlo) <= -(-45 // devices), "the work of more than a slice"
+    work.expect_share_of_work(program, "distributed_dot", "its own slices", devices)
 '''
 AFTER_A_PROBE = '''
 import numpy as np
@@ -466,6 +492,8 @@ def ring_allreduce(x):
 # Suites of this file's own: (test file, the exercise 7 task whose probes it calls, or None, a values probe or None).
 OWN_SUITES = {"after a call": (AFTER_A_CALL, None, None), "after a probe": (AFTER_A_PROBE, "ring", VALUES_PROBE)}
 NEVER_SAW = "a second set of inputs drawn by the grader that your code never saw"
+MORE_WORK = "times the reference's"  # one device's arithmetic against one device's of the reference program
+WHOLE_WORK = "times the reference's (about the whole computation's work, done on every device)"
 # module: (device counts, its suite: an exercise 7 task's or one of OWN_SUITES, {structural test: what it says})
 TASKS = {
     "dot_knows_the_seed": ([2], "dot", {"test_dot_uses_one_all_reduce": NEVER_SAW}),
@@ -480,7 +508,8 @@ TASKS = {
     "dot_psum_times_zero": ([1], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
     "dot_psum_of_difference": ([2], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
     "dot_loop_of_elements": ([2], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
-    "dot_psum_of_whole_work": ([2], "dot", {"test_dot_uses_one_all_reduce": "one device computes on 45 numbers"}),
+    "dot_psum_of_whole_work": ([2], "dot", {"test_dot_uses_one_all_reduce": WHOLE_WORK}),
+    "dot_whole_in_chunks": ([2], "dot", {"test_dot_uses_one_all_reduce": WHOLE_WORK}),
     "ring_learned": ([2], "after a probe", {"test_ring_allreduce_after_a_probe": NEVER_SAW}),
     "ring_lying_label": ([2], "ring", {"test_ring_allreduce_uses_ppermute_only": "runs an all-reduce (from lax.squeeze)"}),
     "basics_patched_jaxpr": ([2], "basics", {"test_each_function_runs_a_pmap": "square_plus_one's program has no "
@@ -496,9 +525,10 @@ TASKS = {
     "collective_matmul_replicated": ([4], "exercise8/collective_matmul", {
         "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": "runs 0 ppermutes"}),
     "collective_matmul_ring_and_whole": ([4], "exercise8/collective_matmul", {
-        "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": "one device computes on 20 numbers"}),
+        "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": MORE_WORK}),
     "tensor_parallel_whole_then_psum": ([4], "exercise8/tensor_parallel", {
-        "test_mlp_runs_one_all_reduce_over_model": "one device computes on 32 numbers"}),
+        "test_mlp_runs_one_all_reduce_over_model": MORE_WORK}),
+    "matmuls_whole_then_scatter": ([4], "exercise8/matmuls", {"test_matmul_cases_send_the_cheapest_collective": MORE_WORK}),
     "tensor_parallel_replicated": ([4], "exercise8/tensor_parallel", {
         "test_mlp_runs_one_all_reduce_over_model": "mlp runs no collective"}),
     "two_d_replicated": ([4], "exercise8/two_d", {
@@ -509,7 +539,8 @@ TASKS = {
 # Exercise 7's suites whose probes module is another task's.
 PROBES_OF = {"ring_optimal": "ring"}
 # Suites cut down further for one submission: (text, replacement) in its test file.
-SUITE_EDITS = {"ring_optimal_long_chunks": ("[1001, 1000]", "[1000]")}  # the length on which the chunk is too long
+SUITE_EDITS = {"ring_optimal_long_chunks": ("[1001, 1000]", "[1000]"),  # the length on which the chunk is too long
+               "matmuls_whole_then_scatter": ('parametrize("case", CASES)', 'parametrize("case", ["matmul_case3"])')}
 
 
 def structural_suite(task: str, keep, suites=SUITES) -> str:
@@ -553,19 +584,31 @@ def stub(source: str) -> str:
     return "".join(f"def {name}(*args, **kwargs):\n    raise NotImplementedError\n\n\n" for name in names)
 
 
+# The real solution each hostile module stands in for, by its suite: what its program is compared with.
+REFERENCE_OF = {"after a call": "exercise7/dot", "after a probe": "exercise7/ring", "ring_optimal": "exercise7/ring"}
+
+
+def reference(suite: str) -> str:
+    """The course's solution module of the task ``suite`` grades (exercise 7's unless it names another)."""
+    return (ROOT / "solutions" / f"{REFERENCE_OF.get(suite, suite if '/' in suite else f'{EXERCISE}/{suite}')}.py"
+            ).read_text()
+
+
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    """A course of one task per hostile submission, each graded by its suite; the submissions are its
-    solutions/ex (what the tests grade), the stubs name the modules."""
+    """A course of one task per hostile submission, each graded by its suite; the submissions are in
+    submissions/ex (what the tests grade), its solutions/ex the real solutions under the hostile modules'
+    names (what their programs are compared with), the stubs name the modules."""
     root = tmp_path_factory.mktemp("verdicts")
     lines = ["course: verdict-facts", "defaults: {timeout_s: 60, local_timeout_s: 60}", "exercises:", "  ex:",
              "    title: Structural points against hostile submissions", "    tasks:"]
-    for folder in ("exercises/ex", "solutions/ex", "tests/ex"):
+    for folder in ("exercises/ex", "solutions/ex", "submissions/ex", "tests/ex"):
         (root / folder).mkdir(parents=True)
     for module, (devices, suite, failures) in TASKS.items():
         lines.append(f"      - {{id: {module}, title: {module}, points: 10, hint: 'compute it', devices: {devices}}}")
         source = textwrap.dedent(SUBMISSIONS[module])
-        (root / "solutions/ex" / f"{module}.py").write_text(source)
+        (root / "submissions/ex" / f"{module}.py").write_text(source)
+        (root / "solutions/ex" / f"{module}.py").write_text(reference(suite))
         (root / "exercises/ex" / f"{module}.py").write_text(stub(source))
         for name, text in suite_files(module, suite, failures).items():
             (root / "tests/ex" / name).write_text(text)
@@ -584,7 +627,7 @@ def expect_no_structural_point(module: str, cases: list[tuple[str, str, str]], w
 @pytest.fixture(scope="module")
 def graded(course):
     """Every hostile submission graded in one run of ``grade``: {task id: its JSON report entry}."""
-    proc = run_grade("ex", "--course", str(course), "--submission", str(course / "solutions"), "--format", "json",
+    proc = run_grade("ex", "--course", str(course), "--submission", str(course / "submissions"), "--format", "json",
                      "--seed", str(SEED), timeout=900)
     assert proc.returncode == 0, proc.stderr
     return {t["id"]: t for t in json.loads(proc.stdout)["tasks"]}
@@ -597,9 +640,10 @@ def test_no_structural_point_for_a_program_that_does_not_compute_it(graded, modu
     expect_no_structural_point(module, [(c["test"], c["outcome"], c["message"]) for c in task["cases"]])
 
 
-def test_no_structural_point_in_gradescopes_layout_either(course, tmp_path):
+def test_no_structural_point_in_gradescopes_layout_either(course, graded, tmp_path):
     """The seed's table names the test by its id in the run above; in Gradescope's layout the id, and so
-    the test's own inputs, differ: that submission fails on them, in other words."""
+    the test's own inputs, differ: that submission fails on them, in other words. The bundle carries the
+    reference's figures the run above measured (grader.grading.reference_figures)."""
     proc = run_grade("release", "ex", "--out", str(tmp_path / "out"), "--course", str(course))
     assert proc.returncode == 0, proc.stderr
     files = {f"{module}.py": textwrap.dedent(SUBMISSIONS[module]).encode() for module in TASKS}
