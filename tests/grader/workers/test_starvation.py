@@ -7,6 +7,7 @@ for a multi-process group, whose processes are judged together.
 
 from __future__ import annotations
 
+import glob
 import os
 import signal
 
@@ -84,7 +85,7 @@ def test_a_stopped_worker_is_not_blamed_and_its_call_runs_again_in_a_fresh_one(s
 def test_a_worker_held_to_1_percent_of_a_cpu_is_not_blamed(start):
     worker = start(3.0)
     throttled = worker.proc.pid
-    group = os.path.join(cgroups.parents()[0]["cpu"], f"{cgroups.PREFIX}{worker.proc.pid}")
+    [group] = glob.glob(os.path.join(cgroups.parents()[0]["cpu"], f"{cgroups.PREFIX}{worker.proc.pid}-*"))
     if os.path.exists(os.path.join(group, "cpu.shares")):  # every worker's group weighs the same: a core's worth each
         with open(os.path.join(group, "cpu.shares")) as f:
             assert int(f.read()) == cgroups.CPU_SHARES
