@@ -23,8 +23,9 @@ lives, which may still be waiting to read it.
 
 Where a group can be made: root, on cgroup v1 (a hierarchy per controller, as on this project's
 machine) or on cgroup v2 where the grader's own group lets its children have the controller
-(``cgroup.subtree_control``); a normal user where a v2 subtree was delegated to it. Elsewhere
-:func:`join` says why not, and the worker keeps a per-process bound (grader.sandbox.confine).
+(``cgroup.subtree_control``), which the kernel allows a group with processes in it only when it is the
+root group (docs/sandbox.md, "Not covered"). Elsewhere :func:`join` says why not, and the worker keeps
+a per-process bound (grader.sandbox.confine).
 """
 
 from __future__ import annotations
