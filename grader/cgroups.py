@@ -10,7 +10,7 @@ bounds its tasks (processes and threads) on any kernel, and says afterwards whet
 into that bound: a worker that could not start names the limit it hit, threads or memory.
 
 The worker's *holder* (grader.sandbox.namespaces) makes the groups before it starts the worker:
-:func:`join` makes a child of its own group in each hierarchy, sets the limits and moves itself in;
+:func:`join` makes a group in each hierarchy (v1: under its own), sets the limits and moves itself in;
 everything it starts then is in the group. The holder then moves itself back out (:func:`leave`), so
 that what the OOM killer may choose is the worker and what the student started, never the holder.
 The holder's parent, the grader or the zygote that collects the holder's exit (grader.processes.reap),
@@ -22,10 +22,12 @@ run removes every empty group whose owner is gone (:func:`remove_stale`), and ne
 lives, which may still be waiting to read it.
 
 Where a group can be made: root, on cgroup v1 (a hierarchy per controller, as on this project's
-machine) or on cgroup v2 where the grader's own group lets its children have the controller
-(``cgroup.subtree_control``), which the kernel allows a group with processes in it only when it is the
-root group (docs/sandbox.md, "Not covered"). Elsewhere :func:`join` says why not, and the worker keeps
-a per-process bound (grader.sandbox.confine).
+machine) or on cgroup v2 where a group lets its children have the controller (``cgroup.subtree_control``):
+the grader's own group, which the kernel allows only for the root group (a group with processes in it
+delegates nothing), else the group above it, and the worker's groups are then made *beside* the
+grader's. A normal user gets them where that group above is its own (a delegated subtree: a systemd
+user session's app slice). Elsewhere :func:`join` says why not, and the worker keeps a per-process bound
+(grader.sandbox.confine).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ _V2 = ""  # the key of the unified hierarchy in the maps below
 # group does not lose to the processes outside any group on a busy machine, as it would with one process's share.
 CPU_SHARES = 1024 * (os.cpu_count() or 1)
 CPU_WEIGHT = min(10000, 100 * (os.cpu_count() or 1))
+_came_from: dict[str, str] = {}  # a group :func:`join` made -> the group this process was in (where leave puts it back)
 REMOVE_GRACE_S = 2.0  # how long collect waits for the last process of a group to be gone
 OWN_GROUPS, MOUNTS = "/proc/self/cgroup", "/proc/self/mountinfo"  # where the kernel says which groups and hierarchies
 
@@ -78,28 +81,46 @@ def _mount_points() -> dict[str, str]:
     return points
 
 
-def _v2_has(parent: str, controller: str) -> bool:
+def _delegates(folder: str) -> set[str]:
+    """The controllers a v2 group lets its children have (its cgroup.subtree_control)."""
     try:
-        with open(os.path.join(parent, "cgroup.subtree_control")) as f:
-            return controller in f.read().split()
+        with open(os.path.join(folder, "cgroup.subtree_control")) as f:
+            return set(f.read().split())
     except OSError:
-        return False
+        return set()
+
+
+def _own_folders() -> dict[str, str]:
+    """controller (or _V2) -> the folder of this process's own group in that hierarchy."""
+    groups, points = _own_groups(), _mount_points()
+    return {key: os.path.join(points[key], groups[key].lstrip("/")).rstrip("/") for key in groups if key in points}
+
+
+def _v2_parent(own: str) -> str:
+    """Where a worker's v2 groups go: under this process's group where it delegates a controller (only the root
+    group can, with processes in it), else beside it, in the group above, which delegates to it ("" for neither).
+    One folder for every controller: a process is in one v2 group."""
+    above = os.path.dirname(own)
+    mounted = {point.rstrip("/") for key, point in _mount_points().items() if key == _V2}
+    for parent in (own, "" if own in mounted else above):
+        if parent and _delegates(parent) & set(CONTROLLERS):
+            return parent
+    return ""
 
 
 def parents() -> tuple[dict[str, str], dict[str, str]]:
     """(controller -> the folder a worker's group goes in, controller -> why there is none) for this process."""
-    groups, points = _own_groups(), _mount_points()
+    own = _own_folders()
     found, why = {}, {}
+    v2 = _v2_parent(own[_V2]) if _V2 in own else ""
     for controller in CONTROLLERS:
-        if controller in points and controller in groups:
-            found[controller] = os.path.join(points[controller], groups[controller].lstrip("/")).rstrip("/")
-        elif _V2 in points and _V2 in groups:
-            parent = os.path.join(points[_V2], groups[_V2].lstrip("/")).rstrip("/")
-            if _v2_has(parent, controller):
-                found[controller] = parent
-            else:
-                why[controller] = (f"cgroup v2: the {controller} controller is not enabled for the children of "
-                                   f"{parent} (its cgroup.subtree_control)")
+        if controller in own:
+            found[controller] = own[controller]
+        elif v2 and controller in _delegates(v2):
+            found[controller] = v2
+        elif _V2 in own:
+            why[controller] = (f"cgroup v2: the {controller} controller is not enabled for the children of "
+                               f"{v2 or own[_V2]} (its cgroup.subtree_control)")
         else:
             why[controller] = f"no cgroup hierarchy with the {controller} controller is mounted"
     return found, why
@@ -160,6 +181,7 @@ def join(memory_bytes: int, tasks: int) -> tuple[dict[str, str], dict[str, str]]
     pid = os.getpid()
     name = _name(pid, os.getppid())
     found, why = parents()
+    own = _own_folders()
     made = {}
     for controller, parent in found.items():
         folder = os.path.join(parent, name)
@@ -184,13 +206,14 @@ def join(memory_bytes: int, tasks: int) -> tuple[dict[str, str], dict[str, str]]
             os.rmdir(folder)
             continue
         made[controller] = folder
+        _came_from[folder] = own.get(controller, own.get(_V2, parent))
     return made, why
 
 
 def leave(made: dict[str, str]) -> None:
     """Move this process back to the group it came from, in every hierarchy (its children stay)."""
     for folder in set(made.values()):
-        _write(os.path.dirname(folder), "cgroup.procs", os.getpid())
+        _write(_came_from.get(folder, os.path.dirname(folder)), "cgroup.procs", os.getpid())
 
 
 def _read(folder: str, name: str) -> str:

@@ -159,6 +159,30 @@ def test_v2_a_workers_group_is_made_bounded_read_and_removed_by_its_owner(fake_v
     assert not group.exists() and cgroups.left_behind() == []
 
 
+def test_v2_a_grader_whose_group_delegates_nothing_gets_groups_beside_it_and_goes_back_to_its_own(fake_v2):
+    """As in a session or a systemd unit: the grader's group holds processes, so it cannot delegate; the group
+    above delegates to it, and the worker's groups are made there."""
+    (fake_v2 / "cgroup.subtree_control").write_text("")
+    above = fake_v2.parent
+    holder, made, why = _join_in_a_child(64 << 20, 32)
+    group = above / f"{cgroups.PREFIX}{holder}-{os.getpid()}-{cgroups._started(os.getpid())}"
+    assert why == {} and made == dict.fromkeys(cgroups.CONTROLLERS, str(group))
+    assert (group / "memory.max").read_text() == str(64 << 20) and (group / "pids.max").read_text() == "32"
+    assert (fake_v2 / "cgroup.procs").read_text() == str(holder), "back in its own group, not the one above"
+    assert (above / "cgroup.procs").read_text() == ""
+    assert cgroups.stale() == [] and cgroups.left_behind() == [holder]
+    (group / "cgroup.procs").write_text("")
+    cgroups.collect(holder)
+    assert not group.exists()
+
+
+def test_v2_no_group_delegating_means_no_groups_and_says_why(fake_v2):
+    (fake_v2 / "cgroup.subtree_control").write_text("")
+    (fake_v2.parent / "cgroup.subtree_control").write_text("hugetlb\n")
+    assert cgroups.parents() == ({}, {c: f"cgroup v2: the {c} controller is not enabled for the children of "
+                                         f"{fake_v2} (its cgroup.subtree_control)" for c in cgroups.CONTROLLERS})
+
+
 def test_v2_without_a_memory_limit_only_processes_are_bounded(fake_v2):
     holder, made, _ = _join_in_a_child(0, 64)
     group = made["pids"]
