@@ -44,9 +44,9 @@ _V2 = ""  # the key of the unified hierarchy in the maps below
 # group does not lose to the processes outside any group on a busy machine, as it would with one process's share.
 CPU_SHARES = 1024 * (os.cpu_count() or 1)
 CPU_WEIGHT = min(10000, 100 * (os.cpu_count() or 1))
-_came_from: dict[str, str] = {}  # a group :func:`join` made -> the group this process was in (where leave puts it back)
 REMOVE_GRACE_S = 2.0  # how long collect waits for the last process of a group to be gone
 OWN_GROUPS, MOUNTS = "/proc/self/cgroup", "/proc/self/mountinfo"  # where the kernel says which groups and hierarchies
+_came_from: dict[str, str] = {}  # a group :func:`join` made -> the group this process was in (where leave puts it back)
 
 
 def _own_groups() -> dict[str, str]:
@@ -276,7 +276,8 @@ def collect(pid: int) -> dict[str, int]:
 
 
 def _groups() -> list[tuple[str, int, int, str]]:
-    """Every worker group under this process's own groups: (folder, holder pid, owner pid, owner's start time)."""
+    """Every worker group where this process's workers' groups go (:func:`parents`): (folder, holder pid, owner pid,
+    owner's start time)."""
     found, _ = parents()
     out = []
     for parent in set(found.values()):
