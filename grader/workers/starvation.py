@@ -62,10 +62,11 @@ def _read(path: str) -> str:
 
 
 def sample(*holders: int) -> Usage:
-    """The usage of every process under each of ``holders`` (a worker's, or each process's of a group: the worker,
-    its namespace's init, what it started); stopped only where a holder's own child is (see the module's docstring)."""
+    """The usage of each of ``holders`` (a worker's, or each process's of a group) and every process under it (the
+    worker, its namespace's init, what it started; without namespaces the holder is the worker itself); stopped only
+    where a holder's own child is (see the module's docstring)."""
     cpu, wait, stopped = {}, {}, False
-    for holder, pid in ((holder, pid) for holder in holders for pid in processes.descendants(holder)):
+    for holder, pid in ((holder, pid) for holder in holders for pid in (holder, *processes.descendants(holder))):
         stat = _read(f"/proc/{pid}/stat").rsplit(")", 1)
         if len(stat) != 2:
             continue  # it ended meanwhile

@@ -10,6 +10,9 @@ from __future__ import annotations
 import glob
 import os
 import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -144,6 +147,22 @@ def test_starved_twice_is_the_machines_fault_never_a_verdict(start, monkeypatch)
     with pytest.raises(MachineFault, match=r"sleep\(\) ran past its 1 s limit .*but the worker was stopped twice, in "
                                            r"two workers: this is the machine, not the submission"):
         _call(worker, "sleep")
+
+
+def test_a_worker_without_namespaces_is_its_own_holder_and_its_cpu_time_counts():
+    """Without namespaces the process the grader holds is the worker: its own CPU time is what shows it ran."""
+    spinning = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        before, after = starvation.sample(spinning.pid), None
+        for _ in range(100):  # until a clock tick of CPU shows, however busy the machine
+            time.sleep(0.1)
+            after = starvation.sample(spinning.pid)
+            if after.cpu_s.get(spinning.pid, 0.0) > before.cpu_s.get(spinning.pid, 0.0):
+                break
+    finally:
+        spinning.kill()
+        spinning.wait()
+    assert after.cpu_s.get(spinning.pid, 0.0) > before.cpu_s.get(spinning.pid, 0.0)
 
 
 def _usage(cpu: float, wait: float, stopped: bool = False) -> starvation.Usage:
