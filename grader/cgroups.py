@@ -10,17 +10,24 @@ bounds its tasks (processes and threads) on any kernel, and says afterwards whet
 into that bound: a worker that could not start names the limit it hit, threads or memory.
 
 The worker's *holder* (grader.sandbox.namespaces) makes the groups before it starts the worker:
-:func:`join` makes a child of its own group in each hierarchy (``grade-worker-<holder pid>``),
-sets the limits and moves itself in; everything it starts then is in the group. The holder then
-moves itself back out (:func:`leave`), so that what the OOM killer may choose is the worker and what
-the student started, never the holder. The grader (or the zygote: whoever collects the holder's
-exit, grader.processes.reap) reads the group's counters and removes it (:func:`collect`) once
-every process in it has ended, so nothing of it outlives the worker.
+:func:`join` makes a group in each hierarchy (v1: under its own), sets the limits and moves itself in;
+everything it starts then is in the group. The holder then moves itself back out (:func:`leave`), so
+that what the OOM killer may choose is the worker and what the student started, never the holder.
+The holder's parent, the grader or the zygote that collects the holder's exit (grader.processes.reap),
+*owns* the group: it reads the group's counters and removes it (:func:`collect`) once every process in
+it has ended, so nothing of it outlives the worker. A group is named after its holder and its owner,
+``grade-worker-<holder pid>-<owner pid>-<owner's start time>`` (the start time tells a live owner from a
+later process given the same pid). An owner that died hard (SIGKILL) removes nothing: the next grading
+run removes every empty group whose owner is gone (:func:`remove_stale`), and never a group whose owner
+lives, which may still be waiting to read it.
 
 Where a group can be made: root, on cgroup v1 (a hierarchy per controller, as on this project's
-machine) or on cgroup v2 where the grader's own group lets its children have the controller
-(``cgroup.subtree_control``); a normal user where a v2 subtree was delegated to it. Elsewhere
-:func:`join` says why not, and the worker keeps a per-process bound (grader.sandbox.confine).
+machine) or on cgroup v2 where a group lets its children have the controller (``cgroup.subtree_control``):
+the grader's own group, which the kernel allows only for the root group (a group with processes in it
+delegates nothing), else the group above it, and the worker's groups are then made *beside* the
+grader's. A normal user gets them where that group above is its own (a delegated subtree: a systemd
+user session's app slice). Elsewhere :func:`join` says why not, and the worker keeps a per-process bound
+(grader.sandbox.confine).
 """
 
 from __future__ import annotations
@@ -38,13 +45,15 @@ _V2 = ""  # the key of the unified hierarchy in the maps below
 CPU_SHARES = 1024 * (os.cpu_count() or 1)
 CPU_WEIGHT = min(10000, 100 * (os.cpu_count() or 1))
 REMOVE_GRACE_S = 2.0  # how long collect waits for the last process of a group to be gone
+OWN_GROUPS, MOUNTS = "/proc/self/cgroup", "/proc/self/mountinfo"  # where the kernel says which groups and hierarchies
+_came_from: dict[str, str] = {}  # a group :func:`join` made -> the group this process was in (where leave puts it back)
 
 
 def _own_groups() -> dict[str, str]:
     """controller (or _V2) -> this process's group in that hierarchy, from /proc/self/cgroup."""
     groups = {}
     try:
-        with open("/proc/self/cgroup") as f:
+        with open(OWN_GROUPS) as f:
             for line in f:
                 _, controllers, path = line.rstrip("\n").split(":", 2)
                 for controller in controllers.split(",") if controllers else (_V2,):
@@ -58,7 +67,7 @@ def _mount_points() -> dict[str, str]:
     """controller (or _V2) -> where its hierarchy is mounted, from /proc/self/mountinfo."""
     points = {}
     try:
-        with open("/proc/self/mountinfo") as f:
+        with open(MOUNTS) as f:
             for line in f:
                 before, _, after = line.partition(" - ")
                 fstype, _, options = after.split()[:3]
@@ -72,28 +81,46 @@ def _mount_points() -> dict[str, str]:
     return points
 
 
-def _v2_has(parent: str, controller: str) -> bool:
+def _delegates(folder: str) -> set[str]:
+    """The controllers a v2 group lets its children have (its cgroup.subtree_control)."""
     try:
-        with open(os.path.join(parent, "cgroup.subtree_control")) as f:
-            return controller in f.read().split()
+        with open(os.path.join(folder, "cgroup.subtree_control")) as f:
+            return set(f.read().split())
     except OSError:
-        return False
+        return set()
+
+
+def _own_folders() -> dict[str, str]:
+    """controller (or _V2) -> the folder of this process's own group in that hierarchy."""
+    groups, points = _own_groups(), _mount_points()
+    return {key: os.path.join(points[key], groups[key].lstrip("/")).rstrip("/") for key in groups if key in points}
+
+
+def _v2_parent(own: str) -> str:
+    """Where a worker's v2 groups go: under this process's group where it delegates a controller (only the root
+    group can, with processes in it), else beside it, in the group above, which delegates to it ("" for neither).
+    One folder for every controller: a process is in one v2 group."""
+    above = os.path.dirname(own)
+    mounted = {point.rstrip("/") for key, point in _mount_points().items() if key == _V2}
+    for parent in (own, "" if own in mounted else above):
+        if parent and _delegates(parent) & set(CONTROLLERS):
+            return parent
+    return ""
 
 
 def parents() -> tuple[dict[str, str], dict[str, str]]:
     """(controller -> the folder a worker's group goes in, controller -> why there is none) for this process."""
-    groups, points = _own_groups(), _mount_points()
+    own = _own_folders()
     found, why = {}, {}
+    v2 = _v2_parent(own[_V2]) if _V2 in own else ""
     for controller in CONTROLLERS:
-        if controller in points and controller in groups:
-            found[controller] = os.path.join(points[controller], groups[controller].lstrip("/")).rstrip("/")
-        elif _V2 in points and _V2 in groups:
-            parent = os.path.join(points[_V2], groups[_V2].lstrip("/")).rstrip("/")
-            if _v2_has(parent, controller):
-                found[controller] = parent
-            else:
-                why[controller] = (f"cgroup v2: the {controller} controller is not enabled for the children of "
-                                   f"{parent} (its cgroup.subtree_control)")
+        if controller in own:
+            found[controller] = own[controller]
+        elif v2 and controller in _delegates(v2):
+            found[controller] = v2
+        elif _V2 in own:
+            why[controller] = (f"cgroup v2: the {controller} controller is not enabled for the children of "
+                               f"{v2 or own[_V2]} (its cgroup.subtree_control)")
         else:
             why[controller] = f"no cgroup hierarchy with the {controller} controller is mounted"
     return found, why
@@ -124,10 +151,23 @@ def _limits(controller: str, folder: str, memory_bytes: int, tasks: int) -> None
         _write(folder, *(("cpu.shares", CPU_SHARES) if _v1(folder) else ("cpu.weight", CPU_WEIGHT)))
 
 
+def _started(pid: int) -> str:
+    """When process ``pid`` started, in clock ticks since boot ("" when there is no such process)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def _name(holder: int, owner: int) -> str:
+    return f"{PREFIX}{holder}-{owner}-{_started(owner)}"
+
+
 def _make(folder: str) -> None:
     try:
         os.mkdir(folder, 0o755)
-    except FileExistsError:  # a group left by a grader that died, named after a pid now reused
+    except FileExistsError:  # a group of a holder of this owner's that the owner could not remove, same pid again
         os.rmdir(folder)
         os.mkdir(folder, 0o755)
 
@@ -139,10 +179,12 @@ def join(memory_bytes: int, tasks: int) -> tuple[dict[str, str], dict[str, str]]
     group's memory limit (0: none); ``tasks``: the most processes and threads it may hold.
     """
     pid = os.getpid()
+    name = _name(pid, os.getppid())
     found, why = parents()
+    own = _own_folders()
     made = {}
     for controller, parent in found.items():
-        folder = os.path.join(parent, f"{PREFIX}{pid}")
+        folder = os.path.join(parent, name)
         if folder in made.values():  # controllers mounted together (cpu,cpuacct; v2): one group
             try:
                 _limits(controller, folder, memory_bytes, tasks)
@@ -164,13 +206,14 @@ def join(memory_bytes: int, tasks: int) -> tuple[dict[str, str], dict[str, str]]
             os.rmdir(folder)
             continue
         made[controller] = folder
+        _came_from[folder] = own.get(controller, own.get(_V2, parent))
     return made, why
 
 
 def leave(made: dict[str, str]) -> None:
     """Move this process back to the group it came from, in every hierarchy (its children stay)."""
     for folder in set(made.values()):
-        _write(os.path.dirname(folder), "cgroup.procs", os.getpid())
+        _write(_came_from.get(folder, os.path.dirname(folder)), "cgroup.procs", os.getpid())
 
 
 def _read(folder: str, name: str) -> str:
@@ -207,15 +250,19 @@ def counters(controller: str, folder: str) -> dict[str, int]:
 
 
 def collect(pid: int) -> dict[str, int]:
-    """Read and remove the groups of the worker whose holder was ``pid`` (none: {}), once its processes
-    are gone; returns their :func:`counters`. Call it after the holder has been collected."""
+    """Read and remove the groups of the worker whose holder was ``pid``, this process's child (none: {}), once its
+    processes are gone; returns their :func:`counters`. Call it after the holder has been collected."""
     found, _ = parents()
+    name = _name(pid, os.getpid())
     out: dict[str, int] = {}
+    folders: dict[str, list[str]] = {}  # one folder for the controllers of a hierarchy (v2: all of them)
     for controller, parent in found.items():
-        folder = os.path.join(parent, f"{PREFIX}{pid}")
+        folders.setdefault(os.path.join(parent, name), []).append(controller)
+    for folder, controllers in folders.items():
         if not os.path.isdir(folder):
             continue
-        out.update(counters(controller, folder))
+        for controller in controllers:
+            out.update(counters(controller, folder))
         deadline = time.monotonic() + REMOVE_GRACE_S
         while True:
             try:
@@ -228,17 +275,42 @@ def collect(pid: int) -> dict[str, int]:
     return out
 
 
-def left_behind() -> list[int]:
-    """The holders' pids of the worker groups under this process's own that outlived their holder (a grader
-    that died before it could remove them leaves such groups; they hold no process, and nothing else)."""
+def _groups() -> list[tuple[str, int, int, str]]:
+    """Every worker group where this process's workers' groups go (:func:`parents`): (folder, holder pid, owner pid,
+    owner's start time)."""
     found, _ = parents()
-    pids = set()
+    out = []
     for parent in set(found.values()):
         for name in os.listdir(parent) if os.path.isdir(parent) else ():
-            pid = name.removeprefix(PREFIX)
-            if name.startswith(PREFIX) and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
-                pids.add(int(pid))
-    return sorted(pids)
+            parts = name.removeprefix(PREFIX).split("-")
+            if name.startswith(PREFIX) and len(parts) == 3 and all(p.isdigit() for p in parts):
+                out.append((os.path.join(parent, name), int(parts[0]), int(parts[1]), parts[2]))
+    return out
+
+
+def left_behind() -> list[int]:
+    """The holders' pids of this process's worker groups that outlived their holder: what :func:`collect` would
+    still remove."""
+    me = os.getpid()
+    return sorted({holder for _, holder, owner, _ in _groups() if owner == me and not os.path.exists(f"/proc/{holder}")})
+
+
+def stale() -> list[str]:
+    """The worker groups whose owner has ended (a grader or zygote that died before it could remove them)."""
+    return sorted(folder for folder, _, owner, started in _groups() if _started(owner) != started)
+
+
+def remove_stale() -> list[str]:
+    """Remove the stale groups that hold no process any more; returns those removed. A group whose owner lives is
+    never touched, nor one a process still runs in (its removal fails; a later run tries again)."""
+    removed = []
+    for folder in stale():
+        try:
+            os.rmdir(folder)
+            removed.append(folder)
+        except OSError:
+            pass
+    return removed
 
 
 def survey() -> dict[str, str]:

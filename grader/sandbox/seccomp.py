@@ -22,6 +22,8 @@ closed here, in a classic BPF program built by hand (libseccomp's Python binding
 
 - file events: inotify and fanotify, whose watches would report what other processes do to files
   outside the scratch (a classmate's, the gradebook) however Landlock confines opening them;
+- the kernel log (syslog; /dev/kmsg is outside Landlock's paths), which names other workers' processes
+  and control groups (an OOM kill's report) wherever ``kernel.dmesg_restrict`` is 0;
 - kernel objects nothing else keeps to the worker (:func:`load`'s ``shared_ipc`` and ``unbounded_memory``):
   System V IPC and POSIX message queues where the worker has no IPC namespace of its own (they would
   be shared with every process and outlive it), and memfd_create and System V shared memory where no
@@ -55,7 +57,7 @@ DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_open", "pidf
           "process_madvise", "process_mrelease", "kcmp", "io_uring_setup", "io_uring_enter", "io_uring_register",
           "unshare", "setns", "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key",
           "open_by_handle_at", "mount", "umount2", "chroot", "pivot_root", "mknod", "mknodat",
-          "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark")
+          "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark", "syslog")
 SHARED_IPC = ("shmget", "shmat", "shmctl", "shmdt", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop",
               "semctl", "semtimedop", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
               "mq_getsetattr")
@@ -84,7 +86,7 @@ _TABLES = {
         "fanotify_init": 300, "fanotify_mark": 301, "shmget": 29, "shmat": 30, "shmctl": 31, "shmdt": 67,
         "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "semget": 64, "semop": 65, "semctl": 66,
         "semtimedop": 220, "mq_open": 240, "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243,
-        "mq_notify": 244, "mq_getsetattr": 245, "memfd_create": 319, "memfd_secret": 447}),
+        "mq_notify": 244, "mq_getsetattr": 245, "memfd_create": 319, "memfd_secret": 447, "syslog": 103}),
     "aarch64": (0xC00000B7, False, {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438, "kcmp": 272,
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "unshare": 97, "setns": 268,
@@ -98,7 +100,7 @@ _TABLES = {
         "fanotify_mark": 263, "shmget": 194, "shmat": 196, "shmctl": 195, "shmdt": 197, "msgget": 186,
         "msgsnd": 189, "msgrcv": 188, "msgctl": 187, "semget": 190, "semop": 193, "semctl": 191,
         "semtimedop": 192, "mq_open": 180, "mq_unlink": 181, "mq_timedsend": 182, "mq_timedreceive": 183,
-        "mq_notify": 184, "mq_getsetattr": 185, "memfd_create": 279, "memfd_secret": 447}),
+        "mq_notify": 184, "mq_getsetattr": 185, "memfd_create": 279, "memfd_secret": 447, "syslog": 116}),
 }
 
 

@@ -6,7 +6,9 @@ runs for real with several processes. A :class:`WorkerGroup` starts P ordinary w
 process 0 also runs the coordinator. On the cpu backend the processes talk through gloo. Every
 request goes to all processes and the answer is a list with one result per process, in process
 order. If any process dies or overruns, the whole group is killed: the others would wait forever in
-a collective it never reaches.
+a collective it never reaches. A time limit that fires while the machine kept the group from running
+(grader.workers.starvation: its processes' CPU time together, against the call's wall time) is not the
+student's: the call runs once more in a fresh group, and a second such limit is the machine's fault.
 
 Pitfalls measured on JAX 0.10.2 that shape this module:
 
@@ -40,8 +42,9 @@ import time
 from grader import protocol
 from grader.errors import GraderError, StudentFailure
 from grader.layout import Layout, plural
+from grader.workers import starvation
 from grader.workers.launch import GroupNetwork, Launcher
-from grader.workers.worker import STARTUP_TIMEOUT_S, RunSettings, Worker
+from grader.workers.worker import STARTUP_TIMEOUT_S, MachineFault, RunSettings, Worker, again_if_the_machine_failed
 
 JOIN_TIMEOUT_S = 60.0
 _JAX_INIT_TIMEOUT_S = int(JOIN_TIMEOUT_S) + 15
@@ -165,25 +168,44 @@ class WorkerGroup:
             self.start()
         timeout_s = timeout_s or self.timeout_s
         tree, blobs = protocol.encode({"args": tuple(args), "kwargs": dict(kwargs)})
-        for i, m in enumerate(self.members):
-            try:
-                m.send(op, target, tree, blobs, what)
-            except StudentFailure as failure:
-                raise self._stopped(i, failure) from None
-        return self._collect(what, time.monotonic() + timeout_s, timeout_s)
+
+        def attempt() -> tuple[list, float]:
+            if not self.alive:
+                self.start()
+            for i, m in enumerate(self.members):
+                try:
+                    m.send(op, target, tree, blobs, what)
+                except StudentFailure as failure:
+                    raise self._stopped(i, failure) from None
+            return self._collect(what, time.monotonic() + timeout_s, timeout_s)
+
+        return again_if_the_machine_failed(attempt, "groups")
+
+    def _usage(self) -> starvation.Usage:
+        return starvation.sample(*(m.proc.pid for m in self.members if m.proc is not None))
 
     def _collect(self, what: str, deadline: float, timeout_s: float) -> tuple[list, float]:
         results: list = [None] * len(self.members)
         failures: list[tuple[int, StudentFailure]] = []
         pending = list(self.members)
+        watch_at = deadline - timeout_s * (1 - starvation.WATCH_AFTER)
+        watched = None  # (since when, what the group's processes had used by then), once the call has run a while
         while pending:
-            ready = select.select(pending, [], [], max(0.0, deadline - time.monotonic()))[0]
+            until = deadline if watched else min(deadline, watch_at)
+            ready = select.select(pending, [], [], max(0.0, until - time.monotonic()))[0]
+            if not ready and not watched and time.monotonic() < deadline:
+                watched = (time.monotonic(), self._usage())
+                continue
             if not ready:  # the rest may be stuck in a collective that a failed process never reaches
                 if failures:
                     self.kill()
                     raise self._diverged(failures, returned=[i for i, r in enumerate(results) if r is not None],
                                          hung=[self.members.index(m) for m in pending])
+                starved = "" if watched is None else starvation.starved(
+                    watched[1], self._usage(), time.monotonic() - watched[0], who="the group")
                 self.kill()
+                if starved:
+                    raise MachineFault(f"{what} ran past its {timeout_s:g} s limit ({self.layout}), but {starved}")
                 raise StudentFailure("timeout", f"{what} timed out after {timeout_s:g} s ({self.layout}); an endless "
                                      "loop, or a collective some processes never reach?")
             for m in ready:

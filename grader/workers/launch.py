@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from grader import processes
+from grader import cgroups, processes
 from grader.workers.zygote import Zygote, ZygoteError
 
 
@@ -127,6 +127,7 @@ class Launcher:
     def __init__(self, engine_path: str, use_zygote: bool, startup_timeout_s: float):
         self.engine_path, self.use_zygote, self.startup_timeout_s = engine_path, use_zygote, startup_timeout_s
         processes.adopt_orphans()
+        cgroups.remove_stale()  # what a grader that died hard left (grader.cgroups)
         self._zygotes: dict[tuple, Zygote | None] = {}
         self.fallback_reason = ""
 

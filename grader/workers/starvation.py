@@ -23,6 +23,11 @@ sleeper woken a hundred times a second waits a little for the CPU each time, whi
 than STARVED_WAIT_SHARE of the time). The machine starved it when it used little and waited for a CPU
 most of the time, or was stopped; the caller then retries the call once in a fresh worker, then
 reports the environment's fault (grader.workers.worker), never "an endless loop".
+
+A multi-process group (grader.workers.group) is judged the same way, as one worker: the CPU time and the waits of
+all its processes together, against the wall time of the call, and stopped when any of its namespaces' inits is.
+A group whose one process loops while the others wait for it in a collective used a fair part of its limit: the
+student's.
 """
 
 from __future__ import annotations
@@ -56,11 +61,12 @@ def _read(path: str) -> str:
         return ""
 
 
-def sample(holder: int) -> Usage:
-    """The usage of every process under ``holder`` (the worker, its namespace's init, what it started); stopped only
-    where the holder's own child is (see the module's docstring)."""
+def sample(*holders: int) -> Usage:
+    """The usage of each of ``holders`` (a worker's, or each process's of a group) and every process under it (the
+    worker, its namespace's init, what it started; without namespaces the holder is the worker itself); stopped only
+    where a holder's own child is (see the module's docstring)."""
     cpu, wait, stopped = {}, {}, False
-    for pid in processes.descendants(holder):
+    for holder, pid in ((holder, pid) for holder in holders for pid in (holder, *processes.descendants(holder))):
         stat = _read(f"/proc/{pid}/stat").rsplit(")", 1)
         if len(stat) != 2:
             continue  # it ended meanwhile
@@ -77,15 +83,15 @@ def _spent(before: dict[int, float], after: dict[int, float]) -> float:
     return sum(max(0.0, value - before.get(pid, 0.0)) for pid, value in after.items())
 
 
-def starved(before: Usage, after: Usage, window_s: float) -> str:
+def starved(before: Usage, after: Usage, window_s: float, who: str = "the worker") -> str:
     """"" when a limit that fired ``window_s`` seconds after ``before`` (``after``: when it fired) is the student's;
-    else why the machine is to blame, in words."""
+    else why the machine is to blame, in words that name ``who`` ran ("the worker", "the group")."""
     cpu, wait = _spent(before.cpu_s, after.cpu_s), _spent(before.wait_s, after.wait_s)
     if cpu >= STARVED_CPU_SHARE * window_s:
         return ""
     if after.stopped:
-        return f"the worker was stopped (it used {cpu:.2f} s of CPU in its last {window_s:.1f} s)"
+        return f"{who} was stopped (it used {cpu:.2f} s of CPU in its last {window_s:.1f} s)"
     if wait >= STARVED_WAIT_SHARE * window_s:
-        return (f"the machine kept the worker from running (it used {cpu:.2f} s of CPU in its last {window_s:.1f} s "
+        return (f"the machine kept {who} from running (it used {cpu:.2f} s of CPU in its last {window_s:.1f} s "
                 f"and waited {wait:.2f} s for one)")
     return ""

@@ -21,7 +21,7 @@ import threading
 import time
 import dataclasses
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Callable, Protocol, TypeVar
 
 from grader.errors import GraderError, StudentFailure
 from grader.layout import Layout
@@ -30,6 +30,7 @@ from grader.workers.backends import Backend
 from grader.workers import starvation, timeline
 from grader.workers.launch import Launcher
 
+T = TypeVar("T")
 OUTPUT_CAP = 64 << 10
 STARTUP_TIMEOUT_S = 120.0
 DEATH_GRACE_S = 5.0  # how long a worker whose pipe closed may take to finish dying
@@ -77,6 +78,21 @@ class MachineFault(GraderError):
     from running (grader.workers.starvation), or the machine's OOM killer ended a worker within its own memory
     limit. :meth:`Worker.request` tries such a call once more in a fresh worker; a second is the environment's
     fault (a grader error, exit 3), never a verdict."""
+
+
+def again_if_the_machine_failed(attempt: Callable[[], T], fresh: str) -> T:
+    """``attempt()`` (one call, in a worker or group it starts when none is alive); once more after a MachineFault,
+    which killed what it ran in; a second MachineFault is the machine's fault, said so (``fresh``: what the two
+    attempts ran in, "workers" or "groups")."""
+    try:
+        return attempt()
+    except MachineFault:
+        pass
+    try:
+        return attempt()
+    except MachineFault as fault:
+        raise MachineFault(f"{fault} twice, in two {fresh}: this is the machine, not the submission; "
+                           "grade it again when the machine is less busy") from None
 
 
 class Handle(Protocol):
@@ -286,18 +302,15 @@ class Worker:
 
         timeout_s = timeout_s or self.timeout_s
         tree, blobs = protocol.encode({"args": tuple(args), "kwargs": dict(kwargs)})
-        for attempt in range(2):
+
+        def attempt() -> tuple[object, float]:
             if not self.alive:
                 self.kill()
                 self.start()
-            try:
-                self.send(op, target, tree, blobs, what)
-                return self.reply(what, time.monotonic() + timeout_s, timeout_s)
-            except MachineFault as fault:
-                if attempt:
-                    raise MachineFault(f"{fault} twice, in two workers: this is the machine, not the submission; "
-                                       "grade it again when the machine is less busy") from None
-        raise AssertionError("unreachable")
+            self.send(op, target, tree, blobs, what)
+            return self.reply(what, time.monotonic() + timeout_s, timeout_s)
+
+        return again_if_the_machine_failed(attempt, "workers")
 
     def send(self, op: str, target: str, tree, blobs: list[bytes], what: str) -> None:
         """Send one encoded request (see protocol.encode) without waiting for the reply."""

@@ -79,7 +79,7 @@ class BatchRun:
     left: list[str]  # processes that outlived the batch (pid and command line)
     book: Path
     course: Path
-    groups_before: set[int]  # the control groups of dead workers there were before the batch (grader.cgroups)
+    groups_before: set[str]  # the stale control groups (of dead graders) there were before the batch (grader.cgroups)
 
 
 @dataclass
@@ -117,7 +117,7 @@ class Setup:
 
     def batch(self, klass: Path, course: Path, book: Path, *args: str, timeout: float = 600) -> BatchRun:
         """``grade batch`` of ``klass`` (of ``course``) into ``book`` as this setup's user, with its Python."""
-        groups_before = set(cgroups.left_behind())
+        groups_before = set(cgroups.stale())
         proc = subprocess.run([self.python, "-c", _UNDER_SUBREAPER, "batch", str(klass), "--course", str(course),
                                "--gradebook", str(book), *args], cwd=ROOT, env=self.env(), preexec_fn=self._become(), capture_output=True,
                               text=True, timeout=timeout, stdin=subprocess.DEVNULL)

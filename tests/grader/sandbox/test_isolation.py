@@ -374,7 +374,7 @@ def check_batch(run, baseline: dict, setup) -> dict[str, dict]:
     assert run.code == 0, run.stdout + run.stderr
     assert run.left == [], f"processes outlived grading: {run.left}"
     assert not {IPC_KEY, IPC_KEY + 1} & _sysv_keys(), "System V objects outlived grading"
-    assert not set(cgroups.left_behind()) - run.groups_before, "control groups outlived grading"
+    assert not set(cgroups.stale()) - run.groups_before, "control groups outlived grading"
     reports = _reports(run.book)
     assert set(reports) == {ATTACKER, *CLASSMATES}
     for student in CLASSMATES:

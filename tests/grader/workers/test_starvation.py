@@ -1,13 +1,18 @@
 """A time limit the machine trips, or a machine's OOM kill, is never the student's fault.
 
 Deterministic, with no race on timings: a worker is stopped (SIGSTOP) or given a CPU quota of 1 % before
-its call, so it cannot run whatever the machine's load; an endless loop and a sleep stay the student's.
+its call, so it cannot run whatever the machine's load; an endless loop and a sleep stay the student's. The same
+for a multi-process group, whose processes are judged together.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -16,7 +21,8 @@ from grader import cgroups, processes
 from grader.errors import StudentFailure
 from grader.layout import Layout
 from grader.workers import starvation
-from grader.workers.backends import resolve
+from grader.workers.backends import EMULATED, resolve
+from grader.workers.group import WorkerGroup
 from grader.workers.launch import Launcher
 from grader.workers.worker import MachineFault, RunSettings, Worker
 
@@ -42,10 +48,14 @@ def sleep():
 
 
 @pytest.fixture
-def start(tmp_path):
-    code = tmp_path / "code"
-    code.mkdir()
-    (code / "work.py").write_text(WORK)
+def code(tmp_path):
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "work.py").write_text(WORK)
+    return tmp_path / "code"
+
+
+@pytest.fixture
+def start(code):
     launcher = Launcher(str(ROOT), True, 60)
     made = []
 
@@ -78,7 +88,7 @@ def test_a_stopped_worker_is_not_blamed_and_its_call_runs_again_in_a_fresh_one(s
 def test_a_worker_held_to_1_percent_of_a_cpu_is_not_blamed(start):
     worker = start(3.0)
     throttled = worker.proc.pid
-    group = os.path.join(cgroups.parents()[0]["cpu"], f"{cgroups.PREFIX}{worker.proc.pid}")
+    [group] = glob.glob(os.path.join(cgroups.parents()[0]["cpu"], f"{cgroups.PREFIX}{worker.proc.pid}-*"))
     if os.path.exists(os.path.join(group, "cpu.shares")):  # every worker's group weighs the same: a core's worth each
         with open(os.path.join(group, "cpu.shares")) as f:
             assert int(f.read()) == cgroups.CPU_SHARES
@@ -86,6 +96,41 @@ def test_a_worker_held_to_1_percent_of_a_cpu_is_not_blamed(start):
         f.write("1000")  # 1 ms in every 100 ms period
     assert _call(worker, "spin", 0.5) == 0.5  # the second worker has its own group, with no quota
     assert worker.proc.pid != throttled
+
+
+def test_a_stopped_group_is_not_blamed_and_runs_again_but_its_endless_loop_is_the_students(code):
+    """A group's processes stopped from outside: its limit is the machine's, and the call runs again in a fresh
+    group; an endless loop in every process of that group is the student's time-out all the same."""
+    launcher = Launcher(str(ROOT), True, 60)
+    group = WorkerGroup(Layout(1, 2), RunSettings(str(code), "", EMULATED, 2048, 3.0), str(ROOT), launcher)
+    try:
+        group.start()
+        stopped = [m.proc.pid for m in group.members]
+        for pid in stopped:
+            for child in processes.descendants(pid):
+                os.kill(child, signal.SIGSTOP)
+        assert group.request("call", "work.spin", (0.2,), {}, "spin()")[0] == [0.2, 0.2]
+        assert not {m.proc.pid for m in group.members} & set(stopped), "the call ran again in a fresh group"
+        with pytest.raises(StudentFailure) as failure:
+            group.request("call", "work.loop", (), {}, "loop()")
+        assert failure.value.kind == "timeout"
+        assert failure.value.message.startswith("loop() timed out after 3 s (2 processes x 1 device)")
+    finally:
+        group.kill()
+        launcher.close()
+
+
+def test_a_group_starved_twice_is_the_machines_fault(code, monkeypatch):
+    monkeypatch.setattr(starvation, "starved", lambda *_, **__: "the group was stopped")
+    launcher = Launcher(str(ROOT), True, 60)
+    group = WorkerGroup(Layout(1, 2), RunSettings(str(code), "", EMULATED, 2048, 1.0), str(ROOT), launcher)
+    try:
+        with pytest.raises(MachineFault, match=r"sleep\(\) ran past its 1 s limit \(2 processes x 1 device\), but the "
+                                               r"group was stopped twice, in two groups: this is the machine"):
+            group.request("call", "work.sleep", (), {}, "sleep()")
+    finally:
+        group.kill()
+        launcher.close()
 
 
 @pytest.mark.parametrize("name", ["loop", "sleep"])
@@ -102,6 +147,22 @@ def test_starved_twice_is_the_machines_fault_never_a_verdict(start, monkeypatch)
     with pytest.raises(MachineFault, match=r"sleep\(\) ran past its 1 s limit .*but the worker was stopped twice, in "
                                            r"two workers: this is the machine, not the submission"):
         _call(worker, "sleep")
+
+
+def test_a_worker_without_namespaces_is_its_own_holder_and_its_cpu_time_counts():
+    """Without namespaces the process the grader holds is the worker: its own CPU time is what shows it ran."""
+    spinning = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        before, after = starvation.sample(spinning.pid), None
+        for _ in range(100):  # until a clock tick of CPU shows, however busy the machine
+            time.sleep(0.1)
+            after = starvation.sample(spinning.pid)
+            if after.cpu_s.get(spinning.pid, 0.0) > before.cpu_s.get(spinning.pid, 0.0):
+                break
+    finally:
+        spinning.kill()
+        spinning.wait()
+    assert after.cpu_s.get(spinning.pid, 0.0) > before.cpu_s.get(spinning.pid, 0.0)
 
 
 def _usage(cpu: float, wait: float, stopped: bool = False) -> starvation.Usage:
