@@ -70,12 +70,16 @@ def bundle_files(top: Path) -> dict[str, str]:
             if p.is_file() and "__pycache__" not in p.parts}
 
 
-def release_with_a_hidden_test(top: Path, tasks: tuple[str, ...] | None = None) -> dict:
+def release_with_a_hidden_test(top: Path, tasks: tuple[str, ...] | None = None, figures: bool = False) -> dict:
     """A release (in ``top``/out) of a course copy (cut to ``tasks`` after the first, if given) in which the
-    first task's last test is hidden."""
+    first task's last test is hidden; with ``figures``, carrying the reference's figures its suites compare
+    programs with (measured by grading the solutions first, as `grade check` would)."""
     task_id, suite_file = first_task_file(ROOT)
     tests = suite_tests(suite_file)
     course = copy_course(top / "course", hidden={task_id: [tests[-1]]}, tasks=tasks and (task_id, *tasks))
+    if figures:
+        graded = run_grade(EXERCISE, "--course", str(course), "--submission", str(course / "solutions"))
+        assert graded.returncode == 0, graded.stdout + graded.stderr
     proc = release(course, top / "out")
     assert proc.returncode == 0, proc.stderr
     return {"course": course, "out": top / "out", "hidden": tests[-1], "public": tests[:-1], "task": task_id,
