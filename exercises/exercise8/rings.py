@@ -44,7 +44,9 @@ for your place on it.
 Each uses ``lax.ppermute`` only (no all_gather, psum or psum_scatter): n - 1 ppermutes, each of
 one block (one chunk), so every device sends (n - 1) / n of the data, which is what the built-in
 collectives cost. The grader reads the compiled program and counts the ppermutes and their bytes,
-on meshes of several shapes (a ring of one device sends nothing). A Python ``for`` loop over
+on meshes of several shapes (a ring of one device sends nothing), and follows what each one sends:
+after the first step, a ring passes on what arrived at the step before (a device sending its own
+block 1, 2, ... places along, n - 1 direct sends, is no ring). A Python ``for`` loop over
 ``range(1, n)`` is fine: n is a Python int.
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.

@@ -93,6 +93,7 @@ class Collective:
     reads_input: bool = True   # what it moves depends on the program's inputs
     feeds_output: bool = True  # the program's result can depend on what it returns
     measured_idle: bool | None = None  # the clean worker's measurement: the answer did not change without it
+    instruction: str = ""  # its name in the HLO text
 
     @property
     def a(self) -> str:
@@ -296,7 +297,7 @@ def collectives(text: str) -> list[Collective]:
                 reads = any(_varies(flow.value(name, op)) for op in ins.operands)
                 found.append(Collective(_base(ins.opcode), ins.shape, operands, nbytes, times, origin, name,
                                         replica_groups.parse(ins.rest), kind, reads, (name, ins.name) in flow.needed,
-                                        all(measured) if measured else None))
+                                        all(measured) if measured else None, ins.name))
     return found
 
 

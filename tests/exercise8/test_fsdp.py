@@ -94,3 +94,5 @@ def test_fsdp_step_gathers_weights_and_scatters_gradients(student, rng, devices)
         raise AssertionError(f"fsdp_step leaves every device a {held[0]} block of the new w {where}, expected its "
                              f"{(w.shape[0] // devices, w.shape[1])} rows: parameters stay sharded over 'data' "
                              "(out_specs P('data', None)), so each device's parameter memory is 1 / n of w")
+    work.expect_share_of_work(program, "fsdp_step", "each device takes the gradient of its own rows of the batch "
+                              "only, with the gathered w", devices, where)

@@ -24,7 +24,10 @@ wants a structural point without the algorithm, each in one way a rule of the en
   whose result the answer does not need, beside the work done whole, does not count (measured like
   a collective, grader.sandbox.program_ablation);
 * exercise 8's tasks computed whole on every device, with a ring of ppermutes or a psum for show
-  (measured idle), or with no collective at all where the algorithm needs them (two_d).
+  (measured idle), or with no collective at all where the algorithm needs them (two_d); FSDP's step
+  with its collectives right and the batch whole on every device (the work, grader.suite.work);
+* a ring of direct sends: n - 1 ppermutes of one block each, every one needed, each sending the
+  device's own block k places along instead of passing on what arrived (grader.suite.rings).
 
 They are graded by the exercises' own structural tests (their test functions cut out of the suites,
 the module names changed), and by two tests of this file's own in which the student's process sees
@@ -416,6 +419,39 @@ def matmul_case3(x, w, mesh):
                            / lax.axis_size("model"), mesh=mesh, in_specs=P("data", None), out_specs=P("data", "model"))
     return finish(jax.device_put(x @ w, NamedSharding(mesh, P("data", None))))
 ''',
+    # The reference's FSDP step with the batch given whole to every device: the same all-gather of w's blocks,
+    # the same reduce-scatter of the gradient and pmean of the loss, each device's work the whole batch's.
+    "fsdp_whole_batch": (ROOT / "solutions" / "exercise8" / "fsdp.py").read_text() + '''
+
+def fsdp_step(w, x, y, lr, mesh):
+    whole = NamedSharding(mesh, P())
+    step = jax.shard_map(lambda w, x, y: _per_device(w, x, y, lr), mesh=mesh, in_specs=(P("data", None), P(), P()),
+                         out_specs=(P("data", None), P()))
+    return step(jax.device_put(w, NamedSharding(mesh, P("data", None))), jax.device_put(x, whole),
+                jax.device_put(y, whole))
+''',
+    # Exercise 8's rings and collective matmul as direct sends: at step k every device sends its *own* block k places
+    # along. n - 1 ppermutes of one block each, every one needed: only what each one sends tells it from a ring.
+    "rings_direct_sends": (ROOT / "solutions" / "exercise8" / "rings.py").read_text() + '''
+
+def ring_all_gather(block, axis_name):
+    n, me = lax.axis_size(axis_name), lax.axis_index(axis_name)
+    gathered = jnp.zeros((n, *block.shape), block.dtype).at[me].set(block)
+    for k in range(1, n):
+        sent = lax.ppermute(block, axis_name, perm=[(i, (i + k) % n) for i in range(n)])
+        gathered = gathered.at[(me - k) % n].set(sent)
+    return gathered.reshape(n * block.shape[0], *block.shape[1:])
+''',
+    "collective_matmul_direct_sends": (ROOT / "solutions" / "exercise8" / "collective_matmul.py").read_text() + '''
+
+def _per_device(x_block, w_block):
+    n, me = lax.axis_size("model"), lax.axis_index("model")
+    products = jnp.zeros((n, x_block.shape[0], w_block.shape[1]), x_block.dtype).at[me].set(x_block @ w_block)
+    for k in range(1, n):
+        sent = lax.ppermute(x_block, "model", perm=[(i, (i + k) % n) for i in range(n)])
+        products = products.at[(me - k) % n].set(sent @ w_block)
+    return products.reshape(n * x_block.shape[0], w_block.shape[1])
+''',
     # The whole MLP on every device, and a psum of (y - y) over 'model' for show.
     "tensor_parallel_replicated": '''
         import jax
@@ -529,6 +565,11 @@ TASKS = {
     "tensor_parallel_whole_then_psum": ([4], "exercise8/tensor_parallel", {
         "test_mlp_runs_one_all_reduce_over_model": MORE_WORK}),
     "matmuls_whole_then_scatter": ([4], "exercise8/matmuls", {"test_matmul_cases_send_the_cheapest_collective": MORE_WORK}),
+    "fsdp_whole_batch": ([4], "exercise8/fsdp", {"test_fsdp_step_gathers_weights_and_scatters_gradients": MORE_WORK}),
+    # At 8 devices the rings are 4 long: 3 ppermutes, each of the device's own block.
+    "rings_direct_sends": ([8], "exercise8/rings", {"test_ring_all_gather_sends_n_minus_1_blocks": "are not a ring"}),
+    "collective_matmul_direct_sends": ([8], "exercise8/collective_matmul", {
+        "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": "are not a ring"}),
     "tensor_parallel_replicated": ([4], "exercise8/tensor_parallel", {
         "test_mlp_runs_one_all_reduce_over_model": "mlp runs no collective"}),
     "two_d_replicated": ([4], "exercise8/two_d", {

@@ -1,0 +1,107 @@
+"""Whether a program's ppermutes form a ring: each step passes on what the step before it brought.
+
+A ring (an all-gather, a reduce-scatter, an all-reduce, a collective matmul built from lax.ppermute)
+sends, at every step after the first, a block that arrived at the step before (passed on as it came, or
+with the device's own part added): n - 1 steps of one hop each. The same number of ppermutes of the same
+size can do something else: each device sending its *own* block 1, 2, ... n - 1 places along (direct
+sends, k hops for the k-th on a real ring of links), which ``count`` and ``bytes_moved`` cannot tell
+from a ring. The data flow of the compiled program can: :func:`starts` counts the ppermutes that send
+nothing an earlier ppermute brought. A ring has one (none for one in a loop, which passes its carry on
+from step to step), a ring that runs both ways at once two, one per direction; direct sends have one
+per step.
+
+Read from the compiled HLO the clean worker returns, over the program's own ppermutes that the answer
+needs (grader.suite.hlo.select): a ppermute reads what another one brought if one of its operands is
+computed from that one's result, within its computation, through fusions and calls, and across a loop
+when it reads a value of the loop's carry that its own result (or another ppermute's) is written back to.
+"""
+
+from __future__ import annotations
+
+import re
+
+from grader.suite import hlo, replica_groups
+
+PERMUTE = "collective-permute"
+_INDEX = re.compile(r"\bindex=(\d+)")
+
+
+def _inside(comps: dict, name: str, seen: frozenset = frozenset()) -> set[tuple[str, str]]:
+    """Every ppermute in computation ``name`` and in the computations it calls."""
+    found = set()
+    for ins in comps.get(name, ()):
+        if _is_permute(ins):
+            found.add((name, ins.name))
+        for _, callee in ins.calls:
+            if callee not in seen and callee != name:
+                found |= _inside(comps, callee, seen | {name})
+    return found
+
+
+def _is_permute(ins) -> bool:
+    return hlo._base(ins.opcode) == PERMUTE and not ins.opcode.endswith("-done")
+
+
+def _sources(comps: dict, name: str) -> tuple[dict[str, set], dict[str, set[int]]]:
+    """For each instruction of computation ``name``: the ppermutes whose results its value is computed from
+    (itself, for a ppermute), and the elements of the computation's parameter (a loop's carry: tuple
+    indices) it is computed from."""
+    permutes: dict[str, set] = {}
+    carried: dict[str, set[int]] = {}
+    parameters = {ins.name for ins in comps[name] if ins.opcode == "parameter"}
+    for ins in comps[name]:
+        ps, cs = set(), set()
+        for op in ins.operands:
+            ps |= permutes.get(op, set())
+            cs |= carried.get(op, set())
+            if op in parameters and ins.opcode == "get-tuple-element":
+                index = _INDEX.search(ins.rest)
+                cs.add(int(index.group(1)) if index else 0)
+        for _, callee in ins.calls:
+            ps |= _inside(comps, callee)  # what a fusion, call or loop computes may come from its ppermutes
+        if _is_permute(ins):
+            ps = ps | {(name, ins.name)}
+        permutes[ins.name], carried[ins.name] = ps, cs
+    return permutes, carried
+
+
+def _root_elements(comps: dict, name: str) -> list[str]:
+    """The instructions a computation's root tuple is made of (the root itself if it is no tuple)."""
+    root = comps[name][-1] if comps[name] else None
+    if root is None:
+        return []
+    return list(root.operands) if root.opcode == "tuple" else [root.name]
+
+
+def starts(text: str) -> list[tuple[tuple[int, int], ...] | None]:
+    """The (source, target) pairs of each of the program's own ppermutes the answer needs that sends
+    nothing an earlier ppermute brought (None where the pairs cannot be read)."""
+    comps, entry, _ = hlo._program(text)
+    counted = {(c.computation, c.instruction) for c in hlo.select(text, PERMUTE, by_student=True)}
+    found = []
+    for name in comps:
+        mine = [ins for ins in comps[name] if (name, ins.name) in counted]
+        if not mine:
+            continue
+        permutes, carried = _sources(comps, name)
+        # the carry elements a loop body writes a ppermute's result back to
+        written_back = {i for i, element in enumerate(_root_elements(comps, name)) if permutes.get(element)}
+        for ins in mine:
+            reads = set().union(set(), *(permutes.get(op, set()) for op in ins.operands))
+            loops_back = any(carried.get(op, set()) & written_back for op in ins.operands)
+            if not reads and not loops_back:
+                groups = replica_groups.parse(ins.rest)
+                found.append(tuple(tuple(pair) for pair in groups) if groups else None)
+    return found
+
+
+def is_ring(text: str) -> bool:
+    """Whether at most one ppermute per direction starts from the devices' own data (:func:`starts`): one
+    start, or two whose pairs run opposite ways (a ring both ways at once)."""
+    begun = starts(text)
+    if len(begun) <= 1:
+        return True
+    if len(begun) == 2 and None not in begun:
+        forward, backward = begun
+        return {(t, s) for s, t in forward} == set(backward)
+    return False
