@@ -17,22 +17,11 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, run_grade
 from release_helpers import EXERCISE, copy_course, release, run_autograder
+from test_verdict_facts import SUBMISSIONS
 
-# The whole dot product on every device, one slice at a time (no instruction larger than a slice), and the
-# psum the answer needs adding up those per-slice dots: every pattern of a distributed dot, n times its work.
-WHOLE_IN_SLICES = textwrap.dedent('''
-    import jax
-    import jax.numpy as jnp
-    from jax import lax
-
-
-    def distributed_dot(x, y):
-        n = jax.device_count()
-        split = lambda v: jnp.pad(v, (0, -v.shape[0] % n)).reshape(n, -1)  # noqa: E731
-        xs, ys = split(x), split(y)
-        parts = jnp.stack([jnp.dot(xs[i], ys[i]) for i in range(n)])
-        return jax.pmap(lambda p: lax.psum(p, "i"), axis_name="i")(parts)[0]
-    ''')
+# The whole dot product on every device, one slice at a time, and the psum the answer needs (verdict facts'):
+# every pattern of a distributed dot, n times its work.
+WHOLE_IN_SLICES = textwrap.dedent(SUBMISSIONS["dot_whole_in_chunks"])
 STRUCTURAL = "test_dot_uses_one_all_reduce"
 
 
