@@ -107,6 +107,11 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
             says=("all-gather",)),
         "maximum of everything": Wrong(apart("collectives", ('lax.pmax(row, "i")', 'lax.pmax(jnp.max(row), "i")')),
                                        "2", says=("one number per device",)),
+        "the whole array reduced under jax.jit": Wrong(apart("collectives", (
+            '    def f(row):\n        return lax.psum(row, "i"), lax.pmean(row, "i"), lax.pmax(row, "i")\n'
+            '    return jax.pmap(f, axis_name="i")(x)',
+            '    return jax.jit(lambda a: tuple(jnp.broadcast_to(s, a.shape) for s in (a.sum(0), a.mean(0), a.max(0))))(x)')),
+            "2", says=("its program has no jax.pmap that its answer depends on",), never=LOCAL_FIX),
     },
     ("exercise7", "dot"): {
         "pmean where psum belongs": Wrong(apart("dot", ('lax.psum(jnp.dot(a, b), "i")', 'lax.pmean(jnp.dot(a, b), "i")')),
@@ -131,6 +136,14 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
             "    padded = -(-L // n) * n\n",
             "    if L % n:\n        raise ValueError(f'length {L} is not a multiple of {n}')\n"
             "    padded = -(-L // n) * n\n")), "2", says=("your own code raised it", "distributed_dot(float32[5], float32[5])")),
+        "jax.jit with shardings instead of jax.pmap": Wrong(apart("dot", (
+            '    out = jax.pmap(lambda a, b: lax.psum(jnp.dot(a, b), "i"), axis_name="i")(x, y)\n    return out[0]',
+            '    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P\n'
+            '    mesh = Mesh(jax.devices(), ("i",))\n'
+            '    at = NamedSharding(mesh, P("i"))\n'
+            '    return jax.jit(jnp.vdot, out_shardings=NamedSharding(mesh, P()))(\n'
+            '        jax.device_put(x.reshape(-1), at), jax.device_put(y.reshape(-1), at))')), "2",
+            says=("its program has no jax.pmap that its answer depends on",), never=LOCAL_FIX),
     },
     ("exercise7", "ring"): {
         "ring turned the other way": Wrong(apart("ring", ("(i, (i + shift) % n)", "(i, (i - shift) % n)")), "4",
@@ -224,7 +237,7 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
             '    return jax.jit(jnp.matmul, out_shardings=NamedSharding(mesh, P("data", None)))(x, w)',
             '    return jax.jit(jnp.matmul, in_shardings=(NamedSharding(mesh, P()), NamedSharding(mesh, P())),\n'
             '                   out_shardings=NamedSharding(mesh, P("data", None)))(x, w)')), "4",
-            says=("it moved x or w instead of adding partial products",)),
+            says=("every device gathers x (P('data', 'model') as it arrives) and w",), never=LOCAL_FIX),
     },
     ("exercise8", "layouts"): {
         "mesh shape the other way round": Wrong(ex8("layouts", ('jax.make_mesh((n // model, model), ("data", "model"))',
@@ -286,6 +299,10 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
         "case 3 scatters a dimension the block lacks": Wrong(ex8("matmuls", ("scatter_dimension=1, tiled=True)",
                                                                              "scatter_dimension=2, tiled=True)")), "4",
                                                              says=("scatter_dimension=2",)),
+        "case 1 with jax.jit and out_shardings": Wrong(ex8("matmuls", (
+            '    return _sharded(lambda xb, wb: xb @ wb, mesh, P("data", None), P(None, "model"), P("data", "model"))(x, w)',
+            '    return jax.jit(lambda a, b: a @ b, out_shardings=NamedSharding(mesh, P("data", "model")))(x, w)')), "4",
+            says=("its program has no jax.shard_map that its answer depends on",), never=LOCAL_FIX),
     },
     ("exercise8", "collective_matmul"): {
         "products stored at (me + step)": Wrong(ex8("collective_matmul", (
@@ -302,6 +319,13 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
             "4", says=("not each once",)),
         "passed the other way round the ring": Wrong(ex8("collective_matmul", ("(i, (i + 1) % n)", "(i, (i - 1) % n)")),
                                                      "4", says=("wrong order",)),
+        "jax.jit and out_shardings instead of a ring": Wrong(ex8("collective_matmul", (
+            '    x = jax.device_put(x, NamedSharding(mesh, P("model", None)))\n'
+            '    w = jax.device_put(w, NamedSharding(mesh, P(None, "model")))\n'
+            '    return jax.shard_map(_per_device, mesh=mesh, in_specs=(P("model", None), P(None, "model")),\n'
+            '                         out_specs=P(None, "model"))(x, w)',
+            '    return jax.jit(jnp.matmul, out_shardings=NamedSharding(mesh, P(None, "model")))(x, w)')), "4",
+            says=("its program has no jax.shard_map that its answer depends on",), never=LOCAL_FIX),
     },
     ("exercise8", "tensor_parallel"): {
         "pmean where psum belongs": Wrong(ex8("tensor_parallel", ('lax.psum(jax.nn.relu(x @ w1) @ w2, "model")',
