@@ -331,6 +331,14 @@ def _contributions(s, r, j: int, out: Split | None, rtol, atol) -> list[_Contrib
     return found
 
 
+def _times(c: float) -> str | None:
+    """"twice", "3 times" for a whole number of times c >= 2 (a block counted more than once), else None."""
+    k = round(c)
+    if k < 2 or not _near(c, k):
+        return None
+    return "twice" if k == 2 else f"{k} times"
+
+
 def _whose(split: Split, out: Split | None, c: _Contribution) -> str:
     where = "" if c.b is None or out is None else f" from {out.owner} {c.b}'s result"
     return f"{split.block(c.j)}{where}"
@@ -344,11 +352,12 @@ def _said(found: list[_Contribution], split: Split, out: Split | None, counts: d
     scales = {round(c.scale, 6) for c in wrong if c.kind == "scaled"}
     if kinds == {"scaled"} and len(scales) == 1 and len(wrong) == len(found):
         return f"is {named_factor(wrong[0].scale, counts)}, and so is what each block of {split.name} adds alone"
-    if kinds <= {"missing", "scaled"} and scales <= {2.0}:
+    if kinds <= {"missing", "scaled"} and all(_times(c) for c in scales):
         missing = [_whose(split, out, c) for c in wrong if c.kind == "missing"]
-        twice = [_whose(split, out, c) for c in wrong if c.kind == "scaled"]
-        said = ([f"leaves out {_pairs_text(missing)}"] if missing else []) + \
-            ([f"counts twice {_pairs_text(twice)}"] if twice else [])
+        said = [f"leaves out {_pairs_text(missing)}"] if missing else []
+        for k in sorted({round(c) for c in scales}):
+            counted = [_whose(split, out, c) for c in wrong if c.kind == "scaled" and round(c.scale) == k]
+            said.append(f"counts {_times(k)} {_pairs_text(counted)}")
         return ", and ".join(said)
     if kinds <= {"lands", "missing"} and all(c.belongs is not None for c in wrong if c.kind == "lands") \
             and any(c.kind == "lands" for c in wrong):

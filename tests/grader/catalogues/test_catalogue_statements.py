@@ -149,7 +149,7 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
         "ring turned the other way": Wrong(apart("ring", ("(i, (i + shift) % n)", "(i, (i - shift) % n)")), "4",
                                            says=("moves blocks the wrong way",)),
         "n shifts, own block twice": Wrong(apart("ring", ("for _ in range(n - 1):", "for _ in range(n):")), "4",
-                                           says=("own block twice",)),
+                                           says=("counts twice x's block 0 (device 0's) from device 0's result",)),
         "adds before it shifts": Wrong(apart("ring", (
             "block = ring_shift(block, axis_name)\n        total = total + block",
             "total = total + block\n        block = ring_shift(block, axis_name)")), "4",

@@ -142,6 +142,21 @@ def test_each_device_missing_another_devices_block():
                     "3's result"), said
 
 
+def test_blocks_counted_more_than_twice_say_how_many_times():
+    def student(x):  # the running sum passed on: device d counts block d - 1 and d - 2 three times each
+        total = x.copy()
+        for _ in range(len(x) - 1):
+            total = total + np.roll(total, 1, axis=0)
+        return total
+    said = probed(ring_probe(student), student(RING))
+    assert said.startswith("counts 3 times x's block 2 (device 2's) from device 0's result; x's block 3 (device 3's) "
+                           "from device 0's result;"), said
+
+    def halves(x):  # half of a block is no whole number of times: nothing is claimed block by block
+        return np.broadcast_to(x.sum(axis=0) - x[0] / 2, x.shape)
+    assert probed(ring_probe(halves), halves(RING)) is None
+
+
 def test_a_block_landed_in_the_wrong_place():
     def reference(x):
         return 2 * x
