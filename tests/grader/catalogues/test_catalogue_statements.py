@@ -168,7 +168,7 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
                                      says=("one chunk per device only",), intact="ring"),
         "all-gather that adds": Wrong(apart("ring", ("chunks = chunks.at[recv].set(got)",
                                                      "chunks = chunks.at[recv].add(got)")), "4",
-                                      says=(".add",), intact="ring"),
+                                      says=(".add",), never=("is missing", "no all-gather"), intact="ring"),
         "the naive ring as the optimal one": Wrong(apart("ring", (
             "    n = lax.axis_size(axis_name)\n    i = lax.axis_index(axis_name)\n",
             "    return ring_allreduce(x, axis_name)\n    n = lax.axis_size(axis_name)\n"
