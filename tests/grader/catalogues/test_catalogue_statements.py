@@ -126,7 +126,7 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
         "y split strided, x in blocks": Wrong(apart("dot", (
             "y = jnp.concatenate([y, jnp.zeros(padded - L, y.dtype)]).reshape(n, -1)",
             "y = jnp.concatenate([y, jnp.zeros(padded - L, y.dtype)]).reshape(-1, n).T")), "2",
-            says=("strided",)),
+            says=("is the answer for y split strided",)),
         "NumPy on the host, then device_put": Wrong(apart("dot", (
             '    n = jax.device_count()\n    L = x.shape[0]\n',
             "    import numpy as np\n    return jax.device_put(np.dot(np.asarray(x), np.asarray(y)))\n"
@@ -265,7 +265,7 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
         "reduce-scatter adds before it shifts": Wrong(ex8("rings", (
             "total = _to_next(total, axis_name, n) + chunks[(me - step - 1) % n]",
             "total = _to_next(total + chunks[(me - step - 1) % n], axis_name, n)")), "4",
-            says=("one chunk",)),
+            says=("chunk 0 of x's block 0 (device 0's) lands in device 1's result, where it belongs in device 0's",)),
         "gathered blocks not concatenated": Wrong(ex8("rings", (
             "return gathered.reshape(n * block.shape[0], *block.shape[1:])", "return gathered")), "4",
             says=("returned shape (8, 2, 3), expected shape (16, 3)",)),
