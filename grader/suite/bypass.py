@@ -69,8 +69,8 @@ def _gathered_inputs(text: str, names: tuple[str, ...], shapes: list[tuple[int, 
         return None
     return (f"the program declares its inputs laid out otherwise than the task hands them over, so before any "
             f"operation of its own runs, every device gathers {' and '.join(whole)} whole "
-            f"({plural(len(gathers), 'all-gather')} added by XLA at the program's entry). The task hands them "
-            "over in blocks so that each device works on the blocks it holds")
+            f"({plural(len(gathers), 'all-gather')} added by XLA at the program's entry). The task hands its "
+            "inputs over in blocks so that each device works on the blocks it holds")
 
 
 def told(what: str, devices: int, manual: bool, text: str, asks: Asks, arrives=None, shapes: list = ()) -> str | None:

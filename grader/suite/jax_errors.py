@@ -85,9 +85,11 @@ def _out_specs(match: re.Match, s: Situation) -> str:
     axes = match["axes"] or ", ".join(f"'{a.strip()}'" for a in match["bare"].split(","))
     which = f"out_specs{match['index']}" if match["index"] else _which_out_spec(match["spec"], s.line)
     return (f"shard_map's {which} {match['spec']} says the result is the same on every device along mesh axis "
-            f"{axes}, but your function's result still differs along {axes}: if the devices hold partial results, "
-            f"add them up over it (lax.psum(..., {axes.split(',')[0].strip('() ')})), as a psum over another axis does "
-            f"not; if each holds its own block of the result, name {axes} in out_specs where the blocks go")
+            f"{axes}, but JAX counts your function's result as differing along {axes}: it is computed from values "
+            f"that differ along it (each device's own block, or what lax.all_gather over it returns, which JAX still "
+            f"counts as differing). If the devices hold partial results, add them up over it "
+            f"(lax.psum(..., {axes.split(',')[0].strip('() ')})), as a psum over another axis does not; if each holds "
+            f"its own block of the result, name {axes} in out_specs where the blocks go")
 
 
 _NUMPY_CALL = re.compile(r"\b(?:np|numpy|onp)\.([A-Za-z_][\w.]*)\s*\(")

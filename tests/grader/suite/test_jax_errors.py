@@ -17,7 +17,7 @@ EXPECTED = {
     "ring_written_for_4_on_2_devices": (2, ("perm ((0, 1), (1, 2), (2, 3), (3, 0)) is written for 4 devices",
                                             "this ring has 2", "lax.axis_size(axis_name)")),
     "ring_that_sends_everything_to_device_0": (4, ("names a device twice", "send once and receive once")),
-    "psum_over_the_wrong_mesh_axis": (4, ("out_specs P('data', None)", "differs along 'model'",
+    "psum_over_the_wrong_mesh_axis": (4, ("out_specs P('data', None)", "differing along 'model'",
                                           "lax.psum(..., 'model')", "name 'model' in out_specs")),
     "w_not_placed_on_the_mesh": (4, ("laid out as P('model', None), but it arrives as P(None, None)", "Explicit",
                                      "jax.device_put(x, NamedSharding(mesh, P('model', None)))")),
