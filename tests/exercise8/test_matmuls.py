@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from grader.suite import feedback, hlo, meshes
-from grader.suite.bypass import Asks
 from grader.suite.jax_errors import Rule, empty_assertion_on
 
 AXES = ("data", "model")
@@ -35,13 +34,13 @@ JAX_ERRORS = (Rule("blocks that split D differently",
               empty_assertion_on(AXES))
 
 
-def run(student, rng, case, rows, cols, asks=None):
+def run(student, rng, case, rows, cols):
     x = rng.normal(size=(4 * rows * cols, 2 * cols)).astype(np.float32)
     w = rng.normal(size=(2 * cols, 3 * cols)).astype(np.float32)
     program = student.program("probes_programs.on_mesh", x, w, expect=lambda x, w: x.astype(np.float64) @ w,
                               what=f"{case}(x, w, mesh) on a {rows} x {cols} mesh", rtol=1e-4, atol=1e-4,
                               function=f"matmuls.{case}", shape=[rows, cols],
-                              counts=meshes.counts(AXES, (rows, cols)), asks=asks)
+                              counts=meshes.counts(AXES, (rows, cols)))
     return x, w, program
 
 
@@ -113,7 +112,7 @@ def _wrong_place(case, moved, sizes, blocks) -> str | None:
 @pytest.mark.parametrize("case", CASES)
 def test_matmul_cases_send_the_cheapest_collective(student, rng, devices, case):
     rows, cols = sizes = meshes.square(devices)
-    x, w, program = run(student, rng, case, rows, cols, Asks("jax.shard_map"))
+    x, w, program = run(student, rng, case, rows, cols)
     blocks = _blocks(x, w, sizes)
     op, size, _ = _needed(case, blocks)
     feedback.communication(program.hlo, needed=f"1 {op} over 'model' of {size} bytes per device" if op else
