@@ -19,6 +19,8 @@ from grader.grading import program_mode
 from grader.grading.program_mode import Program
 from grader.grading.reference_figures import ReferenceFigures
 from grader.layout import Layout
+from grader.suite import bypass
+from grader.suite.checks import Bypass
 from grader.suite.differences import Probe
 from grader.workers.pool import WorkerPool
 
@@ -71,7 +73,7 @@ class Student:
 
     def program(self, target: str, *args, expect, what: str | None = None, rtol: float = 1e-4, atol: float = 1e-5,
                 dtype=None, fresh=None, arrives=None, counts: dict | None = None, probe: Probe | None = None,
-                timeout_s: float | None = None, **kwargs) -> Program:
+                asks: bypass.Asks | None = None, timeout_s: float | None = None, **kwargs) -> Program:
         """``jax.jit(module.function)`` as one program, graded by processes that never ran student code.
 
         The student's worker traces and exports it from the shapes and dtypes of ``args`` alone (arrays,
@@ -89,6 +91,10 @@ class Student:
         ``counts`` (name -> number, e.g. meshes.counts(...)) name the factor a wrong value is
         off by, besides the device count; ``probe`` (its splits, out and rerun) lets a wrong value on the
         test's inputs be measured one block at a time (grader.suite.differences), ``expect`` its reference.
+        ``asks`` (grader.suite.bypass.Asks, for a test that grades how the program is built): what the
+        statement asks it to be built with; a program that reaches its answer by another mechanism (no
+        per-device computation where one is asked for; inputs handed over in blocks gathered whole at its
+        entry) fails with grader.suite.bypass's sentence (Bypass) before its values are looked at.
         """
         what = what or target.rpartition(".")[2]
         if arrives is not None and (len(arrives) != len(args) or not all(isinstance(a, np.ndarray) for a in args)):
@@ -103,6 +109,10 @@ class Student:
         reference = references and functools.partial(references.operations, self.layout, target, specs, tuple(args),
                                                      kwargs, layouts, self._what(target), timeout_s or self.timeout_s)
         program = Program(out["values"][0], out["hlo"], out["manual"], reference)
+        mechanism = asks and bypass.told(what, self.devices, program.manual, program.hlo, asks, arrives,
+                                         [np.shape(a) if isinstance(a, np.ndarray) else None for a in args])
+        if mechanism:
+            raise Bypass(mechanism, program)
         probe = probe and dataclasses.replace(probe, reference=expect, inputs=tuple(args))
         program_mode.check_values(program, out["values"], input_sets, expect, what, self.devices, rtol, atol, dtype,
                                   counts, probe)

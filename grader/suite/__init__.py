@@ -9,7 +9,8 @@ plain data; nothing here runs student code.
 
 from grader.errors import StudentFailure
 from grader.suite import feedback, hlo, meshes
-from grader.suite.checks import WrongProgram, as_array, expect_close, expect_raises, expect_sequence, expect_shape
+from grader.suite.checks import (Bypass, WrongProgram, as_array, expect_close, expect_raises, expect_sequence,
+                                 expect_shape)
 
-__all__ = ["StudentFailure", "WrongProgram", "as_array", "expect_close", "expect_raises", "expect_sequence",
+__all__ = ["Bypass", "StudentFailure", "WrongProgram", "as_array", "expect_close", "expect_raises", "expect_sequence",
            "expect_shape", "feedback", "hlo", "meshes"]

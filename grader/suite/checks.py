@@ -18,14 +18,24 @@ from grader.suite import differences
 from grader.suite.value_patterns import PATTERNS, find, recognise
 
 
-class WrongProgram(AssertionError):
-    """``student.program``'s values did not match the reference on one of its input sets (the message
-    says which). ``program`` is the program, for a test that explains the failure better from its
-    ``value`` or ``hlo`` before failing: a program with wrong values never passes a test."""
+class ProgramFailure(AssertionError):
+    """A failure of ``student.program``'s program; ``program`` is the program, for a test that reads its
+    ``value`` or ``hlo`` before failing."""
 
     def __init__(self, message: str, program):
         super().__init__(message)
         self.program = program
+
+
+class WrongProgram(ProgramFailure):
+    """The program's values did not match the reference on one of its input sets (the message says which):
+    a test may explain the failure better from its ``value`` or ``hlo`` before failing; a program with
+    wrong values never passes a test."""
+
+
+class Bypass(ProgramFailure):
+    """The program reached its answer by another mechanism than the statement asks for (grader.suite.bypass
+    says which): told before its values, and not a WrongProgram, so no suite explains it by a symptom."""
 
 
 def _shape_text(shape) -> str:

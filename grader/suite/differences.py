@@ -33,15 +33,20 @@ CLOSE = 1e-2  # a factor within 1 % of 1 is a small error (an epsilon, a lower p
 class Split:
     """Input number ``arg`` of the call is split along ``axis`` into ``parts`` blocks (the last may be short),
     block j belonging to ``owner`` j ("device": device j; "'model' device": the j-th along mesh axis
-    'model'); ``name`` is the input's name in the statement."""
+    'model'); ``name`` is the input's name in the statement. ``chunks`` > 1: each owner's block is cut into
+    that many chunks, piece j being chunk j % chunks of owner j // chunks's block (a reduce-scatter's pieces)."""
 
     arg: int
     axis: int
     parts: int
     name: str
     owner: str = "device"
+    chunks: int = 1
 
     def block(self, j: int) -> str:
+        if self.chunks > 1:
+            owner = j // self.chunks
+            return f"chunk {j % self.chunks} of {self.name}'s block {owner} ({self.owner} {owner}'s)"
         return f"{self.name}'s block {j} ({self.owner} {j}'s)"
 
 
@@ -331,6 +336,14 @@ def _contributions(s, r, j: int, out: Split | None, rtol, atol) -> list[_Contrib
     return found
 
 
+def _times(c: float) -> str | None:
+    """"twice", "3 times" for a whole number of times c >= 2 (a block counted more than once), else None."""
+    k = round(c)
+    if k < 2 or not _near(c, k):
+        return None
+    return "twice" if k == 2 else f"{k} times"
+
+
 def _whose(split: Split, out: Split | None, c: _Contribution) -> str:
     where = "" if c.b is None or out is None else f" from {out.owner} {c.b}'s result"
     return f"{split.block(c.j)}{where}"
@@ -344,11 +357,12 @@ def _said(found: list[_Contribution], split: Split, out: Split | None, counts: d
     scales = {round(c.scale, 6) for c in wrong if c.kind == "scaled"}
     if kinds == {"scaled"} and len(scales) == 1 and len(wrong) == len(found):
         return f"is {named_factor(wrong[0].scale, counts)}, and so is what each block of {split.name} adds alone"
-    if kinds <= {"missing", "scaled"} and scales <= {2.0}:
+    if kinds <= {"missing", "scaled"} and all(_times(c) for c in scales):
         missing = [_whose(split, out, c) for c in wrong if c.kind == "missing"]
-        twice = [_whose(split, out, c) for c in wrong if c.kind == "scaled"]
-        said = ([f"leaves out {_pairs_text(missing)}"] if missing else []) + \
-            ([f"counts twice {_pairs_text(twice)}"] if twice else [])
+        said = [f"leaves out {_pairs_text(missing)}"] if missing else []
+        for k in sorted({round(c) for c in scales}):
+            counted = [_whose(split, out, c) for c in wrong if c.kind == "scaled" and round(c.scale) == k]
+            said.append(f"counts {_times(k)} {_pairs_text(counted)}")
         return ", and ".join(said)
     if kinds <= {"lands", "missing"} and all(c.belongs is not None for c in wrong if c.kind == "lands") \
             and any(c.kind == "lands" for c in wrong):
@@ -387,10 +401,52 @@ def probed(probe: Probe, got, rtol: float = 1e-4, atol: float = 1e-5) -> str | N
     return None
 
 
+def _strided(length: int, parts: int) -> np.ndarray:
+    """The indices of a length split into ``parts`` strided pieces, piece after piece (piece d: d, d + parts, ...),
+    one index per position of the consecutive blocks the task splits it into."""
+    size = -(-length // parts)
+    return np.array([i for d in range(parts) for i in range(d, size * parts, parts) if i < length])
+
+
+def reordered(probe: Probe, got, rtol: float = 1e-4, atol: float = 1e-5) -> str | None:
+    """Where ``got`` is the reference's answer for a split input taken in strided order (each owner's piece holding
+    every parts-th entry, not a block of consecutive ones), the sentence that says so; or None. Where that holds
+    for several inputs (a dot product cannot tell which of its two was reordered), it names them together and
+    claims neither. Needs only the reference, never the student's code."""
+    if probe.reference is None:
+        return None
+    expected = np.asarray(probe.reference(*probe.inputs), np.float64)
+    if _close(expected, got, rtol, atol):
+        return None
+    found = []
+    for split in probe.splits:
+        x = np.asarray(probe.inputs[split.arg])
+        length = x.shape[split.axis]
+        order = _strided(length, split.parts)
+        if split.parts < 2 or length <= split.parts or (order == np.arange(length)).all():
+            continue
+        moved = tuple(np.take(x, order, axis=split.axis) if i == split.arg else a for i, a in enumerate(probe.inputs))
+        if _close(probe.reference(*moved), got, rtol, atol) and split.name not in [f.name for f in found]:
+            found.append(split)
+    if not found:
+        return None
+    word, n = _axis_word(np.ndim(probe.inputs[found[0].arg]), found[0].axis), found[0].parts
+    pieces = f"{found[0].owner} d's part holding {word} d, d + {n}, d + {2 * n}, ..."
+    if len(found) > 1:
+        names = " and ".join(f.name for f in found)
+        return (f"is the answer for {names} split differently: one of them strided ({pieces}), the other into blocks "
+                f"of consecutive {word}")
+    name = found[0].name
+    return (f"is the answer for {name} split strided ({pieces}), where the task splits {name} into blocks of "
+            f"consecutive {word}")
+
+
 def measured(got, expected, *, counts: dict | None = None, probe: Probe | None = None, starts: tuple = (),
              rtol: float = 1e-4, atol: float = 1e-5) -> str | None:
-    """How a wrong value differs: a relation on every entry, else what one block at a time shows; or None."""
+    """How a wrong value differs: a relation on every entry, else what one block at a time shows, else an input
+    the answer is right for taken in strided order; or None."""
     counts = {**(probe.counts if probe else {}), **(counts or {})}
     starts = starts or (probe.inputs if probe else ())
     return (relation(got, expected, counts=counts, starts=starts, rtol=rtol, atol=atol)
-            or (probe and probed(Probe(**{**probe.__dict__, "counts": counts}), got, rtol, atol)) or None)
+            or (probe and probed(Probe(**{**probe.__dict__, "counts": counts}), got, rtol, atol))
+            or (probe and reordered(probe, got, rtol, atol)) or None)

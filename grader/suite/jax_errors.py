@@ -85,9 +85,11 @@ def _out_specs(match: re.Match, s: Situation) -> str:
     axes = match["axes"] or ", ".join(f"'{a.strip()}'" for a in match["bare"].split(","))
     which = f"out_specs{match['index']}" if match["index"] else _which_out_spec(match["spec"], s.line)
     return (f"shard_map's {which} {match['spec']} says the result is the same on every device along mesh axis "
-            f"{axes}, but your function's result still differs along {axes}: if the devices hold partial results, "
-            f"add them up over it (lax.psum(..., {axes.split(',')[0].strip('() ')})), as a psum over another axis does "
-            f"not; if each holds its own block of the result, name {axes} in out_specs where the blocks go")
+            f"{axes}, but JAX counts your function's result as differing along {axes}: it is computed from values "
+            f"that differ along it (each device's own block, or what lax.all_gather over it returns, which JAX still "
+            f"counts as differing). If the devices hold partial results, add them up over it "
+            f"(lax.psum(..., {axes.split(',')[0].strip('() ')})), as a psum over another axis does not; if each holds "
+            f"its own block of the result, name {axes} in out_specs where the blocks go")
 
 
 _NUMPY_CALL = re.compile(r"\b(?:np|numpy|onp)\.([A-Za-z_][\w.]*)\s*\(")
@@ -336,15 +338,36 @@ def _pmap_in_axes(match: re.Match, s: Situation) -> str | None:
             "(None for one every device gets whole)")
 
 
-def _empty_assertion(match: re.Match, s: Situation) -> str | None:
+def _literal(text: str) -> str | None:
+    """The string a Python string literal ``text`` spells ("'i'" -> i), or None for any other expression."""
+    m = re.fullmatch(r"""\s*(['"])([^'"]*)\1\s*""", text)
+    return m.group(2) if m else None
+
+
+def _empty_assertion(match: re.Match, s: Situation, axes: tuple[str, ...] = ()) -> str | None:
+    """A collective that failed with no message: its axis_name compared with the mesh's ``axes`` where the suite
+    knows them (:func:`empty_assertion_on`); without them, what such a failure is known to come from."""
     found = call_with(s.line, ("psum", "pmean", "pmax", "pmin", "ppermute", "all_gather", "psum_scatter",
                                "all_to_all", "axis_index", "axis_size"))
     if s.raised_in == "submission" or not found or "axis_name" not in found[1]:
         return None
     name, args = found
-    return (f"lax.{name} with axis_name={args['axis_name']} failed inside JAX with no message of its own, as it does "
-            "when that name is not an axis of the mesh the shard_map runs on (nor the axis_name of the pmap around "
-            "it): name an axis the mesh has")
+    head = f"lax.{name} with axis_name={args['axis_name']} failed inside JAX with no message of its own"
+    named, listed = _literal(args["axis_name"]), " and ".join(map(repr, axes))
+    if axes and named is not None and named not in axes:
+        return f"{head}: the mesh's axes are {listed}, and {named!r} is none of them: name an axis the mesh has"
+    if axes and named is not None:
+        return (f"{head}, though {named!r} is an axis of the mesh ({listed}): a collective takes the axis names of "
+                "the jax.shard_map (or jax.pmap) it runs inside, and only there")
+    return (f"{head}, as it does when that name is not an axis of the mesh the shard_map runs on (nor the axis_name "
+            "of the pmap around it): a collective takes only those names")
+
+
+def empty_assertion_on(axes: tuple[str, ...]) -> Rule:
+    """The rule for a collective that failed with no message, for a suite whose task's mesh has ``axes``: the
+    axis_name the student wrote is compared with them (list it in the suite's JAX_ERRORS)."""
+    return Rule("empty assertion in a collective", re.compile(r"^$"),
+                lambda match, s: _empty_assertion(match, s, tuple(axes)), exc_types=("AssertionError",))
 
 
 def _scatter_untiled(match: re.Match, s: Situation) -> str | None:

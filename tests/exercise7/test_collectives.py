@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from grader.suite import as_array, expect_close, expect_sequence, expect_shape, hlo, work
+from grader.suite.bypass import Asks
 
 RTOL, ATOL = 1e-4, 1e-4
 PRIMITIVE = {"total": "psum", "mean": "pmean", "maximum": "pmax"}
@@ -166,7 +167,7 @@ def _reference(name):
 def test_communicates_with_all_reduce(student, rng, devices, name):
     x = _per_device_data(rng, devices, 5)
     program = student.program(f"collectives.{name}", x, expect=_reference(name), what=f"{name}(x)", rtol=RTOL,
-                              atol=ATOL)
+                              atol=ATOL, asks=Asks("jax.pmap"))
     text = program.hlo
     gathers = hlo.count(text, "all-gather")
     if gathers:

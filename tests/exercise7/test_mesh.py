@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from grader.suite import WrongProgram, expect_close, expect_shape, feedback, hlo, meshes, work
-from grader.suite.jax_errors import Rule
+from grader.suite.bypass import Asks
+from grader.suite.jax_errors import Rule, empty_assertion_on
 
 K_PER_COLUMN, P_COLUMNS = 4, 5  # sharded_matmul's x is (3 * n_rows, 4 * n_cols) and w is (4 * n_cols, 5): _matmul
 
@@ -41,6 +42,7 @@ JAX_ERRORS = (
                                                    r"\((?P<a>\d+),?\) and \((?P<b>\d+),?\)"), _blocks_disagree),
     Rule("w's columns split", re.compile(r"implies that array axis (?P<axis>\d+) is partitioned \d+ times, but does "
                                          r"not evenly divide the dimension size (?P<size>\d+)"), _columns_of_w_split),
+    empty_assertion_on(("data", "model")),
 )
 
 
@@ -126,7 +128,7 @@ def test_shard_matrix_on_a_wide_mesh(student, rng, devices):
     _check_shard_matrix(student, rng, *wide(devices))
 
 
-def _matmul(student, rng, devices):
+def _matmul(student, rng, devices, asks=None):
     """The HLO of sharded_matmul on a wide mesh (the psum over 'model' adds from 2 devices on), once the grader
     has checked its values; a wrong product from a psum over the wrong devices is told as that."""
     n_rows, n_cols = wide(devices)
@@ -137,7 +139,7 @@ def _matmul(student, rng, devices):
         program = student.program("probes_mesh.sharded_matmul", x, w, n_rows=n_rows, n_cols=n_cols,
                                   expect=lambda a, b: a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4, dtype=np.float32,
                                   what=f"sharded_matmul(x, w, mesh) on a {n_rows} x {n_cols} mesh",
-                                  counts=meshes.counts(("data", "model"), (n_rows, n_cols)))
+                                  counts=meshes.counts(("data", "model"), (n_rows, n_cols)), asks=asks)
     except WrongProgram as wrong:
         psums = hlo.select(wrong.program.hlo, "all-reduce", by_student=True)
         explained = _psum_over_the_wrong_devices(psums[0], out) if len(psums) == 1 else None
@@ -166,7 +168,7 @@ def test_sharded_matmul_matches_numpy(student, rng, devices):
 
 
 def test_sharded_matmul_is_row_parallel_with_one_psum(student, rng, devices):
-    x, w, out = _matmul(student, rng, devices)
+    x, w, out = _matmul(student, rng, devices, Asks("jax.shard_map"))
     feedback.communication(out["hlo"], needed=f"1 all-reduce (psum over 'model') of {3 * 5 * 4} bytes per device: "
                            "each device's partial product of its blocks")
     mine = hlo.select(out["hlo"], by_student=True)

@@ -34,8 +34,9 @@ def _one_finished_chunk_each(got, x) -> str | None:
     if n < 2 or any(len(f) != 1 for f in finished) or len({f[0] for f in finished}) != n:
         return None
     return (f"on {n} devices holds the complete sum in one chunk per device only (device 0 in chunk {finished[0][0]}, "
-            f"chunks of {chunk} elements): that is where the reduce-scatter ends; the n - 1 all-gather steps then pass "
-            "the finished chunks around until every device has all of them")
+            f"chunks of {chunk} elements), a different chunk on each, and its other chunks are not the sum. The "
+            "reduce-scatter phase ends so; the all-gather phase then copies each finished chunk, unchanged, to every "
+            "device")
 
 
 def expect_sum(got, x, dtype=np.float32, rerun=None):

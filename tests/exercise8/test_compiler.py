@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 
 from grader.suite import feedback, hlo, meshes, work
+from grader.suite.bypass import Asks
 
 AXES = ("data", "model")
 ARRIVES = {"no_collective": (["data", None], [None, "model"]),
            "one_reduction": (["data", "model"], ["model", None])}
 
 
-def run(student, rng, function, rows, cols):
+def run(student, rng, function, rows, cols, asks=None):
     """x, w and the program of compiler.<function>(x, w, mesh) on a rows x cols mesh, its values checked."""
     x = rng.normal(size=(3 * rows, 2 * cols)).astype(np.float32)
     w = rng.normal(size=(2 * cols, 5 * cols)).astype(np.float32)
@@ -25,7 +26,7 @@ def run(student, rng, function, rows, cols):
     program = student.program("probes_programs.placed", x, w, expect=lambda x, w: x.astype(np.float64) @ w,
                               what=f"{function}(x, w, mesh) on a {rows} x {cols} mesh", rtol=1e-4, atol=1e-4,
                               function=f"compiler.{function}", rows=rows, cols=cols, x_spec=x_spec, w_spec=w_spec,
-                              arrives=(x_spec, w_spec), counts=meshes.counts(AXES, (rows, cols)))
+                              arrives=(x_spec, w_spec), asks=asks, counts=meshes.counts(AXES, (rows, cols)))
     return x, w, program
 
 
@@ -48,7 +49,7 @@ def _ran(moved, sizes) -> str:
 @pytest.mark.devices(4, 8)
 def test_no_collective_runs_none(student, rng, devices):
     rows, cols = sizes = meshes.square(devices)
-    x, w, program = run(student, rng, "no_collective", rows, cols)
+    x, w, program = run(student, rng, "no_collective", rows, cols, Asks(names=("x", "w")))
     feedback.communication(program.hlo, needed="no collective: device (i, j) computes block (i, j) of y from the "
                            "x rows and w columns it holds", by_student=False)
     moved = meshes.moving(program.hlo, AXES, sizes)
@@ -68,7 +69,7 @@ def test_no_collective_runs_none(student, rng, devices):
 @pytest.mark.devices(4, 8)
 def test_one_reduction_runs_one_sum_over_model(student, rng, devices):
     rows, cols = sizes = meshes.square(devices)
-    x, w, program = run(student, rng, "one_reduction", rows, cols)
+    x, w, program = run(student, rng, "one_reduction", rows, cols, Asks(names=("x", "w")))
     numbers = x.shape[0] // rows * w.shape[1]
     feedback.communication(program.hlo, needed=f"1 all-reduce (or reduce-scatter) over 'model' of the partial sums, "
                            f"{numbers * 4} bytes per device", by_student=False)

@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 from grader.suite import feedback, hlo, meshes, work
+from grader.suite.jax_errors import empty_assertion_on
 
 AXES = ("data",)
+JAX_ERRORS = (empty_assertion_on(AXES),)  # an axis name the mesh lacks, told against its axes
 LR = 0.1
 
 

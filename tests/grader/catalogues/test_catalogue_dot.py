@@ -28,7 +28,7 @@ WRONG = {
                                 "    parts = [jnp.dot(jax.device_put(a, d), jax.device_put(b, d))\n"
                                 "             for a, b, d in zip(_split(x, n), _split(y, n), jax.devices())]\n"
                                 "    return sum(jax.device_put(p, home) for p in parts)"))},
-        "2", says=("distributed_dot runs no all-reduce of its own",)),
+        "2", says=("distributed_dot: its program has no jax.pmap that its answer depends on",)),
     "pmean where psum was meant": Wrong(
         {"dot": mutate("dot", ('lax.psum(jnp.dot(a, b), axis_name="i")', 'lax.pmean(jnp.dot(a, b), axis_name="i")'))},
         "2", says=("is 1/2 of the answer on 2 devices",)),

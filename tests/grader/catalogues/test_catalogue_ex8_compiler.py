@@ -26,7 +26,7 @@ WRONG = {
     "x and w gathered instead of summing partial products": Wrong(
         compiler((SUMMED, 'in_shardings=(NamedSharding(mesh, P("data", None)), NamedSharding(mesh, P())),\n'
                           '                   out_shardings=NamedSharding(mesh, P("data", None)))(x, w)')), devices="4",
-        says=("and no sum over 'model'", "Leave them where they arrive")),
+        says=("every device gathers w (P('model', None) as it arrives) whole", "added by XLA at the program's entry")),
     "a PartitionSpec without its mesh": Wrong(
         compiler((LOCAL, 'out_shardings=P("data", "model"))(x, w)')), devices="4",
         says=("bare PartitionSpec", "NamedSharding(mesh, P(...))")),

@@ -40,8 +40,8 @@ WRONG = {
     "a reduce-scatter that starts from its own chunk": Wrong(
         rings(("total = chunks[(me - 1) % n]", "total = chunks[me]"),
               ("chunks[(me - step - 1) % n]", "chunks[(me - step) % n]")), devices="4",
-        says=("ring_reduce_scatter", "returns the sum of chunk 1, expected chunk 0",
-              "start from chunk (me - 1) mod n")),
+        says=("ring_reduce_scatter", "holds the right 4 blocks of rows in the wrong order",
+              "rows 0-1 hold what rows 2-3 should")),
     "blocks stored the wrong way round": Wrong(
         rings(("gathered.at[(me - step) % n]", "gathered.at[(me + step) % n]")), devices="4",
         says=("holds the right blocks in the wrong places", "device (me - s) mod n's")),

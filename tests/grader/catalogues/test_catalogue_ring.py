@@ -28,11 +28,11 @@ WRONG = {
         "4", says=("runs an all-gather (from lax.all_gather)",), intact="ring_optimal"),
     "one step too few": Wrong(
         {"ring": mutate("ring", (LOOP, "return lax.fori_loop(0, n - 2, step, (x, x))[0]"))},
-        "4", says=("is one block short on every device (device 0 misses device 1's)",),
+        "4", says=("leaves out x's block 1 (device 1's) from device 0's result",),
         intact="ring_optimal"),
     "one step too many": Wrong(
         {"ring": mutate("ring", (LOOP, "return lax.fori_loop(0, n, step, (x, x))[0]"))},
-        "4", says=("adds every device's own block twice",), intact="ring_optimal"),
+        "4", says=("counts twice x's block 0 (device 0's) from device 0's result",), intact="ring_optimal"),
     # Issue 23: written from the statements alone (apart.py); each names its mistake and no wrong advice.
     "int blocks summed in float32": Wrong(
         apart("ring", ("total, block = x, x", "total, block = x.astype(jnp.float32), x")), "2",
@@ -40,11 +40,11 @@ WRONG = {
     "the running sum passed around the ring": Wrong(
         apart("ring", ("block = ring_shift(block, axis_name)\n        total = total + block",
                        "total = total + ring_shift(total, axis_name)")), "4",
-        says=("passes its running sum around the ring",), never=("lax.psum", "lax.pmean", "collective ("),
+        says=("counts 3 times x's block 2 (device 2's) from device 0's result",), never=("lax.psum", "lax.pmean", "collective ("),
         intact="ring_optimal"),
     "the sum started from zeros": Wrong(
         apart("ring", ("total, block = x, x", "total, block = jnp.zeros_like(x), x")), "2",
-        says=("leaves out every device's own block",), never=("lax.psum", "lax.pmean", "collective (")),
+        says=("leaves out x's block 0 (device 0's) from device 0's result",), never=("lax.psum", "lax.pmean", "collective (")),
     "destinations not wrapped around the ring": Wrong(
         apart("ring", ("(i, (i + shift) % n)", "(i, i + shift)")), "2",
         says=("ring_shift() raised IndexError", "not on the ring", "% n")),

@@ -30,7 +30,7 @@ WRONG = {
     "no all-gather after the reduce-scatter": Wrong(
         apart("ring", ("    for s in range(n - 1):\n        send = (i + 1 - s) % n",
                        "    for s in range(0):\n        send = (i + 1 - s) % n")), "4",
-        says=("holds the complete sum in one chunk per device only", "all-gather steps"),
+        says=("holds the complete sum in one chunk per device only", "the all-gather phase then copies"),
         never=("lax.psum", "constant factor")),
 }
 

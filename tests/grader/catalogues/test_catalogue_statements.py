@@ -107,6 +107,11 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
             says=("all-gather",)),
         "maximum of everything": Wrong(apart("collectives", ('lax.pmax(row, "i")', 'lax.pmax(jnp.max(row), "i")')),
                                        "2", says=("one number per device",)),
+        "the whole array reduced under jax.jit": Wrong(apart("collectives", (
+            '    def f(row):\n        return lax.psum(row, "i"), lax.pmean(row, "i"), lax.pmax(row, "i")\n'
+            '    return jax.pmap(f, axis_name="i")(x)',
+            '    return jax.jit(lambda a: tuple(jnp.broadcast_to(s, a.shape) for s in (a.sum(0), a.mean(0), a.max(0))))(x)')),
+            "2", says=("its program has no jax.pmap that its answer depends on",), never=LOCAL_FIX),
     },
     ("exercise7", "dot"): {
         "pmean where psum belongs": Wrong(apart("dot", ('lax.psum(jnp.dot(a, b), "i")', 'lax.pmean(jnp.dot(a, b), "i")')),
@@ -121,7 +126,7 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
         "y split strided, x in blocks": Wrong(apart("dot", (
             "y = jnp.concatenate([y, jnp.zeros(padded - L, y.dtype)]).reshape(n, -1)",
             "y = jnp.concatenate([y, jnp.zeros(padded - L, y.dtype)]).reshape(-1, n).T")), "2",
-            says=("strided",)),
+            says=("is the answer for y split strided",)),
         "NumPy on the host, then device_put": Wrong(apart("dot", (
             '    n = jax.device_count()\n    L = x.shape[0]\n',
             "    import numpy as np\n    return jax.device_put(np.dot(np.asarray(x), np.asarray(y)))\n"
@@ -131,12 +136,20 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
             "    padded = -(-L // n) * n\n",
             "    if L % n:\n        raise ValueError(f'length {L} is not a multiple of {n}')\n"
             "    padded = -(-L // n) * n\n")), "2", says=("your own code raised it", "distributed_dot(float32[5], float32[5])")),
+        "jax.jit with shardings instead of jax.pmap": Wrong(apart("dot", (
+            '    out = jax.pmap(lambda a, b: lax.psum(jnp.dot(a, b), "i"), axis_name="i")(x, y)\n    return out[0]',
+            '    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P\n'
+            '    mesh = Mesh(jax.devices(), ("i",))\n'
+            '    at = NamedSharding(mesh, P("i"))\n'
+            '    return jax.jit(jnp.vdot, out_shardings=NamedSharding(mesh, P()))(\n'
+            '        jax.device_put(x.reshape(-1), at), jax.device_put(y.reshape(-1), at))')), "2",
+            says=("its program has no jax.pmap that its answer depends on",), never=LOCAL_FIX),
     },
     ("exercise7", "ring"): {
         "ring turned the other way": Wrong(apart("ring", ("(i, (i + shift) % n)", "(i, (i - shift) % n)")), "4",
                                            says=("moves blocks the wrong way",)),
         "n shifts, own block twice": Wrong(apart("ring", ("for _ in range(n - 1):", "for _ in range(n):")), "4",
-                                           says=("own block twice",)),
+                                           says=("counts twice x's block 0 (device 0's) from device 0's result",)),
         "adds before it shifts": Wrong(apart("ring", (
             "block = ring_shift(block, axis_name)\n        total = total + block",
             "total = total + block\n        block = ring_shift(block, axis_name)")), "4",
@@ -155,7 +168,7 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
                                      says=("one chunk per device only",), intact="ring"),
         "all-gather that adds": Wrong(apart("ring", ("chunks = chunks.at[recv].set(got)",
                                                      "chunks = chunks.at[recv].add(got)")), "4",
-                                      says=(".add",), intact="ring"),
+                                      says=(".add",), never=("is missing", "no all-gather"), intact="ring"),
         "the naive ring as the optimal one": Wrong(apart("ring", (
             "    n = lax.axis_size(axis_name)\n    i = lax.axis_index(axis_name)\n",
             "    return ring_allreduce(x, axis_name)\n    n = lax.axis_size(axis_name)\n"
@@ -224,7 +237,7 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
             '    return jax.jit(jnp.matmul, out_shardings=NamedSharding(mesh, P("data", None)))(x, w)',
             '    return jax.jit(jnp.matmul, in_shardings=(NamedSharding(mesh, P()), NamedSharding(mesh, P())),\n'
             '                   out_shardings=NamedSharding(mesh, P("data", None)))(x, w)')), "4",
-            says=("it moved x or w instead of adding partial products",)),
+            says=("every device gathers x (P('data', 'model') as it arrives) and w",), never=LOCAL_FIX),
     },
     ("exercise8", "layouts"): {
         "mesh shape the other way round": Wrong(ex8("layouts", ('jax.make_mesh((n // model, model), ("data", "model"))',
@@ -252,7 +265,7 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
         "reduce-scatter adds before it shifts": Wrong(ex8("rings", (
             "total = _to_next(total, axis_name, n) + chunks[(me - step - 1) % n]",
             "total = _to_next(total + chunks[(me - step - 1) % n], axis_name, n)")), "4",
-            says=("one chunk",)),
+            says=("chunk 0 of x's block 0 (device 0's) lands in device 1's result, where it belongs in device 0's",)),
         "gathered blocks not concatenated": Wrong(ex8("rings", (
             "return gathered.reshape(n * block.shape[0], *block.shape[1:])", "return gathered")), "4",
             says=("returned shape (8, 2, 3), expected shape (16, 3)",)),
@@ -302,6 +315,13 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
             "4", says=("not each once",)),
         "passed the other way round the ring": Wrong(ex8("collective_matmul", ("(i, (i + 1) % n)", "(i, (i - 1) % n)")),
                                                      "4", says=("wrong order",)),
+        "jax.jit and out_shardings instead of a ring": Wrong(ex8("collective_matmul", (
+            '    x = jax.device_put(x, NamedSharding(mesh, P("model", None)))\n'
+            '    w = jax.device_put(w, NamedSharding(mesh, P(None, "model")))\n'
+            '    return jax.shard_map(_per_device, mesh=mesh, in_specs=(P("model", None), P(None, "model")),\n'
+            '                         out_specs=P(None, "model"))(x, w)',
+            '    return jax.jit(jnp.matmul, out_shardings=NamedSharding(mesh, P(None, "model")))(x, w)')), "4",
+            says=("its program has no jax.shard_map that its answer depends on",), never=LOCAL_FIX),
     },
     ("exercise8", "tensor_parallel"): {
         "pmean where psum belongs": Wrong(ex8("tensor_parallel", ('lax.psum(jax.nn.relu(x @ w1) @ w2, "model")',

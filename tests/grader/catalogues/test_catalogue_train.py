@@ -42,7 +42,7 @@ def train_step(params, batch, lr):
     losses, grads = zip(*(jax.device_put(jax.value_and_grad(loss_fn)(p, (x, y)), home) for p, x, y in shards))
     n = len(shards)
     return params - lr * sum(grads) / n, jnp.full((n,), sum(losses) / n)"""))},
-        "2", says=("train_step runs no all-reduce of its own",)),
+        "2", says=("train_step(params, batch, lr=0.05): its program has no jax.pmap that its answer depends on",)),
     # Issue 23: written from the statements alone (apart.py); each names its mistake and no wrong advice.
     "params shared instead of mapped": Wrong(
         apart("train", ("in_axes=(0, 0, None)", "in_axes=(None, 0, None)")), "2",

@@ -530,6 +530,7 @@ OWN_SUITES = {"after a call": (AFTER_A_CALL, None, None), "after a probe": (AFTE
 NEVER_SAW = "a second set of inputs drawn by the grader that your code never saw"
 MORE_WORK = "times the reference's"  # one device's arithmetic against one device's of the reference program
 WHOLE_WORK = "times the reference's (about the whole computation's work, done on every device)"
+NO_PMAP, NO_SHARD_MAP = (f"its program has no {tool} that its answer depends on" for tool in ("jax.pmap", "jax.shard_map"))
 # module: (device counts, its suite: an exercise 7 task's or one of OWN_SUITES, {structural test: what it says})
 TASKS = {
     "dot_knows_the_seed": ([2], "dot", {"test_dot_uses_one_all_reduce": NEVER_SAW}),
@@ -542,24 +543,24 @@ TASKS = {
     "dot_psum_of_zero": ([1], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
     "dot_psum_of_times_zero": ([1], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
     "dot_psum_times_zero": ([1], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
-    "dot_psum_of_difference": ([2], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
-    "dot_loop_of_elements": ([2], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
+    # On more than one device a pmap the answer does not depend on is no pmap (grader.suite.bypass).
+    "dot_psum_of_difference": ([2], "dot", {"test_dot_uses_one_all_reduce": NO_PMAP}),
+    "dot_loop_of_elements": ([2], "dot", {"test_dot_uses_one_all_reduce": NO_PMAP}),
     "dot_psum_of_whole_work": ([2], "dot", {"test_dot_uses_one_all_reduce": WHOLE_WORK}),
     "dot_whole_in_chunks": ([2], "dot", {"test_dot_uses_one_all_reduce": WHOLE_WORK}),
     "ring_learned": ([2], "after a probe", {"test_ring_allreduce_after_a_probe": NEVER_SAW}),
     "ring_lying_label": ([2], "ring", {"test_ring_allreduce_uses_ppermute_only": "runs an all-reduce (from lax.squeeze)"}),
-    "basics_patched_jaxpr": ([2], "basics", {"test_each_function_runs_a_pmap": "square_plus_one's program has no "
+    "basics_patched_jaxpr": ([2], "basics", {"test_each_function_runs_a_pmap": "square_plus_one: its program has no "
                                                                               "jax.pmap"}),
-    "basics_idle_pmap": ([2], "basics", {"test_each_function_runs_a_pmap": "square_plus_one's program has no "
+    "basics_idle_pmap": ([2], "basics", {"test_each_function_runs_a_pmap": "square_plus_one: its program has no "
                                                                           "jax.pmap"}),
-    "collectives_replicated": ([2], "collectives", {"test_communicates_with_all_reduce": "runs no all-reduce of its "
-                                                                                         "own"}),
-    "train_replicated": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": "runs no all-reduce of its own"}),
-    "mesh_replicated": ([2], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": "runs 0 psums of its own"}),
+    "collectives_replicated": ([2], "collectives", {"test_communicates_with_all_reduce": NO_PMAP}),
+    "train_replicated": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": NO_PMAP}),
+    "mesh_replicated": ([2], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": NO_SHARD_MAP}),
     "ring_optimal_long_chunks": ([4], "ring_optimal", {"test_optimal_sends_2_n_minus_1_chunks": "each device sends "
                                                                                                   "6024 bytes"}),
     "collective_matmul_replicated": ([4], "exercise8/collective_matmul", {
-        "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": "runs 0 ppermutes"}),
+        "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": NO_SHARD_MAP}),
     "collective_matmul_ring_and_whole": ([4], "exercise8/collective_matmul", {
         "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": MORE_WORK}),
     "tensor_parallel_whole_then_psum": ([4], "exercise8/tensor_parallel", {

@@ -2,7 +2,7 @@
 
 from grader.errors import StudentFailure
 from grader.suite.call_arguments import argument, calls
-from grader.suite.jax_errors import Situation, explain, mistake
+from grader.suite.jax_errors import Situation, empty_assertion_on, explain, mistake
 
 
 def test_arguments_by_jax_s_parameter_names_positional_or_keyword():
@@ -61,10 +61,27 @@ def test_an_assertion_with_no_message_never_ends_empty():
     said = explain(failure, 4)
     assert said == ('f() raised AssertionError at `return lax.psum(x, "i")`: lax.psum with axis_name=\'i\' failed '
                     "inside JAX with no message of its own, as it does when that name is not an axis of the mesh the "
-                    "shard_map runs on (nor the axis_name of the pmap around it): name an axis the mesh has"), said
+                    "shard_map runs on (nor the axis_name of the pmap around it): a collective takes only those "
+                    "names"), said
     mine = StudentFailure("raised", "f() raised AssertionError at `assert x.ndim == 2` with no message",
                           exc_type="AssertionError", raised_in="submission", detail="", line="assert x.ndim == 2")
     assert explain(mine, 4) is None  # the student's own assert: its message already says where
+
+
+def test_an_assertion_with_no_message_compares_the_axis_name_with_the_mesh_a_suite_knows():
+    rules = (empty_assertion_on(("data", "model")),)
+
+    def said(line):
+        failure = StudentFailure("raised", f"f() raised AssertionError at `{line}` with no message",
+                                 exc_type="AssertionError", raised_in="jax", detail="", line=line)
+        return explain(failure, 4, rules)
+    assert said('return lax.psum(x, "i")').endswith("lax.psum with axis_name='i' failed inside JAX with no message "
+                                                   "of its own: the mesh's axes are 'data' and 'model', and 'i' is "
+                                                   "none of them: name an axis the mesh has")
+    inside = said("return lax.psum(x, 'model')")  # a name the mesh has: no fix claimed, only where names hold
+    assert "'model' is an axis of the mesh ('data' and 'model')" in inside and "name an axis" not in inside, inside
+    unknown = said("return lax.psum(x, axis)")  # a variable: its value is not known here
+    assert "as it does when that name is not an axis" in unknown and "'data'" not in unknown, unknown
 
 
 def test_global_shape_of_the_local_rows():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from grader.suite import expect_close
-from grader.suite.differences import Probe, Split, locate, measured, named_factor, probed, relation
+from grader.suite.differences import Probe, Split, locate, measured, named_factor, probed, relation, reordered
 
 RNG = np.random.default_rng(0)
 A = RNG.normal(size=(4, 3))
@@ -107,6 +107,24 @@ def test_a_scalar_factor_is_proven_block_by_block():
     assert said == "is 0.3333 times the answer, and so is what each block of x adds alone", said
 
 
+def test_an_input_split_strided_is_said_from_the_reference_alone():
+    def student(x, y):  # x in blocks, y dealt out like cards: device d pairs x's block d with y[d::2]
+        return sum(np.dot(x[4 * d:4 * d + 4], y[d::2]) for d in range(2))
+    probe = dot_probe(None)
+    said = measured(student(X, Y), dot(X, Y), probe=probe)
+    assert said == ("is the answer for y split strided (device d's part holding entries d, d + 2, d + 4, ...), where "
+                    "the task splits y into blocks of consecutive entries"), said
+    x3, y3 = X[:3], Y[:3]  # length 3 on 2 devices: the strided order is its own inverse, so x or y: not told which
+    both = reordered(Probe(reference=dot, inputs=(x3, y3), splits=(Split(0, 0, 2, "x"), Split(1, 0, 2, "y"))),
+                     np.dot(x3, y3[[0, 2, 1]]))
+    assert both == ("is the answer for x and y split differently: one of them strided (device d's part holding entries "
+                    "d, d + 2, d + 4, ...), the other into blocks of consecutive entries"), both
+    assert reordered(probe, dot(X, Y) + 1) is None  # no order of an input explains it
+    odd = RNG.normal(size=5)  # a length the device count does not divide: blocks of 3 and 2, pieces 0, 2, 4 and 1, 3
+    assert reordered(Probe(reference=lambda v: v * np.arange(5), inputs=(odd,), splits=(Split(0, 0, 2, "v"),)),
+                     odd[[0, 2, 4, 1, 3]] * np.arange(5)).startswith("is the answer for v split strided")
+
+
 def test_a_block_counted_twice():
     def student(x, y):
         return np.dot(x, y) + np.dot(x[4:], y[4:])
@@ -140,6 +158,37 @@ def test_each_device_missing_another_devices_block():
     assert said == ("leaves out x's block 1 (device 1's) from device 0's result; x's block 2 (device 2's) from device "
                     "1's result; x's block 3 (device 3's) from device 2's result; x's block 0 (device 0's) from device "
                     "3's result"), said
+
+
+def test_blocks_counted_more_than_twice_say_how_many_times():
+    def student(x):  # the running sum passed on: device d counts block d - 1 and d - 2 three times each
+        total = x.copy()
+        for _ in range(len(x) - 1):
+            total = total + np.roll(total, 1, axis=0)
+        return total
+    said = probed(ring_probe(student), student(RING))
+    assert said.startswith("counts 3 times x's block 2 (device 2's) from device 0's result; x's block 3 (device 3's) "
+                           "from device 0's result;"), said
+
+    def halves(x):  # half of a block is no whole number of times: nothing is claimed block by block
+        return np.broadcast_to(x.sum(axis=0) - x[0] / 2, x.shape)
+    assert probed(ring_probe(halves), halves(RING)) is None
+
+
+def test_chunks_of_a_block_that_land_on_the_wrong_device_are_named_by_chunk():
+    def reference(x):  # a reduce-scatter over 2 devices of 2 chunks each: device d sums chunk d of both blocks
+        chunks = x.reshape(2, 2, -1)
+        return np.concatenate([chunks[:, d].sum(axis=0) for d in range(2)])
+
+    def student(x):  # the running sum passed on before its own chunk is added: device d gets device d - 1's chunks
+        chunks = x.reshape(2, 2, -1)
+        return np.concatenate([chunks[(d - 1) % 2].sum(axis=0) for d in range(2)])
+    x = RNG.normal(size=(8,))
+    probe = Probe(reference=reference, inputs=(x,), splits=(Split(0, 0, 2, "x"), Split(0, 0, 4, "x", chunks=2)),
+                  out=Split(0, 0, 2, "the result"), rerun=student)
+    said = probed(probe, student(x))
+    assert said.startswith("puts blocks in the wrong place: chunk 0 of x's block 0 (device 0's) lands in device 1's "
+                           "result, where it belongs in device 0's"), said
 
 
 def test_a_block_landed_in_the_wrong_place():

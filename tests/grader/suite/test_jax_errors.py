@@ -17,7 +17,7 @@ EXPECTED = {
     "ring_written_for_4_on_2_devices": (2, ("perm ((0, 1), (1, 2), (2, 3), (3, 0)) is written for 4 devices",
                                             "this ring has 2", "lax.axis_size(axis_name)")),
     "ring_that_sends_everything_to_device_0": (4, ("names a device twice", "send once and receive once")),
-    "psum_over_the_wrong_mesh_axis": (4, ("out_specs P('data', None)", "differs along 'model'",
+    "psum_over_the_wrong_mesh_axis": (4, ("out_specs P('data', None)", "differing along 'model'",
                                           "lax.psum(..., 'model')", "name 'model' in out_specs")),
     "w_not_placed_on_the_mesh": (4, ("laid out as P('model', None), but it arrives as P(None, None)", "Explicit",
                                      "jax.device_put(x, NamedSharding(mesh, P('model', None)))")),
@@ -40,7 +40,7 @@ EXPECTED = {
     "all_gather_over_a_dimension_the_block_lacks": (4, ("lax.all_gather's axis=3", "has 2 dimensions")),
     "psum_scatter_over_a_dimension_the_block_lacks": (4, ("lax.psum_scatter's scatter_dimension=2",)),
     "pmap_in_axes_over_columns": (4, ("jax.pmap's in_axes=(0, 1)", "its axis 1, of size 3", "4 devices")),
-    "psum_over_an_axis_the_mesh_lacks": (4, ("lax.psum with axis_name='i'", "name an axis the mesh has")),
+    "psum_over_an_axis_the_mesh_lacks": (4, ("lax.psum with axis_name='i'", "a collective takes only those names")),
     "psum_scatter_without_tiled": (4, ("lax.psum_scatter without tiled=True", "scatter_dimension=1", "tiled=True each "
                                        "device gets a block")),
     "out_spec_of_a_tuple_replicated": (4, ("out_specs P()", "along mesh axis 'data'")),

@@ -1,0 +1,87 @@
+"""A program that reaches its answer by another mechanism than the one the statement asks for.
+
+A student who computes a shard_map task with ``jax.jit`` and out_shardings, or who has every device
+gather its inputs whole where the task hands them over in blocks, gets the right numbers (or nearly)
+by a route the task does not teach. A message about the first symptom ("wrong at 3 of 8 entries",
+"runs an all-gather") then offers a local fix for a design that is wrong as a whole. So the
+mechanism is told first, from two facts the clean worker measured on the compiled program, and no
+local fix is offered:
+
+* **no per-device computation**: the statement asks for a per-device tool (``Asks.tool``: "jax.pmap",
+  "jax.shard_map"), and on more than one device the program holds no such computation that its
+  answer depends on (``Program.manual``: it holds one, and replacing its results changes the answer);
+* **inputs gathered at the program's entry**: the task hands inputs over in blocks (``arrives``), and
+  the compiled program gathers them with collectives that come from no operation of the program's
+  own: XLA added them at its boundary because the program declares its inputs laid out otherwise
+  (in_shardings, in_specs of whole arrays).
+
+Each is a fact about the compiled program, said in the task's words; the statement's demand is the
+suite's data (:class:`Asks`, ``arrives``), not a rule per mistake.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from grader.layout import plural
+from grader.suite import hlo
+
+
+@dataclass(frozen=True)
+class Asks:
+    """What the statement asks a program to be built with, for a test that grades how it was built (a
+    structural test; one that checks values only passes none, so a bypass keeps its value points):
+    ``tool``, the per-device tool ("jax.pmap", "jax.shard_map"), or None where the statement leaves the
+    partitioning to XLA; ``names``, the inputs' names in the statement, where the task hands them over in
+    blocks (``arrives``) for each device to use the blocks it holds."""
+
+    tool: str | None = None
+    names: tuple[str, ...] = ()
+
+
+def _whole(shape: str) -> tuple[int, ...] | None:
+    m = re.match(r"[a-z]+\d*\[([\d,\s]*)\]", shape)
+    return tuple(int(d) for d in m.group(1).split(",") if d.strip()) if m else None
+
+
+def _spec_text(spec) -> str:
+    return "P(" + ", ".join(repr(a) if not isinstance(a, (list, tuple)) else repr(tuple(a)) for a in spec) + ")"
+
+
+def entry_gathers(text: str) -> list[hlo.Collective]:
+    """The all-gathers of the compiled program ``text`` that no operation of the program asked for (XLA
+    added them where the program's declared input layout differs from the one its inputs arrive in) and
+    whose result the answer depends on."""
+    return [c for c in hlo.collectives(text) if c.op == "all-gather" and not c.by_student and not c.kind
+            and not c.idle]
+
+
+def _gathered_inputs(text: str, names: tuple[str, ...], shapes: list[tuple[int, ...]], arrives) -> str | None:
+    """What the entry's gathers make whole, in the task's words, or None where it gathers nothing."""
+    gathers = entry_gathers(text)
+    if not gathers:
+        return None
+    made = {_whole(c.shape) for c in gathers}
+    whole = [f"{name} ({_spec_text(spec)} as it arrives)" for name, shape, spec in zip(names, shapes, arrives)
+             if spec is not None and shape is not None and any(a is not None for a in spec) and tuple(shape) in made]
+    if not whole:
+        return None
+    return (f"the program declares its inputs laid out otherwise than the task hands them over, so before any "
+            f"operation of its own runs, every device gathers {' and '.join(whole)} whole "
+            f"({plural(len(gathers), 'all-gather')} added by XLA at the program's entry). The task hands its "
+            "inputs over in blocks so that each device works on the blocks it holds")
+
+
+def told(what: str, devices: int, manual: bool, text: str, asks: Asks, arrives=None, shapes: list = ()) -> str | None:
+    """The sentence that tells the mechanism ``what``'s program used instead of the one ``asks`` says, or None;
+    ``shapes``: the inputs' shapes (None for one that is not an array), for ``arrives``."""
+    if asks.tool and devices > 1 and not manual:
+        return (f"{what}: its program has no {asks.tool} that its answer depends on: on {plural(devices, 'device')} "
+                "the compiled program holds no per-device computation whose result reaches the answer. The statement "
+                f"asks for {asks.tool}, with per-device code you write: this is another design, not a detail to fix")
+    if arrives is not None and asks.names:
+        said = _gathered_inputs(text, asks.names, list(shapes), arrives)
+        if said:
+            return f"{what}: {said}"
+    return None

@@ -1,0 +1,44 @@
+"""grader.suite.bypass: the mechanism a program used instead of the statement's, told from measured facts."""
+
+from grader.suite import bypass
+from grader.suite.bypass import Asks
+
+# x (6, 4) arrives as P('data', 'model') on a 2 x 2 mesh; the program gathers it whole at its entry (op_name with
+# no operation of the program's: XLA's reshard), then XLA's partitioner gathers w for a product (labelled).
+GATHERED = '''HloModule m, entry_computation_layout={(f32[3,2]{1,0}, f32[2,10]{1,0})->f32[6,10]{1,0}}
+
+ENTRY %main (param: f32[3,2], param.1: f32[2,10]) -> f32[6,10] {
+  %param = f32[3,2]{1,0} parameter(0)
+  %param.1 = f32[2,10]{1,0} parameter(1)
+  %all-gather = f32[3,4]{1,0} all-gather(%param), channel_id=1, replica_groups={{0,1},{2,3}}, dimensions={1}, use_global_device_ids=true, metadata={op_name="jit(call)/call_exported"}
+  %all-gather.1 = f32[6,4]{1,0} all-gather(%all-gather), channel_id=2, replica_groups={{0,2},{1,3}}, dimensions={0}, use_global_device_ids=true, metadata={op_name="jit(call)/call_exported"}
+  %all-gather.2 = f32[4,10]{1,0} all-gather(%param.1), channel_id=3, replica_groups={{0,1},{2,3}}, dimensions={0}, use_global_device_ids=true, metadata={op_name="jit(call)/call_exported/stablehlo.dot_general:dot_general"}
+  ROOT %dot = f32[6,10]{1,0} dot(%all-gather.1, %all-gather.2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+'''
+ARRIVES = (["data", "model"], ["model", None])
+SHAPES = [(6, 4), (4, 10)]
+
+
+def test_no_per_device_computation_is_told_where_the_statement_asks_for_one():
+    said = bypass.told("f", 4, False, GATHERED, Asks("jax.shard_map"))
+    assert said.startswith("f: its program has no jax.shard_map that its answer depends on: on 4 devices")
+    assert "another design" in said and "use " not in said  # no local fix
+    assert bypass.told("f", 4, True, GATHERED, Asks("jax.shard_map")) is None  # it has one
+    assert bypass.told("f", 1, False, GATHERED, Asks("jax.shard_map")) is None  # one device: the same program
+
+
+def test_inputs_gathered_at_the_entry_are_named_and_a_gather_of_an_operation_is_not():
+    said = bypass.told("f", 4, True, GATHERED, Asks(names=("x", "w")), ARRIVES, SHAPES)
+    assert "every device gathers x (P('data', 'model') as it arrives) whole" in said, said
+    assert "w (" not in said  # w's gather comes from the product (XLA's choice for an operation), not the entry
+    assert "2 all-gathers added by XLA at the program's entry" in said
+
+
+def test_inputs_are_only_checked_where_they_arrive_in_blocks_and_the_statement_names_them():
+    assert bypass.told("f", 4, True, GATHERED, Asks(names=("x", "w"))) is None  # arriving whole
+    assert bypass.told("f", 4, True, GATHERED, Asks(names=("x", "w")), [None, None], SHAPES) is None
+    assert bypass.told("f", 4, True, GATHERED, Asks(), ARRIVES, SHAPES) is None  # a values test asks nothing
+    idle = GATHERED.replace("ROOT %dot = f32[6,10]{1,0} dot(%all-gather.1, %all-gather.2)",
+                            "ROOT %dot = f32[6,10]{1,0} dot(%param.1, %all-gather.2)")
+    assert bypass.told("f", 4, True, idle, Asks(names=("x", "w")), ARRIVES, SHAPES) is None  # gathered, unused
