@@ -93,7 +93,7 @@ class Collective:
     reads_input: bool = True   # what it moves depends on the program's inputs
     feeds_output: bool = True  # the program's result can depend on what it returns
     measured_idle: bool | None = None  # the clean worker's measurement: the answer did not change without it
-    instruction: str = ""  # its name in the HLO text
+    instruction: str = field(default="", compare=False)  # its name in the HLO text (the GPU form renames it)
 
     @property
     def a(self) -> str:

@@ -164,10 +164,11 @@ def graded(tmp_path_factory):
             title: Program mode against hostile submissions
             tasks:
         """) + tasks + "\n")
-    for folder in ("exercises/ex", "tests/ex"):
+    for folder in ("exercises/ex", "solutions/ex", "tests/ex"):
         (root / folder).mkdir(parents=True)
     for module, source in SUBMISSIONS.items():
         (root / "exercises/ex" / f"{module}.py").write_text(textwrap.dedent(source))
+        (root / "solutions/ex" / f"{module}.py").write_text(SOLUTION)  # what each program's work is compared with
         (root / "tests/ex" / f"test_{module}.py").write_text(SUITE.replace('"dot.distributed_dot"',
                                                                              f'"{module}.distributed_dot"'))
     proc = run_grade("ex", "--course", str(root), "--format", "json", "--seed", "5", timeout=600)

@@ -185,7 +185,7 @@ def test_the_workspace_is_emptied_between_rounds(tmp_path):
         locked.chmod(0)  # a folder the student's code made unreadable must not stop the next round
         assert space.fresh_copy(source, suite) == (code, probes)
         assert sorted(os.listdir(code)) == ["dot.py"]
-        assert sorted(os.listdir(space.root)) == ["clean", "engine", "in-use.lock", "probes", "submission"]
+        assert sorted(os.listdir(space.root)) == ["clean", "engine", "in-use.lock", "probes", "reference", "submission"]
         assert os.listdir(space.engine) == ["grader"] and os.listdir(probes) == ["probes_dot.py"]
         assert confine._unreadable_for_others([probes, space.engine]) == ""  # a worker's own uid reads them
     finally:
