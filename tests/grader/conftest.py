@@ -73,3 +73,22 @@ def make_submission(tmp_path):
 def pytest_xdist_auto_num_workers(config):
     """``-n auto``: one pytest process per core, at most 4 (each test's gradings start several workers)."""
     return min(4, len(os.sched_getaffinity(0)))
+
+
+CATALOGUES = "tests/grader/catalogues/"
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile``, but every catalogue file (tests/grader/catalogues) goes to the same pytest
+    process: their entries are graded in runs shared across the catalogues (catalogue.py), which one
+    process can share and two could not."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class CataloguesTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            return CATALOGUES if path.startswith(CATALOGUES) else path
+
+    return CataloguesTogether(config, log)
