@@ -5,10 +5,10 @@ a module replaced (:class:`Wrong`); grading it must cost points on its task, wit
 names the mistake and holds none of the advice that would be wrong for it. A correct submission
 written another way than the reference (:class:`Right`) must keep every point.
 
-Each entry is a real ``grade`` run of its own submission, as a student's would be. What makes a
-catalogue cheap: the first test of a catalogue starts the gradings of all its entries, a few
-``grade`` processes at a time (one per core; ``CATALOGUE_JOBS`` overrides), and each test waits
-for its own; and the task the mistake does not belong to (``intact``) is graded with the first wrong
+Each entry is graded by a real ``grade`` run, as a student's submission would be. What makes a
+catalogue cheap: the first test of a catalogue starts the gradings of all its entries, a few ``grade``
+processes at a time (one per core, half the cores in a parallel run; ``CATALOGUE_JOBS`` overrides),
+and each test waits for its own; and the task the mistake does not belong to (``intact``) is graded with the first wrong
 submission only, since that a mistake in one module costs nothing on another task is the engine's
 property, not the entry's (an entry names its own ``intact`` where the two tasks share a module).
 For the same reason the catalogues are graded together (:class:`_Runs`): one submission carries an
@@ -34,9 +34,11 @@ from conftest import ROOT, build_submission, run_grade, task
 
 DEVICES = "1,2,4"
 SEED = 1234
-# One grading per core, shared with the other pytest processes of a parallel run (pytest-xdist).
+# Gradings at once: one per core; in a parallel run (pytest-xdist) the one process that has the catalogue
+# folder (tests/grader/conftest.py), about 40 % of the suite's test time, takes half the cores (one of 2),
+# however many processes share the rest.
 _JOBS = int(os.environ.get("CATALOGUE_JOBS") or
-            len(os.sched_getaffinity(0)) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+            len(os.sched_getaffinity(0)) // min(2, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
 _pool = ThreadPoolExecutor(max_workers=max(1, _JOBS), thread_name_prefix="catalogue")
 _scratch = Path(tempfile.mkdtemp(prefix="grade-catalogues-"))
 atexit.register(shutil.rmtree, _scratch, ignore_errors=True)
