@@ -8,9 +8,9 @@ written another way than the reference (:class:`Right`) must keep every point.
 Each entry is graded by a real ``grade`` run, as a student's submission would be. What makes a
 catalogue cheap: the first test of a catalogue starts the gradings of all its entries, a few ``grade``
 processes at a time (one per core, half the cores in a parallel run; ``CATALOGUE_JOBS`` overrides),
-and each test waits for its own; and the task the mistake does not belong to (``intact``) is graded with the first wrong
-submission only, since that a mistake in one module costs nothing on another task is the engine's
-property, not the entry's (an entry names its own ``intact`` where the two tasks share a module).
+and each test waits for its own; and the task the mistake does not belong to (``intact``) is graded
+with the first wrong submission only, since that a mistake in one module costs nothing on another
+task is the engine's property, not the entry's (an entry names its own ``intact`` where the two tasks share a module).
 For the same reason the catalogues are graded together (:class:`_Runs`): one submission carries an
 entry of each of several tasks, and one ``grade`` run grades those tasks, so what a run costs beyond
 its tasks (Python, the grader's imports, the zygote's ``import jax``, the workers' start) is paid once
