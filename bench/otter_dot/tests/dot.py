@@ -18,36 +18,22 @@ def _vectors(rng, length, dtype):
     return rng.normal(size=length).astype(dtype), rng.normal(size=length).astype(dtype)
 
 
-def _matches_numpy(distributed_dot, length, dtype):
-    x, y = _vectors(np.random.default_rng(length), length, dtype)
-    got = np.asarray(distributed_dot(x, y))
-    assert got.shape == () and got.dtype == dtype
-    np.testing.assert_allclose(got, np.dot(x.astype(np.float64), y), rtol=1e-4, atol=1e-4)
+def _matches_numpy(length, dtype):
+    """The value check of one length and dtype, as a test case: otter hands it the script's distributed_dot."""
+    def check(distributed_dot):
+        x, y = _vectors(np.random.default_rng(length), length, dtype)
+        got = np.asarray(distributed_dot(x, y))
+        assert got.shape == () and got.dtype == dtype
+        np.testing.assert_allclose(got, np.dot(x.astype(np.float64), y), rtol=1e-4, atol=1e-4)
+    return test_case(name=f"length {length} {np.dtype(dtype)}", points=1)(check)
 
 
-@test_case(points=1)
-def test_length_5(distributed_dot):
-    _matches_numpy(distributed_dot, 5, np.float32)
-
-
-@test_case(points=1)
-def test_length_37(distributed_dot):
-    _matches_numpy(distributed_dot, 37, np.float32)
-
-
-@test_case(points=1)
-def test_length_1(distributed_dot):
-    _matches_numpy(distributed_dot, 1, np.float32)
-
-
-@test_case(points=1)
-def test_length_3_int32(distributed_dot):
-    _matches_numpy(distributed_dot, 3, np.int32)
-
-
-@test_case(points=1)
-def test_length_1001(distributed_dot):
-    _matches_numpy(distributed_dot, 1001, np.float32)
+# otter collects the test cases it finds among the file's names
+test_length_5 = _matches_numpy(5, np.float32)
+test_length_37 = _matches_numpy(37, np.float32)
+test_length_1 = _matches_numpy(1, np.float32)
+test_length_3_int32 = _matches_numpy(3, np.int32)
+test_length_1001 = _matches_numpy(1001, np.float32)
 
 
 @test_case(points=1)
