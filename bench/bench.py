@@ -15,7 +15,11 @@ loop against its peer: ``grade exercise7 --task dot --devices 4`` against one pl
 pytest of the same checks (bench/peer_dot.py: no worker, no sandbox), interleaved, medians of each;
 ``--extra-run`` only what program mode's second run of each program costs (bench/extra_run.py);
 ``--memory`` only the peak PSS of ``grade exercise7``'s whole process tree (bench/memory.py). ``--peer``
-grades with the shared compile cache off, filled by clean workers only, and filled by ``grade check``.
+grades with the shared compile cache off, filled by clean workers only, and filled by ``grade check``,
+and in the same rounds times one plain process doing only the checks' work (bench/plain_dot.py: no
+pytest either) and, with ``--otter OTTER`` (the ``otter`` command of a separate venv where
+otter-grader is installed; never this project's dependency), ``otter run`` of the same checks
+(bench/otter_dot/tests/dot.py).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +39,8 @@ from measure import GRADE, ROOT, GradeFailed, align, floor_figures, git_commit, 
 TARGETS = {  # name: (target, True if the measured value must be at most the target)
     "exercise_ratio": (1.2, True),  # issue 25 (it was 1.5)
     "peer_ratio": (0.8, True),  # grade --task dot --devices 4 over the same checks as one in-process pytest
+    "plain_wall_ratio": (1.1, True),  # the same, over one plain process doing only the checks' work (issue 35)
+    "otter_ratio": (0.35, True),  # the same, over otter-grader's otter run of the same checks (issue 35)
     "batch_jobs1_ratio": (1.3, True),
     "batch_speedup": (1.7, False),
     "help_s": (0.3, True),
@@ -162,6 +169,27 @@ def batch(copies: int, seed: int, extra: list[str]) -> dict:
 PEER_ARGS = ["--task", "dot", "--devices", "4"]
 PEER = [sys.executable, "-m", "pytest", "-q", "-c", os.devnull, "-p", "no:cacheprovider", "-p", "no:xdist",
         str(ROOT / "bench" / "peer_dot.py")]
+PLAIN = [sys.executable, str(ROOT / "bench" / "plain_dot.py")]  # the checks' work alone, in one process
+OTTER_TESTS = ROOT / "bench" / "otter_dot" / "tests"  # the same checks as an otter-grader test file
+
+
+def otter_setup(otter: str, folder: Path) -> list[str]:
+    """The ``otter run`` command that grades the reference dot.py with bench/otter_dot's tests (its
+    autograder.zip made by ``otter generate`` in ``folder``, untimed), or SystemExit if otter fails."""
+    shutil.copytree(OTTER_TESTS, folder / "tests")
+    shutil.copy(ROOT / "solutions" / "exercise7" / "dot.py", folder / "dot.py")
+    (folder / "out").mkdir()
+    made = subprocess.run([otter, "generate", "--no-config", "--no-requirements", "--no-environment", "-t", "tests",
+                           "-o", "autograder.zip"], cwd=folder, capture_output=True, text=True)
+    if made.returncode != 0:
+        raise SystemExit(f"otter generate failed:\n{made.stdout}\n{made.stderr}")
+    return [otter, "run", "--no-logo", "-a", str(folder / "autograder.zip"), "-o", str(folder / "out"),
+            str(folder / "dot.py")]
+
+
+def _otter_score(folder: Path) -> float:
+    results = json.loads((folder / "out" / "results.json").read_text())
+    return sum(t.get("score") or 0 for t in results["tests"])
 
 
 # The shared compile cache (grader.workers.compile_cache) in the three states a grading meets it:
@@ -175,26 +203,42 @@ def _median(values: list[float]) -> float:
     return sorted(values)[len(values) // 2]
 
 
-def peer(repeat: int, seed: int) -> dict:
+def _timed_cpu(args: list[str], env: dict[str, str]) -> tuple[float, float, subprocess.CompletedProcess]:
+    """Wall and CPU time (of the process and every descendant it waited for) of one command."""
+    cpu = cpu_seconds()
+    wall, proc = timed(args, env)
+    return wall, cpu_seconds() - cpu, proc
+
+
+def peer(repeat: int, seed: int, otter: str | None = None) -> dict:
     """``grade exercise7 --task dot --devices 4`` in each cache state and its in-process peer, interleaved
-    round by round: the median wall of each, and the first cold run of each state apart from the others."""
+    round by round: the median wall of each, and the first cold run of each state apart from the others.
+    In the same rounds: one plain process doing only the checks' work (bench/plain_dot.py; wall and CPU,
+    against grade with the cache off), and with ``otter`` (an ``otter`` command of a separate venv that
+    has otter-grader) the same checks graded by ``otter run``."""
     with tempfile.TemporaryDirectory(prefix="bench-cache-") as tmp:
+        otter_run = otter_setup(otter, Path(tmp) / "otter") if otter else None
         folders = {"off": "off", "clean workers only": os.path.join(tmp, "clean"),
                    "after grade check": os.path.join(tmp, "check")}
         check = [*GRADE, "check", "exercise7", "--devices", "4"]
         if timed(check, {"GRADE_COMPILE_CACHE": folders["after grade check"]})[1].returncode not in (0, 1):
             raise SystemExit(f"{' '.join(check)} failed")  # exit 1: unsound at --devices 4 (multihost), expected
         grades: dict[str, list[dict]] = {state: [] for state in CACHE_STATES}
-        peers, loads = [], []
+        pytests, loads, plain, otters = [], [], [], []
         for _ in range(repeat):
             loads.append(os.getloadavg()[0])
             for state in CACHE_STATES:
-                grades[state].append(grade_once(ROOT / "solutions", PEER_ARGS, seed,
-                                                {"GRADE_COMPILE_CACHE": folders[state]}))
-            wall, proc = timed(PEER, {"PEER_DEVICES": "4"})
-            if proc.returncode != 0:
-                raise SystemExit(f"{' '.join(PEER)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
-            peers.append(wall)
+                cpu = cpu_seconds()
+                run = grade_once(ROOT / "solutions", PEER_ARGS, seed, {"GRADE_COMPILE_CACHE": folders[state]})
+                grades[state].append({**run, "cpu_s": cpu_seconds() - cpu})
+            for args, runs in ((PEER, pytests), (PLAIN, plain), *(((otter_run, otters),) if otter else ())):
+                wall, cpu, proc = _timed_cpu(args, {"PEER_DEVICES": "4", "JAX_NUM_CPU_DEVICES": "4"})
+                if proc.returncode != 0:
+                    raise SystemExit(f"{' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+                runs.append((wall, cpu))
+            if otter and _otter_score(Path(tmp) / "otter") != 6:
+                raise SystemExit(f"otter-grader did not give the reference dot.py 6 of 6: {otter_run}")
+    peers = [wall for wall, _ in pytests]
     peer_s = _median(peers)
     states = {}
     for state, runs in grades.items():
@@ -203,10 +247,24 @@ def peer(repeat: int, seed: int) -> dict:
                          "later_s": _median(walls[1:]) if len(walls) > 1 else walls[0],
                          "floor_s": _median([r["report_worker_s"] for r in runs]), "runs": walls,
                          "ratios": [w / p for w, p in zip(walls, peers)]}
-    return {"command": " ".join(["grade", "exercise7", "--submission", "solutions", *PEER_ARGS]),
-            "peer": " ".join(["python", "-m", "pytest", "bench/peer_dot.py"]), "peer_s": peer_s,
-            "peer_runs": peers, "states": states, "load_averages": loads,
-            "grade_s": states["after grade check"]["grade_s"], "ratio": states["after grade check"]["ratio"]}
+    def against(runs: list[tuple[float, float]], what: str = "wall_s") -> dict[str, float]:
+        """The median over rounds of grade's figure (in each cache state) over the other's, round by round."""
+        i = 0 if what == "wall_s" else 1
+        return {state: _median([g[what] / r[i] for g, r in zip(grades[state], runs)]) for state in CACHE_STATES}
+
+    out = {"command": " ".join(["grade", "exercise7", "--submission", "solutions", *PEER_ARGS]),
+           "peer": " ".join(["python", "-m", "pytest", "bench/peer_dot.py"]), "peer_s": peer_s,
+           "peer_runs": peers, "states": states, "load_averages": loads,
+           "grade_s": states["after grade check"]["grade_s"], "ratio": states["after grade check"]["ratio"],
+           "grade_cpu_s": {state: _median([g["cpu_s"] for g in runs]) for state, runs in grades.items()},
+           "plain": {"command": "python bench/plain_dot.py", "runs": plain, "wall_s": _median([w for w, _ in plain]),
+                     "cpu_s": _median([c for _, c in plain]), "ratios": against(plain),
+                     "cpu_ratios": against(plain, "cpu_s")}}
+    if otter:
+        out["otter"] = {"command": " ".join(otter_run), "runs": otters, "wall_s": _median([w for w, _ in otters]),
+                        "cpu_s": _median([c for _, c in otters]), "ratios": against(otters),
+                        "cpu_ratios": against(otters, "cpu_s")}
+    return out
 
 
 def peer_rows(p: dict) -> list[tuple[str, str, str]]:
@@ -218,8 +276,16 @@ def peer_rows(p: dict) -> list[tuple[str, str, str]]:
                  (f"  per round: {', '.join(f'{r:.2f}' for r in s['ratios'])}",
                   f"first {s['first_s']:.2f} s, later {s['later_s']:.2f} s", "")]
     loads = ", ".join(f"{v:.1f}" for v in p["load_averages"])
-    return rows + [(f"  the in-process pytest: {p['peer']}", f"{p['peer_s']:.2f} s", ""),
-                   (f"  load average at each round: {loads}", "", "")]
+    rows.append((f"  the in-process pytest: {p['peer']}", f"{p['peer_s']:.2f} s", ""))
+    for key, what, target in (("plain", "one plain process doing only the checks' work", "plain_wall_ratio"),
+                              ("otter", "otter-grader (otter run, the same checks)", "otter_ratio")):
+        if key in p:
+            o = p[key]
+            rows += [(f"{p['command']}, cache {state}: wall / {what}",
+                      f"{r:.2f}  (CPU {o['cpu_ratios'][state]:.2f})", verdict(target, r))
+                     for state, r in o["ratios"].items()]
+            rows.append((f"  {o['command']}", f"{o['wall_s']:.2f} s, CPU {o['cpu_s']:.2f} s", ""))
+    return rows + [(f"  load average at each round: {loads}", "", "")]
 
 
 def startup(repeat: int) -> dict:
@@ -298,6 +364,8 @@ def main(argv=None) -> None:
     p.add_argument("--endless-loop", action="store_true", help="measure only the endless-loop figure")
     p.add_argument("--confinement", action="store_true", help="measure only what confining the workers costs")
     p.add_argument("--peer", action="store_true", help="measure only grade --task dot against an in-process pytest")
+    p.add_argument("--otter", help="with --peer: the otter command of a separate venv with otter-grader, to "
+                                   "measure grade against it too (never a dependency of this project)")
     p.add_argument("--extra-run", action="store_true", help="measure only program mode's second run")
     p.add_argument("--memory", action="store_true", help="measure only the peak PSS of grade exercise7's process tree")
     p.add_argument("--loop-devices", default="1,2", help="device counts of the endless-loop figure")
@@ -323,7 +391,7 @@ def main(argv=None) -> None:
             memory.main(["--repeat", str(a.repeat)])
             return
         if a.peer:
-            print(align([("figure", "value", "target"), *peer_rows(peer(max(a.repeat, 5), a.seed))])
+            print(align([("figure", "value", "target"), *peer_rows(peer(max(a.repeat, 5), a.seed, a.otter))])
                   + footer(load_before))
             return
         if a.endless_loop:
@@ -338,7 +406,7 @@ def main(argv=None) -> None:
             "batch": batch(a.copies, a.seed, ["--task", a.batch_task] if a.batch_task else []),
             "startup": startup(5),
             "endless_loop": endless_loop(a.loop_devices, a.loop_timeout, a.seed),
-            "peer": peer(max(a.repeat, 5), a.seed),
+            "peer": peer(max(a.repeat, 5), a.seed, a.otter),
         }
     except GradeFailed as exc:
         raise SystemExit(str(exc)) from None

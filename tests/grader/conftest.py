@@ -73,3 +73,35 @@ def make_submission(tmp_path):
 def pytest_xdist_auto_num_workers(config):
     """``-n auto``: one pytest process per core, at most 4 (each test's gradings start several workers)."""
     return min(4, len(os.sched_getaffinity(0)))
+
+
+CATALOGUES = "tests/grader/catalogues/"
+# Files of few tests that run for long (whole documented workflows, grade check, batches): xdist hands out
+# files by their number of tests, most first, which would start these last, and one process would run on
+# alone at the end. Only the order depends on this list.
+FIRST = tuple(f"tests/grader/{name}.py" for name in (
+    "authoring/test_check", "classroom/test_batch", "classroom/test_workflow", "classroom/test_slurm",
+    "workers/test_accelerator_plugin", "grading/test_time_budget", "cli/test_readme_example"))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile``, but every catalogue file (tests/grader/catalogues) goes to the same pytest
+    process: their entries are graded in runs shared across the catalogues (catalogue.py), which one
+    process can share and two could not. The catalogues go first (they have the most tests), then FIRST."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class CataloguesTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            return CATALOGUES if path.startswith(CATALOGUES) else path
+
+        def _assign_work_unit(self, node) -> None:
+            for scope in reversed([s for s in FIRST if s in self.workqueue]):
+                self.workqueue.move_to_end(scope, last=False)
+            if CATALOGUES in self.workqueue:
+                self.workqueue.move_to_end(CATALOGUES, last=False)
+            super()._assign_work_unit(node)
+
+    return CataloguesTogether(config, log)

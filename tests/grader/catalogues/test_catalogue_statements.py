@@ -12,7 +12,8 @@ checks.
 Every entry must lose points and give none of the advice in ``never``; ``says`` holds the words that
 name the mistake. At least 90 % must be named (checked over the whole catalogue, and printed as a
 tally: ``pytest -s`` shows it), so a message that states only where values differ is allowed for a few
-and counted. Each entry is one ``grade`` run of its task at one or two device counts.
+and counted. Each entry is graded at one or two device counts, in a ``grade`` run shared with entries of
+other tasks (catalogue.py).
 """
 
 from __future__ import annotations

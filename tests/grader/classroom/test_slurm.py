@@ -2,7 +2,7 @@
 
 Each array task of ``grade-array.sh`` runs with the variables Slurm sets for it (from the script's
 ``#SBATCH --array`` and ``--cpus-per-task``), then ``grade-merge.sh``; in a copy of the course cut to
-task dot at 1 and 2 devices (test_workflow.course_copy). The shards must be disjoint, cover the
+task dot at 2 devices (test_workflow.course_copy). The shards must be disjoint, cover the
 class, and merge into the grades each student earns.
 """
 
