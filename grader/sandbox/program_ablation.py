@@ -16,8 +16,10 @@ program runs. Only collectives left in the compiled program are measured: those 
 structural rule can count. A variant that fails to compile or run counts the collective as needed.
 The same measurement says whether the answer needs the program's per-device computations at all
 (all of them replaced by zeros at once): a jax.pmap that does nothing beside a computation that does
-everything holds no per-device computation that counts. All variants of a program are compiled as
-one program, each a function of it: one compile per program, whatever the number of collectives.
+everything holds no per-device computation that counts; a collective inside one that the answer needs
+already says so, and then that variant is not compiled. The variants of a program are compiled as one
+program, each a function of it: one compile per program, whatever the number of collectives (a second
+one only for a program none of whose needed collectives runs in a per-device computation).
 """
 
 from __future__ import annotations
@@ -179,17 +181,44 @@ def answers_of(run_variants, variants: dict, inputs: tuple) -> dict:
     return answers
 
 
+def _within_manual(bytecode: bytes) -> set[int]:
+    """The collectives (by index) inside the program's per-device computations."""
+    from jaxlib.mlir import ir
+
+    inside = set()
+
+    def visit(op):
+        op = op.operation
+        if op.name in PROGRAM_COLLECTIVES:
+            index = _INDEX.search(str(op.location))
+            if index:
+                inside.add(int(index.group(1)))
+        return ir.WalkResult.ADVANCE
+
+    with context():
+        module = ir.Module.parse(bytecode)
+        for manual in _manual_computations(module):
+            manual.walk(visit)
+    return inside
+
+
 def measure(bytecode: bytes, kept: list[int], run_variants, inputs: tuple, baseline) -> tuple[list[int], bool]:
     """(the collectives in ``kept`` whose replacement by zeros leaves the answer to ``inputs`` as it was,
     ``baseline``; whether the answer depends on the program's per-device computations, its jax.pmap
     or jax.shard_map: a pmap that computes nothing the answer needs runs for show).
     ``run_variants(bytecodes, inputs)`` compiles the variants as one program (each a function of it) and
-    returns each one's answer to ``inputs``."""
+    returns each one's answer to ``inputs``. A collective the answer needs inside a per-device computation
+    says the answer needs that computation too, so the variant without every per-device computation is
+    compiled only when none does (a second, smaller compile)."""
     variants = {k: without(bytecode, replaced) for k, replaced in groups(bytecode, kept).items()}
-    variants[MANUAL] = without(bytecode, [], manual=True)
     variants = {k: v for k, v in variants.items() if v is not None}
-    if not variants:
-        return [], True
-    answers = answers_of(run_variants, variants, inputs)
-    idle = [k for k, got in answers.items() if k != MANUAL and same_answer(got, baseline)]
-    return idle, not (MANUAL in answers and same_answer(answers[MANUAL], baseline))
+    answers = answers_of(run_variants, variants, inputs) if variants else {}
+    idle = [k for k, got in answers.items() if same_answer(got, baseline)]
+    inside = _within_manual(bytecode) if variants else set()
+    if any(k not in idle for k in variants if k in inside):
+        return idle, True
+    manual = without(bytecode, [], manual=True)
+    if manual is None:
+        return idle, True
+    got = answers_of(run_variants, {MANUAL: manual}, inputs)
+    return idle, not (MANUAL in got and same_answer(got[MANUAL], baseline))

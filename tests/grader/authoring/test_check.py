@@ -12,13 +12,14 @@ from grader.course import load_course
 from toycourse import DEFECTS, make_course
 
 
-def test_check_passes_on_the_real_course():
+@pytest.mark.parametrize("name", ["exercise7", "exercise8"])
+def test_check_passes_on_the_real_course(name):
     """Every CI run proves it: solutions full marks and stubs 'not started' at every configured device count."""
-    exercise = load_course(str(ROOT / "course.yaml")).exercise("exercise7")
+    exercise = load_course(str(ROOT / "course.yaml")).exercise(name)
     extra = sum(t.points for t in exercise.tasks if t.extra_credit)
-    proc = run_grade("check", "exercise7")
+    proc = run_grade("check", name)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "exercise7 is sound" in proc.stdout
+    assert f"{name} is sound" in proc.stdout
     assert exercise.max_points == 100
     assert f"solutions 100 / 100 + {extra:g} extra credit, stubs 0 / 100" in proc.stdout
 
