@@ -13,9 +13,10 @@ reference's code, so it is kept once measured:
   is measured by a reference worker and written there by the grader (never by a worker). ``grade check``
   marks a folder ``checked`` once the solutions scored full marks at every device count, so that folder
   holds every figure the suite asks for;
-- in a released autograder bundle, which carries no solution, in ``reference-figures/<exercise>/``:
-  ``grade release`` copies the checked folder there. A figure missing there is the course's error
-  (GraderError naming what to run), never the student's.
+- in a released bundle, which carries no solution, in ``reference-figures/<exercise>/``: ``grade
+  release`` copies the checked folder into the autograder's and the student's (a course may make a
+  structural test visible; a figure is a count of operations, which reveals no code). A figure missing
+  there is the course's error (GraderError naming what to run), never the student's.
 
 Each figure's file name is a hash of what it depends on, the grader's own reading of HLO included
 (grader/suite/hlo.py), so a figure measured by an older reading is never used.

@@ -28,7 +28,8 @@ def copy_course(dest: Path, devices=(1, 2), hidden: dict[str, list[str]] | None 
                 tasks: tuple[str, ...] | None = None) -> Path:
     """The course (course.yaml and each exercise's stubs, solutions and suite) copied to ``dest``,
     every task at ``devices``, the tests in ``hidden`` ({task: [test, ...]}) hidden and every other test
-    visible, whatever course.yaml says; with ``tasks``, EXERCISE cut to those tasks."""
+    visible, whatever course.yaml says; with ``tasks``, EXERCISE cut to those tasks (and its suite to
+    their test files)."""
     data = yaml.safe_load((ROOT / "course.yaml").read_text())
     data.setdefault("defaults", {})["devices"] = list(devices)
     if tasks:
@@ -45,7 +46,20 @@ def copy_course(dest: Path, devices=(1, 2), hidden: dict[str, list[str]] | None 
             for test in (hidden or {}).get(task["id"], []):
                 task.setdefault("tests", {}).setdefault(test, {})["visibility"] = "hidden"
     (dest / "course.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    if tasks:
+        kept = {f for t in data["exercises"][EXERCISE]["tasks"] for f in t.get("files", [f"test_{t['id']}.py"])}
+        for path in (dest / "tests" / EXERCISE).glob("test_*.py"):
+            if path.name not in kept:
+                path.unlink()
     return dest
+
+
+def checked(course: Path) -> Path:
+    """``course`` after a `grade check` that passed: it then holds every figure of the reference's programs its
+    suites compare with, which a release carries into its bundles (grader.grading.reference_figures)."""
+    proc = run_grade("check", EXERCISE, "--course", str(course))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return course
 
 
 def first_task_file(course: Path) -> tuple[str, Path]:
@@ -70,16 +84,12 @@ def bundle_files(top: Path) -> dict[str, str]:
             if p.is_file() and "__pycache__" not in p.parts}
 
 
-def release_with_a_hidden_test(top: Path, tasks: tuple[str, ...] | None = None, figures: bool = False) -> dict:
-    """A release (in ``top``/out) of a course copy (cut to ``tasks`` after the first, if given) in which the
-    first task's last test is hidden; with ``figures``, carrying the reference's figures its suites compare
-    programs with (measured by grading the solutions first, as `grade check` would)."""
+def release_with_a_hidden_test(top: Path, tasks: tuple[str, ...] | None = None) -> dict:
+    """A release (in ``top``/out), after a `grade check`, of a course copy (cut to ``tasks`` after the first,
+    if given) in which the first task's last test is hidden."""
     task_id, suite_file = first_task_file(ROOT)
     tests = suite_tests(suite_file)
-    course = copy_course(top / "course", hidden={task_id: [tests[-1]]}, tasks=tasks and (task_id, *tasks))
-    if figures:
-        graded = run_grade(EXERCISE, "--course", str(course), "--submission", str(course / "solutions"))
-        assert graded.returncode == 0, graded.stdout + graded.stderr
+    course = checked(copy_course(top / "course", hidden={task_id: [tests[-1]]}, tasks=tasks and (task_id, *tasks)))
     proc = release(course, top / "out")
     assert proc.returncode == 0, proc.stderr
     return {"course": course, "out": top / "out", "hidden": tests[-1], "public": tests[:-1], "task": task_id,

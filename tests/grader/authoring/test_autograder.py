@@ -20,9 +20,8 @@ from grader.course import find_course
 @pytest.fixture(scope="module")
 def autograder(tmp_path_factory):
     """(autograder.zip, the hidden test's name, full marks with extra credit) for a course copy at 1, 2 devices,
-    cut to its first task and dot: the layout, not the course, is under test (`grade check` grades it all).
-    The bundle carries the reference's figures dot's work check compares with."""
-    done = release_with_a_hidden_test(tmp_path_factory.mktemp("release"), tasks=("dot",), figures=True)
+    cut to its first task and dot: the layout, not the course, is under test (`grade check` grades it all)."""
+    done = release_with_a_hidden_test(tmp_path_factory.mktemp("release"), tasks=("dot",))
     max_points = sum(t.points for t in find_course(explicit=str(done["course"])).exercise(EXERCISE).tasks)
     return done["out"] / "autograder.zip", done["hidden"], max_points
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import ROOT
-from release_helpers import EXERCISE, copy_course, release
+from release_helpers import EXERCISE, checked, copy_course, release
 
 from classroom import source
 
@@ -34,10 +34,7 @@ REPORTER = "classroom-resources/autograding-grading-reporter@v1"
 def bundle(tmp_path_factory):
     """The student bundle of the course cut to task dot at 1 device (every test visible)."""
     top = tmp_path_factory.mktemp("classroom")
-    course = copy_course(top / "course", devices=(1,))
-    rubric = yaml.safe_load((course / "course.yaml").read_text())
-    rubric["exercises"][EXERCISE]["tasks"] = [t for t in rubric["exercises"][EXERCISE]["tasks"] if t["id"] == "dot"]
-    (course / "course.yaml").write_text(yaml.safe_dump(rubric, sort_keys=False))
+    course = checked(copy_course(top / "course", devices=(1,), tasks=("dot",)))
     proc = release(course, top / "out")
     assert proc.returncode == 0, proc.stderr
     return top / "out" / "student"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from prairielearn_contract import validate_info, validate_results
-from release_helpers import EXERCISE, copy_course, release
+from release_helpers import EXERCISE, checked, copy_course, release
 
 from classroom import source
 
@@ -24,7 +24,7 @@ HIDDEN = "test_dot_uses_one_all_reduce"
 @pytest.fixture(scope="module")
 def question(tmp_path_factory):
     top = tmp_path_factory.mktemp("prairielearn")
-    course = copy_course(top / "course", devices=(1,), hidden={"dot": [HIDDEN]}, tasks=("dot",))
+    course = checked(copy_course(top / "course", devices=(1,), hidden={"dot": [HIDDEN]}, tasks=("dot",)))
     proc = release(course, top / "out")
     assert proc.returncode == 0, proc.stderr
     return top / "out" / "prairielearn", proc.stdout
