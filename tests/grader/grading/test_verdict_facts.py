@@ -452,6 +452,18 @@ def _per_device(x_block, w_block):
         products = products.at[(me - k) % n].set(sent @ w_block)
     return products.reshape(n * x_block.shape[0], w_block.shape[1])
 ''',
+    # Exercise 8's compiler: x and w constrained whole before the product, so every device multiplies them whole and
+    # the compiler gathers them, y laid out as asked.
+    "compiler_whole_inputs": (ROOT / "solutions" / "exercise8" / "compiler.py").read_text() + '''
+
+def one_reduction(x, w, mesh):
+    whole = NamedSharding(mesh, P())
+
+    def product(x, w):
+        return jax.lax.with_sharding_constraint(x, whole) @ jax.lax.with_sharding_constraint(w, whole)
+
+    return jax.jit(product, out_shardings=NamedSharding(mesh, P("data", None)))(x, w)
+''',
     # The whole MLP on every device, and a psum of (y - y) over 'model' for show.
     "tensor_parallel_replicated": '''
         import jax
@@ -567,6 +579,8 @@ TASKS = {
         "test_mlp_runs_one_all_reduce_over_model": MORE_WORK}),
     "matmuls_whole_then_scatter": ([4], "exercise8/matmuls", {"test_matmul_cases_send_the_cheapest_collective": MORE_WORK}),
     "fsdp_whole_batch": ([4], "exercise8/fsdp", {"test_fsdp_step_gathers_weights_and_scatters_gradients": MORE_WORK}),
+    "compiler_whole_inputs": ([4], "exercise8/compiler", {
+        "test_one_reduction_runs_one_sum_over_model": "and no sum over 'model'"}),
     # At 8 devices the rings are 4 long: 3 ppermutes, each of the device's own block.
     "rings_direct_sends": ([8], "exercise8/rings", {"test_ring_all_gather_sends_n_minus_1_blocks": "are not a ring"}),
     "collective_matmul_direct_sends": ([8], "exercise8/collective_matmul", {
