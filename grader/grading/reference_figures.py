@@ -24,12 +24,14 @@ Each figure's file name is a hash of what it depends on, the grader's own readin
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 
 import numpy as np
 
@@ -44,7 +46,7 @@ CHECKED = "checked"
 _HLO_READER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "suite", "hlo.py")
 
 
-def _files_digest(folders: list[tuple[str, callable]]) -> str:
+def _files_digest(folders: list[tuple[str, Callable[[str], bool]]]) -> str:
     """A hash of the files of each folder that its rule keeps (name and bytes, in sorted order)."""
     h = hashlib.sha256()
     for folder, keep in folders:
@@ -90,6 +92,7 @@ def _plain(value):
     return repr(value)
 
 
+@functools.cache
 def _version(name: str) -> str:
     try:
         return importlib.metadata.version(name)
@@ -97,20 +100,30 @@ def _version(name: str) -> str:
         return ""
 
 
-class ReferenceFigures:
-    """The figures of one exercise's reference programs for one grading run."""
+@functools.cache
+def _reader() -> str:
+    """A hash of the grader's reading of HLO, which every figure depends on."""
+    with open(_HLO_READER, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
-    def __init__(self, folder: str, can_measure: bool, pool: WorkerPool):
-        """``folder``: where figures are kept (:func:`kept_folder` or :func:`released_folder`);
+
+class ReferenceFigures:
+    """The figures of one exercise's reference programs for one grading run; nothing is read (the solutions'
+    digest, a figure) until a test first compares a program, so a run without one pays nothing."""
+
+    def __init__(self, where: Callable[[], str], can_measure: bool, pool: WorkerPool):
+        """``where()``: the folder figures are kept in (:func:`kept_folder` or :func:`released_folder`);
         ``can_measure``: whether the run holds the reference (RunSettings.reference), else a figure
-        missing from ``folder`` is the course's error."""
-        self.folder, self.can_measure, self._pool = folder, can_measure, pool
-        with open(_HLO_READER, "rb") as f:
-            self._reader = hashlib.sha256(f.read()).hexdigest()
+        missing from the folder is the course's error."""
+        self._where, self.can_measure, self._pool = where, can_measure, pool
+
+    @functools.cached_property
+    def folder(self) -> str:
+        return self._where()
 
     def _key(self, layout: Layout, target: str, specs, kwargs, arrives) -> str:
         backend = self._pool.backend.placed(layout.devices, layout.processes)
-        facts = [self._reader, _version("jax"), _version("jaxlib"), backend.name, backend.platform, backend.kind,
+        facts = [_reader(), _version("jax"), _version("jaxlib"), backend.name, backend.platform, backend.kind,
                  str(layout), target, _plain(specs), _plain(dict(kwargs)), _plain(arrives)]
         return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:32]
 
@@ -140,8 +153,8 @@ def for_run(course_root: str, exercise: str, solutions: str | None, suite: str, 
     """The figures of a run of ``exercise``: kept beside the course where its ``solutions`` are (and measured
     there when missing), else those a release left in the bundle."""
     if solutions:
-        return ReferenceFigures(kept_folder(course_root, exercise, solutions, suite), True, pool)
-    return ReferenceFigures(released_folder(course_root, exercise), False, pool)
+        return ReferenceFigures(functools.partial(kept_folder, course_root, exercise, solutions, suite), True, pool)
+    return ReferenceFigures(functools.partial(released_folder, course_root, exercise), False, pool)
 
 
 def _keep(path: str, data: dict) -> None:
