@@ -77,9 +77,10 @@ def told(what: str, devices: int, manual: bool, text: str, asks: Asks, arrives=N
     """The sentence that tells the mechanism ``what``'s program used instead of the one ``asks`` says, or None;
     ``shapes``: the inputs' shapes (None for one that is not an array), for ``arrives``."""
     if asks.tool and devices > 1 and not manual:
-        return (f"{what}: its program has no {asks.tool} that its answer depends on: on {plural(devices, 'device')} "
-                "the compiled program holds no per-device computation whose result reaches the answer. The statement "
-                f"asks for {asks.tool}, with per-device code you write: this is another design, not a detail to fix")
+        return (f"{what}: its program has no {asks.tool} that its answer depends on: on {plural(devices, 'device')}, "
+                "with every per-device computation of the compiled program replaced by zeros the answer stays the "
+                "same, so the devices' own code computed none of it. The statement asks for per-device code you "
+                f"write, run on every device by {asks.tool}: that is another design, not a detail to fix")
     if arrives is not None and asks.names:
         said = _gathered_inputs(text, asks.names, list(shapes), arrives)
         if said:

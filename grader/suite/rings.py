@@ -6,7 +6,7 @@ with the device's own part added): n - 1 steps of one hop each. The same number 
 size can do something else: each device sending its *own* block 1, 2, ... n - 1 places along (direct
 sends, k hops for the k-th on a real ring of links), which ``count`` and ``bytes_moved`` cannot tell
 from a ring. The data flow of the compiled program can: :func:`starts` counts the ppermutes that send
-nothing an earlier ppermute brought. A ring has one (none for one in a loop, which passes its carry on
+nothing an earlier ppermute brought, and :func:`expect_ring` fails a program with more than a ring's. A ring has one (none for one in a loop, which passes its carry on
 from step to step), a ring that runs both ways at once two, one per direction; direct sends have one
 per step.
 
@@ -95,13 +95,14 @@ def starts(text: str) -> list[tuple[tuple[int, int], ...] | None]:
     return found
 
 
-def is_ring(text: str) -> bool:
-    """Whether at most one ppermute per direction starts from the devices' own data (:func:`starts`): one
-    start, or two whose pairs run opposite ways (a ring both ways at once)."""
+def expect_ring(text: str, what: str, sent: str, where: str) -> None:
+    """AssertionError unless the program's ppermutes form a ring: at most one per direction starts from the
+    devices' own data (:func:`starts`: one start, or two whose pairs run opposite ways, a ring both ways at once).
+    The message says how many send the device's own ``sent`` (a block, a chunk) rather than what arrived."""
     begun = starts(text)
-    if len(begun) <= 1:
-        return True
-    if len(begun) == 2 and None not in begun:
-        forward, backward = begun
-        return {(t, s) for s, t in forward} == set(backward)
-    return False
+    if len(begun) <= 1 or (len(begun) == 2 and None not in begun
+                           and {(t, s) for s, t in begun[0]} == set(begun[1])):
+        return
+    raise AssertionError(f"{what}'s ppermutes are not a ring {where}: {len(begun)} of them send the device's own "
+                         f"{sent}, not the one the step before brought. A ring passes on the {sent} that arrived "
+                         "(adding its own part where it sums), one hop per step")

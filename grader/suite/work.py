@@ -34,11 +34,12 @@ def expect_share_of_work(program, what: str, share: str, devices: int, where: st
     bound = SLACK * reference
     if done is not None and done <= bound:
         return
-    limit = f"one device of the reference program performs {reference}, and the bound is {SLACK:g} times that, {int(bound)}"
-    if done is None:
+    limit = (f"one device of the reference program performs {hlo.in_words(reference)}, and the bound is "
+             f"{SLACK:g} times that, {int(bound)}")
+    if done is None or not reference:
         raise AssertionError(f"in {what} one device performs {hlo.in_words(done)} {where}; {limit}: {share}")
-    ratio = done / reference if reference else float("inf")
+    ratio = done / reference
     whole = (" (about the whole computation's work, done on every device)"
              if devices > 1 and ratio >= WHOLE * devices else "")
-    raise AssertionError(f"in {what} one device performs {done} arithmetic operations {where}, {ratio:.1f} times "
+    raise AssertionError(f"in {what} one device performs {hlo.in_words(done)} {where}, {ratio:.1f} times "
                          f"the reference's{whole}; {limit}: {share}")

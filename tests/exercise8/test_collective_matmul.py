@@ -73,9 +73,6 @@ def test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes(student, rng, device
         extra = ": after n - 1 steps every block has been multiplied; the last one needs no sending" \
             if steps == cols else ""
         raise AssertionError(f"collective_matmul runs {steps} ppermutes {where}, expected n - 1 = {cols - 1}{extra}")
-    if not rings.is_ring(program.hlo):
-        raise AssertionError(f"collective_matmul's ppermutes are not a ring {where}: {len(rings.starts(program.hlo))} of "
-                             f"its {steps} ppermutes send the device's own block of x, not the one the step before "
-                             "brought. Pass on the block that arrived, one hop per step")
+    rings.expect_ring(program.hlo, "collective_matmul", "block of x", where)
     work.expect_share_of_work(program, "collective_matmul", "each device multiplies the block of x it holds by its "
                               "block of w, then each block that arrives, once", rows * cols, where)

@@ -149,11 +149,7 @@ def _expect_ring(program, function, rows, cols, unit_bytes, unit):
     if heavy:
         raise AssertionError(f"{function}'s ppermutes carry {heavy.bytes} bytes per step {where}; a {unit} is "
                              f"{unit_bytes}: pass one {unit} per step, not the whole array")
-    begun = len(rings.starts(program.hlo))
-    if not rings.is_ring(program.hlo):
-        raise AssertionError(f"{function}'s ppermutes are not a ring {where}: {begun} of its {count} ppermutes send "
-                             f"the device's own data, not what the step before brought. A ring passes on the {unit} "
-                             "that arrived (adding its own part where it sums), one hop per step")
+    rings.expect_ring(program.hlo, function, unit, where)
 
 
 @pytest.mark.devices(4, 8)

@@ -88,8 +88,7 @@ def test_two_d_step_communicates_over_the_right_axes(student, rng, devices):
                                if not found)
         raise AssertionError(f"train_step's program runs {missing} {where} (of the collectives its answer depends "
                              "on): each device holds only its blocks of w1 and w2, so FSDP gathers them over 'data' "
-                             "and the tensor split adds h_block @ w2_block over 'model'; a step computed whole on "
-                             "every device does neither")
+                             "and the tensor split adds h_block @ w2_block over 'model'")
     blocks = [(w1.shape[0] // rows, w1.shape[1] // cols), (w2.shape[0] // cols, w2.shape[1] // rows)]
     held = hlo.output_shapes(program.hlo)
     if held and held[:2] != blocks:
