@@ -24,6 +24,7 @@ from typing import Callable
 import numpy as np
 
 from grader.layout import plural
+from grader.suite.value_patterns import close, entries_that_tell, factor
 
 MAX_PAIRS = 4  # pairs of blocks a sentence lists before it says "..."
 CLOSE = 1e-2  # a factor within 1 % of 1 is a small error (an epsilon, a lower precision), not a factor to name
@@ -73,23 +74,8 @@ class Probe:
                    rerun=rerun, counts={"devices": n})
 
 
-def _close(a, b, rtol: float, atol: float) -> bool:
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol))
-
-
 def _tiny(a, atol: float) -> bool:
     return not np.abs(np.asarray(a, np.float64)).max(initial=0) > atol
-
-
-def _scale(got, expected, rtol: float, atol: float) -> float | None:
-    """c with got == c * expected on every entry (expected not all zeros), or None."""
-    got, expected = np.asarray(got, np.float64), np.asarray(expected, np.float64)
-    if _tiny(expected, atol):
-        return None
-    i = np.unravel_index(np.argmax(np.abs(expected)), expected.shape)
-    c = float(got[i] / expected[i])
-    return c if _close(got, c * expected, rtol, atol) else None
 
 
 def _near(a: float, b: float) -> bool:
@@ -131,11 +117,6 @@ def shape_relation(got_shape, expected_shape, counts: dict) -> str | None:
     return "; ".join(said)
 
 
-def _distinct(expected, atol: float) -> int:
-    expected = np.asarray(expected, np.float64)
-    return len(np.unique(np.round(expected[np.abs(expected) > atol], 6)))
-
-
 def _bounds(length: int, parts: int) -> list[tuple[int, int]]:
     size = -(-length // parts)
     return [(min(j * size, length), min((j + 1) * size, length)) for j in range(parts)]
@@ -163,7 +144,7 @@ def _permutation(got, expected, parts: int, rtol, atol) -> tuple[int, dict[int, 
             continue  # equal blocks: whose is whose cannot be told
         where = {}
         for b, block in enumerate(mine):
-            p = next((p for p, t in enumerate(theirs) if _close(block, t, rtol, atol)), None)
+            p = next((p for p, t in enumerate(theirs) if close(block, t, rtol, atol)), None)
             if p is None:
                 break
             where[b] = p
@@ -182,9 +163,9 @@ def _change(got, expected, starts: tuple, counts: dict, rtol, atol) -> str | Non
     """got - s == c (expected - s) for an input s of the same shape (the parameters a step starts from)."""
     for k, start in enumerate(starts):
         start = np.asarray(start, np.float64) if np.shape(start) == got.shape else None
-        if start is None or _distinct(expected - start, atol) < 2:
+        if start is None or entries_that_tell(expected - start, atol) < 2:
             continue
-        c = _scale(got - start, expected - start, rtol, atol)
+        c = factor(got - start, expected - start, rtol, atol)
         if c is not None and abs(c - 1) > CLOSE:
             return f"changes argument {k} by {named_factor(c, counts, 'the change the answer makes')} at every entry"
     return None
@@ -199,20 +180,20 @@ def relation(got, expected, *, counts: dict | None = None, starts: tuple = (), r
     got, expected = np.asarray(got, np.float64), np.asarray(expected, np.float64)
     if got.shape != expected.shape or not np.isfinite(got).all():
         return None
-    c = _scale(got, expected, rtol, atol)
-    if c is not None and _distinct(expected, atol) >= 2 and abs(c) <= CLOSE:
+    c = factor(got, expected, rtol, atol)
+    if c is not None and entries_that_tell(expected, atol) >= 2 and abs(c) <= CLOSE:
         return "is 0 at every entry, where the answer is not"
-    if c is not None and _distinct(expected, atol) >= 2 and abs(c - 1) > CLOSE:
+    if c is not None and entries_that_tell(expected, atol) >= 2 and abs(c - 1) > CLOSE:
         return f"is {named_factor(c, counts)} at every entry"
     if c is not None and c and (_counted(c, counts) or _counted(1 / c, counts)):
         return f"is {named_factor(c, counts)}"  # one value: said only when the factor is a count of the task
     changed = _change(got, expected, starts, counts, rtol, atol)
     if changed:
         return changed
-    if got.ndim == 2 and got.shape[0] == got.shape[1] > 1 and _close(got, expected.T, rtol, atol):
+    if got.ndim == 2 and got.shape[0] == got.shape[1] > 1 and close(got, expected.T, rtol, atol):
         return "is the answer transposed: entry (i, j) holds what (j, i) should"
     offset = got - expected
-    if got.size >= 2 and _distinct(expected, atol) >= 2 and np.allclose(offset, offset.flat[0], rtol=0,
+    if got.size >= 2 and entries_that_tell(expected, atol) >= 2 and np.allclose(offset, offset.flat[0], rtol=0,
                                                                         atol=atol + rtol * np.abs(expected).max()):
         c = float(offset.flat[0])
         return f"is the answer {'plus' if c > 0 else 'minus'} {abs(c):.6g} at every entry"
@@ -254,7 +235,7 @@ def _permutation_per_block(got, expected, sizes, rtol, atol) -> str | None:
                 found = [_permutation(np.take(got, range(lo, hi), axis=across),
                                       np.take(expected, range(lo, hi), axis=across), parts, rtol, atol)
                          for lo, hi in bounds]
-                right = [_close(np.take(got, range(lo, hi), axis=across), np.take(expected, range(lo, hi), axis=across),
+                right = [close(np.take(got, range(lo, hi), axis=across), np.take(expected, range(lo, hi), axis=across),
                                 rtol, atol) for lo, hi in bounds]
                 if all(f or ok for f, ok in zip(found, right)) and any(f and f[0] == along for f in found) \
                         and all(f is None or f[0] == along for f in found):
@@ -281,7 +262,7 @@ def locate(got, expected, *, counts: dict | None = None, out: Split | None = Non
     for axis, parts, owner in tries:
         if axis >= got.ndim or got.shape[axis] < parts or (owner is None and got.shape[axis] % parts):
             continue
-        right = [_close(a, b, rtol, atol) for a, b in zip(_blocks(got, axis, parts), _blocks(expected, axis, parts))]
+        right = [close(a, b, rtol, atol) for a, b in zip(_blocks(got, axis, parts), _blocks(expected, axis, parts))]
         if any(right) and not all(right):
             wrong = [j for j, ok in enumerate(right) if not ok]
             if owner:
@@ -323,15 +304,15 @@ def _contributions(s, r, j: int, out: Split | None, rtol, atol) -> list[_Contrib
         pieces = list(zip(range(out.parts), _blocks(s, out.axis, out.parts), _blocks(r, out.axis, out.parts)))
     found = []
     for b, sb, rb in pieces:
-        if _close(sb, rb, rtol, atol):
+        if close(sb, rb, rtol, atol):
             found.append(_Contribution(j, b, "ok"))
         elif _tiny(rb, atol):
-            belongs = next((p for p, _, rp in pieces if not _tiny(rp, atol) and _close(sb, rp, rtol, atol)), None)
+            belongs = next((p for p, _, rp in pieces if not _tiny(rp, atol) and close(sb, rp, rtol, atol)), None)
             found.append(_Contribution(j, b, "lands", belongs=belongs))
         elif _tiny(sb, atol):
             found.append(_Contribution(j, b, "missing"))
         else:
-            c = _scale(sb, rb, rtol, atol)
+            c = factor(sb, rb, rtol, atol)
             found.append(_Contribution(j, b, "scaled", scale=c) if c is not None else _Contribution(j, b, "other"))
     return found
 
@@ -386,13 +367,13 @@ def probed(probe: Probe, got, rtol: float = 1e-4, atol: float = 1e-5) -> str | N
             continue
         masked = [_masked(probe.inputs, split, j) for j in js]
         refs = [np.asarray(probe.reference(*m), np.float64) for m in masked]
-        if not _close(sum(refs), expected, rtol, atol):
+        if not close(sum(refs), expected, rtol, atol):
             continue  # the task is not additive in this input: one block at a time says nothing of the whole
         try:
             mine = [np.asarray(probe.rerun(*m), np.float64) for m in masked]
         except Exception:  # noqa: BLE001 - a rerun that fails (the student's raise, a time-out) explains nothing
             return None
-        if any(m.shape != expected.shape for m in mine) or not _close(sum(mine), got, rtol, atol):
+        if any(m.shape != expected.shape for m in mine) or not close(sum(mine), got, rtol, atol):
             continue  # the student's function is not additive in it either: its blocks do not explain the value
         found = [c for j, s, r in zip(js, mine, refs) for c in _contributions(s, r, j, probe.out, rtol, atol)]
         said = _said(found, split, probe.out, probe.counts)
@@ -416,7 +397,7 @@ def reordered(probe: Probe, got, rtol: float = 1e-4, atol: float = 1e-5) -> str 
     if probe.reference is None:
         return None
     expected = np.asarray(probe.reference(*probe.inputs), np.float64)
-    if _close(expected, got, rtol, atol):
+    if close(expected, got, rtol, atol):
         return None
     found = []
     for split in probe.splits:
@@ -426,7 +407,7 @@ def reordered(probe: Probe, got, rtol: float = 1e-4, atol: float = 1e-5) -> str 
         if split.parts < 2 or length <= split.parts or (order == np.arange(length)).all():
             continue
         moved = tuple(np.take(x, order, axis=split.axis) if i == split.arg else a for i, a in enumerate(probe.inputs))
-        if _close(probe.reference(*moved), got, rtol, atol) and split.name not in [f.name for f in found]:
+        if close(probe.reference(*moved), got, rtol, atol) and split.name not in [f.name for f in found]:
             found.append(split)
     if not found:
         return None

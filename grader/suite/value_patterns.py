@@ -34,22 +34,26 @@ from grader.layout import plural
 PATTERNS = ("n_times", "1/n", "padding", "factor", "missing_part", "extra_part", "shifted", "disagree", "epsilon")
 
 
-def _close(a, b, rtol: float, atol: float) -> bool:
+def close(a, b, rtol: float, atol: float) -> bool:
+    """Whether two arrays have one shape and the same values within rtol/atol (compared in float64)."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol))
 
 
-def _factor(got, expected, rtol, atol) -> float | None:
+def factor(got, expected, rtol, atol) -> float | None:
     """c with got == c * expected everywhere, if there is one (and expected is not all zeros)."""
+    got, expected = np.asarray(got, np.float64), np.asarray(expected, np.float64)
     scale = np.abs(expected)
     if scale.max(initial=0) <= atol:
         return None
     i = np.unravel_index(np.argmax(scale), scale.shape)
     c = float(got[i] / expected[i])
-    return c if _close(got, c * expected, rtol, atol) else None
+    return c if close(got, c * expected, rtol, atol) else None
 
 
-def _entries_that_tell(expected, atol) -> int:
+def entries_that_tell(expected, atol) -> int:
     """How many different non-zero values the answer has: a factor shows only across two or more."""
+    expected = np.asarray(expected, np.float64)
     values = np.unique(np.round(expected[np.abs(expected) > atol], 6))
     return len(values)
 
@@ -66,7 +70,7 @@ def _factor_fact(c: float, expected, devices: int | None, rows, atol) -> tuple[s
         real, padded = rows
         return "padding", (f"is {real}/{padded} of the answer: the {padded - real} padding rows were counted as real "
                            f"rows (zeros in a mean over {padded}); leave them out, with the mask, and divide by {real}")
-    if abs(c - 1) <= 1e-2 or near(0.0) or _entries_that_tell(expected, atol) < 2:
+    if abs(c - 1) <= 1e-2 or near(0.0) or entries_that_tell(expected, atol) < 2:
         return None  # within 1% of the answer (an epsilon), or one value: no factor to tell
     return "factor", f"is {c:.4g} times the answer at every entry"
 
@@ -75,9 +79,9 @@ def _one_part(got, expected, parts, rtol, atol) -> tuple[str, str] | None:
     for d, part in enumerate(parts):
         if not np.abs(part).max(initial=0) > atol:
             continue  # a device that adds nothing cannot be told missing
-        if _close(got, expected - part, rtol, atol):
+        if close(got, expected - part, rtol, atol):
             return "missing_part", f"leaves out device {d}'s contribution: the sum over the devices is one part short"
-        if _close(got, expected + part, rtol, atol):
+        if close(got, expected + part, rtol, atol):
             return "extra_part", f"counts device {d}'s contribution twice"
     return None
 
@@ -89,7 +93,7 @@ def _one_part_per_device(got, expected, parts, rtol, atol) -> tuple[str, str] | 
                                 (1, "extra_part", "on every device counts one device's contribution twice "
                                                   "(device 0 adds device {k}'s once more)")):
         found = [next((k for k, part in enumerate(parts) if np.abs(part[j]).max(initial=0) > atol
-                       and _close(got[j], expected[j] + sign * part[j], rtol, atol)), None) for j in range(len(got))]
+                       and close(got[j], expected[j] + sign * part[j], rtol, atol)), None) for j in range(len(got))]
         if None not in found:
             return key, sentence.format(k=found[0])
     return None
@@ -97,15 +101,15 @@ def _one_part_per_device(got, expected, parts, rtol, atol) -> tuple[str, str] | 
 
 def _shifted(got, expected, rtol, atol) -> tuple[str, str] | None:
     for shift, direction in ((1, "the device before it"), (-1, "the device after it")):
-        if _close(got, np.roll(expected, shift, axis=0), rtol, atol):
+        if close(got, np.roll(expected, shift, axis=0), rtol, atol):
             return "shifted", f"holds on every device what {direction} should hold: the result is shifted by one device"
     return None
 
 
 def _disagree(got, expected, rtol, atol) -> tuple[str, str] | None:
-    if not all(_close(row, expected[0], rtol, atol) for row in expected[1:]):
+    if not all(close(row, expected[0], rtol, atol) for row in expected[1:]):
         return None  # the devices are not meant to agree
-    other = next((d for d in range(1, len(got)) if not _close(got[d], got[0], rtol, atol)), None)
+    other = next((d for d in range(1, len(got)) if not close(got[d], got[0], rtol, atol)), None)
     if other is None:
         return None
     return "disagree", (f"differs between devices (device 0 and device {other} hold different values), but every "
@@ -114,7 +118,7 @@ def _disagree(got, expected, rtol, atol) -> tuple[str, str] | None:
 
 def _epsilon(got, expected, rtol, atol) -> tuple[str, str] | None:
     worst = float(np.max(np.abs(got - expected)))
-    if _close(got, expected, max(rtol, 1e-2), max(atol, 1e-3)):
+    if close(got, expected, max(rtol, 1e-2), max(atol, 1e-3)):
         return "epsilon", f"is close to the answer but off by up to {worst:.2g}, more than the tolerance"
     return None
 
@@ -129,7 +133,7 @@ def find(got, expected, *, devices: int | None = None, parts=None, rows: tuple[i
     disagreeing devices).
     """
     got, expected = np.asarray(got, np.float64), np.asarray(expected, np.float64)
-    if got.shape != expected.shape or not np.isfinite(got).all() or _close(got, expected, rtol, atol):
+    if got.shape != expected.shape or not np.isfinite(got).all() or close(got, expected, rtol, atol):
         return None
     parts = None if parts is None else np.asarray(parts, np.float64)
     if parts is not None:
@@ -141,7 +145,7 @@ def find(got, expected, *, devices: int | None = None, parts=None, rows: tuple[i
                  or _shifted(got, expected, rtol, atol) or _disagree(got, expected, rtol, atol))
         if found:
             return found
-    c = _factor(got, expected, rtol, atol)
+    c = factor(got, expected, rtol, atol)
     if c is not None:
         found = _factor_fact(c, expected, devices, rows, atol)
         if found:

@@ -10,8 +10,9 @@ when it sends a request and when the limit fires, what the worker's processes di
 - the time their threads were ready to run but waited for a CPU (``run_delay`` of
   /proc/PID/task/TID/schedstat: a CPU share or quota spent, a machine with more work than cores);
 - whether the worker was stopped from outside: a process the student's code cannot stop (state T) is the
-  holder's own child, the init of the worker's pid namespace, which ignores every signal sent from inside
-  (a student's SIGSTOP to its own processes is its own doing, and a limit that then fires is its own).
+  holder's own child that is the init of the worker's pid namespace, which ignores every signal sent from
+  inside (a student's SIGSTOP to its own processes is its own doing, and a limit that then fires is its own;
+  without namespaces nothing the student cannot stop runs under the holder, so no stop counts).
 
 Finding the worker's processes means reading all of /proc, so a call is only watched once it has run a
 quarter of its limit (WATCH_AFTER): most calls end long before, at no cost; the rest are judged by
@@ -61,6 +62,16 @@ def _read(path: str) -> str:
         return ""
 
 
+def _namespace_init(pid: int) -> bool:
+    """Whether ``pid`` is the init of a pid namespace of its own (its last NSpid is 1): without namespaces the
+    holder's children are whatever the student started, which its own code can stop."""
+    for line in _read(f"/proc/{pid}/status").splitlines():
+        if line.startswith("NSpid:"):
+            ids = line.split()[1:]
+            return len(ids) > 1 and ids[-1] == "1"
+    return False
+
+
 def sample(*holders: int) -> Usage:
     """The usage of each of ``holders`` (a worker's, or each process's of a group) and every process under it (the
     worker, its namespace's init, what it started; without namespaces the holder is the worker itself); stopped only
@@ -71,7 +82,7 @@ def sample(*holders: int) -> Usage:
         if len(stat) != 2:
             continue  # it ended meanwhile
         fields = stat[1].split()
-        stopped = stopped or (fields[0] in ("T", "t") and fields[1] == str(holder))
+        stopped = stopped or (fields[0] in ("T", "t") and fields[1] == str(holder) and _namespace_init(pid))
         cpu[pid] = sum(int(v) for v in fields[11:15]) / _TICK  # utime stime cutime cstime
         tasks = f"/proc/{pid}/task"
         wait[pid] = sum(int((_read(f"{tasks}/{tid}/schedstat").split() or ["0", "0"])[1])

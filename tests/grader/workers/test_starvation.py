@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -212,3 +213,18 @@ def test_an_oom_kill_within_the_workers_own_limit_is_the_machines(limits_hit, ex
             worker.death("double()")
     else:
         assert worker.death("double()").kind == "memory"
+
+
+def test_a_stopped_child_the_student_could_have_stopped_is_not_the_machines():
+    """Without namespaces the holder's children are what the student's code started: stopping one of them (and
+    waiting for it) is the student's own doing. Only a stopped pid namespace's init is stopped from outside."""
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        os.kill(child.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+            time.sleep(0.01)
+        assert not starvation.sample(os.getpid()).stopped
+    finally:
+        child.kill()
+        child.wait()
