@@ -124,5 +124,6 @@ def check_exercise(course: Course, exercise: Exercise, devices=None, seed: int |
     result.solutions, result.stubs = scores
     result.problems += run_problems(course, exercise, result.solutions, result.stubs)
     if not result.problems and devices is None:  # every device count: the suite asked for every figure it needs
-        reference_figures.mark_checked(reference_figures.kept_folder(course.root, exercise.name, *paths[::2]))
+        solutions, suite = os.path.join(course.root, exercise.solutions), os.path.join(course.root, exercise.suite)
+        reference_figures.mark_checked(reference_figures.kept_folder(course.root, exercise.name, solutions, suite))
     return result

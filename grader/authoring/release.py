@@ -311,10 +311,10 @@ def release(course: Course, exercise: Exercise, out: str) -> Released:
     shutil.copytree(os.path.join(course.root, exercise.suite), os.path.join(autograder, "tests", exercise.name),
                     ignore=_IGNORE)
     released.exercise = exercise.name
-    for bundle in (student, autograder):  # a structural test made visible runs where the student works too
-        released.figures, released.figures_checked = reference_figures.carry(
-            course.root, exercise.name, os.path.join(course.root, exercise.solutions),
-            os.path.join(course.root, exercise.suite), bundle)
+    kept = reference_figures.kept_folder(course.root, exercise.name, os.path.join(course.root, exercise.solutions),
+                                         os.path.join(course.root, exercise.suite))
+    # both bundles: a structural test made visible runs where the student works too
+    released.figures, released.figures_checked = reference_figures.carry(kept, exercise.name, [student, autograder])
     minor = released.requires_python.lstrip(">=").split(".")[1]
     _write(os.path.join(autograder, "setup.sh"), _fill("setup.sh", min_minor=minor), executable=True)
     _write(os.path.join(autograder, "run_autograder"), _fill("run_autograder", exercise=exercise.name),

@@ -176,12 +176,13 @@ def mark_checked(folder: str) -> None:
     _keep(os.path.join(folder, CHECKED), {"checked": True})
 
 
-def carry(course_root: str, exercise: str, solutions: str, suite: str, bundle: str) -> tuple[int, bool]:
-    """Copy the figures kept for ``exercise``'s current solutions and probes into the released autograder
-    ``bundle``; returns (how many, whether ``grade check`` marked them complete)."""
-    folder, dest = kept_folder(course_root, exercise, solutions, suite), released_folder(bundle, exercise)
+def carry(folder: str, exercise: str, bundles: list[str]) -> tuple[int, bool]:
+    """Copy the figures kept in ``folder`` (:func:`kept_folder` of the exercise's current solutions and probes)
+    into each released bundle; returns (how many, whether ``grade check`` marked them complete)."""
     names = sorted(n for n in os.listdir(folder) if n.endswith(".json")) if os.path.isdir(folder) else []
-    os.makedirs(dest, exist_ok=True)
-    for name in names:
-        shutil.copyfile(os.path.join(folder, name), os.path.join(dest, name))
+    for bundle in bundles:
+        dest = released_folder(bundle, exercise)
+        os.makedirs(dest, exist_ok=True)
+        for name in names:
+            shutil.copyfile(os.path.join(folder, name), os.path.join(dest, name))
     return len(names), os.path.isfile(os.path.join(folder, CHECKED))

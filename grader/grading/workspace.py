@@ -76,8 +76,9 @@ def _copy_probes(suite: str, probes: str) -> str:
 def _keep_private(folder: str) -> None:
     """Files readable by the grader's uid only: the reference solution's copy. A reference worker, started as
     root, copies it into its private scratch before it drops to a uid of its own (grader.sandbox.mounts; its
-    folders stay listable for the check it makes later); a student's worker, of another uid, cannot read a
-    file of it even where Landlock is missing, and Landlock keeps the folder out of its reach too."""
+    folders stay listable for the check it makes later). Where the grader is root, a student's worker, of
+    another uid, cannot read a file of it even where Landlock is missing; where it is not, Landlock alone
+    keeps the folder out of its reach (docs/sandbox.md)."""
     for parent, _, files in os.walk(folder):
         os.chmod(parent, 0o755)
         for name in files:

@@ -264,7 +264,8 @@ def python_paths() -> tuple[str, ...]:
 
 
 def _pth_folders(sites) -> set[str]:
-    """The folders named by the path lines of the ``.pth`` files in ``sites`` (lines that run code are not paths)."""
+    """The folders named by the path lines of the ``.pth`` files in ``sites`` (lines that run code are not paths),
+    but never the engine's checkout or a folder above it."""
     found = set()
     for site in sites:
         for name in os.listdir(site) if os.path.isdir(site) else ():
@@ -278,9 +279,18 @@ def _pth_folders(sites) -> set[str]:
             for line in lines:
                 if line.strip() and not line.startswith(("#", "import ", "import\t")):
                     folder = os.path.abspath(os.path.join(site, line.rstrip()))
-                    if os.path.isdir(folder):
+                    if os.path.isdir(folder) and not _holds_checkout(folder):
                         found.add(folder)
     return found
+
+
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # above grader/
+
+
+def _holds_checkout(folder: str) -> bool:
+    """Whether ``folder`` is the engine's checkout or holds it: an editable install's .pth names it, and with it
+    the course's solutions and suites; workers reach the engine through their workspace's link instead."""
+    return os.path.commonpath([folder, _CHECKOUT]) == folder
 
 
 def _threads() -> int:

@@ -1026,3 +1026,12 @@ def test_the_grader_kills_and_collects_the_orphans_it_adopts():
     """)
     out = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=60)
     assert out.stdout.split() == ["True", "False"], out.stdout + out.stderr
+
+
+def test_a_pth_file_naming_the_checkout_gives_workers_no_reading_of_it(tmp_path):
+    """An editable install's .pth names the project's root, where the solutions and suites are: never readable."""
+    site, other = tmp_path / "site", tmp_path / "plugin"
+    site.mkdir()
+    other.mkdir()
+    (site / "editable.pth").write_text(f"{ROOT}\n{ROOT.parent}\n{other}\nimport sys\n")
+    assert confine_mod._pth_folders([str(site)]) == {str(other)}
