@@ -127,9 +127,9 @@ def moodle_csv(book: Gradebook, roster: ClassList, assignment: str, above_max: s
         result = results.get(s.id)
         mark = _mark(result)
         extra = "" if mark == "" else "0"
-        if mark and result.score > maximum:
+        if mark and result.score > result.max_score:
             above.append((s.id, result.score))
             if above_max != "keep":
-                mark, extra = cell_number(maximum), cell_number(result.score - maximum)
+                mark, extra = cell_number(result.max_score), cell_number(result.score - result.max_score)
         rows.append([s.get("email"), s.get("sis_user_id"), mark] + ([extra] if above_max == "column" else []))
     return _write(header, rows), _warnings(book, roster) + _above_max_note(above, maximum, above_max, assignment)

@@ -164,8 +164,6 @@ class WorkerGroup:
     def request(self, op: str, target: str, args: tuple, kwargs: dict, what: str,
                 timeout_s: float | None = None) -> tuple[list, float]:
         """Send one request to every process; returns ([value per process], slowest worker time)."""
-        if not self.alive:
-            self.start()
         timeout_s = timeout_s or self.timeout_s
         tree, blobs = protocol.encode({"args": tuple(args), "kwargs": dict(kwargs)})
 
