@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import select
 import signal
 import socket
@@ -52,6 +53,8 @@ PORT_ATTEMPTS = 3
 FAILURE_GRACE_S = 5.0  # after one process fails, how long the others get to answer before the group is killed
 _PORT_TAKEN = "Failed to add port"
 _GLOO_PREFIX = "[Gloo] "
+# What JAX's distributed runtime logs when a group ends (a process that outlives the leader sees the service gone).
+_RUNTIME_LINE = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ (?:coordination_service\w*|client)\.(?:cc|h):\d+\] ")
 
 
 def free_port() -> int:
@@ -62,8 +65,9 @@ def free_port() -> int:
 
 
 def student_text(output: str) -> str:
-    """A process's captured output without gloo's connection lines."""
-    return "".join(line for line in output.splitlines(keepends=True) if not line.startswith(_GLOO_PREFIX))
+    """A process's captured output without gloo's connection lines and the distributed runtime's own log."""
+    return "".join(line for line in output.splitlines(keepends=True)
+                   if not line.startswith(_GLOO_PREFIX) and not _RUNTIME_LINE.match(line))
 
 
 def _processes(indices: list[int]) -> str:

@@ -261,3 +261,10 @@ def test_on_tpu_one_configuration_at_a_time_holds_the_chips(monkeypatch):
     assert started == [1, 1, 2, 1] and retired == [1, 2]
     assert pool.worker(Layout(4)).env["TPU_VISIBLE_CHIPS"] == "0,1,2,3"
 
+
+
+def test_the_distributed_runtimes_own_log_at_the_end_is_not_student_output():
+    """A process that outlives the group's leader logs that the coordination service is gone: not the student's."""
+    printed = ("E1203 18:38:53.776329     356 coordination_service_agent.cc:289] Polled an error from coordination "
+               "service\nF1203 18:38:53.776353     356 client.h:80] Terminating process\nmine\n")
+    assert multiprocess.student_text(printed) == "mine\n"
