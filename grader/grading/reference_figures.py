@@ -18,8 +18,9 @@ reference's code, so it is kept once measured:
   structural test visible; a figure is a count of operations, which reveals no code). A figure missing
   there is the course's error (GraderError naming what to run), never the student's.
 
-Each figure's file name is a hash of what it depends on, the grader's own reading of HLO included
-(grader/suite/hlo.py), so a figure measured by an older reading is never used.
+Each figure's file name is a hash of what it depends on, the grader's own reading of HLO and the
+way it exports a program included (:data:`_READERS`), so a figure measured by an older reading is
+never used.
 """
 
 from __future__ import annotations
@@ -43,7 +44,10 @@ from grader.workers.pool import WorkerPool
 KEPT = os.path.join(".grade", "reference-figures")  # under the course root, where the solutions are
 RELEASED = "reference-figures"  # under a released autograder bundle's root
 CHECKED = "checked"
-_HLO_READER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "suite", "hlo.py")
+_ENGINE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# What every figure depends on beside its key: the grader's reading of HLO and how a program is exported.
+_READERS = [os.path.join(_ENGINE, *parts) for parts in (("suite", "hlo.py"), ("sandbox", "program_export.py"),
+                                                         ("sandbox", "program_as_written.py"))]
 
 
 def _files_digest(folders: list[tuple[str, Callable[[str], bool]]]) -> str:
@@ -102,9 +106,12 @@ def _version(name: str) -> str:
 
 @functools.cache
 def _reader() -> str:
-    """A hash of the grader's reading of HLO, which every figure depends on."""
-    with open(_HLO_READER, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
+    """A hash of the files every figure depends on (:data:`_READERS`)."""
+    h = hashlib.sha256()
+    for path in _READERS:
+        with open(path, "rb") as f:
+            h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()
 
 
 class ReferenceFigures:

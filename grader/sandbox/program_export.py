@@ -23,6 +23,7 @@ import numpy as np
 
 from grader.errors import StudentFailure
 from grader.protocol import ArraySpec
+from grader.sandbox import program_as_written
 from grader.sandbox.student_code import exception_facts, first_line, student_frame
 
 CALLBACK_ADVICE = ("it calls back into Python on the host (jax.pure_callback, io_callback, jax.debug.print or "
@@ -67,17 +68,20 @@ def abstract_inputs(specs):
 
 
 def export_program(fn, specs: tuple, name: str) -> np.ndarray:
-    """``jax.jit(fn)`` traced from the shapes and dtypes ``specs``, exported and serialized: the bytes
-    as a uint8 array."""
+    """``jax.jit(fn)`` traced from the shapes and dtypes ``specs``, as written (its own layouts kept,
+    :mod:`grader.sandbox.program_as_written`), exported and serialized: the bytes as a uint8 array."""
     import jax
 
     inputs = abstract_inputs(specs)
     jitted = jax.jit(fn)
     try:
-        jitted.trace(*inputs)  # the student's Python runs here: what it raises is the student's own failure
+        traced = jitted.trace(*inputs)  # the student's Python runs here: what it raises is the student's own failure
     except (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError,
             jax.errors.TracerArrayConversionError) as exc:
         raise _needs_values(exc, name) from None
+    written = program_as_written.function(traced)
+    if written is not None:
+        jitted = jax.jit(written)
     try:
         return np.frombuffer(bytes(jax.export.export(jitted)(*inputs).serialize()), dtype=np.uint8)
     except Exception as exc:  # noqa: BLE001 - past tracing, a refusal is the program's, not a crash

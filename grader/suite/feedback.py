@@ -71,11 +71,15 @@ def ran(text: str, by_student: bool = True) -> list[str]:
     return phrases
 
 
+# What an operation XLA added a collective for is, in the code's words, where its primitive's name is not.
+_ORIGINS = {"sharding_constraint": "a layout the code sets with device_put or with_sharding_constraint"}
+
+
 def _source(added: bool, origin: str) -> str:
     """Who asked for a collective: the program (the student's primitive), or XLA's partitioner (for what)."""
     if not added:
         return f"({origin}) " if origin else ""
-    return f"(added by XLA for {origin}) " if origin else "(added by XLA) "
+    return f"(added by XLA for {_ORIGINS.get(origin, origin)}) " if origin else "(added by XLA) "
 
 
 def communication(text: str, needed: str, by_student: bool = True) -> dict:

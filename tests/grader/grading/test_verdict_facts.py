@@ -26,6 +26,9 @@ wants a structural point without the algorithm, each in one way a rule of the en
 * exercise 8's tasks computed whole on every device, with a ring of ppermutes or a psum for show
   (measured idle), or with no collective at all where the algorithm needs them (two_d); FSDP's step
   with its collectives right and the batch whole on every device (the work, grader.suite.work);
+* exercise 8's compiler with x and w copied whole to every device by ``jax.device_put`` before the
+  product: jit drops that, so the program is exported as the code runs outside jit, the copies kept
+  (grader.sandbox.program_as_written);
 * a ring of direct sends: n - 1 ppermutes of one block each, every one needed, each sending the
   device's own block k places along instead of passing on what arrived (grader.suite.rings).
 
@@ -464,6 +467,15 @@ def one_reduction(x, w, mesh):
 
     return jax.jit(product, out_shardings=NamedSharding(mesh, P("data", None)))(x, w)
 ''',
+    # The same with x and w copied whole to every device by device_put before the product, outside any jit: jit
+    # alone would drop it (grader.sandbox.program_as_written).
+    "compiler_device_put_whole": (ROOT / "solutions" / "exercise8" / "compiler.py").read_text() + '''
+
+def one_reduction(x, w, mesh):
+    whole = NamedSharding(mesh, P())
+    x, w = jax.device_put(x, whole), jax.device_put(w, whole)
+    return jax.jit(jnp.matmul, out_shardings=NamedSharding(mesh, P("data", None)))(x, w)
+''',
     # The whole MLP on every device, and a psum of (y - y) over 'model' for show.
     "tensor_parallel_replicated": '''
         import jax
@@ -580,6 +592,8 @@ TASKS = {
     "matmuls_whole_then_scatter": ([4], "exercise8/matmuls", {"test_matmul_cases_send_the_cheapest_collective": MORE_WORK}),
     "fsdp_whole_batch": ([4], "exercise8/fsdp", {"test_fsdp_step_gathers_weights_and_scatters_gradients": MORE_WORK}),
     "compiler_whole_inputs": ([4], "exercise8/compiler", {
+        "test_one_reduction_runs_one_sum_over_model": "and no sum over 'model'"}),
+    "compiler_device_put_whole": ([4], "exercise8/compiler", {
         "test_one_reduction_runs_one_sum_over_model": "and no sum over 'model'"}),
     # At 8 devices the rings are 4 long: 3 ppermutes, each of the device's own block.
     "rings_direct_sends": ([8], "exercise8/rings", {"test_ring_all_gather_sends_n_minus_1_blocks": "are not a ring"}),
