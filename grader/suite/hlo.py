@@ -183,16 +183,16 @@ def _operand_list(rest: str) -> list[str]:
     return [i.strip() for i in items if i.strip()]
 
 
-def _operand_bytes(rest: str, shapes: dict[str, str], idle=()) -> tuple[int, int]:
-    """(arrays, bytes) of the operands, whose types are those of the instructions that made them; where
+def _operand_bytes(names: list[str], shapes: dict[str, str], idle=()) -> tuple[int, int]:
+    """(arrays, bytes) of the operands ``names`` (an asynchronous chain's: its start's and those its updates
+    bind, grader.suite.hlo_platforms), whose types are those of the instructions that made them; where
     ``idle`` says for each operand whether the collective it came from was measured idle (XLA merged
     several into one instruction), the idle ones move nothing the answer needs and are left out."""
     arrays = total = 0
-    names = _operand_list(rest)
     if len(idle) == len(names) and not all(idle):
         names = [n for n, unused in zip(names, idle) if not unused]
     for name in names:
-        n, b = shape_bytes(shapes.get(name.lstrip("%"), ""))
+        n, b = shape_bytes(shapes.get(name, ""))
         arrays, total = arrays + n, total + b
     return arrays, total
 
@@ -293,7 +293,7 @@ def collectives(text: str) -> list[Collective]:
         for ins in comps[name]:
             if _base(ins.opcode) in COLLECTIVES and not ins.opcode.endswith("-done"):
                 kind, origin, measured = _origin(ins.rest)
-                operands, nbytes = _operand_bytes(ins.rest, shapes, measured)
+                operands, nbytes = _operand_bytes(ins.operands, shapes, measured)
                 reads = any(_varies(flow.value(name, op)) for op in ins.operands)
                 found.append(Collective(_base(ins.opcode), ins.shape, operands, nbytes, times, origin, name,
                                         replica_groups.parse(ins.rest), kind, reads, (name, ins.name) in flow.needed,

@@ -175,6 +175,25 @@ ENTRY %main (input: f32[4]) -> f32[4] {
     assert hlo.operations(text) == 4  # the negate, run once, on the input bound by the update
 
 
+def test_a_collectives_operands_bound_late_by_an_update_count_in_its_bytes():
+    text = """HloModule m
+%sum (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (p: f32[4], q: f32[6]) -> (f32[4], f32[6]) {
+  %p = f32[4]{0} parameter(0)
+  %q = f32[6]{0} parameter(1)
+  %start = ((f32[4]), (f32[4], f32[6])) all-reduce-start(%p), replica_groups={{0,1}}, to_apply=%sum
+  %update = ((f32[4], f32[6]), (f32[4], f32[6])) all-reduce-update(%start, %q)
+  ROOT %done = (f32[4]{0}, f32[6]{0}) all-reduce-done(%update)
+}
+"""
+    (reduce,) = hlo.collectives(text)
+    assert (reduce.op, reduce.operands, reduce.bytes) == ("all-reduce", 2, (4 + 6) * 4)
+
+
 # --- every CPU rule holds on the GPU's asynchronous form ----------------------------------------
 
 _COLLECTIVE_LINE = re.compile(r"^(\s*)(ROOT\s+)?%?([\w.\-]+) = (.*?) (all-reduce|all-gather|collective-permute)\((.*)$")
