@@ -23,7 +23,11 @@ devices. The grader runs on 1, 2, 4 and 8.
 2. ``ring_allreduce(x, axis_name)``: every device returns the sum of all devices' blocks (same
    shape and dtype as x: int32 blocks give int32 sums, so accumulate in x's dtype), what
    ``lax.psum(x, axis_name)`` returns, built from ``ring_shift`` alone: pass the blocks around
-   the ring n - 1 times and add up what arrives. No psum, pmean or all_gather:
+   the ring n - 1 times and add up what arrives. At each step every device sends on what reached
+   it at the step before (a shift of 1); sending its own block k places along at step k
+   (``shift=k``) gives the same sum but is not a ring (on real links the k-th send crosses k of
+   them), and the grader, which follows the data from one ppermute to the next, tells it apart.
+   No psum, pmean or all_gather:
    the grader reads the compiled program and finds them. It counts only the ppermutes your answer
    depends on, and those must send at least 2(n - 1)/n of the block per device (what any ring
    all-reduce sends; n - 1 whole blocks is more). A ``lax.fori_loop(0, n - 1, ...)``

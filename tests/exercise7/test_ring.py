@@ -14,7 +14,7 @@ sum has no psum to advise (the task forbids it), so it is told as facts.
 import numpy as np
 import pytest
 
-from grader.suite import expect_close, expect_shape, feedback, hlo
+from grader.suite import expect_close, expect_shape, feedback, hlo, rings
 from grader.suite.differences import Probe
 from grader.suite.jax_errors import PERM_OFF_THE_RING
 
@@ -134,3 +134,4 @@ def test_ring_allreduce_uses_ppermute_only(student, rng, devices):
                              f"per device; a sum of every device's block of {x[0].nbytes} bytes that travels around "
                              f"the ring sends at least 2(n - 1)/n of the block, {least} bytes: the blocks that arrive "
                              "must be what you add up")
+    rings.expect_ring(out.hlo, "ring_allreduce", "block", f"on {devices} devices")

@@ -29,7 +29,7 @@ wants a structural point without the algorithm, each in one way a rule of the en
 * exercise 8's compiler with x and w copied whole to every device by ``jax.device_put`` before the
   product: jit drops that, so the program is exported as the code runs outside jit, the copies kept
   (grader.sandbox.program_as_written);
-* a ring of direct sends: n - 1 ppermutes of one block each, every one needed, each sending the
+* a ring of direct sends (both exercises): n - 1 ppermutes of one block each, every one needed, each sending the
   device's own block k places along instead of passing on what arrived (grader.suite.rings).
 
 They are graded by the exercises' own structural tests (their test functions cut out of the suites,
@@ -367,6 +367,15 @@ jax.export.export = _for_three_numbers
         ''',
     # The reference's optimal ring with chunks one element longer than needed: within the byte bound on a length
     # no device count divides (the chunk is ceil(size / n) there), over it on one they divide.
+    # Exercise 7's ring all-reduce as direct sends: at step k each device's own block k places along.
+    "ring_direct_sends": (ROOT / "solutions" / EXERCISE / "ring.py").read_text() + '''
+
+def ring_allreduce(x, axis_name):
+    total = x
+    for k in range(1, lax.axis_size(axis_name)):
+        total = total + ring_shift(x, axis_name, shift=k)
+    return total
+''',
     "ring_optimal_long_chunks": (ROOT / "solutions" / EXERCISE / "ring.py").read_text().replace(
         "chunk = -(-size // n)", "chunk = size // n + 1"),
     # Exercise 8. x @ w whole on every device, and n - 1 ppermutes of x's blocks whose results are multiplied away.
@@ -581,6 +590,7 @@ TASKS = {
     "collectives_replicated": ([2], "collectives", {"test_communicates_with_all_reduce": NO_PMAP}),
     "train_replicated": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": NO_PMAP}),
     "mesh_replicated": ([2], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": NO_SHARD_MAP}),
+    "ring_direct_sends": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": "are not a ring"}),
     "ring_optimal_long_chunks": ([4], "ring_optimal", {"test_optimal_sends_2_n_minus_1_chunks": "each device sends "
                                                                                                   "6024 bytes"}),
     "collective_matmul_replicated": ([4], "exercise8/collective_matmul", {
