@@ -64,10 +64,11 @@ class Program:
         (grader.suite.structure), kept from an earlier run or measured now."""
         return structure.from_plain(self._figures()["collectives"])
 
-    def difference(self) -> str | None:
+    def difference(self, mesh: tuple | None = None) -> str | None:
         """The first difference between this program's collectives and the reference's that matters
-        (grader.suite.structure.difference), or None."""
-        return structure.difference(structure.steps(self.hlo), self.reference_collectives(), self.mesh)
+        (grader.suite.structure.difference), or None; ``mesh`` (axis names, sizes) names the axes, by
+        default the one the program was compared on."""
+        return structure.difference(structure.steps(self.hlo), self.reference_collectives(), mesh or self.mesh)
 
 
 def _map(fn, value, path: str = ""):
