@@ -5,8 +5,10 @@ reads better next to the evidence. A test attaches it while it runs; the report 
 failing task (text) and keeps it with every case (JSON ``feedback``):
 
 * :func:`communication`: the collectives a compiled program runs, with bytes per device, next to
-  what the task needs, e.g. "ran: 2 all-reduce (psum) of 4 bytes per device; needed: 1 all-reduce
-  of 4 bytes";
+  what the reference's program compiled the same way runs, measured, and the first difference that
+  matters (grader.suite.structure), e.g. "ran: 1 all-reduce (psum) of 48 bytes per device; reference:
+  1 all-reduce (psum) of 4 bytes per device; difference: your all-reduces move 48 bytes per device;
+  the reference's move 4";
 * :func:`layout`: which device holds which rows or block, expected against what the student's array
   had, as a small text grid (one grid row per mesh row; ``*`` marks a cell that differs);
   :func:`rows_held` names the rows of an input a block holds, for cells of such a grid.
