@@ -41,13 +41,14 @@ class Program:
     holds a per-device computation, a jax.pmap or jax.shard_map (``manual``, read from the program).
     ``reference()`` gives the figures of the course's reference compiled the same way
     (grader.grading.reference_figures); ``mesh`` is (axis names, sizes) of the mesh it runs on, where the
-    suite named one, for wording where its collectives run."""
+    suite named one, for wording where its collectives run; ``what`` names the call in messages."""
 
     value: object
     hlo: str
     manual: bool
     reference: Callable[[], dict] | None = None
     mesh: tuple | None = None
+    what: str = ""  # the call, as messages name it ("distributed_dot")
 
     def _figures(self) -> dict:
         if self.reference is None:

@@ -102,8 +102,9 @@ def communication(program, needed: str | None = None, by_student: bool = True, m
         width = max(map(len, lines)) + 1
         text_lines = [(label.ljust(width) if i == 0 else " " * width) + said
                       for label, phrases_ in lines.items() for i, said in enumerate(phrases_)]
-    return _attach({"kind": "communication", "ran": phrases, "bytes_per_device": sent, "needed": needed,
-                    "reference": listed, "difference": differs, "text": text_lines})
+    return _attach({"kind": "communication", "what": getattr(program, "what", ""), "ran": phrases,
+                    "bytes_per_device": sent, "needed": needed, "reference": listed, "difference": differs,
+                    "text": text_lines})
 
 
 def _ranges(indices: list[int]) -> str:
