@@ -26,6 +26,7 @@ import numpy as np
 from grader.errors import GraderError
 from grader.layout import plural
 from grader.protocol import ArraySpec
+from grader.suite import structure
 from grader.suite.checks import WrongProgram, expect_close, expect_sequence
 
 FRESH_SETS = 1  # input sets drawn per program besides the test's own
@@ -38,20 +39,37 @@ class Program:
     test's inputs and on inputs the student's process never saw: what it returned for the test's
     inputs (``value``), its optimised HLO text (``hlo``, read it with grader.suite.hlo) and whether it
     holds a per-device computation, a jax.pmap or jax.shard_map (``manual``, read from the program).
-    :meth:`reference_operations` measures the course's reference compiled the same way."""
+    ``reference()`` gives the figures of the course's reference compiled the same way
+    (grader.grading.reference_figures); ``mesh`` is (axis names, sizes) of the mesh it runs on, where the
+    suite named one, for wording where its collectives run; ``what`` names the call in messages."""
 
     value: object
     hlo: str
     manual: bool
-    reference: Callable[[], int | None] | None = None
+    reference: Callable[[], dict] | None = None
+    mesh: tuple | None = None
+    what: str = ""  # the call, as messages name it ("distributed_dot")
 
-    def reference_operations(self) -> int | None:
-        """The arithmetic one device of the reference's program performs for the same inputs and layout
-        (grader.suite.hlo.operations): kept from an earlier run, or measured now
-        (grader.grading.reference_figures)."""
+    def _figures(self) -> dict:
         if self.reference is None:
             raise GraderError("this program has no reference to compare it with")
         return self.reference()
+
+    def reference_operations(self) -> int | None:
+        """The arithmetic one device of the reference's program performs for the same inputs and layout
+        (grader.suite.hlo.operations): kept from an earlier run, or measured now."""
+        return self._figures()["operations"]
+
+    def reference_collectives(self) -> list[structure.Step]:
+        """The collectives the reference's program runs for the same inputs and layout
+        (grader.suite.structure), kept from an earlier run or measured now."""
+        return structure.from_plain(self._figures()["collectives"])
+
+    def difference(self, mesh: tuple | None = None) -> str | None:
+        """The first difference between this program's collectives and the reference's that matters
+        (grader.suite.structure.difference), or None; ``mesh`` (axis names, sizes) names the axes, by
+        default the one the program was compared on."""
+        return structure.difference(structure.steps(self.hlo), self.reference_collectives(), mesh or self.mesh)
 
 
 def _map(fn, value, path: str = ""):

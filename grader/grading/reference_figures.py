@@ -3,9 +3,10 @@
 A structural point about splitting work ("each device computes on its share") is decided by comparing
 the student's compiled program with the course's reference solution compiled the same way: same target,
 same input shapes, same layout, same device count, in the same kind of clean worker
-(grader.workers.pool.WorkerPool.reference_program). The figure compared, the arithmetic one device of
-the reference performs (grader.suite.hlo.operations), is a number that depends only on those and on the
-reference's code, so it is kept once measured:
+(grader.workers.pool.WorkerPool.reference_program). The figures compared, the arithmetic one device of
+the reference performs (grader.suite.hlo.operations) and the collectives it runs (grader.suite.structure:
+kind, devices, dimension, bytes per device, how often), depend only on those and on the reference's code,
+so they are kept once measured:
 
 - where the course's solutions are at hand (the instructor's repository, CI, ``grade batch``), in
   ``.grade/reference-figures/<exercise>/<digest>/`` beside course.yaml, where ``<digest>`` covers the
@@ -15,12 +16,14 @@ reference's code, so it is kept once measured:
   holds every figure the suite asks for;
 - in a released bundle, which carries no solution, in ``reference-figures/<exercise>/``: ``grade
   release`` copies the checked folder into the autograder's and the student's (a course may make a
-  structural test visible; a figure is a count of operations, which reveals no code). A figure missing
-  there is the course's error (GraderError naming what to run), never the student's.
+  structural test visible; a figure is a count of operations and a list of collectives, which reveal no
+  code). A figure missing there is the course's error (GraderError naming what to run), never the
+  student's.
 
 Each figure's file name is a hash of what it depends on, the grader's own reading of HLO and the
-way it exports a program included (:data:`_READERS`), so a figure measured by an older reading is
-never used.
+way it exports and measures a program included (:data:`_READERS`), so a figure measured by an older
+reading is never used; a kept file that lacks a figure now kept (written before it was) is measured
+again.
 """
 
 from __future__ import annotations
@@ -45,9 +48,12 @@ KEPT = os.path.join(".grade", "reference-figures")  # under the course root, whe
 RELEASED = "reference-figures"  # under a released autograder bundle's root
 CHECKED = "checked"
 _ENGINE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# What every figure depends on beside its key: the grader's reading of HLO and how a program is exported.
-_READERS = [os.path.join(_ENGINE, *parts) for parts in (("suite", "hlo.py"), ("sandbox", "program_export.py"),
-                                                         ("sandbox", "program_as_written.py"))]
+# What every figure depends on beside its key: the grader's reading of HLO, how a program is exported and
+# what the clean worker measures of it.
+_READERS = [os.path.join(_ENGINE, *parts) for parts in (
+    ("suite", "hlo.py"), ("suite", "structure.py"), ("sandbox", "program_export.py"),
+    ("sandbox", "program_as_written.py"), ("sandbox", "program_held.py"))]
+FIGURES = ("operations", "collectives", "held")  # what one kept file holds
 
 
 def _files_digest(folders: list[tuple[str, Callable[[str], bool]]]) -> str:
@@ -134,26 +140,29 @@ class ReferenceFigures:
                  str(layout), target, _plain(specs), _plain(dict(kwargs)), _plain(arrives)]
         return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:32]
 
-    def operations(self, layout: Layout, target: str, specs, inputs: tuple, kwargs, arrives, what: str,
-                   timeout_s: float | None) -> int | None:
-        """The arithmetic one device of the reference's program performs (grader.suite.hlo.operations)
-        for these inputs and this layout: kept, or measured now and kept."""
-        from grader.suite import hlo
+    def figure(self, layout: Layout, target: str, specs, inputs: tuple, kwargs, arrives, what: str,
+               timeout_s: float | None) -> dict:
+        """The figures of the reference's program for these inputs and this layout, kept or measured now and
+        kept: ``operations``, the arithmetic one device performs (grader.suite.hlo.operations, None for a
+        loop of unknown length), and ``collectives``, what it communicates (grader.suite.structure.plain)."""
+        from grader.suite import hlo, structure
 
         path = os.path.join(self.folder, self._key(layout, target, specs, kwargs, arrives) + ".json")
         try:
             with open(path) as f:
-                return json.load(f)["operations"]
-        except (OSError, ValueError, KeyError):
+                kept_figures = json.load(f)
+            if isinstance(kept_figures, dict) and all(name in kept_figures for name in FIGURES):
+                return kept_figures
+        except (OSError, ValueError):
             pass
         if not self.can_measure:
             raise GraderError(f"this autograder holds no figure of the reference's program for {target} on {layout}, "
                               "to compare the student's with: run `grade check` on the course, then `grade release` "
                               "again, so the bundle carries every figure its hidden tests compare with")
-        figure = hlo.operations(self._pool.reference_program(layout, target, specs, inputs, kwargs, what, timeout_s,
-                                                             arrives))
-        _keep(path, {"operations": figure})
-        return figure
+        text = self._pool.reference_program(layout, target, specs, inputs, kwargs, what, timeout_s, arrives)
+        figures = {"operations": hlo.operations(text), "collectives": structure.plain(structure.steps(text))}
+        _keep(path, figures)
+        return figures
 
 
 def for_run(course_root: str, exercise: str, solutions: str | None, suite: str, pool: WorkerPool) -> ReferenceFigures:

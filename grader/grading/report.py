@@ -154,7 +154,8 @@ def _feedback_lines(ts, indent: str) -> list[str]:
         return []
     lines = []
     for note in case.feedback:
-        head = [f"communication ({case.label}):"] if note["kind"] == "communication" else []
+        what = f" of {note['what']}" if note.get("what") else ""  # which function: a task may have several
+        head = [f"communication{what} ({case.label}):"] if note["kind"] == "communication" else []
         body = ["  " + line for line in note["text"]] if head else note["text"]
         lines += [indent + line for line in head + body]
     return lines

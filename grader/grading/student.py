@@ -20,7 +20,7 @@ from grader.grading.program_mode import Program
 from grader.grading.reference_figures import ReferenceFigures
 from grader.layout import Layout
 from grader.suite import bypass
-from grader.suite.checks import Bypass
+from grader.suite.checks import Bypass, WrongProgram
 from grader.suite.differences import Probe
 from grader.workers.pool import WorkerPool
 
@@ -73,7 +73,7 @@ class Student:
 
     def program(self, target: str, *args, expect, what: str | None = None, rtol: float = 1e-4, atol: float = 1e-5,
                 dtype=None, fresh=None, arrives=None, counts: dict | None = None, probe: Probe | None = None,
-                asks: bypass.Asks | None = None, timeout_s: float | None = None, **kwargs) -> Program:
+                asks: bypass.Asks | None = None, compare=None, timeout_s: float | None = None, **kwargs) -> Program:
         """``jax.jit(module.function)`` as one program, graded by processes that never ran student code.
 
         The student's worker traces and exports it from the shapes and dtypes of ``args`` alone (arrays,
@@ -95,6 +95,10 @@ class Student:
         statement asks it to be built with; a program that reaches its answer by another mechanism (no
         per-device computation where one is asked for; inputs handed over in blocks gathered whole at its
         entry) fails with grader.suite.bypass's sentence (Bypass) before its values are looked at.
+        ``compare`` (True, or the mesh it runs on as (axis names, sizes)): this program is compared with the
+        reference's compiled the same way; its figures (grader.grading.reference_figures) are read or measured
+        whenever the call runs, so ``grade check`` measures every one a release needs, and a wrong value is
+        told with the first difference between the collectives the two run (grader.suite.structure).
         """
         what = what or target.rpartition(".")[2]
         if arrives is not None and (len(arrives) != len(args) or not all(isinstance(a, np.ndarray) for a in args)):
@@ -106,16 +110,23 @@ class Student:
         out = self._pool.program(self.layout, target, specs, input_sets, kwargs, self._what(target),
                                  timeout_s or self.timeout_s, layouts)
         references = self._references
-        reference = references and functools.partial(references.operations, self.layout, target, specs, tuple(args),
+        reference = references and functools.partial(references.figure, self.layout, target, specs, tuple(args),
                                                      kwargs, layouts, self._what(target), timeout_s or self.timeout_s)
-        program = Program(out["values"][0], out["hlo"], out["manual"], reference)
+        program = Program(out["values"][0], out["hlo"], out["manual"], reference,
+                          None if compare is None or compare is True else (tuple(compare[0]), tuple(compare[1])), what)
         mechanism = asks and bypass.told(what, self.devices, program.manual, program.hlo, asks, arrives,
                                          [np.shape(a) if isinstance(a, np.ndarray) else None for a in args])
         if mechanism:
             raise Bypass(mechanism, program)
         probe = probe and dataclasses.replace(probe, reference=expect, inputs=tuple(args))
-        program_mode.check_values(program, out["values"], input_sets, expect, what, self.devices, rtol, atol, dtype,
-                                  counts, probe)
+        differs = program.difference() if compare is not None and reference else None
+        try:
+            program_mode.check_values(program, out["values"], input_sets, expect, what, self.devices, rtol, atol,
+                                      dtype, counts, probe)
+        except WrongProgram as wrong:
+            if not differs:
+                raise
+            raise WrongProgram(f"{wrong}. Its communication differs from the reference's: {differs}", program) from None
         return program
 
     def probe(self, target: str, *args, timeout_s: float | None = None, **kwargs):

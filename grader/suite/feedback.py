@@ -5,8 +5,10 @@ reads better next to the evidence. A test attaches it while it runs; the report 
 failing task (text) and keeps it with every case (JSON ``feedback``):
 
 * :func:`communication`: the collectives a compiled program runs, with bytes per device, next to
-  what the task needs, e.g. "ran: 2 all-reduce (psum) of 4 bytes per device; needed: 1 all-reduce
-  of 4 bytes";
+  what the reference's program compiled the same way runs, measured, and the first difference that
+  matters (grader.suite.structure), e.g. "ran: 1 all-reduce (psum) of 48 bytes per device; reference:
+  1 all-reduce (psum) of 4 bytes per device; difference: your all-reduces move 48 bytes per device;
+  the reference's move 4";
 * :func:`layout`: which device holds which rows or block, expected against what the student's array
   had, as a small text grid (one grid row per mesh row; ``*`` marks a cell that differs);
   :func:`rows_held` names the rows of an input a block holds, for cells of such a grid.
@@ -22,7 +24,7 @@ from collections import Counter
 
 import numpy as np
 
-from grader.suite import hlo
+from grader.suite import hlo, structure
 
 _recording: list[list[dict]] = []
 
@@ -51,48 +53,58 @@ def _bytes(n: int) -> str:
 IDLE = ", which carries nothing the result needs (not counted)"
 
 
-def ran(text: str, by_student: bool = True) -> list[str]:
+def ran(text: str, by_student: bool = True, mesh: tuple | None = None) -> list[str]:
     """The collectives of the HLO ``text`` as phrases: "2 all-reduce (psum) of 4 bytes per device", the
-    program's own first; an idle one (grader.suite.hlo) is named as such, since it is counted nowhere."""
+    program's own first, with the mesh axes they run over where ``mesh`` (axis names, sizes) is given; an
+    idle one (grader.suite.hlo) is named as such, since it is counted nowhere."""
+    where = structure.Mesh(mesh)
     tally: Counter = Counter()
     unknown: Counter = Counter()
     for c in hlo.collectives(text):
         if by_student and not c.by_student:
             continue
-        key = (c.op, not c.by_student, c.origin, c.bytes, c.idle)
+        over = where.over(structure.Step(c.op, c.groups, c.dimensions, 0, c.bytes, c.times, c.by_student, c.origin))
+        key = (c.op, not c.by_student, over, c.origin, c.bytes, c.idle)
         if c.times is None:
             unknown[key] += 1
         else:
             tally[key] += c.times
-    phrases = [f"{times} {op} {_source(added, origin)}of {_bytes(size)} per device{IDLE if idle else ''}"
-               for (op, added, origin, size, idle), times in sorted(tally.items())]
-    phrases += [f"{op} {_source(added, origin)}of {_bytes(size)} in a loop of unknown length{IDLE if idle else ''}"
-                for (op, added, origin, size, idle) in sorted(unknown)]
+    phrases = [f"{times} {op}{over} {structure.source(added, origin)}of {_bytes(size)} per device"
+               f"{IDLE if idle else ''}" for (op, added, over, origin, size, idle), times in sorted(tally.items())]
+    phrases += [f"{op}{over} {structure.source(added, origin)}of {_bytes(size)} in a loop of unknown length"
+                f"{IDLE if idle else ''}" for (op, added, over, origin, size, idle) in sorted(unknown)]
     return phrases
 
 
-# What an operation XLA added a collective for is, in the code's words, where its primitive's name is not.
-_ORIGINS = {"sharding_constraint": "a layout the code sets with device_put or with_sharding_constraint"}
-
-
-def _source(added: bool, origin: str) -> str:
-    """Who asked for a collective: the program (the student's primitive), or XLA's partitioner (for what)."""
-    if not added:
-        return f"({origin}) " if origin else ""
-    return f"(added by XLA for {_ORIGINS.get(origin, origin)}) " if origin else "(added by XLA) "
-
-
-def communication(text: str, needed: str, by_student: bool = True) -> dict:
-    """Attach what the compiled program ``text`` communicates (the collectives the student wrote, or all
-    of them with ``by_student=False``), next to ``needed``, one phrase saying what the task needs."""
-    phrases = ran(text, by_student)
+def communication(program, needed: str | None = None, by_student: bool = True, mesh: tuple | None = None) -> dict:
+    """Attach what the compiled ``program`` communicates (the collectives the student wrote, or all of them
+    with ``by_student=False``). A program from ``student.program`` is shown next to what the reference's
+    program compiled the same way runs, measured (grader.suite.structure), and the first difference between
+    the two that matters; ``needed``, one phrase in the task's words, is added where it teaches more than
+    the measured listing. ``program`` may be bare HLO text, shown next to ``needed`` alone. ``mesh``: (axis
+    names, sizes) for naming axes, by default the one the program was compared on (``compare=``)."""
+    text = program if isinstance(program, str) else program.hlo
+    mesh = mesh or getattr(program, "mesh", None)
+    phrases = ran(text, by_student, mesh)
     sent = hlo.bytes_moved(text, by_student=by_student)
     shown = (phrases or ["no collectives"]) + ([f"{_bytes(sent)} per device in all"] if sent and len(phrases) > 1 else [])
-    if shown == [needed]:  # the communication is right: say so once, not as two equal lines to compare
-        text = [f"ran:    {needed}, as needed"]
+    compared = not isinstance(program, str) and program.reference is not None
+    reference = program.reference_collectives() if compared else None
+    listed = None if reference is None else structure.listing(reference, mesh, by_student) or ["no collectives"]
+    differs = None if reference is None else structure.difference(structure.steps(text), reference, mesh)
+    lines = {"ran:": shown, "reference:": listed, "needed:": needed and [needed], "difference:": differs and [differs]}
+    lines = {label: said for label, said in lines.items() if said}
+    if not differs and listed == phrases and not needed:  # the same as the reference's: say so once
+        text_lines = [f"ran:    {', '.join(shown)}, as the reference's program does"]
+    elif not differs and listed is None and shown == [needed]:
+        text_lines = [f"ran:    {needed}, as needed"]
     else:
-        text = [("ran:    " if i == 0 else " " * 8) + phrase for i, phrase in enumerate(shown)] + [f"needed: {needed}"]
-    return _attach({"kind": "communication", "ran": phrases, "bytes_per_device": sent, "needed": needed, "text": text})
+        width = max(map(len, lines)) + 1
+        text_lines = [(label.ljust(width) if i == 0 else " " * width) + said
+                      for label, phrases_ in lines.items() for i, said in enumerate(phrases_)]
+    return _attach({"kind": "communication", "what": getattr(program, "what", ""), "ran": phrases,
+                    "bytes_per_device": sent, "needed": needed, "reference": listed, "difference": differs,
+                    "text": text_lines})
 
 
 def _ranges(indices: list[int]) -> str:

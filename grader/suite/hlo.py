@@ -94,6 +94,7 @@ class Collective:
     feeds_output: bool = True  # the program's result can depend on what it returns
     measured_idle: bool | None = None  # the clean worker's measurement: the answer did not change without it
     instruction: str = field(default="", compare=False)  # its name in the HLO text (the GPU form renames it)
+    dimensions: tuple[int, ...] | None = None  # an all-gather's, reduce-scatter's or all-to-all's dimensions={...}
 
     @property
     def a(self) -> str:
@@ -283,6 +284,12 @@ def _runs(comps: dict[str, list[_Instr]], entry: str | None) -> dict[str, int | 
     return runs
 
 
+def _dimensions(rest: str) -> tuple[int, ...] | None:
+    """The ``dimensions={...}`` a collective gathers along or splits (None where it prints none: an all-reduce)."""
+    m = re.search(r"\bdimensions=\{([\d,\s]*)\}", rest)
+    return tuple(int(d) for d in m.group(1).split(",") if d.strip()) if m else None
+
+
 def collectives(text: str) -> list[Collective]:
     """Every collective reachable from ENTRY, with how many times one program run executes it (idle
     ones too)."""
@@ -297,7 +304,7 @@ def collectives(text: str) -> list[Collective]:
                 reads = any(_varies(flow.value(name, op)) for op in ins.operands)
                 found.append(Collective(_base(ins.opcode), ins.shape, operands, nbytes, times, origin, name,
                                         replica_groups.parse(ins.rest), kind, reads, (name, ins.name) in flow.needed,
-                                        all(measured) if measured else None, ins.name))
+                                        all(measured) if measured else None, ins.name, _dimensions(ins.rest)))
     return found
 
 

@@ -75,8 +75,8 @@ def test_optimal_sends_2_n_minus_1_chunks(student, rng, devices, size):
                               what="ring_allreduce_optimal(x, axis_name)")
     text = program.hlo
     limit = 2 * (devices - 1) * math.ceil(size / devices) * 4
-    feedback.communication(text, needed=f"collective-permutes (ppermute) only, {limit} bytes per device in all: "
-                           f"2(n - 1) chunks of ceil({size} / n) numbers, against {(devices - 1) * size * 4} "
+    feedback.communication(program, needed=f"collective-permutes (ppermute) only, at most {limit} bytes per device "
+                           f"in all: 2(n - 1) chunks of ceil({size} / n) numbers, against {(devices - 1) * size * 4} "
                            "for n - 1 whole blocks")
     for c in hlo.select(text, by_student=True):
         if c.op != "collective-permute":

@@ -70,9 +70,7 @@ def test_fsdp_step_with_another_batch(student, rng, devices):
 def test_fsdp_step_gathers_weights_and_scatters_gradients(student, rng, devices):
     w, program = run(student, rng, devices, 3)
     sizes, block = (devices,), w.nbytes // devices
-    feedback.communication(program.hlo, needed=f"1 all-gather of w's blocks ({block} bytes per device), 1 "
-                           f"reduce-scatter of the gradient ({w.nbytes} bytes), the loss in an all-reduce (4 bytes)",
-                           by_student=False)
+    feedback.communication(program, by_student=False, mesh=(AXES, sizes))
     moved = meshes.moving(program.hlo, AXES, sizes)
     where = f"on {devices} devices"
     reduced = [c for c in moved if c.op == "all-reduce" and c.bytes > 4]

@@ -114,9 +114,7 @@ def test_matmul_cases_send_the_cheapest_collective(student, rng, devices, case):
     rows, cols = sizes = meshes.square(devices)
     x, w, program = run(student, rng, case, rows, cols)
     blocks = _blocks(x, w, sizes)
-    op, size, _ = _needed(case, blocks)
-    feedback.communication(program.hlo, needed=f"1 {op} over 'model' of {size} bytes per device" if op else
-                           "no collective", by_student=False)
+    feedback.communication(program, by_student=False, mesh=(AXES, sizes))
     wrong = _wrong_collective(case, meshes.moving(program.hlo, AXES, sizes), sizes, blocks)
     if wrong:
         raise AssertionError(f"{wrong} ({rows} x {cols} mesh)")

@@ -126,8 +126,7 @@ def test_rings_on_another_mesh_shape(student, rng, devices, function):
 def _expect_ring(program, function, rows, cols, unit_bytes, unit):
     """Only ppermutes, along 'model', n - 1 of them, each carrying one block (or chunk)."""
     sizes, steps = (rows, cols), cols - 1
-    feedback.communication(program.hlo, needed=f"{steps} collective-permute (ppermute) over 'model' of {unit_bytes} "
-                           f"bytes per device: n - 1 steps of one {unit} each", by_student=False)
+    feedback.communication(program, by_student=False, mesh=(AXES, sizes))
     moved = meshes.moving(program.hlo, AXES, sizes)
     where = f"on a {rows} x {cols} mesh (rings of {cols})"
     for c in moved:

@@ -62,8 +62,7 @@ def test_mlp_runs_one_all_reduce_over_model(student, rng, devices):
     rows, cols = sizes = meshes.square(devices)
     x, w1, w2, program = run(student, rng, rows, cols)
     partial = x.shape[0] // rows * w2.shape[1] * x.itemsize
-    feedback.communication(program.hlo, needed=f"1 all-reduce over 'model' of {partial} bytes per device: the partial "
-                           "sums of y, and no all-gather", by_student=False)
+    feedback.communication(program, by_student=False, mesh=(AXES, sizes))
     where = f"on a {rows} x {cols} mesh"
     moved = meshes.moving(program.hlo, AXES, sizes)
     gathers = [c for c in moved if c.op == "all-gather"]

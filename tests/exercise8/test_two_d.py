@@ -39,7 +39,7 @@ def run(student, rng, rows, cols):
                               what=f"train_step(w1, w2, x, y, {LR}, mesh) on a {rows} x {cols} mesh "
                                    "(new w1, new w2, loss)", rtol=1e-4, atol=1e-5,
                               function="two_d.train_step", shape=[rows, cols], lr=LR,
-                              counts=meshes.counts(AXES, (rows, cols)))
+                              counts=meshes.counts(AXES, (rows, cols)), compare=(AXES, (rows, cols)))
     return w1, w2, x, program
 
 
@@ -58,9 +58,7 @@ def test_two_d_step_communicates_over_the_right_axes(student, rng, devices):
     rows, cols = sizes = meshes.square(devices)
     w1, w2, x, program = run(student, rng, rows, cols)
     partial = x.shape[0] // rows * w2.shape[1] * x.itemsize
-    feedback.communication(program.hlo, needed="all-gathers of the weight blocks and reduce-scatters of their "
-                           f"gradients over 'data'; 1 all-reduce over 'model' of the partial sums ({partial} bytes); "
-                           "the loss in an all-reduce over 'data' (4 bytes)", by_student=False)
+    feedback.communication(program, by_student=False)
     where = f"on a {rows} x {cols} mesh"
     moved = meshes.moving(program.hlo, AXES, sizes)
     sums = [c for c in moved

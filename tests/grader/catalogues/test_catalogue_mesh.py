@@ -25,7 +25,7 @@ WRONG = {
     "psum over 'data', with the check that caught it turned off": Wrong(
         {"mesh": mutate("mesh", ('lax.psum(x_block @ w_block, "model")', 'lax.psum(x_block @ w_block, "data")'),
                ('out_specs=P("data", None))', 'out_specs=P("data", None), check_vma=False)'))},
-        "4", says=("psum adds up over 'data' (devices in the same mesh column)",)),
+        "4", says=("your all-reduce runs over 'data'; the reference's runs over 'model'",)),
     "a plain matmul, no shard_map": Wrong(
         {"mesh": mutate("mesh", ("return row_parallel(shard_matrix(x, mesh), w)", "return x @ w"))},
         "4", says=("its program has no jax.shard_map that its answer depends on",)),

@@ -68,10 +68,27 @@ def test_the_figure_is_measured_once_kept_and_is_what_the_work_is_compared_with(
     assert case["outcome"] == "failed", case
     assert "times the reference's (about the whole computation's work, done on every device)" in case["message"]
     assert {p: p.read_text() for p in kept(course)} == before  # read, not measured again
+    (shown,) = [note for note in case["feedback"] if note["kind"] == "communication"]
+    assert shown["reference"] == ["1 all-reduce (psum) of 4 bytes per device",  # the reference's own program, measured
+                                  "1 all-reduce (added by XLA for squeeze) of 4 bytes per device"]
     for path in figures:  # a reference that did this much work per device would let the same program through
-        path.write_text(json.dumps({"operations": 10 ** 9}))
+        path.write_text(json.dumps(dict(json.loads(before[path]), operations=10 ** 9)))
     try:
         assert structural_case(course, hostile)["outcome"] == "passed"
+    finally:
+        for path, text in before.items():
+            path.write_text(text)
+
+
+def test_a_kept_figure_without_the_collectives_is_measured_again(course, hostile):
+    figures = kept(course)
+    before = {p: p.read_text() for p in figures}
+    for path in figures:  # as a grader that kept only the operation count wrote them
+        path.write_text(json.dumps({"operations": json.loads(before[path])["operations"]}))
+    try:
+        case = structural_case(course, hostile)
+        assert case["outcome"] == "failed" and "times the reference's" in case["message"], case
+        assert {p: json.loads(p.read_text()) for p in figures} == {p: json.loads(t) for p, t in before.items()}
     finally:
         for path, text in before.items():
             path.write_text(text)

@@ -134,6 +134,38 @@ def split_outputs(x):
     return f(x)
 
 
+def _on_mesh(per_device, in_spec, out_spec):
+    """``per_device`` in a shard_map on a 2 x 2 ('data', 'model') mesh, x laid out as ``in_spec``."""
+    def program(x):
+        mesh = jax.make_mesh((2, 2), ("data", "model"))
+        x = jax.device_put(x, jax.NamedSharding(mesh, in_spec))
+        return jax.shard_map(per_device, mesh=mesh, in_specs=in_spec, out_specs=out_spec, check_vma=False)(x)
+    return program
+
+
+# Structure differences (tests/grader/suite/test_structure.py): the same task's collective over another
+# mesh axis, along another dimension, untiled, or a ring turned the other way.
+scatter_rows = _on_mesh(lambda a: lax.psum_scatter(a, "model", scatter_dimension=0, tiled=True),
+                        P("data", None), P("data", "model"))
+scatter_columns = _on_mesh(lambda a: lax.psum_scatter(a, "model", scatter_dimension=1, tiled=True),
+                           P("data", None), P("data", "model"))
+gather_over_data = _on_mesh(lambda a: lax.all_gather(a, "data", axis=0, tiled=True), P("data", "model"),
+                            P(None, "model"))
+gather_over_model = _on_mesh(lambda a: lax.all_gather(a, "model", axis=0, tiled=True), P("model", "data"),
+                             P(None, "data"))
+gather_untiled = _on_mesh(lambda a: lax.all_gather(a, "data", axis=0).reshape(-1, a.shape[1]), P("data", "model"),
+                          P(None, "model"))
+
+
+def ring_backward(x):
+    """ring_fori's ring turned the other way: each device sends its block to the device before it."""
+    back = lambda b: lax.ppermute(b, "i", [(j, (j - 1) % DEVICES) for j in range(DEVICES)])  # noqa: E731
+
+    def per_device(a):
+        return lax.fori_loop(0, DEVICES - 1, lambda _, c: (c[0] + back(c[1]), back(c[1])), (a, a))[0]
+    return pmapped(per_device)(x)
+
+
 PROGRAMS = {
     "dot_with_squeeze": (dot_with_squeeze, (np.ones(16, np.float32), np.ones(16, np.float32))),
     "merged_psums": (merged_psums, (np.ones((DEVICES, 3), np.float32),)),
@@ -150,6 +182,12 @@ PROGRAMS = {
     "psum_of_a_difference": (psum_of_a_difference, (np.ones((DEVICES, 5), np.float32),)),
     "jit_contraction": (jit_contraction, (np.ones((6, 8), np.float32), np.ones((8, 10), np.float32))),
     "split_outputs": (split_outputs, (np.ones((6, 8), np.float32),)),
+    "scatter_rows": (scatter_rows, (np.ones((8, 8), np.float32),)),
+    "scatter_columns": (scatter_columns, (np.ones((8, 8), np.float32),)),
+    "gather_over_data": (gather_over_data, (np.ones((8, 6), np.float32),)),
+    "gather_over_model": (gather_over_model, (np.ones((8, 6), np.float32),)),
+    "gather_untiled": (gather_untiled, (np.ones((8, 6), np.float32),)),
+    "ring_backward": (ring_backward, (np.ones((DEVICES, 6), np.float32),)),
 }
 
 

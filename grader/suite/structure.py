@@ -1,0 +1,227 @@
+"""What a program communicates, against what the reference's program does: the first difference, measured.
+
+A structural verdict ("one all-reduce over 'model'") is a rule about one task; the student reads it best
+next to what the course's own reference solution runs when compiled the same way (same target, inputs,
+layout and device count: grader.grading.reference_figures keeps its collectives beside its operation
+count). This module reads both programs the same way and says the first difference that matters, in
+plain words, measured on both sides and claiming no cause:
+
+1. a kind of collective one program runs and the other does not ("your program runs an all-gather over
+   'model'; the reference's runs no all-gather");
+2. the same kind over other devices: another mesh axis, or for a permute, another target for a device's
+   data ("your collective-permute sends device 0's data to device 3; the reference's to device 1");
+3. the same kind over the same devices along another dimension ("your reduce-scatter over 'model'
+   splits dimension 0; the reference's splits dimension 1"), or returning a block of another rank;
+4. how many times it runs;
+5. more bytes per device than the reference's.
+
+Only collectives that move data count, and only those the answer depends on (grader.suite.hlo's
+``idle``; meshes.moves), on both sides alike, whoever asked for them (the program or XLA's partitioner):
+what is compared is what runs. A count or a byte figure in a loop of unknown length is not compared.
+Everything here is plain data and runs in the grader's process.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from grader.layout import plural
+from grader.suite import hlo, meshes
+
+# What a collective does with its dimension, for "your reduce-scatter splits dimension 0".
+_ALONG = {"all-gather": "gathers along", "reduce-scatter": "splits", "all-to-all": "exchanges along"}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One collective of a program as compared: plain data, kept in the reference's figure."""
+
+    op: str
+    groups: tuple[tuple[int, ...], ...] | None  # replica groups, or a permute's (source, target) pairs
+    dimensions: tuple[int, ...] | None
+    rank: int             # the rank of the block it returns on each device
+    bytes: int            # bytes each device puts in per execution
+    times: int | None     # executions per run; None inside a loop of unknown length
+    by_student: bool      # the program holds it itself (else XLA's partitioner added it)
+    origin: str           # what the trace called it ("psum"), for the listing only
+
+    def plain(self) -> dict:
+        return {"op": self.op, "groups": None if self.groups is None else [list(g) for g in self.groups],
+                "dimensions": None if self.dimensions is None else list(self.dimensions), "rank": self.rank,
+                "bytes": self.bytes, "times": self.times, "by_student": self.by_student, "origin": self.origin}
+
+    @classmethod
+    def from_plain(cls, data: dict) -> Step:
+        groups, dims = data["groups"], data["dimensions"]
+        return cls(str(data["op"]), None if groups is None else tuple(tuple(int(d) for d in g) for g in groups),
+                   None if dims is None else tuple(int(d) for d in dims), int(data["rank"]), int(data["bytes"]),
+                   None if data["times"] is None else int(data["times"]), bool(data["by_student"]),
+                   str(data["origin"]))
+
+    def collective(self) -> hlo.Collective:
+        """As grader.suite.meshes reads a collective (its op and groups are all it needs)."""
+        return hlo.Collective(self.op, "", 1, self.bytes, self.times, self.origin, "", self.groups)
+
+
+def steps(text: str) -> list[Step]:
+    """The collectives of the compiled program ``text`` that move data the answer depends on, in order."""
+    return [Step(c.op, c.groups, c.dimensions, _rank(c.shape), c.bytes, c.times, c.by_student, c.origin)
+            for c in hlo.select(text) if meshes.moves(c)]
+
+
+def plain(found: list[Step]) -> list[dict]:
+    return [s.plain() for s in found]
+
+
+def from_plain(data: list[dict]) -> list[Step]:
+    return [Step.from_plain(d) for d in data]
+
+
+class Mesh:
+    """The devices a program runs on, for wording where a collective runs: a mesh's axis names and sizes,
+    or None for a program over plain devices (a jax.pmap), where a collective runs among all of them or
+    among groups of them."""
+
+    def __init__(self, mesh: tuple | None):
+        self.names, self.sizes = (tuple(mesh[0]), tuple(mesh[1])) if mesh else (None, None)
+
+    def axes(self, step: Step) -> tuple[str, ...] | None:
+        return None if self.names is None else meshes.axes_of(step.collective(), self.names, self.sizes)
+
+    def place(self, step: Step):
+        """What two collectives of one kind share when they run among the same devices: their mesh axes, or
+        without a mesh their groups; for a permute, also where each device's data goes."""
+        groups = None if step.groups is None else frozenset(
+            tuple(g) if step.op == "collective-permute" else tuple(sorted(g)) for g in step.groups)
+        axes = self.axes(step)
+        if axes is not None:
+            return (axes, groups) if step.op == "collective-permute" else axes
+        return groups
+
+    def over(self, step: Step) -> str:
+        """" over 'model'", " among devices (0, 2) and (1, 3)", or "" where no mesh tells more (all the devices
+        of a plain program, a permute)."""
+        axes = self.axes(step)
+        if axes is not None:
+            return " " + meshes.over_text(axes)
+        if step.groups is None or step.op == "collective-permute" or len(step.groups) == 1:
+            return ""
+        shown = " and ".join(str(tuple(g)) for g in step.groups[:3])
+        return f" among devices {shown}{' and others' if len(step.groups) > 3 else ''}"
+
+
+def _a(op: str) -> str:
+    return f"{'an' if op[0] in 'aeiou' else 'a'} {op}"
+
+
+def _rank(shape: str) -> int:
+    """The rank of an HLO result type (its first array: a merged tuple's)."""
+    found = re.search(r"\[([\d,\s]*)\]", shape)
+    return len([d for d in found.group(1).split(",") if d.strip()]) if found else 0
+
+
+def _total(found: list[Step], bytes_: bool) -> int | None:
+    if any(s.times is None for s in found):
+        return None
+    return sum((s.bytes if bytes_ else 1) * s.times for s in found)
+
+
+def listing(found: list[Step], mesh: tuple | None = None, by_student: bool = False) -> list[str]:
+    """The steps as lines like feedback's "ran": "1 all-reduce over 'model' (psum) of 60 bytes per device"."""
+    where, tally = Mesh(mesh), {}
+    for s in found:
+        if by_student and not s.by_student:
+            continue
+        who = source(not s.by_student, s.origin)
+        key = f"{s.op}{where.over(s)} {who}of {s.bytes} byte{'s' if s.bytes != 1 else ''}"
+        before = tally.get(key, 0)
+        tally[key] = None if s.times is None or before is None else before + s.times
+    return [f"{n} {key} per device" if n is not None else f"{key} in a loop of unknown length"
+            for key, n in tally.items()]
+
+
+# What an operation XLA added a collective for is, in the code's words, where its primitive's name is not.
+_ORIGINS = {"sharding_constraint": "a layout the code sets with device_put or with_sharding_constraint"}
+
+
+def source(added: bool, origin: str) -> str:
+    """Who asked for a collective: the program (the student's primitive), or XLA's partitioner (for what)."""
+    if not added:
+        return f"({origin}) " if origin else ""
+    return f"(added by XLA for {_ORIGINS.get(origin, origin)}) " if origin else "(added by XLA) "
+
+
+def _places(found: list[Step], op: str, where: Mesh) -> dict:
+    """The steps of kind ``op`` by where they run, in order."""
+    places: dict = {}
+    for s in found:
+        if s.op == op:
+            places.setdefault(where.place(s), []).append(s)
+    return places
+
+
+def _permute_target(mine: Step, theirs: Step) -> str | None:
+    """Where two permutes send one device's data differently, in words."""
+    if mine.groups is None or theirs.groups is None:
+        return None
+    sent, wanted = dict(mine.groups), dict(theirs.groups)
+    for source in sorted(set(sent) | set(wanted)):
+        if sent.get(source) != wanted.get(source):
+            to = lambda pairs: f"to device {pairs[source]}" if source in pairs else "nowhere"  # noqa: E731
+            return (f"your collective-permute sends device {source}'s data {to(sent)}; the reference's sends it "
+                    f"{to(wanted)}")
+    return None
+
+
+def _other_devices(op: str, mine: dict, theirs: dict, where: Mesh) -> str:
+    """The sentence for collectives of one kind that run among other devices than the reference's."""
+    s = next((found[0] for place, found in mine.items() if place not in theirs), next(iter(mine.values()))[0])
+    r = next((found[0] for place, found in theirs.items() if place not in mine), next(iter(theirs.values()))[0])
+    if op == "collective-permute" and where.over(s) == where.over(r):
+        said = _permute_target(s, r)
+        if said:
+            return said
+    return (f"your {op} runs{where.over(s) or ' among other devices'}; the reference's runs"
+            f"{where.over(r) or ' among other devices'}")
+
+
+def difference(student: list[Step], reference: list[Step], mesh: tuple | None = None) -> str | None:
+    """The first difference that matters between the student's collectives and the reference's, in plain
+    words, or None where none is measured. ``mesh``: (axis names, sizes) of the mesh both run on, or None
+    for a program over plain devices (a jax.pmap)."""
+    where = Mesh(mesh)
+    ops, wanted = list(dict.fromkeys(s.op for s in student)), list(dict.fromkeys(s.op for s in reference))
+    for op in ops:  # 1. a kind one runs and the other does not
+        if op not in wanted:
+            s = next(s for s in student if s.op == op)
+            return f"your program runs {_a(op)}{where.over(s)}; the reference's program runs no {op}"
+    for op in wanted:
+        if op not in ops:
+            r = next(s for s in reference if s.op == op)
+            return f"the reference's program runs {_a(op)}{where.over(r)}; yours runs no {op}"
+    placed = [(op, _places(student, op, where), _places(reference, op, where)) for op in wanted]
+    for op, mine, theirs in placed:  # 2. among other devices
+        if set(mine) != set(theirs):
+            return _other_devices(op, mine, theirs, where)
+    for op, mine, theirs in placed:  # 3. along another dimension, or returning a block of another rank
+        for place, found in mine.items():
+            s, r = found[0], theirs[place][0]
+            if s.rank == r.rank and s.dimensions and r.dimensions and s.dimensions != r.dimensions:
+                verb, dims = _ALONG.get(op, "runs along"), lambda d: ", ".join(map(str, d))  # noqa: E731
+                return (f"your {op}{where.over(s)} {verb} dimension {dims(s.dimensions)}; the reference's "
+                        f"{verb} dimension {dims(r.dimensions)}")
+            if s.rank != r.rank and op in _ALONG:
+                return (f"your {op}{where.over(s)} returns a block of {plural(s.rank, 'dimension')} on each "
+                        f"device; the reference's of {r.rank}")
+    for op, mine, theirs in placed:  # 4. how many times
+        for place, found in mine.items():
+            times, want = _total(found, False), _total(theirs[place], False)
+            if times is not None and want is not None and times != want:
+                return f"your program runs {plural(times, op)}{where.over(found[0])}; the reference's runs {want}"
+    for op, mine, theirs in placed:  # 5. more bytes per device
+        for place, found in mine.items():
+            sent, want = _total(found, True), _total(theirs[place], True)
+            if sent is not None and want is not None and sent > want:
+                return f"your {op}s{where.over(found[0])} move {sent} bytes per device; the reference's move {want}"
+    return None
