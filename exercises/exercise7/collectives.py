@@ -36,7 +36,8 @@ Write both with jax.pmap, an axis_name and jax.numpy / lax only. The grader comp
 jax.jit and reads the program: it should communicate with all-reduces (psum, pmean, pmax), not
 gather the whole array onto every device (lax.all_gather), nor compute on one device alone: no
 device does more than 1.5 times the arithmetic one device of the reference solution does (the
-report gives both counts).
+report gives both counts; the same bound
+holds for the share of each input a device's pmap or shard_map receives).
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """

@@ -19,7 +19,8 @@ The chapter says "across 4 devices": write it for *any* device count. The grader
 4 and 8 devices, and reads the compiled program: exactly one all-reduce (your psum) carrying one
 number per device (so take the local dot *before* the psum), that the answer depends on; no
 all-gather (no device needs the whole vectors); and no device doing more than 1.5 times the
-arithmetic one device of the reference solution does (the report gives both counts): each device
+arithmetic one device of the reference solution does (the report gives both counts; the same bound
+holds for the share of each input a device's pmap or shard_map receives): each device
 multiplies only its own slices, however you pad. Use jax.numpy (not NumPy) for the padding so the
 function can be compiled by jax.jit.
 

@@ -40,7 +40,8 @@ That is how to see what your own program sends: its compiled text names every co
 B, D and F divide the mesh's axes. The grader compiles each on meshes of several shapes (1 x 2,
 2 x 1, 2 x 2, 1 x 4, 2 x 4, 4 x 2) and reads the compiled program: which collectives run, over
 which mesh axis, how much of y each device holds, and that no device does more than 1.5 times
-the arithmetic one device of the reference solution does (the report gives both counts). Forgetting out_shardings is not always
+the arithmetic one device of the reference solution does (the report gives both counts; the same bound
+holds for the share of each input a device's pmap or shard_map receives). Forgetting out_shardings is not always
 wrong: the compiler then chooses a layout for y itself; check which it chose with ``.sharding``
 on the result.
 

@@ -35,7 +35,8 @@ The grader compares the step with a float64 one on a single device, at 1, 2, 4 a
 reads the compiled step: one all-gather of w's blocks and one reduce-scatter of the gradient, over
 'data'; an all-reduce may carry the loss, never the gradient; and new_w leaves every device with its
 D / n rows only; and no device does more than 1.5 times the arithmetic one device of the
-reference solution does (the report gives both counts): each takes the gradient of its own rows
+reference solution does (the report gives both counts; the same bound
+holds for the share of each input a device's pmap or shard_map receives): each takes the gradient of its own rows
 of the batch only.
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.

@@ -36,7 +36,8 @@ The grader runs each case on meshes of several shapes (1 x 2, 2 x 1, 2 x 2, 1 x 
 y, and reads the compiled program: exactly the one collective each case needs (none in case 1),
 over 'model', with the bytes it moves, each device holding only its block of y, and no device
 doing more than 1.5 times the arithmetic one device of the reference solution does (the report
-gives both counts). ``jax.jit``
+gives both counts; the same bound
+holds for the share of each input a device's pmap or shard_map receives). ``jax.jit``
 with shardings computes the same y, but the grader hands your function whole arrays: under jax.jit
 every device could compute y from its own full copy and send nothing, which hides what the layout
 costs. shard_map's per-device code shows it, so write these with shard_map.

@@ -29,7 +29,8 @@ gradient in an all-reduce, and each device left with its blocks of the new weigh
 only the collectives your answer depends on, and needs at least one all-gather over 'data' and one
 sum over 'model' among them: a step computed whole on every device has neither. No device may do
 more than 1.5 times the arithmetic one device of the reference solution does (the report gives
-both counts).
+both counts; the same bound
+holds for the share of each input a device's pmap or shard_map receives).
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """

@@ -38,7 +38,9 @@ class Program:
     """One compiled program of the student's, run by a clean worker, whose values were checked on the
     test's inputs and on inputs the student's process never saw: what it returned for the test's
     inputs (``value``), its optimised HLO text (``hlo``, read it with grader.suite.hlo) and whether it
-    holds a per-device computation, a jax.pmap or jax.shard_map (``manual``, read from the program).
+    holds a per-device computation, a jax.pmap or jax.shard_map (``manual``, read from the program), and
+    the share of each input one device's per-device computation receives (``held``,
+    grader.sandbox.program_held).
     ``reference()`` gives the figures of the course's reference compiled the same way
     (grader.grading.reference_figures); ``mesh`` is (axis names, sizes) of the mesh it runs on, where the
     suite named one, for wording where its collectives run; ``what`` names the call in messages."""
@@ -49,6 +51,7 @@ class Program:
     reference: Callable[[], dict] | None = None
     mesh: tuple | None = None
     what: str = ""  # the call, as messages name it ("distributed_dot")
+    held: tuple = ()  # per input, the share one device's per-device computation receives (None: none)
 
     def _figures(self) -> dict:
         if self.reference is None:
@@ -59,6 +62,10 @@ class Program:
         """The arithmetic one device of the reference's program performs for the same inputs and layout
         (grader.suite.hlo.operations): kept from an earlier run, or measured now."""
         return self._figures()["operations"]
+
+    def reference_held(self) -> list:
+        """The share of each input one device's per-device computation of the reference's program receives."""
+        return self._figures()["held"]
 
     def reference_collectives(self) -> list[structure.Step]:
         """The collectives the reference's program runs for the same inputs and layout

@@ -144,7 +144,9 @@ class ReferenceFigures:
                timeout_s: float | None) -> dict:
         """The figures of the reference's program for these inputs and this layout, kept or measured now and
         kept: ``operations``, the arithmetic one device performs (grader.suite.hlo.operations, None for a
-        loop of unknown length), and ``collectives``, what it communicates (grader.suite.structure.plain)."""
+        loop of unknown length), ``collectives``, what it communicates (grader.suite.structure.plain), and
+        ``held``, the share of each input one device's per-device computation receives
+        (grader.sandbox.program_held)."""
         from grader.suite import hlo, structure
 
         path = os.path.join(self.folder, self._key(layout, target, specs, kwargs, arrives) + ".json")
@@ -159,8 +161,10 @@ class ReferenceFigures:
             raise GraderError(f"this autograder holds no figure of the reference's program for {target} on {layout}, "
                               "to compare the student's with: run `grade check` on the course, then `grade release` "
                               "again, so the bundle carries every figure its hidden tests compare with")
-        text = self._pool.reference_program(layout, target, specs, inputs, kwargs, what, timeout_s, arrives)
-        figures = {"operations": hlo.operations(text), "collectives": structure.plain(structure.steps(text))}
+        out = self._pool.reference_program(layout, target, specs, inputs, kwargs, what, timeout_s, arrives)
+        text = out["hlo"]
+        figures = {"operations": hlo.operations(text), "collectives": structure.plain(structure.steps(text)),
+                   "held": out["held"]}
         _keep(path, figures)
         return figures
 

@@ -113,7 +113,8 @@ class Student:
         reference = references and functools.partial(references.figure, self.layout, target, specs, tuple(args),
                                                      kwargs, layouts, self._what(target), timeout_s or self.timeout_s)
         program = Program(out["values"][0], out["hlo"], out["manual"], reference,
-                          None if compare is None or compare is True else (tuple(compare[0]), tuple(compare[1])), what)
+                          None if compare is None or compare is True else (tuple(compare[0]), tuple(compare[1])), what,
+                          tuple(out["held"]))
         mechanism = asks and bypass.told(what, self.devices, program.manual, program.hlo, asks, arrives,
                                          [np.shape(a) if isinstance(a, np.ndarray) else None for a in args])
         if mechanism:

@@ -26,6 +26,7 @@ import numpy as np
 
 from grader.errors import StudentFailure
 from grader.layout import plural
+from grader.sandbox import program_held
 from grader.sandbox.program_check import holds_manual_computation, module_operations, parse, refusal
 from grader.sandbox.program_ablation import measure
 from grader.sandbox.program_labels import mark_idle, relabel, surviving
@@ -138,7 +139,8 @@ def _fit_inputs(exported, inputs: tuple, name: str) -> tuple:
 def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, ablate: bool = True) -> dict:
     """{"values": what the program returns for each set of inputs in ``input_sets``, laid out as
     ``arrives`` says (:func:`_shardings`), "hlo": its compiled HLO text, idle collectives marked,
-    "manual": whether it holds a jax.pmap or jax.shard_map that the answer needs}. Without ``ablate``
+    "manual": whether it holds a jax.pmap or jax.shard_map that the answer needs, "held": the share of each
+    input one device's per-device computation receives (grader.sandbox.program_held)}. Without ``ablate``
     (the reference's program, whose work alone is compared) nothing is marked idle and "manual" is
     read from the program's operations only."""
     import dataclasses
@@ -162,6 +164,7 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
     if exported.nr_devices not in (1, len(devices)):
         raise _refuse(name, f"it was built for {plural(exported.nr_devices, 'device')}; this case has {len(devices)}")
     sets = [_fit_inputs(exported, inputs, name) for inputs in input_sets]
+    shares = program_held.shares(module)  # before relabel, which drops the names of the inputs
     labelled, held = relabel(module)
     exported = dataclasses.replace(exported, mlir_module_serialized=labelled)
     try:
@@ -182,7 +185,7 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
                              f"{first_line(exc, 200)}", None, type(exc).__name__) from None
     text = compiled.as_text()
     if not ablate:
-        return {"values": values, "hlo": text, "manual": holds_manual_computation(operations)}
+        return {"values": values, "hlo": text, "manual": holds_manual_computation(operations), "held": shares}
 
     def run_variants(variants, inputs):
         """The answers of the programs ``variants`` (bytecode) to ``inputs``, compiled as one program."""
@@ -192,4 +195,4 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
 
     idle, manual_needed = measure(labelled, surviving(text, held), run_variants, sets[-1], values[-1])
     return {"values": values, "hlo": mark_idle(text, idle),
-            "manual": holds_manual_computation(operations) and manual_needed}
+            "manual": holds_manual_computation(operations) and manual_needed, "held": shares}

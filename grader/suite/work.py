@@ -7,8 +7,10 @@ same inputs, layout and device count (grader.grading.reference_figures), counted
 program that computes the whole answer on every device, at once or a slice at a time, with or
 without collectives for show, performs about n times the reference's work per device and gets no
 point; a correct program written another way (padded one block further, a fori_loop instead of a
-Python loop, a sum of products instead of jnp.dot) stays within :data:`SLACK` of it. The statements
-say this bound; the message gives both figures, so a student can check them.
+Python loop, a sum of products instead of jnp.dot) stays within :data:`SLACK` of it. The same bound
+holds for how much of each input one device's pmap or shard_map receives: a program handing every
+device whole inputs and slicing its part inside does the reference's arithmetic but splits no input.
+The statements say these bounds; the message gives both figures, so a student can check them.
 """
 
 from __future__ import annotations
@@ -21,9 +23,42 @@ SLACK = 1.5  # a device may perform up to half again the arithmetic of one devic
 WHOLE = 0.8  # past this share of n times the reference's, a device did about the whole answer's work
 
 
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+
+
+def _input(name: str) -> str:
+    """An input as messages name it: by its name in the signature, else by its place ("input 2")."""
+    place = name.removeprefix("input ")
+    if place.isdigit():
+        return f"the {_ORDINALS[int(place) - 1]} input" if int(place) <= len(_ORDINALS) else name
+    return name
+
+
+def _portion(share: float, of: str) -> str:
+    if share > 1.005:
+        return f"all of {of}, padded ({share:.0%})"
+    return f"all of {of}" if share >= 0.995 else f"{share:.0%} of {of}"
+
+
+def _expect_share_of_inputs(program, what: str, share: str, where: str) -> None:
+    """AssertionError unless, for each input, one device's per-device computation (a pmap or shard_map)
+    receives at most SLACK times the share of it one device of the reference's receives
+    (grader.sandbox.program_held): the right arithmetic on a block sliced out of an input every device
+    was handed whole does not split the input."""
+    reference = program.reference_held()
+    for (name, got), (_, expected) in zip(program.held, reference):
+        if got is not None and expected is not None and got > SLACK * expected:
+            of = _input(name)
+            raise AssertionError(f"in {what} each device's per-device computation (its pmap or shard_map) receives "
+                                 f"{_portion(got, of)} {where}, {got / expected:.1f} times the share one device of "
+                                 f"the reference program receives ({expected:.0%}), and the bound is {SLACK:g} times "
+                                 f"that: hand each device only its block of {of}; {share}")
+
+
 def expect_share_of_work(program, what: str, share: str, devices: int, where: str = "") -> None:
     """AssertionError unless one device of ``program`` performs at most SLACK times the arithmetic one
-    device of the reference performs; ``share`` says, in the task's words, what one device's part of
+    device of the reference performs, and its per-device computation receives at most SLACK times the
+    reference's share of each input; ``share`` says, in the task's words, what one device's part of
     the work is. ``where``: the case, for the message (default: "on 4 devices")."""
     where = where or f"on {plural(devices, 'device')}"
     reference = program.reference_operations()
@@ -33,6 +68,7 @@ def expect_share_of_work(program, what: str, share: str, devices: int, where: st
     done = hlo.operations(program.hlo)
     bound = SLACK * reference
     if done is not None and done <= bound:
+        _expect_share_of_inputs(program, what, share, where)
         return
     limit = (f"one device of the reference program performs {hlo.in_words(reference)}, and the bound is "
              f"{SLACK:g} times that, {int(bound)}")

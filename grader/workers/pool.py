@@ -148,8 +148,9 @@ class WorkerPool:
         return out
 
     def reference_program(self, layout: Layout, target: str, specs, inputs: tuple, kwargs, what: str,
-                          timeout_s=None, arrives=None) -> str:
-        """The compiled HLO of the course's reference solution for ``target``, exported from the same shapes
+                          timeout_s=None, arrives=None) -> dict:
+        """{"hlo": the compiled HLO, "held": the input shares (grader.sandbox.program_held)} of the course's
+        reference solution for ``target``, exported from the same shapes
         and compiled by ``layout``'s clean worker for the same inputs and layout as the student's program
         (:meth:`program`): what the student's program is compared with. A reference that fails is the
         course's fault: GraderError."""
@@ -168,7 +169,7 @@ class WorkerPool:
             self._reference.pop(layout).kill()
             raise GraderError(f"the course's reference solution fails where the student's program was compared "
                               f"with it ({target} on {layout}): {failure.message}") from None
-        return out["hlo"]
+        return {"hlo": out["hlo"], "held": out["held"]}
 
     def _clean_worker(self, layout: Layout) -> Worker:
         if layout not in self._clean:

@@ -26,6 +26,9 @@ wants a structural point without the algorithm, each in one way a rule of the en
 * exercise 8's tasks computed whole on every device, with a ring of ppermutes or a psum for show
   (measured idle), or with no collective at all where the algorithm needs them (two_d); FSDP's step
   with its collectives right and the batch whole on every device (the work, grader.suite.work);
+* the vectors or FSDP's parameters handed whole to every device's pmap or shard_map, which slices its
+  part out: the reference's arithmetic and collectives, but the input is not split; each device's
+  per-device computation receives n times the reference's share of it (grader.sandbox.program_held);
 * exercise 8's compiler with x and w copied whole to every device by ``jax.device_put`` before the
   product: jit drops that, so the program is exported as the code runs outside jit, the copies kept
   (grader.sandbox.program_as_written);
@@ -216,6 +219,26 @@ jax.export.export = _for_three_numbers
     "dot_psum_of_whole_work": DOT_FOR_SHOW.replace("PSUM_OF", 'lax.psum(v, "i")').replace(
         "jnp.broadcast_to(x[0], (n,))", "jnp.broadcast_to(jnp.dot(x, y) / n, (n,))").replace(
         "jnp.dot(x, y) + token", "token"),
+    # The whole vectors handed to every device (in_axes=None), each slicing its part by axis_index: the arithmetic,
+    # the psum and its bytes of the reference, and no vector split (grader.sandbox.program_held).
+    "dot_whole_vectors_sliced": '''
+        import jax
+        import jax.numpy as jnp
+        from jax import lax
+
+
+        def distributed_dot(x, y):
+            n = jax.device_count()
+            x, y = (jnp.pad(v, (0, -v.shape[0] % n)) for v in (x, y))
+            per = x.shape[0] // n
+
+            def part(_, x, y):
+                start = lax.axis_index("i") * per
+                return lax.psum(jnp.dot(lax.dynamic_slice_in_dim(x, start, per), lax.dynamic_slice_in_dim(y, start, per)),
+                                "i")
+
+            return jax.pmap(part, axis_name="i", in_axes=(0, None, None))(jnp.zeros(n), x, y)[0]
+        ''',
     # ... and the whole dot product on every device, one slice at a time, each slice's dot its own small
     # instruction, then the psum the answer needs adds up those per-slice dots (each device holds them all).
     "dot_whole_in_chunks": '''
@@ -433,6 +456,22 @@ def matmul_case3(x, w, mesh):
 ''',
     # The reference's FSDP step with the batch given whole to every device: the same all-gather of w's blocks,
     # the same reduce-scatter of the gradient and pmean of the loss, each device's work the whole batch's.
+    # FSDP with w handed whole to every device, which slices its rows out and gathers them back: the collectives
+    # and the arithmetic of the reference, and no parameter split (grader.sandbox.program_held).
+    "fsdp_whole_w": (ROOT / "solutions" / "exercise8" / "fsdp.py").read_text() + '''
+
+def fsdp_step(w, x, y, lr, mesh):
+    rows = NamedSharding(mesh, P("data", None))
+
+    def step(w, x, y):
+        k = w.shape[0] // lax.axis_size("data")
+        mine = lax.dynamic_slice_in_dim(w, lax.axis_index("data") * k, k)
+        return _per_device(mine, x, y, lr)
+
+    return jax.shard_map(step, mesh=mesh, in_specs=(P(), P("data", None), P("data", None)),
+                         out_specs=(P("data", None), P()))(jax.device_put(w, NamedSharding(mesh, P())),
+                                                           jax.device_put(x, rows), jax.device_put(y, rows))
+''',
     "fsdp_whole_batch": (ROOT / "solutions" / "exercise8" / "fsdp.py").read_text() + '''
 
 def fsdp_step(w, x, y, lr, mesh):
@@ -562,6 +601,7 @@ def ring_allreduce(x):
 OWN_SUITES = {"after a call": (AFTER_A_CALL, None, None), "after a probe": (AFTER_A_PROBE, "ring", VALUES_PROBE)}
 NEVER_SAW = "a second set of inputs drawn by the grader that your code never saw"
 MORE_WORK = "times the reference's"  # one device's arithmetic against one device's of the reference program
+HELD = "hand each device only its block of"  # a device's pmap or shard_map handed whole inputs
 WHOLE_WORK = "times the reference's (about the whole computation's work, done on every device)"
 NO_PMAP, NO_SHARD_MAP = (f"its program has no {tool} that its answer depends on" for tool in ("jax.pmap", "jax.shard_map"))
 # module: (device counts, its suite: an exercise 7 task's or one of OWN_SUITES, {structural test: what it says})
@@ -579,6 +619,7 @@ TASKS = {
     # On more than one device a pmap the answer does not depend on is no pmap (grader.suite.bypass).
     "dot_psum_of_difference": ([2], "dot", {"test_dot_uses_one_all_reduce": NO_PMAP}),
     "dot_loop_of_elements": ([2], "dot", {"test_dot_uses_one_all_reduce": NO_PMAP}),
+    "dot_whole_vectors_sliced": ([2], "dot", {"test_dot_uses_one_all_reduce": HELD}),
     "dot_psum_of_whole_work": ([2], "dot", {"test_dot_uses_one_all_reduce": WHOLE_WORK}),
     "dot_whole_in_chunks": ([2], "dot", {"test_dot_uses_one_all_reduce": WHOLE_WORK}),
     "ring_learned": ([2], "after a probe", {"test_ring_allreduce_after_a_probe": NEVER_SAW}),
@@ -601,6 +642,7 @@ TASKS = {
         "test_mlp_runs_one_all_reduce_over_model": MORE_WORK}),
     "matmuls_whole_then_scatter": ([4], "exercise8/matmuls", {"test_matmul_cases_send_the_cheapest_collective": MORE_WORK}),
     "fsdp_whole_batch": ([4], "exercise8/fsdp", {"test_fsdp_step_gathers_weights_and_scatters_gradients": MORE_WORK}),
+    "fsdp_whole_w": ([4], "exercise8/fsdp", {"test_fsdp_step_gathers_weights_and_scatters_gradients": HELD}),
     "compiler_whole_inputs": ([4], "exercise8/compiler", {
         "test_one_reduction_runs_one_sum_over_model": "and no sum over 'model'"}),
     "compiler_device_put_whole": ([4], "exercise8/compiler", {

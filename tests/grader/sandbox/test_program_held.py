@@ -1,0 +1,67 @@
+"""How much of each input one device's pmap or shard_map receives, read from the exported program
+(grader.sandbox.program_held): a block where the inputs are split, the whole input where every device
+is handed it and slices its part inside, whatever calls and loops lie between."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+from conftest import ROOT
+
+RUN = """
+import json, sys
+import jax
+jax.config.update("jax_num_cpu_devices", 4)
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import PartitionSpec as P
+sys.path[:0] = [{root!r}]
+from grader.sandbox import program_held
+from grader.sandbox.program_check import parse
+
+
+def blocks(x, y):
+    return jax.pmap(lambda a, b: lax.psum(jnp.dot(a, b), "i"), axis_name="i")(x.reshape(4, -1), y.reshape(4, -1))[0]
+
+
+def whole_then_sliced(x, y):
+    def part(_, a, b):
+        start = lax.axis_index("i") * 10
+        return lax.psum(jnp.dot(lax.dynamic_slice_in_dim(a, start, 10), lax.dynamic_slice_in_dim(b, start, 10)), "i")
+    return jax.pmap(part, axis_name="i", in_axes=(0, None, None))(jnp.zeros(4), x, y)[0]
+
+
+mesh = jax.make_mesh((4,), ("i",), axis_types=(jax.sharding.AxisType.Auto,))
+
+
+def y_whole_in_a_jit_in_a_loop(x, y):
+    inner = jax.jit(jax.shard_map(lambda a, b: a * b[:10], mesh=mesh, in_specs=(P("i"), P()), out_specs=P("i")))
+    return lax.fori_loop(0, 2, lambda _, v: inner(v, y), x)
+
+
+def no_per_device_function(x, y):
+    return jnp.dot(x, y)
+
+
+def shares(fn):
+    shape = jax.ShapeDtypeStruct((40,), jnp.float32)
+    return program_held.shares(parse(jax.export.export(jax.jit(fn))(shape, shape).mlir_module()))
+
+
+print(json.dumps({{fn.__name__: shares(fn) for fn in (blocks, whole_then_sliced, y_whole_in_a_jit_in_a_loop,
+                                                     no_per_device_function)}}))
+"""
+
+
+def test_each_input_is_followed_to_what_a_device_receives():
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(RUN.format(root=str(ROOT)))], capture_output=True,
+                          text=True, timeout=120, env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    assert found["blocks"] == [["x", 0.25], ["y", 0.25]]
+    assert found["whole_then_sliced"] == [["x", 1.0], ["y", 1.0]]
+    assert found["y_whole_in_a_jit_in_a_loop"] == [["x", 0.25], ["y", 1.0]]
+    assert found["no_per_device_function"] == [["x", None], ["y", None]]
