@@ -139,7 +139,11 @@ def _grid_lines(grid: list[list[str]], width: int, marks: list[list[bool]] | Non
 def layout(what: str, expected: list[list[str]], got: list[list[str]]) -> dict:
     """Attach a device-layout picture of ``what``: ``expected`` and ``got`` are grids of cell labels such
     as "d0: rows 0-2", one grid row per mesh row (a line of devices: one device per grid row), drawn
-    side by side with a ``*`` on each of the student's cells that differs."""
+    side by side with a ``*`` on each of the student's cells that differs; where the two are the same it
+    shows nothing to change, so its text is empty (the report prints no picture; JSON keeps both grids)."""
+    note = {"kind": "layout", "what": what, "expected": expected, "got": got}
+    if expected == got:
+        return _attach({**note, "text": []})
     width = max(len(cell) for grid in (expected, got) for row in grid for cell in row)
     same_shape = [len(r) for r in expected] == [len(r) for r in got]
     marks = [[cell != want for cell, want in zip(row, wanted)] for row, wanted in zip(got, expected)] \
@@ -150,4 +154,4 @@ def layout(what: str, expected: list[list[str]], got: list[list[str]]) -> dict:
     lines = [f"device layout of {what}:", f"  {'expected'.ljust(pad)}   yours{differs}"]
     lines += [f"  {a.ljust(pad)}   {b}" for a, b in zip(left + [""] * len(right), right + [""] * len(left))
               if a or b]
-    return _attach({"kind": "layout", "what": what, "expected": expected, "got": got, "text": lines})
+    return _attach({**note, "text": lines})

@@ -87,9 +87,10 @@ def _out_specs(match: re.Match, s: Situation) -> str:
     return (f"shard_map's {which} {match['spec']} says the result is the same on every device along mesh axis "
             f"{axes}, but JAX counts your function's result as differing along {axes}: it is computed from values "
             f"that differ along it (each device's own block, or what lax.all_gather over it returns, which JAX still "
-            f"counts as differing). If the devices hold partial results, add them up over it "
-            f"(lax.psum(..., {axes.split(',')[0].strip('() ')})), as a psum over another axis does not; if each holds "
-            f"its own block of the result, name {axes} in out_specs where the blocks go")
+            f"counts as differing). A collective over {axes} makes it the same on every device (lax.psum adds "
+            f"the devices' values, lax.pmean averages them: which one is the task's question), as one over another "
+            f"axis does not; if each device holds its own block of the result, name {axes} in out_specs where the "
+            f"blocks go")
 
 
 _NUMPY_CALL = re.compile(r"\b(?:np|numpy|onp)\.([A-Za-z_][\w.]*)\s*\(")
@@ -191,9 +192,10 @@ def _in_specs(match: re.Match, s: Situation) -> str:
 
 def _indivisible_spec(match: re.Match, s: Situation) -> str:
     axis, parts, size = match["axis"], match["parts"], match["size"]
-    return (f"array axis {axis} has size {size}, which does not split evenly over the {plural(int(parts), 'device')} its "
-            f"PartitionSpec puts it on: pad it to a multiple of {parts} (jnp.pad), or give that dimension another mesh "
-            f"axis or None (entry {axis} of the PartitionSpec, counting from 0, is the one that splits it)")
+    return (f"array axis {axis} has size {size}, which does not split evenly over the {plural(int(parts), 'device')} "
+            f"entry {axis} of its PartitionSpec (counting from 0) puts it on. If the layout the task asks for splits "
+            f"that axis there, pad it to a multiple of {parts} (jnp.pad); if not, that entry names the wrong mesh "
+            "axis: compare the PartitionSpec with the task's layout, entry by entry")
 
 
 def _unbound_axis(match: re.Match, s: Situation) -> str:
@@ -218,6 +220,17 @@ def _ambiguous_contraction(match: re.Match, s: Situation) -> str:
             "where it goes, jnp.matmul(a, b, out_sharding=NamedSharding(mesh, P(...))) (a jit's out_shardings come "
             f"too late, after the matmul), or multiply the blocks inside jax.shard_map and add the partial products "
             f"with lax.psum over {axes}")
+
+
+def _illegal_result(match: re.Match, s: Situation) -> str:
+    dims = re.findall(r"\d+@(\([^)]*\)|\w+)", match["result"])
+    seen = [a.strip() for d in dims for a in d.strip("()").split(",") if a.strip()]
+    named = " and ".join(sorted({repr(a) for a in seen if seen.count(a) > 1})) or "a mesh axis"
+    return (f"{match['op']} of inputs laid out as {match['inputs']} would give a result laid out as {match['result']}: "
+            f"it would split two of its dimensions over the same mesh axis ({named}), which no layout can. On a mesh "
+            "with Explicit axes (jax.make_mesh's default) jax.numpy works the result's layout out from the inputs' "
+            "alone, before any out_shardings; so move an input first (jax.sharding.reshard), or compute the blocks "
+            "inside jax.shard_map and say with its collectives what each device sends")
 
 
 def _varying_carry(match: re.Match, s: Situation) -> str:
@@ -438,6 +451,8 @@ RULES: tuple[Rule, ...] = (
     Rule("ambiguous contraction", re.compile(r"Contracting dimensions are sharded and it is ambiguous how the output "
                                              r"should be sharded\..*?lhs_contracting_spec=\((?P<axes>[^,)]*)",
                                              re.S), _ambiguous_contraction),
+    Rule("illegally sharded result", re.compile(r"(?P<op>\w+) operation with inputs: (?P<inputs>.+?) produces an "
+                                                r"illegally sharded result: (?P<result>\S+)"), _illegal_result),
     Rule("loop carry that starts invariant", re.compile(r"carry input and carry output must have equal types.*?"
                                                         r"\{V:\(?(?P<axes>[^)}]*)\)?\}.*?manual axis types do not "
                                                         r"match", re.S), _varying_carry),

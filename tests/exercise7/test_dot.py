@@ -39,6 +39,39 @@ def _vectors(rng, length, dtype):
     return rng.normal(size=length).astype(dtype), rng.normal(size=length).astype(dtype)
 
 
+# What a wrong padding computes instead of the dot product (of x, y, the padding's length and the elements
+# kept), and what the message says of it (given the length, the padding's, the elements kept, the devices).
+PADDINGS = (
+    (lambda x, y, pad, used: np.dot(x, y) + pad,
+     lambda length, pad, used, n: f"off by what padding with {pad} ones adds to the dot product; pad with zeros, "
+                                  "which add nothing"),
+    (lambda x, y, pad, used: np.dot(x, y) + pad * x[-1] * y[-1],
+     lambda length, pad, used, n: f"off by what padding with {pad} copies of the last element adds to the dot "
+                                  "product; pad with zeros, which add nothing"),
+    (lambda x, y, pad, used: np.dot(x[:used], y[:used]) if used else np.nan,
+     lambda length, pad, used, n: f"the dot product of the first {used} elements only: {length} is not a multiple "
+                                  f"of {n}, and the last {length - used} were cut off; pad both vectors with zeros "
+                                  f"to a multiple of {n} instead"),
+)
+
+
+def _expect_no_padding_mistake(student, rng, what, devices, length, x64, y64, got) -> None:
+    """AssertionError naming the padding mistake whose value ``got`` is, if it is that value again on other
+    vectors of the same length (once can be a coincidence: an int32 dot product off by exactly 1)."""
+    pad, used = -length % devices, length // devices * devices
+    matches = [i for i, (value, _) in enumerate(PADDINGS)
+               if np.isclose(got, value(x64, y64, pad, used), rtol=1e-4, atol=1e-4)]
+    if not matches:
+        return
+    x2, y2 = (v.astype(np.float64) for v in _vectors(rng, length, np.float32))
+    again = student.call("dot.distributed_dot", x2.astype(np.float32), y2.astype(np.float32))
+    for i in matches:
+        value, say = PADDINGS[i]
+        if np.isclose(again, value(x2, y2, pad, used), rtol=1e-4, atol=1e-4):
+            raise AssertionError(f"{what} on {devices} devices returned {float(got):.6g}, expected "
+                                 f"{np.dot(x64, y64):.6g}: {say(length, pad, used, devices)}")
+
+
 def _check_dot(student, rng, devices, length, dtype=np.float32):
     """JAX's errors (a reshape that does not divide, a leading axis that is not the device count) are
     told as the mistake by the grader itself (grader.suite.jax_errors)."""
@@ -46,19 +79,10 @@ def _check_dot(student, rng, devices, length, dtype=np.float32):
     x64, y64 = x.astype(np.float64), y.astype(np.float64)
     what = f"distributed_dot(x, y) with len {length}" + ("" if dtype == np.float32 else f" and dtype {np.dtype(dtype)}")
     got = expect_shape(student.call("dot.distributed_dot", x, y), (), what)
-    pad, used = -length % devices, length // devices * devices
+    pad = -length % devices
     answer = np.dot(x64, y64)
-    right = np.isclose(got, answer, rtol=1e-4, atol=1e-4)
-    for value, padding in ((1.0, "ones"), (x64[-1] * y64[-1], "copies of the last element")):
-        if pad and not right and np.isclose(got, answer + pad * value, rtol=1e-4, atol=1e-4):
-            raise AssertionError(f"{what} on {devices} devices returned {float(got):.6g}, expected "
-                                 f"{answer:.6g}: off by what padding with {pad} {padding} adds to the dot "
-                                 "product; pad with zeros, which add nothing")
-    if pad and used and not right and np.isclose(got, np.dot(x64[:used], y64[:used]), rtol=1e-4, atol=1e-4):
-        raise AssertionError(f"{what} on {devices} devices returned {float(got):.6g}, the dot product of the first "
-                             f"{used} elements only (expected {answer:.6g}): {length} is not a multiple of {devices}, "
-                             f"and the last {length - used} were cut off; pad both vectors with zeros to a multiple "
-                             f"of {devices} instead")
+    if pad and not np.isclose(got, answer, rtol=1e-4, atol=1e-4):
+        _expect_no_padding_mistake(student, rng, what, devices, length, x64, y64, got)
     parts = np.pad(x64 * y64, (0, pad)).reshape(devices, -1).sum(axis=1)  # each device's partial dot
     probe = Probe(reference=lambda a, b: np.dot(a.astype(np.float64), b), inputs=(x, y),
                   splits=(Split(0, 0, devices, "x"), Split(1, 0, devices, "y")),

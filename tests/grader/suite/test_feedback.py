@@ -106,6 +106,12 @@ def test_the_layout_grid_marks_only_the_cells_that_differ():
                             "  | d1: rows 2-3   |   | *d1: rows 3, 2 |"]
 
 
+def test_a_layout_that_is_already_right_draws_no_picture_but_keeps_both_grids():
+    grid = [["d0: x[0:3, 0:7]"]]
+    note = feedback.layout("shard_matrix(x, mesh) on a 1 x 1 mesh", grid, [list(row) for row in grid])
+    assert note["text"] == [] and note["expected"] == note["got"] == grid
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """(text, json) reports of a wrong submission and of the solutions, dot and shard at 2 devices."""
