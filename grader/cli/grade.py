@@ -123,8 +123,9 @@ def exercise_command(name: str) -> click.Command:
     @click.command(name)
     @click.option("--submission", type=click.Path(), help="folder to grade: holds EXERCISE/ or the task modules")
     @click.option("--task", "tasks", multiple=True, help="grade only these tasks: --task dot,ring (or repeated)")
-    @click.option("--devices", help="device counts to test, e.g. 1,2,4,8 (default: course.yaml); "
-                                    "multi-process layouts run if their devices per process are listed")
+    @click.option("--devices", help="device counts to test, e.g. 1,2,4,8 (default: course.yaml); a task graded "
+                                    "at fewer counts keeps to those of them listed; multi-process layouts run if "
+                                    "their devices per process are listed")
     @click.option("--seed", type=click.IntRange(0, 2**31 - 1), envvar="GRADE_SEED",
                   help="reproduce a run (the seed is always printed); also read from GRADE_SEED")
     @click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope", "junit", "classroom"]),

@@ -88,7 +88,9 @@ class CasePlan:
         if task and task.processes and "processes" in metafunc.fixturenames:
             self._parametrize_layouts(metafunc, task.processes, marker)
             return
-        counts = self.devices_override or (task.devices if task else (1,))
+        counts = task.devices if task else (1,)
+        if self.devices_override:  # --devices: those of them the task is graded at (course.yaml), else all of them
+            counts = tuple(c for c in self.devices_override if c in counts) or self.devices_override
         if marker:
             counts = tuple(c for c in counts if c in marker.args) or counts
         metafunc.parametrize("devices", counts, ids=[f"{n}dev" for n in counts])
