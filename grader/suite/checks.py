@@ -139,7 +139,8 @@ def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-
     try:
         arr = expect_shape(got, expected.shape, what)
     except AssertionError as wrong:
-        said = differences.shape_relation(np.shape(got), expected.shape, all_counts)
+        said = (differences.restacked(got, expected) if _numeric(np.asarray(got)) else None) or \
+            differences.shape_relation(np.shape(got), expected.shape, all_counts)
         raise AssertionError(f"{wrong}: {said}" if said else str(wrong)) from None
     if not _numeric(arr):
         raise AssertionError(f"{what} returned dtype {arr.dtype}, expected numbers")

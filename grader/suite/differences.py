@@ -18,6 +18,8 @@ suite's call into the student's worker.
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -115,6 +117,34 @@ def shape_relation(got_shape, expected_shape, counts: dict) -> str | None:
         n, which = counted
         said.append(f"axis {axis} is {f'{n} times' if longer else f'1/{n}'} as long as the answer's ({which})")
     return "; ".join(said)
+
+
+def restacked(got, expected) -> str | None:
+    """Where ``got`` is ``expected`` with whole blocks moved, what it says, else None: its k blocks along one
+    axis placed side by side along another ((2, 6) for (4, 3)), or k copies of it one after another along
+    an axis (a result whole on every device laid out as if split)."""
+    got, expected = np.asarray(got), np.asarray(expected)
+    if got.ndim != expected.ndim or got.shape == expected.shape or not got.size or not expected.size or \
+            entries_that_tell(expected, 1e-5) < 2:  # blocks of zeros look moved whatever was done
+        return None
+    matches = functools.partial(np.allclose, got, rtol=1e-4, atol=1e-5, equal_nan=True)
+    for b in range(got.ndim):
+        k = got.shape[b] // expected.shape[b]
+        others = [i for i in range(got.ndim) if i != b]
+        if k >= 2 and got.shape[b] == k * expected.shape[b]:
+            copies = np.concatenate([expected] * k, axis=b)
+            if all(got.shape[i] == expected.shape[i] for i in others) and matches(copies):
+                return (f"it is the answer {k} times over, one copy after another along axis {b}: a result that is "
+                        f"whole on each of {k} devices, laid out as if split over them (check the out_specs, "
+                        f"PartitionSpec or concatenation that names a mesh axis for axis {b})")
+            for a in others:
+                same = all(got.shape[i] == expected.shape[i] for i in others if i != a)
+                if same and got.shape[a] * k == expected.shape[a] and \
+                        matches(np.concatenate(np.split(expected, k, axis=a), axis=b)):
+                    return (f"it holds the answer's {k} blocks of {_axis_word(got.ndim, a)} side by side along axis "
+                            f"{b} instead of along axis {a}: each block is right, on the wrong axis (check which "
+                            "dimension your out_specs, PartitionSpec or concatenation gives the mesh axis)")
+    return None
 
 
 def _bounds(length: int, parts: int) -> list[tuple[int, int]]:

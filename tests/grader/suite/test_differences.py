@@ -233,3 +233,23 @@ def test_a_wrong_shape_says_which_axis_is_off_by_which_count():
     assert shape_relation((8,), (8, 1), model) is None
     with pytest.raises(AssertionError, match=r"returned shape \(16, 12\), expected shape \(16, 6\): axis 1 is 2 times"):
         expect_close(np.zeros((16, 12)), np.zeros((16, 6)), what="f", counts=model)
+
+
+def test_blocks_on_the_wrong_axis_and_copies_laid_out_as_split_are_told_from_the_values():
+    from grader.suite.differences import restacked
+
+    y = np.arange(24.0).reshape(8, 3)
+    side_by_side = np.concatenate(np.split(y, 4, axis=0), axis=1)  # (2, 12): out_specs on the columns
+    assert "4 blocks of rows side by side along axis 1 instead of along axis 0" in restacked(side_by_side, y)
+    assert "the answer 2 times over, one copy after another along axis 1" in restacked(np.concatenate([y, y], 1), y)
+    # The same shapes with other numbers: nothing is claimed.
+    assert restacked(side_by_side + 1, y) is None
+    assert restacked(np.concatenate([y, y + 1], 1), y) is None
+    assert restacked(y, y) is None
+
+
+def test_expect_close_says_how_a_wrong_shape_holds_the_answer():
+    y = np.arange(24.0).reshape(8, 3)
+    with pytest.raises(AssertionError, match="returned shape \\(2, 12\\), expected shape \\(8, 3\\): it holds the "
+                                             "answer's 4 blocks of rows side by side"):
+        expect_close(np.concatenate(np.split(y, 4, axis=0), axis=1), y, what="step")
