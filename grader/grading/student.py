@@ -107,8 +107,13 @@ class Student:
         input_sets = [tuple(args), *program_mode.fresh_inputs(args, fresh, self._fresh_rng, what)]
         specs, layouts = program_mode.specs(args), None if arrives is None else [None if a is None else list(a)
                                                                                   for a in arrives]
-        out = self._pool.program(self.layout, target, specs, input_sets, kwargs, self._what(target),
-                                 timeout_s or self.timeout_s, layouts)
+        try:
+            out = self._pool.program(self.layout, target, specs, input_sets, kwargs, self._what(target),
+                                     timeout_s or self.timeout_s, layouts)
+        except StudentFailure as failure:
+            if failure.kind == "raised" and failure.raised_in == "submission":
+                failure.called_as = f"{what} with inputs {', '.join(map(_value_text, args))}"
+            raise
         references = self._references
         reference = references and functools.partial(references.figure, self.layout, target, specs, tuple(args),
                                                      kwargs, layouts, self._what(target), timeout_s or self.timeout_s)
