@@ -59,10 +59,6 @@ class Step:
                    None if data["times"] is None else int(data["times"]), bool(data["by_student"]),
                    str(data["origin"]))
 
-    def collective(self) -> hlo.Collective:
-        """As grader.suite.meshes reads a collective (its op and groups are all it needs)."""
-        return hlo.Collective(self.op, "", 1, self.bytes, self.times, self.origin, "", self.groups)
-
 
 def steps(text: str) -> list[Step]:
     """The collectives of the compiled program ``text`` that move data the answer depends on, in order."""
@@ -86,8 +82,9 @@ class Mesh:
     def __init__(self, mesh: tuple | None):
         self.names, self.sizes = (tuple(mesh[0]), tuple(mesh[1])) if mesh else (None, None)
 
-    def axes(self, step: Step) -> tuple[str, ...] | None:
-        return None if self.names is None else meshes.axes_of(step.collective(), self.names, self.sizes)
+    def axes(self, step) -> tuple[str, ...] | None:
+        """The mesh axes a step (or an hlo.Collective: its op and groups are all that is read) runs over."""
+        return None if self.names is None else meshes.axes_of(step, self.names, self.sizes)
 
     def place(self, step: Step):
         """What two collectives of one kind share when they run among the same devices: their mesh axes, or
@@ -99,7 +96,7 @@ class Mesh:
             return (axes, groups) if step.op == "collective-permute" else axes
         return groups
 
-    def over(self, step: Step) -> str:
+    def over(self, step) -> str:
         """" over 'model'", " among devices (0, 2) and (1, 3)", or "" where no mesh tells more (all the devices
         of a plain program, a permute)."""
         axes = self.axes(step)
@@ -127,18 +124,28 @@ def _total(found: list[Step], bytes_: bool) -> int | None:
     return sum((s.bytes if bytes_ else 1) * s.times for s in found)
 
 
-def listing(found: list[Step], mesh: tuple | None = None, by_student: bool = False) -> list[str]:
-    """The steps as lines like feedback's "ran": "1 all-reduce over 'model' (psum) of 60 bytes per device"."""
-    where, tally = Mesh(mesh), {}
+IDLE = ", which carries nothing the result needs (not counted)"
+
+
+def listing(found, mesh: tuple | None = None, by_student: bool = False) -> list[str]:
+    """Collectives (steps, or grader.suite.hlo's records) as lines: "1 all-reduce over 'model' (psum) of 60 bytes
+    per device", the program's own first; an idle one (hlo's ``idle``) said as such, since it counts nowhere."""
+    where = Mesh(mesh)
+    tally: dict = {}
+    unknown: dict = {}
     for s in found:
         if by_student and not s.by_student:
             continue
-        who = source(not s.by_student, s.origin)
-        key = f"{s.op}{where.over(s)} {who}of {s.bytes} byte{'s' if s.bytes != 1 else ''}"
-        before = tally.get(key, 0)
-        tally[key] = None if s.times is None or before is None else before + s.times
-    return [f"{n} {key} per device" if n is not None else f"{key} in a loop of unknown length"
-            for key, n in tally.items()]
+        key = (s.op, not s.by_student, where.over(s), s.origin, s.bytes, getattr(s, "idle", False))
+        if s.times is None:
+            unknown[key] = True
+        else:
+            tally[key] = tally.get(key, 0) + s.times
+    size = lambda n: f"{n} byte{'s' if n != 1 else ''}"  # noqa: E731
+    lines = [f"{times} {op}{over} {source(added, origin)}of {size(n)} per device{IDLE if idle else ''}"
+             for (op, added, over, origin, n, idle), times in sorted(tally.items())]
+    return lines + [f"{op}{over} {source(added, origin)}of {size(n)} in a loop of unknown length{IDLE if idle else ''}"
+                    for (op, added, over, origin, n, idle) in sorted(unknown)]
 
 
 def source(added: bool, origin: str) -> str:
