@@ -20,6 +20,7 @@ grader's process on plain data.
 from __future__ import annotations
 
 import contextlib
+
 import numpy as np
 
 from grader.suite import hlo, structure
@@ -80,7 +81,7 @@ def communication(program, needed: str | None = None, by_student: bool = True, m
     else:
         width = max(map(len, lines)) + 1
         text_lines = [(label.ljust(width) if i == 0 else " " * width) + said
-                      for label, phrases_ in lines.items() for i, said in enumerate(phrases_)]
+                      for label, lines_of_label in lines.items() for i, said in enumerate(lines_of_label)]
     return _attach({"kind": "communication", "what": getattr(program, "what", ""), "ran": phrases,
                     "bytes_per_device": sent, "needed": needed, "reference": listed, "difference": differs,
                     "text": text_lines})
