@@ -24,6 +24,7 @@ Everything here is plain data and runs in the grader's process.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from grader.layout import plural
@@ -189,6 +190,27 @@ def _other_devices(op: str, mine: dict, theirs: dict, where: Mesh) -> str:
             f"{where.over(r) or ' among other devices'}")
 
 
+def _other_dimension(op: str, mine: list[Step], theirs: list[Step], where: Mesh) -> str | None:
+    """The sentence for collectives of one kind among the same devices that gather or split along another
+    dimension than any of the reference's there (several, in any order), or return blocks of another rank."""
+    shape = lambda s: (s.rank, s.dimensions)  # noqa: E731
+    extra = Counter(map(shape, mine)) - Counter(map(shape, theirs))
+    lacking = Counter(map(shape, theirs)) - Counter(map(shape, mine))
+    if not extra or not lacking:
+        return None
+    s = next(s for s in mine if shape(s) in extra)
+    r = next((r for r in theirs if shape(r) in lacking and r.rank == s.rank),
+             next(r for r in theirs if shape(r) in lacking))
+    if s.rank == r.rank and s.dimensions and r.dimensions:
+        verb, dims = _ALONG[op], lambda d: ", ".join(map(str, d))  # noqa: E731
+        return (f"your {op}{where.over(s)} {verb} dimension {dims(s.dimensions)}; the reference's {verb} dimension "
+                f"{dims(r.dimensions)}")
+    if s.rank != r.rank:
+        return (f"your {op}{where.over(s)} returns a block of {plural(s.rank, 'dimension')} on each device; the "
+                f"reference's of {r.rank}")
+    return None
+
+
 def difference(student: list[Step], reference: list[Step], mesh: tuple | None = None) -> str | None:
     """The first difference that matters between the student's collectives and the reference's, in plain
     words, or None where none is measured. ``mesh``: (axis names, sizes) of the mesh both run on, or None
@@ -208,15 +230,12 @@ def difference(student: list[Step], reference: list[Step], mesh: tuple | None = 
         if set(mine) != set(theirs):
             return _other_devices(op, mine, theirs, where)
     for op, mine, theirs in placed:  # 3. along another dimension, or returning a block of another rank
+        if op not in _ALONG:
+            continue
         for place, found in mine.items():
-            s, r = found[0], theirs[place][0]
-            if s.rank == r.rank and s.dimensions and r.dimensions and s.dimensions != r.dimensions:
-                verb, dims = _ALONG.get(op, "runs along"), lambda d: ", ".join(map(str, d))  # noqa: E731
-                return (f"your {op}{where.over(s)} {verb} dimension {dims(s.dimensions)}; the reference's "
-                        f"{verb} dimension {dims(r.dimensions)}")
-            if s.rank != r.rank and op in _ALONG:
-                return (f"your {op}{where.over(s)} returns a block of {plural(s.rank, 'dimension')} on each "
-                        f"device; the reference's of {r.rank}")
+            said = _other_dimension(op, found, theirs[place], where)
+            if said:
+                return said
     for op, mine, theirs in placed:  # 4. how many times
         for place, found in mine.items():
             times, want = _total(found, False), _total(theirs[place], False)
