@@ -19,7 +19,7 @@ from grader.grading import program_mode
 from grader.grading.program_mode import Program
 from grader.grading.reference_figures import ReferenceFigures
 from grader.layout import Layout
-from grader.suite import bypass
+from grader.suite import bypass, feedback
 from grader.suite.checks import Bypass, WrongProgram
 from grader.suite.differences import Probe
 from grader.workers.pool import WorkerPool
@@ -98,7 +98,8 @@ class Student:
         ``compare`` (True, or the mesh it runs on as (axis names, sizes)): this program is compared with the
         reference's compiled the same way; its figures (grader.grading.reference_figures) are read or measured
         whenever the call runs, so ``grade check`` measures every one a release needs, and a wrong value is
-        told with the first difference between the collectives the two run (grader.suite.structure).
+        told with the first difference between the collectives the two run (grader.suite.structure), in the
+        message and in a communication block attached to the case (a message is cut at 400 characters).
         """
         what = what or target.rpartition(".")[2]
         if arrives is not None and (len(arrives) != len(args) or not all(isinstance(a, np.ndarray) for a in args)):
@@ -132,6 +133,7 @@ class Student:
         except WrongProgram as wrong:
             if not differs:
                 raise
+            feedback.communication(program, by_student=False)  # the whole listing, where a long message is cut
             raise WrongProgram(f"{wrong}. Its communication differs from the reference's: {differs}", program) from None
         return program
 

@@ -20,7 +20,6 @@ grader's process on plain data.
 from __future__ import annotations
 
 import contextlib
-from collections import Counter
 
 import numpy as np
 
@@ -50,30 +49,11 @@ def _bytes(n: int) -> str:
     return f"{n} byte{'s' if n != 1 else ''}"
 
 
-IDLE = ", which carries nothing the result needs (not counted)"
-
-
 def ran(text: str, by_student: bool = True, mesh: tuple | None = None) -> list[str]:
     """The collectives of the HLO ``text`` as phrases: "2 all-reduce (psum) of 4 bytes per device", the
     program's own first, with the mesh axes they run over where ``mesh`` (axis names, sizes) is given; an
     idle one (grader.suite.hlo) is named as such, since it is counted nowhere."""
-    where = structure.Mesh(mesh)
-    tally: Counter = Counter()
-    unknown: Counter = Counter()
-    for c in hlo.collectives(text):
-        if by_student and not c.by_student:
-            continue
-        over = where.over(structure.Step(c.op, c.groups, c.dimensions, 0, c.bytes, c.times, c.by_student, c.origin))
-        key = (c.op, not c.by_student, over, c.origin, c.bytes, c.idle)
-        if c.times is None:
-            unknown[key] += 1
-        else:
-            tally[key] += c.times
-    phrases = [f"{times} {op}{over} {structure.source(added, origin)}of {_bytes(size)} per device"
-               f"{IDLE if idle else ''}" for (op, added, over, origin, size, idle), times in sorted(tally.items())]
-    phrases += [f"{op}{over} {structure.source(added, origin)}of {_bytes(size)} in a loop of unknown length"
-                f"{IDLE if idle else ''}" for (op, added, over, origin, size, idle) in sorted(unknown)]
-    return phrases
+    return structure.listing(hlo.collectives(text), mesh, by_student)
 
 
 def communication(program, needed: str | None = None, by_student: bool = True, mesh: tuple | None = None) -> dict:
@@ -101,7 +81,7 @@ def communication(program, needed: str | None = None, by_student: bool = True, m
     else:
         width = max(map(len, lines)) + 1
         text_lines = [(label.ljust(width) if i == 0 else " " * width) + said
-                      for label, phrases_ in lines.items() for i, said in enumerate(phrases_)]
+                      for label, lines_of_label in lines.items() for i, said in enumerate(lines_of_label)]
     return _attach({"kind": "communication", "what": getattr(program, "what", ""), "ran": phrases,
                     "bytes_per_device": sent, "needed": needed, "reference": listed, "difference": differs,
                     "text": text_lines})

@@ -24,6 +24,7 @@ Everything here is plain data and runs in the grader's process.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from grader.layout import plural
@@ -59,10 +60,6 @@ class Step:
                    None if data["times"] is None else int(data["times"]), bool(data["by_student"]),
                    str(data["origin"]))
 
-    def collective(self) -> hlo.Collective:
-        """As grader.suite.meshes reads a collective (its op and groups are all it needs)."""
-        return hlo.Collective(self.op, "", 1, self.bytes, self.times, self.origin, "", self.groups)
-
 
 def steps(text: str) -> list[Step]:
     """The collectives of the compiled program ``text`` that move data the answer depends on, in order."""
@@ -86,8 +83,9 @@ class Mesh:
     def __init__(self, mesh: tuple | None):
         self.names, self.sizes = (tuple(mesh[0]), tuple(mesh[1])) if mesh else (None, None)
 
-    def axes(self, step: Step) -> tuple[str, ...] | None:
-        return None if self.names is None else meshes.axes_of(step.collective(), self.names, self.sizes)
+    def axes(self, step) -> tuple[str, ...] | None:
+        """The mesh axes a step (or an hlo.Collective: its op and groups are all that is read) runs over."""
+        return None if self.names is None else meshes.axes_of(step, self.names, self.sizes)
 
     def place(self, step: Step):
         """What two collectives of one kind share when they run among the same devices: their mesh axes, or
@@ -99,7 +97,7 @@ class Mesh:
             return (axes, groups) if step.op == "collective-permute" else axes
         return groups
 
-    def over(self, step: Step) -> str:
+    def over(self, step) -> str:
         """" over 'model'", " among devices (0, 2) and (1, 3)", or "" where no mesh tells more (all the devices
         of a plain program, a permute)."""
         axes = self.axes(step)
@@ -127,18 +125,28 @@ def _total(found: list[Step], bytes_: bool) -> int | None:
     return sum((s.bytes if bytes_ else 1) * s.times for s in found)
 
 
-def listing(found: list[Step], mesh: tuple | None = None, by_student: bool = False) -> list[str]:
-    """The steps as lines like feedback's "ran": "1 all-reduce over 'model' (psum) of 60 bytes per device"."""
-    where, tally = Mesh(mesh), {}
+IDLE = ", which carries nothing the result needs (not counted)"
+
+
+def listing(found, mesh: tuple | None = None, by_student: bool = False) -> list[str]:
+    """Collectives (steps, or grader.suite.hlo's records) as lines: "1 all-reduce over 'model' (psum) of 60 bytes
+    per device", the program's own first; an idle one (hlo's ``idle``) said as such, since it counts nowhere."""
+    where = Mesh(mesh)
+    tally: dict = {}
+    unknown: dict = {}
     for s in found:
         if by_student and not s.by_student:
             continue
-        who = source(not s.by_student, s.origin)
-        key = f"{s.op}{where.over(s)} {who}of {s.bytes} byte{'s' if s.bytes != 1 else ''}"
-        before = tally.get(key, 0)
-        tally[key] = None if s.times is None or before is None else before + s.times
-    return [f"{n} {key} per device" if n is not None else f"{key} in a loop of unknown length"
-            for key, n in tally.items()]
+        key = (s.op, not s.by_student, where.over(s), s.origin, s.bytes, getattr(s, "idle", False))
+        if s.times is None:
+            unknown[key] = True
+        else:
+            tally[key] = tally.get(key, 0) + s.times
+    size = lambda n: f"{n} byte{'s' if n != 1 else ''}"  # noqa: E731
+    lines = [f"{times} {op}{over} {source(added, origin)}of {size(n)} per device{IDLE if idle else ''}"
+             for (op, added, over, origin, n, idle), times in sorted(tally.items())]
+    return lines + [f"{op}{over} {source(added, origin)}of {size(n)} in a loop of unknown length{IDLE if idle else ''}"
+                    for (op, added, over, origin, n, idle) in sorted(unknown)]
 
 
 # What an operation XLA added a collective for is, in the code's words, where its primitive's name is not.
@@ -186,6 +194,27 @@ def _other_devices(op: str, mine: dict, theirs: dict, where: Mesh) -> str:
             f"{where.over(r) or ' among other devices'}")
 
 
+def _other_dimension(op: str, mine: list[Step], theirs: list[Step], where: Mesh) -> str | None:
+    """The sentence for collectives of one kind among the same devices that gather or split along another
+    dimension than any of the reference's there (several, in any order), or return blocks of another rank."""
+    shape = lambda s: (s.rank, s.dimensions)  # noqa: E731
+    extra = Counter(map(shape, mine)) - Counter(map(shape, theirs))
+    lacking = Counter(map(shape, theirs)) - Counter(map(shape, mine))
+    if not extra or not lacking:
+        return None
+    s = next(s for s in mine if shape(s) in extra)
+    r = next((r for r in theirs if shape(r) in lacking and r.rank == s.rank),
+             next(r for r in theirs if shape(r) in lacking))
+    if s.rank == r.rank and s.dimensions and r.dimensions:
+        verb, dims = _ALONG[op], lambda d: ", ".join(map(str, d))  # noqa: E731
+        return (f"your {op}{where.over(s)} {verb} dimension {dims(s.dimensions)}; the reference's {verb} dimension "
+                f"{dims(r.dimensions)}")
+    if s.rank != r.rank:
+        return (f"your {op}{where.over(s)} returns a block of {plural(s.rank, 'dimension')} on each device; the "
+                f"reference's of {r.rank}")
+    return None
+
+
 def difference(student: list[Step], reference: list[Step], mesh: tuple | None = None) -> str | None:
     """The first difference that matters between the student's collectives and the reference's, in plain
     words, or None where none is measured. ``mesh``: (axis names, sizes) of the mesh both run on, or None
@@ -205,15 +234,12 @@ def difference(student: list[Step], reference: list[Step], mesh: tuple | None = 
         if set(mine) != set(theirs):
             return _other_devices(op, mine, theirs, where)
     for op, mine, theirs in placed:  # 3. along another dimension, or returning a block of another rank
+        if op not in _ALONG:
+            continue
         for place, found in mine.items():
-            s, r = found[0], theirs[place][0]
-            if s.rank == r.rank and s.dimensions and r.dimensions and s.dimensions != r.dimensions:
-                verb, dims = _ALONG.get(op, "runs along"), lambda d: ", ".join(map(str, d))  # noqa: E731
-                return (f"your {op}{where.over(s)} {verb} dimension {dims(s.dimensions)}; the reference's "
-                        f"{verb} dimension {dims(r.dimensions)}")
-            if s.rank != r.rank and op in _ALONG:
-                return (f"your {op}{where.over(s)} returns a block of {plural(s.rank, 'dimension')} on each "
-                        f"device; the reference's of {r.rank}")
+            said = _other_dimension(op, found, theirs[place], where)
+            if said:
+                return said
     for op, mine, theirs in placed:  # 4. how many times
         for place, found in mine.items():
             times, want = _total(found, False), _total(theirs[place], False)

@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 
-from grader.suite import StudentFailure, expect_close, expect_sequence, expect_shape, hlo, work
+from grader.suite import StudentFailure, expect_close, expect_sequence, expect_shape, feedback, hlo, work
 from grader.suite.bypass import Asks
 from grader.suite.jax_errors import Rule
 
@@ -164,6 +164,7 @@ def test_train_step_sends_only_gradient_and_loss(student, rng, devices):
                               expect=lambda params, batch: step_reference(params, batch, 0.05),
                               what="train_step(params, batch, lr=0.05)", rtol=1e-4, atol=1e-5,
                               asks=Asks("jax.pmap"))
+    feedback.communication(program)  # against the reference's program, measured
     text = program.hlo
     gathered = hlo.select(text, ("all-gather", "all-to-all", "collective-permute"), by_student=True)
     if gathered:

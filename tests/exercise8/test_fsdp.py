@@ -49,7 +49,8 @@ def run(student, rng, devices, samples):
     try:
         program = student.program("probes_programs.on_mesh", w, x, y, expect=sgd,
                                   what=f"fsdp_step(w, x, y, {LR}, mesh) on {devices} devices (new w, loss)",
-                                  rtol=1e-4, atol=1e-5, counts=meshes.counts(AXES, (devices,)), **fixed)
+                                  rtol=1e-4, atol=1e-5, counts=meshes.counts(AXES, (devices,)),
+                                  compare=(AXES, (devices,)), **fixed)
     except AssertionError:
         _explain(student.probe("probes_programs.values", "on_mesh", w, x, y, **fixed), w, x, y, devices)
         raise

@@ -40,7 +40,7 @@ def run(student, rng, case, rows, cols):
     program = student.program("probes_programs.on_mesh", x, w, expect=lambda x, w: x.astype(np.float64) @ w,
                               what=f"{case}(x, w, mesh) on a {rows} x {cols} mesh", rtol=1e-4, atol=1e-4,
                               function=f"matmuls.{case}", shape=[rows, cols],
-                              counts=meshes.counts(AXES, (rows, cols)))
+                              counts=meshes.counts(AXES, (rows, cols)), compare=(AXES, (rows, cols)))
     return x, w, program
 
 

@@ -100,6 +100,7 @@ def run(student, rng, function, rows, cols, block=(2, 3)):
                                   expect=lambda x: reference(x.astype(np.float64), rows, cols),
                                   what=f"{call} (row r is what the devices returned, in mesh order)", rtol=1e-4,
                                   atol=1e-4, function=f"rings.{function}", rows=rows, cols=cols,
+                                  compare=(AXES, (rows, cols)),
                                   counts=meshes.counts(AXES, (rows, cols)), probe=Probe(
                                       splits=splits(function, rows, cols), out=Split(0, 0, rows * cols, "the result"),
                                       rerun=lambda v: student.probe("probes_programs.values", "ring", v,

@@ -39,7 +39,7 @@ def run(student, rng, rows, cols):
     program = student.program("probes_programs.on_mesh", x, w1, w2, expect=reference,
                               what=f"mlp(x, w1, w2, mesh) on a {rows} x {cols} mesh", rtol=1e-4, atol=1e-4,
                               function="tensor_parallel.mlp", shape=[rows, cols],
-                              counts=meshes.counts(AXES, (rows, cols)), probe=Probe(
+                              counts=meshes.counts(AXES, (rows, cols)), compare=(AXES, (rows, cols)), probe=Probe(
                                   splits=(Split(2, 0, cols, "w2", "'model' device"),
                                           Split(0, 0, rows, "x", "'data' device")),
                                   rerun=lambda *a: student.probe("probes_programs.values", "on_mesh", *a,

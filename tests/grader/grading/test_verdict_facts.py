@@ -52,7 +52,7 @@ import zlib
 import numpy as np
 import pytest
 from conftest import ROOT, run_grade
-from release_helpers import EXERCISE, copy_course, release, run_autograder
+from release_helpers import EXERCISE, checked, copy_course, release, run_autograder
 
 SUITES = ROOT / "tests" / EXERCISE
 
@@ -787,7 +787,7 @@ STRUCTURAL = {"test_dot_uses_one_all_reduce", "test_ring_allreduce_uses_ppermute
 
 
 def test_with_the_real_suites_the_hostile_modules_keep_their_value_points_only(tmp_path):
-    course = copy_course(tmp_path / "course", devices=(2,))
+    course = checked(copy_course(tmp_path / "course", devices=(2,)))  # the figures a release carries (communication)
     assert release(course, tmp_path / "out").returncode == 0
     files = {p.name: p.read_bytes() for p in (ROOT / "solutions" / EXERCISE).glob("*.py")}
     for task, module in IN_PLACE.items():  # the solution's other functions stay; the hostile ones replace its own

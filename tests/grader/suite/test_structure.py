@@ -86,6 +86,15 @@ def test_the_same_kind_along_another_dimension():
                                                         "reference's splits dimension 1")
 
 
+def test_several_of_one_kind_compare_in_any_order():
+    (rows,), (columns,) = steps("scatter_rows"), steps("scatter_columns")  # as two_d scatters w1's and w2's gradients
+    assert structure.difference([columns, rows], [rows, columns], MESH) is None
+    said = "your reduce-scatter over 'model' splits dimension 0; the reference's splits dimension 1"
+    assert structure.difference([rows, rows], [rows, columns], MESH) == said  # the second one along another
+    assert structure.difference([rows, columns, columns], [rows, columns], MESH) == (
+        "your program runs 3 reduce-scatters over 'model'; the reference's runs 2")
+
+
 def test_a_gather_that_adds_a_dimension():
     assert differ("gather_untiled", "gather_over_data") == ("your all-gather over 'data' returns a block of 3 "
                                                            "dimensions on each device; the reference's of 2")
