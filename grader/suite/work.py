@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from grader.errors import GraderError
 from grader.layout import plural
-from grader.suite import hlo
+from grader.suite import hlo, structure
 
 SLACK = 1.5  # a device may perform up to half again the arithmetic of one device of the reference
 WHOLE = 0.8  # past this share of n times the reference's, a device did about the whole answer's work
@@ -53,6 +53,25 @@ def _expect_share_of_inputs(program, what: str, share: str, where: str) -> None:
                                  f"{_portion(got, of)} {where}, {got / expected:.1f} times the share one device of "
                                  f"the reference program receives ({expected:.0%}), and the bound is {SLACK:g} times "
                                  f"that: hand each device only its block of {of}; {share}")
+
+
+def whole_on_every_device(program, what: str, devices: int) -> str | None:
+    """What to say first where one device of ``program`` performs about the whole computation (at least WHOLE
+    times n times the arithmetic of one device of the reference): not a detail of the algorithm but a design
+    that splits no work (grader.suite.bypass tells it before any symptom); else None. Where the program runs a
+    kind of collective the reference's does not (the student's own all_gather of the inputs), that
+    difference comes first, from the suite: it says where the design went another way."""
+    if devices < 2:
+        return None
+    if {s.op for s in structure.steps(program.hlo)} - {s.op for s in program.reference_collectives()}:
+        return None
+    reference, done = program.reference_operations(), hlo.operations(program.hlo)
+    if not reference or done is None or done < WHOLE * devices * reference:
+        return None
+    return (f"in {what} one device performs {hlo.in_words(done)} on {plural(devices, 'device')}, {done / reference:.1f} "
+            f"times the reference's (about the whole computation's work, done on every device); one device of the "
+            f"reference program performs {hlo.in_words(reference)}. The task splits the work over the devices, each "
+            "computing its share: that is another design, not a detail to fix")
 
 
 def expect_share_of_work(program, what: str, share: str, devices: int, where: str = "") -> None:

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from grader.suite import feedback, hlo, meshes, work
+from grader.suite.bypass import Asks
 from grader.suite.jax_errors import empty_assertion_on
 
 AXES = ("data", "model")
@@ -30,12 +31,12 @@ def sgd(w1, w2, x, y):
     return w1 - LR * x.T @ d_hidden, w2 - LR * hidden.T @ d_out, np.mean(residual ** 2)
 
 
-def run(student, rng, rows, cols):
+def run(student, rng, rows, cols, asks=None):
     w1 = rng.normal(size=(2 * rows, 3 * cols)).astype(np.float32)
     w2 = rng.normal(size=(3 * cols, 2 * rows)).astype(np.float32)
     x = rng.normal(size=(4 * rows, 2 * rows)).astype(np.float32)
     y = rng.normal(size=(4 * rows, 2 * rows)).astype(np.float32)
-    program = student.program("probes_programs.on_mesh", w1, w2, x, y, expect=sgd,
+    program = student.program("probes_programs.on_mesh", w1, w2, x, y, asks=asks, expect=sgd,
                               what=f"train_step(w1, w2, x, y, {LR}, mesh) on a {rows} x {cols} mesh "
                                    "(new w1, new w2, loss)", rtol=1e-4, atol=1e-5,
                               function="two_d.train_step", shape=[rows, cols], lr=LR,
@@ -56,7 +57,7 @@ def test_two_d_step_on_another_mesh_shape(student, rng, devices):
 @pytest.mark.devices(4, 8)
 def test_two_d_step_communicates_over_the_right_axes(student, rng, devices):
     rows, cols = sizes = meshes.square(devices)
-    w1, w2, x, program = run(student, rng, rows, cols)
+    w1, w2, x, program = run(student, rng, rows, cols, Asks())
     partial = x.shape[0] // rows * w2.shape[1] * x.itemsize
     feedback.communication(program, by_student=False)
     where = f"on a {rows} x {cols} mesh"

@@ -29,6 +29,12 @@ WRONG = {
         tensor_parallel(('SPECS = (P("data", None), P(None, "model"), P("model", None))',
                          'SPECS = (P("data", None), P("model", None), P(None, "model"))')), devices="4",
         says=("w1 is column-parallel, P(None, 'model')", "its rows match the columns of h")),
+    # Plain jax.jit on the arrays as they come, nothing placed on the mesh: every device computes the whole MLP.
+    "plain jit, nothing on the mesh": Wrong(
+        tensor_parallel(("    x, w1, w2 = (jax.device_put(a, NamedSharding(mesh, spec)) for a, spec in zip((x, w1, w2), "
+                         "SPECS))\n", ""), (SHARD_MAP, "return jax.jit(lambda x, w1, w2: jax.nn.relu(x @ w1) @ w2)(x, w1, w2)")),
+        devices="4", says=("about the whole computation's work, done on every device", "another design"),
+        never=("lax.psum", "all-reduce over 'model'")),
     "jit on Explicit axes with no out_sharding": Wrong(
         tensor_parallel((SHARD_MAP, "return jax.jit(lambda x, w1, w2: jax.nn.relu(x @ w1) @ w2)(x, w1, w2)")),
         devices="4", says=("Explicit axes", "split over mesh axis 'model'", "out_sharding=")),

@@ -25,7 +25,7 @@ WRONG = {
         "2", says=("lax.pmean the loss too",)),
     "the batch given whole to every device": Wrong(
         {"train": mutate("train", ("in_axes=(0, 0, None)", "in_axes=(0, None, None)"))},
-        "2", says=("times the reference's", "its own shard"), never=("params @ x", "lax.psum")),
+        "2", says=("times the reference's", "about the whole computation's work"), never=("params @ x", "lax.psum")),
     "gathers the whole batch": Wrong(
         {"train": mutate("train", ("jax.value_and_grad(loss_fn)(params, batch)",
                          "jax.value_and_grad(loss_fn)(params, [lax.all_gather(a, AXIS, tiled=True) for a in batch])"))},
