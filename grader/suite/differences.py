@@ -143,7 +143,8 @@ def restacked(got, expected) -> str | None:
                         matches(np.concatenate(np.split(expected, k, axis=a), axis=b)):
                     return (f"it holds the answer's {k} blocks of {_axis_word(got.ndim, a)} side by side along axis "
                             f"{b} instead of along axis {a}: each block is right, on the wrong axis (check which "
-                            "dimension your out_specs, PartitionSpec or concatenation gives the mesh axis)")
+                            "dimension your out_specs, PartitionSpec, concatenation or a collective's dimension "
+                            "(scatter_dimension, axis) gives the mesh axis)")
     return None
 
 
