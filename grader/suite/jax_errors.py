@@ -89,8 +89,9 @@ def _out_specs(match: re.Match, s: Situation) -> str:
             f"that differ along it (each device's own block, or what lax.all_gather over it returns, which JAX still "
             f"counts as differing). A collective over {axes} makes it the same on every device (lax.psum adds "
             f"the devices' values, lax.pmean averages them: which one is the task's question), as one over another "
-            f"axis does not; if each device holds its own block of the result, name {axes} in out_specs where the "
-            f"blocks go")
+            f"axis does not; but where lax.all_gather made every device compute the same numbers, a psum after it "
+            f"counts them once per device: compute from the blocks each device holds and combine the partial results "
+            f"instead. If each device holds its own block of the result, name {axes} in out_specs where the blocks go")
 
 
 _NUMPY_CALL = re.compile(r"\b(?:np|numpy|onp)\.([A-Za-z_][\w.]*)\s*\(")
@@ -192,8 +193,9 @@ def _in_specs(match: re.Match, s: Situation) -> str:
 
 def _indivisible_spec(match: re.Match, s: Situation) -> str:
     axis, parts, size = match["axis"], match["parts"], match["size"]
+    spec = f" {match['spec']}" if match.groupdict().get("spec") else ""
     return (f"array axis {axis} has size {size}, which does not split evenly over the {plural(int(parts), 'device')} "
-            f"entry {axis} of its PartitionSpec (counting from 0) puts it on. If the layout the task asks for splits "
+            f"entry {axis} of its PartitionSpec{spec} (counting from 0) puts it on. If the layout the task asks for splits "
             f"that axis there, pad it to a multiple of {parts} (jnp.pad); if not, that entry names the wrong mesh "
             "axis: compare the PartitionSpec with the task's layout, entry by entry")
 
@@ -502,6 +504,9 @@ RULES: tuple[Rule, ...] = (
     Rule("global_shape that does not split", re.compile(r"implies that array axis (?P<axis>\d+) is partitioned "
                                                         r"(?P<parts>\d+) times, but the dimension size is "
                                                         r"(?P<size>\d+)"), _global_shape_indivisible),
+    Rule("indivisible sharding, its spec", re.compile(r"spec=(?P<spec>P\([^)]*\)).*?implies that array axis "
+                                                      r"(?P<axis>\d+) is partitioned (?P<parts>\d+) times, but the "
+                                                      r"dimension size is (?P<size>\d+)", re.S), _indivisible_spec),
     Rule("global_shape", re.compile(r"global_shape should be None or equal to local_data\.shape\.\s*Got "
                                     r"global_shape=(?P<given>\(.*?\)) and local_data\.shape=(?P<local>\(.*?\))"),
          _global_shape),

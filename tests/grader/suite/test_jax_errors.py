@@ -49,6 +49,8 @@ EXPECTED = {
                                                   "lax.axis_size(axis_name)", "never from jax.device_count()")),
     "spec_without_a_mesh_as_out_shardings": (4, ("bare PartitionSpec", "NamedSharding(mesh, P(...))")),
     "spec_without_a_mesh_to_device_put": (4, ("bare PartitionSpec", "NamedSharding(mesh, P(...))")),
+    "out_shardings_that_do_not_divide": (4, ("array axis 0 has size 3", "entry 0 of its PartitionSpec P('model', 'data')",
+                                             "that entry names the wrong mesh axis")),
     "matmul_of_rows_and_columns_split_over_one_axis": (4, ("the same mesh axis ('model')", "jax.sharding.reshard",
                                                            "jax.shard_map")),
     "explicit_matmul_without_out_sharding": (4, ("Explicit axes", "split over mesh axis 'model'", "out_sharding=")),

@@ -137,6 +137,12 @@ def matmul_of_rows_and_columns_split_over_one_axis():
     return jax.jit(lambda a, b: a @ b, out_shardings=NamedSharding(mesh, P(("data", "model"), None)))(x, w)
 
 
+def out_shardings_that_do_not_divide():
+    mesh = jax.make_mesh((1, 4), ("data", "model"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+    x, w = np.ones((3, 4), np.float32), np.ones((4, 8), np.float32)
+    return jax.jit(jnp.matmul, out_shardings=NamedSharding(mesh, P("model", "data")))(x, w)
+
+
 def loop_carry_of_zeros_set_per_device():
     mesh, x, _ = _mesh_operands()
 
@@ -274,7 +280,7 @@ MISTAKES = [ring_written_for_4_on_2_devices, ring_that_sends_everything_to_devic
             range_over_the_device_index, slice_up_to_the_device_index, int_blocks_added_up_in_a_float_carry,
             padding_to_a_shorter_length, ring_over_every_device_on_a_mesh_axis, spec_without_a_mesh_as_out_shardings,
             spec_without_a_mesh_to_device_put, explicit_matmul_without_out_sharding,
-            matmul_of_rows_and_columns_split_over_one_axis,
+            matmul_of_rows_and_columns_split_over_one_axis, out_shardings_that_do_not_divide,
             loop_carry_of_zeros_set_per_device, indexing_an_explicit_array, axis_not_in_the_mesh,
             one_axis_for_two_dimensions, spec_longer_than_the_array, gradient_of_a_vector,
             all_gather_over_a_dimension_the_block_lacks, psum_scatter_over_a_dimension_the_block_lacks,
