@@ -118,6 +118,8 @@ def test_ring_allreduce_block_of_another_shape(student, rng, devices):
     _check_ring_allreduce(student, rng, devices, (3, 2), np.int32)
 
 
+# On one device a ring has no neighbour: XLA drops every collective, so the program cannot tell one from another.
+@pytest.mark.devices(2, 4, 8)
 def test_ring_allreduce_uses_ppermute_only(student, rng, devices):
     x = rng.normal(size=(devices, 6)).astype(np.float32)
     out = student.program("probes_ring.ring_allreduce", x,
