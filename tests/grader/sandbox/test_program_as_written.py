@@ -7,12 +7,7 @@ would otherwise compile to the reference's own program: one all-reduce and no ga
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
-
-from conftest import ROOT
+from jax_script import run_json
 
 RUN = """
 import json, sys
@@ -78,10 +73,7 @@ print(json.dumps(found))
 
 
 def test_device_put_outside_jit_moves_the_data_inside_a_students_jit_it_does_not():
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(RUN.format(root=str(ROOT)))], capture_output=True,
-                          text=True, timeout=180, env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"})
-    assert proc.returncode == 0, proc.stderr
-    found = json.loads(proc.stdout)
+    found = run_json(RUN)
     assert all(f["right"] for f in found.values()), found
     # As written, x and w are copied whole to every device first: gathers, and no sum of partial products.
     assert found["whole_first"] == {"rewritten": True, "right": True, "collectives": ["all-gather"]}

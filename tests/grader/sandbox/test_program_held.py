@@ -4,12 +4,7 @@ is handed it and slices its part inside, whatever calls and loops lie between.""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
-
-from conftest import ROOT
+from jax_script import run_json
 
 RUN = """
 import json, sys
@@ -57,10 +52,7 @@ print(json.dumps({{fn.__name__: shares(fn) for fn in (blocks, whole_then_sliced,
 
 
 def test_each_input_is_followed_to_what_a_device_receives():
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(RUN.format(root=str(ROOT)))], capture_output=True,
-                          text=True, timeout=120, env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"})
-    assert proc.returncode == 0, proc.stderr
-    found = json.loads(proc.stdout)
+    found = run_json(RUN)
     assert found["blocks"] == [["x", 0.25], ["y", 0.25]]
     assert found["whole_then_sliced"] == [["x", 1.0], ["y", 1.0]]
     assert found["y_whole_in_a_jit_in_a_loop"] == [["x", 0.25], ["y", 1.0]]
