@@ -51,7 +51,8 @@ class Program:
     reference: Callable[[], dict] | None = None
     mesh: tuple | None = None
     what: str = ""  # the call, as messages name it ("distributed_dot")
-    held: tuple = ()  # per input, the share one device's per-device computation receives (None: none)
+    held: tuple | None = ()  # per input, the share one device's per-device computation receives (None: none);
+    # None for all of them: a program nested too deep to follow (grader.sandbox.program_held)
 
     def _figures(self) -> dict:
         if self.reference is None:

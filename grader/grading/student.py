@@ -120,7 +120,7 @@ class Student:
                                                      kwargs, layouts, self._what(target), timeout_s or self.timeout_s)
         program = Program(out["values"][0], out["hlo"], out["manual"], reference,
                           None if compare is None or compare is True else (tuple(compare[0]), tuple(compare[1])), what,
-                          tuple(out["held"]))
+                          None if out["held"] is None else tuple(out["held"]))
         mechanism = asks and (bypass.told(what, self.devices, program.manual, program.hlo, asks, arrives,
                                           [np.shape(a) if isinstance(a, np.ndarray) else None for a in args])
                               or (reference and work.whole_on_every_device(program, what, self.devices)))

@@ -57,3 +57,22 @@ def test_each_input_is_followed_to_what_a_device_receives():
     assert found["whole_then_sliced"] == [["x", 1.0], ["y", 1.0]]
     assert found["y_whole_in_a_jit_in_a_loop"] == [["x", 0.25], ["y", 1.0]]
     assert found["no_per_device_function"] == [["x", None], ["y", None]]
+
+
+DEEP = """
+import json, sys
+sys.path[:0] = [{root!r}]
+from grader.sandbox import program_held
+from grader.sandbox.program_check import parse
+
+calls = "\\n".join(f"func.func private @f{{i}}(%a: tensor<4xf32>) -> tensor<4xf32> {{{{ %r = call @f{{i + 1}}(%a) : "
+                  f"(tensor<4xf32>) -> tensor<4xf32>\\n return %r : tensor<4xf32> }}}}" for i in range(3000))
+module = ("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {{ %r = call @f0(%x) : (tensor<4xf32>) -> tensor<4xf32>\\n"
+          " return %r : tensor<4xf32> }}\\n" + calls + "\\nfunc.func private @f3000(%a: tensor<4xf32>) -> tensor<4xf32> "
+          "{{ return %a : tensor<4xf32> }}")
+print(json.dumps({{"shares": program_held.shares(parse(module))}}))
+"""
+
+
+def test_a_program_nested_too_deep_to_follow_counts_as_the_worst():
+    assert run_json(DEEP) == {"shares": None}
