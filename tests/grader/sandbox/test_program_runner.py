@@ -58,10 +58,11 @@ import numpy as np
 from jax import lax
 sys.path[:0] = [{root!r}]
 from grader.sandbox.program_export import export_program
+from grader.sandbox import program_runner
 from grader.sandbox.program_runner import run_program
 from grader.protocol import ArraySpec
 from grader.suite import hlo
-
+{setup}
 n = jax.device_count()
 split = lambda v: jnp.pad(v, (0, -v.shape[0] % n)).reshape(n, -1)
 
@@ -91,8 +92,9 @@ print(json.dumps(found))
 """
 
 
-def _collectives_measured(devices: int) -> dict:
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(ABLATION.format(root=str(ROOT), devices=devices))],
+def _collectives_measured(devices: int, setup: str = "") -> dict:
+    script = textwrap.dedent(ABLATION).format(root=str(ROOT), devices=devices, setup=setup)
+    proc = subprocess.run([sys.executable, "-c", script],
                           capture_output=True, text=True, timeout=300, env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
@@ -111,6 +113,15 @@ def test_on_one_device_where_a_psum_is_the_identity_the_measurement_still_tells(
     assert found["honest"] == [["all-reduce", False]]
     for trick in ("of_difference", "multiplied_away", "dead_branch"):
         assert all(idle for _, idle in found[trick]), (trick, found[trick])
+
+
+def test_a_variant_the_cheap_options_cannot_compile_is_compiled_as_the_program_was():
+    """Options XLA refuses stand for any failure of the variants' cheap compile: the measurement is the same,
+    so the options can never make a collective count that the program's own compile would find idle."""
+    found = _collectives_measured(2, 'program_runner.VARIANT_OPTIONS = {"xla_no_such_option": 1}')
+    assert found["honest"] == [["all-reduce", False]]
+    for trick in ("multiplied_away", "dead_branch", "never_selected"):
+        assert found[trick] and all(idle for _, idle in found[trick]), (trick, found[trick])
 
 
 # A program that wants x whole on every device, given x as the task hands it over: whole, or its rows split
