@@ -1,15 +1,17 @@
-"""What measuring the collectives costs: each program's collectives replaced one at a time and run again.
+"""What measuring the collectives costs: each program's collectives replaced by zeros, the variants run.
 
-Every ``student.program`` case has its clean worker compile one variant of the program per collective
-left in the compiled HLO (grader.sandbox.program_ablation) and run it on the drawn inputs. This script
-measures that, for each program exercise 7's suites compile (bench/extra_run.py lists them, at the
-suites' shapes) at each device count: a process exports the reference solution's program and times
-``run_program`` with the measurement and with it switched off, alternately, ``--repeat`` times; the
-difference of the medians is the measurement. It adds these up over the exercise's program cases and
-sets the sum against the floor of ``grade exercise7 --submission solutions`` (its report's
-``timing.worker_s``, which holds the measurement; the floor without it is that minus the sum).
+Every ``student.program`` case has its clean worker measure which collectives left in the compiled HLO,
+and whether its per-device computations, the answer needs (grader.sandbox.program_ablation): a variant
+of the program per collective, those whose answer is not known without running them compiled together
+and run on the drawn inputs. This script measures that, for each program exercise 7's suites compile
+(bench/extra_run.py lists them, at the suites' shapes) at each device count: a process exports the
+reference solution's program and times ``run_program`` with the measurement and with it switched off,
+alternately, ``--repeat`` times; the difference of the medians is the measurement. Each row also says how
+many collectives were measured and how many variants, in how many compiles, it took. It adds these up over the
+exercise's program cases and sets the sum against the floor of ``grade exercise7 --submission solutions``
+(its report's ``timing.worker_s``, which holds the measurement; the floor without it is that minus the sum).
 
-    python bench/ablation.py [--repeat 5]
+    GRADE_COMPILE_CACHE=off python bench/ablation.py [--repeat 5]
 """
 
 from __future__ import annotations
@@ -41,11 +43,17 @@ def child(n: int, repeat: int) -> None:
 
     worker._probes_folder = str(ROOT / "tests" / "exercise7")
     use_submission(str(ROOT / "solutions" / "exercise7"))
-    measure, variants = program_runner.measure, []
+    measure, variants, compiled = program_runner.measure, [], []
 
-    def counting(bytecode, kept, *rest):
+    def counting(bytecode, kept, run_variants, *rest):
         variants.append(len(kept))
-        return measure(bytecode, kept, *rest)
+        compiled.clear()
+
+        def compiling(programs, inputs):  # one compile of these variants
+            compiled.append(len(programs))
+            return run_variants(programs, inputs)
+
+        return measure(bytecode, kept, compiling, *rest)
 
     out = {}
     for name, cases, target, args, fixed in programs(n):
@@ -59,7 +67,8 @@ def child(n: int, repeat: int) -> None:
                 began = time.perf_counter()
                 program_runner.run_program(blob, sets, name)
                 took[on].append(time.perf_counter() - began)
-        out[name] = {"cases": cases, "variants": variants[-1] if variants else 0,
+        out[name] = {"cases": cases, "variants": variants[-1] if variants else 0, "compiled": sum(compiled),
+                     "compiles": len(compiled),
                      "ms": 1000 * (statistics.median(took[True]) - statistics.median(took[False]))}
         variants.clear()
     print(json.dumps(out))
@@ -81,7 +90,8 @@ def main(argv=None) -> None:
             raise SystemExit(f"measuring at {n} devices failed:\n{proc.stderr}")
         for name, m in json.loads(proc.stdout.splitlines()[-1]).items():
             total += m["cases"] * m["ms"]
-            rows.append(f"{n} devices  {name:28s} {m['cases']} x {m['ms']:.1f} ms ({m['variants']} variants)")
+            rows.append(f"{n} devices  {name:28s} {m['cases']} x {m['ms']:.1f} ms ({m['variants']} collectives; "
+                        f"{m['compiled']} variants in {m['compiles']} compiles)")
     print("\n".join(rows))
     _, report = grade_report(ROOT / "solutions", [], 1234)
     floor_ms = 1000 * report["timing"]["worker_s"]

@@ -20,6 +20,14 @@ everything holds no per-device computation that counts; a collective inside one 
 already says so, and then that variant is not compiled. The variants of a program are compiled as one
 program, each a function of it: one compile per program, whatever the number of collectives (a second
 one only for a program none of whose needed collectives runs in a per-device computation).
+
+A variant whose answer is known without running it is not compiled: where a replaced result reaches an
+output of the program through operations that keep zeros zeros (a reshape, a slice, a sharding, a sum of
+zeros, a division by a constant that is not zero, the return of a per-device computation or of a
+function: :func:`zero_outputs`), that output of the variant is zeros, and if the answer the program
+gave for the drawn inputs is not zeros there, the variant's answer differs from it: the collective (or
+the per-device computation) is needed, as running the variant would have found. A psum returned as the
+answer is so; an idle one never is (its answer would not differ), so it is always run.
 """
 
 from __future__ import annotations
@@ -133,6 +141,111 @@ def without(bytecode: bytes, indices: list[int], manual: bool = False) -> bytes 
         return mlir.module_to_bytecode(module)
 
 
+# Operations whose result is zeros where their first operand is: shape moves, conversions, negation and
+# sharding annotations (the sharding custom calls are program_check.CUSTOM_CALLS).
+_KEEP_ZEROS = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.broadcast_in_dim", "stablehlo.slice",
+                         "stablehlo.dynamic_slice", "stablehlo.reverse", "stablehlo.convert", "stablehlo.negate",
+                         "sdy.sharding_constraint", "sdy.reshard"})
+# How far back from an output :func:`zero_outputs` follows a value (deeper chains count as not zeros).
+_DEPTH = 200
+
+
+def _splat(value) -> float | None:
+    """The one number every entry of ``value`` holds, if it is a constant (or a broadcast or reshape of one)."""
+    from jaxlib.mlir import ir
+
+    for _ in range(_DEPTH):
+        if not isinstance(value, ir.OpResult):
+            return None
+        op = value.owner
+        if op.name in ("stablehlo.broadcast_in_dim", "stablehlo.reshape"):
+            value = op.operands[0]
+            continue
+        if op.name != "stablehlo.constant":
+            return None
+        constant = ir.DenseElementsAttr(op.attributes["value"])
+        if not constant.is_splat:
+            return None
+        number = constant.get_splat_value()
+        for kind in (ir.FloatAttr, ir.IntegerAttr):
+            try:
+                return float(kind(number).value)
+            except ValueError:  # not of this kind
+                continue
+        return None
+    return None
+
+
+def _finite(value) -> bool:
+    number = _splat(value)
+    return number is not None and bool(np.isfinite(number))
+
+
+def zero_outputs(bytecode: bytes) -> list[bool]:
+    """For each output of the program ``bytecode``, whether it is zeros whatever the inputs: reached from a
+    constant of zeros through operations that keep zeros zeros (:data:`_KEEP_ZEROS`, a sum or difference of
+    zeros, zeros times a finite constant or divided by a finite constant that is not zero), the return of a
+    per-device computation or of a function whose returned value is. Anything else (a loop, a branch, an
+    input) counts as not zeros."""
+    from jaxlib.mlir import ir
+
+    from grader.sandbox.program_check import CUSTOM_CALL, CUSTOM_CALLS
+
+    with context():
+        module = ir.Module.parse(bytecode)
+        functions = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations
+                     if op.operation.name == "func.func"}
+        known: dict = {}
+
+        def returned(region, number: int):
+            """What the region's terminator returns as its result ``number`` (None for a body-less declaration)."""
+            return list(region.blocks[0].operations)[-1].operands[number] if len(region.blocks) else None
+
+        def zeros(value, depth: int = 0) -> bool:
+            if value not in known:
+                known[value] = depth < _DEPTH and isinstance(value, ir.OpResult) and made_of_zeros(value, depth + 1)
+            return known[value]
+
+        def made_of_zeros(value, depth: int) -> bool:
+            op, number = value.owner, value.result_number
+            name, operands = op.name, op.operands
+            if name == "stablehlo.constant":
+                return _splat(value) == 0
+            if name in _KEEP_ZEROS or (name == CUSTOM_CALL and "call_target_name" in op.attributes and
+                                       ir.StringAttr(op.attributes["call_target_name"]).value in CUSTOM_CALLS):
+                return zeros(operands[0], depth)
+            if name in ("stablehlo.add", "stablehlo.subtract"):
+                return all(zeros(v, depth) for v in operands)
+            if name == "stablehlo.multiply":
+                a, b = operands
+                return (zeros(a, depth) and (_finite(b) or zeros(b, depth))) or (zeros(b, depth) and _finite(a))
+            if name == "stablehlo.divide":
+                return _finite(operands[1]) and _splat(operands[1]) != 0 and zeros(operands[0], depth)
+            if name == "stablehlo.optimization_barrier":
+                return zeros(operands[number], depth)
+            if name == MANUAL:
+                return zeros(returned(op.regions[0], number), depth)
+            if name == "func.call":
+                callee = functions.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+                return callee is not None and zeros(returned(callee.regions[0], number), depth)
+            return False
+
+        main = functions.get("main")
+        if main is None:
+            return []
+        outputs = list(main.regions[0].blocks[0].operations)[-1].operands
+        return [zeros(v) for v in outputs]
+
+
+def _known_to_change(variant: bytes, baseline) -> bool:
+    """Whether the answer of ``variant`` differs from ``baseline``, known without running it: an output that
+    :func:`zero_outputs` proves zeros where ``baseline`` is not."""
+    leaves = _leaves(baseline)
+    outputs = zero_outputs(variant)
+    return len(outputs) == len(leaves) and any(
+        zero and not same_answer(np.zeros_like(leaf), leaf) for zero, leaf in zip(outputs, leaves))
+
+
 def _leaves(value) -> list[np.ndarray]:
     import jax
 
@@ -209,16 +322,18 @@ def measure(bytecode: bytes, kept: list[int], run_variants, inputs: tuple, basel
     ``run_variants(bytecodes, inputs)`` compiles the variants as one program (each a function of it) and
     returns each one's answer to ``inputs``. A collective the answer needs inside a per-device computation
     says the answer needs that computation too, so the variant without every per-device computation is
-    compiled only when none does (a second, smaller compile)."""
+    compiled only when none does (a second, smaller compile). A variant whose answer is known to differ
+    from ``baseline`` without running it (:func:`_known_to_change`) is not compiled."""
     variants = {k: without(bytecode, replaced) for k, replaced in groups(bytecode, kept).items()}
     variants = {k: v for k, v in variants.items() if v is not None}
-    answers = answers_of(run_variants, variants, inputs) if variants else {}
+    unknown = {k: v for k, v in variants.items() if not _known_to_change(v, baseline)}
+    answers = answers_of(run_variants, unknown, inputs) if unknown else {}
     idle = [k for k, got in answers.items() if same_answer(got, baseline)]
     inside = _within_manual(bytecode) if variants else set()
     if any(k not in idle for k in variants if k in inside):
         return idle, True
     manual = without(bytecode, [], manual=True)
-    if manual is None:
+    if manual is None or _known_to_change(manual, baseline):
         return idle, True
     got = answers_of(run_variants, {MANUAL: manual}, inputs)
     return idle, not (MANUAL in got and same_answer(got[MANUAL], baseline))

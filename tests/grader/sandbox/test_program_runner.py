@@ -58,10 +58,11 @@ import numpy as np
 from jax import lax
 sys.path[:0] = [{root!r}]
 from grader.sandbox.program_export import export_program
+from grader.sandbox import program_runner
 from grader.sandbox.program_runner import run_program
 from grader.protocol import ArraySpec
 from grader.suite import hlo
-
+{setup}
 n = jax.device_count()
 split = lambda v: jnp.pad(v, (0, -v.shape[0] % n)).reshape(n, -1)
 
@@ -91,11 +92,18 @@ print(json.dumps(found))
 """
 
 
-def _collectives_measured(devices: int) -> dict:
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(ABLATION.format(root=str(ROOT), devices=devices))],
-                          capture_output=True, text=True, timeout=300, env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"})
+def _printed(script: str, **fields) -> object:
+    """What ``script`` (formatted with the repository root and ``fields``) prints as JSON, run in a process of
+    its own on emulated CPU devices."""
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(script).format(root=str(ROOT), **fields)],
+                          capture_output=True, text=True, timeout=300,
+                          env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
+
+
+def _collectives_measured(devices: int, setup: str = "") -> dict:
+    return _printed(ABLATION, devices=devices, setup=setup)
 
 
 def test_a_collective_counts_only_if_the_answer_changes_without_it():
@@ -111,6 +119,15 @@ def test_on_one_device_where_a_psum_is_the_identity_the_measurement_still_tells(
     assert found["honest"] == [["all-reduce", False]]
     for trick in ("of_difference", "multiplied_away", "dead_branch"):
         assert all(idle for _, idle in found[trick]), (trick, found[trick])
+
+
+def test_a_variant_the_cheap_options_cannot_compile_is_compiled_as_the_program_was():
+    """Options XLA refuses stand for any failure of the variants' cheap compile: the measurement is the same,
+    so the options can never make a collective count that the program's own compile would find idle."""
+    found = _collectives_measured(2, 'program_runner.VARIANT_OPTIONS = {"xla_no_such_option": 1}')
+    assert found["honest"] == [["all-reduce", False]]
+    for trick in ("multiplied_away", "dead_branch", "never_selected"):
+        assert found[trick] and all(idle for _, idle in found[trick]), (trick, found[trick])
 
 
 # A program that wants x whole on every device, given x as the task hands it over: whole, or its rows split
@@ -206,3 +223,128 @@ def test_many_variants_are_compiled_a_few_at_a_time_and_one_that_fails_alone_is_
     batches.clear()
     assert answers_of(run_variants, {0: b"v0", 1: b"broken", 2: b"v2"}, ()) == {0: "v0", 2: "v2"}
     assert batches == [3, 1, 1, 1]
+
+
+# Which outputs of a program are zeros whatever its inputs (program_ablation.zero_outputs), one per result of
+# main: what a variant's answer is known to be without running it.
+ZEROS = """
+import json, sys
+sys.path[:0] = [{root!r}]
+from jax._src.interpreters import mlir
+from jaxlib.mlir import ir
+from grader.sandbox.program_ablation import zero_outputs
+from grader.sandbox.program_check import context
+
+TEXT = '''
+func.func public @main(%x: tensor<4xf32>, %n: tensor<i32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>,
+    tensor<4xf32>, tensor<4xf32>, tensor<4xi32>, tensor<2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>,
+    tensor<4xf32>, tensor<4xf32>) {{
+  %z = stablehlo.constant dense<0.0> : tensor<4xf32>
+  %one = stablehlo.constant dense<1.0> : tensor<4xf32>
+  %four = stablehlo.constant dense<4.0> : tensor<f32>
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %inf = stablehlo.constant dense<0x7F800000> : tensor<f32>
+  %b4 = stablehlo.broadcast_in_dim %four, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %b0 = stablehlo.broadcast_in_dim %zero, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %binf = stablehlo.broadcast_in_dim %inf, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %plus_input = stablehlo.add %z, %x : tensor<4xf32>
+  %sum_of_zeros = stablehlo.add %z, %z : tensor<4xf32>
+  %mean = stablehlo.divide %z, %b4 : tensor<4xf32>
+  %by_zero = stablehlo.divide %z, %b0 : tensor<4xf32>
+  %times_inf = stablehlo.multiply %z, %binf : tensor<4xf32>
+  %ints = stablehlo.convert %mean : (tensor<4xf32>) -> tensor<4xi32>
+  %half = stablehlo.slice %ints [0:2] : (tensor<4xi32>) -> tensor<2xi32>
+  %halff = stablehlo.convert %half : (tensor<2xi32>) -> tensor<2xf32>
+  %times_input = stablehlo.multiply %x, %z : tensor<4xf32>
+  %called = call @negated(%z) : (tensor<4xf32>) -> tensor<4xf32>
+  %passed = call @negated_argument(%z) : (tensor<4xf32>) -> tensor<4xf32>
+  %looped:2 = stablehlo.while(%i = %n, %v = %z) : tensor<i32>, tensor<4xf32>
+   cond {{
+    %c0 = stablehlo.constant dense<0> : tensor<i32>
+    %go = stablehlo.compare GT, %i, %c0, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %go : tensor<i1>
+  }} do {{
+    %c1 = stablehlo.constant dense<1> : tensor<i32>
+    %j = stablehlo.subtract %i, %c1 : tensor<i32>
+    %w = stablehlo.add %v, %one : tensor<4xf32>
+    stablehlo.return %j, %w : tensor<i32>, tensor<4xf32>
+  }}
+  %ones = stablehlo.multiply %one, %b4 : tensor<4xf32>
+  return %plus_input, %sum_of_zeros, %mean, %by_zero, %times_inf, %ints, %halff, %times_input, %called, %passed,
+    %looped#1, %ones : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi32>,
+    tensor<2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}}
+func.func private @negated(%a: tensor<4xf32>) -> tensor<4xf32> {{
+  %z = stablehlo.constant dense<0.0> : tensor<4xf32>
+  %r = stablehlo.negate %z : tensor<4xf32>
+  return %r : tensor<4xf32>
+}}
+func.func private @negated_argument(%a: tensor<4xf32>) -> tensor<4xf32> {{
+  %r = stablehlo.negate %a : tensor<4xf32>
+  return %r : tensor<4xf32>
+}}
+'''
+with context():
+    print(json.dumps(zero_outputs(mlir.module_to_bytecode(ir.Module.parse(TEXT)))))
+"""
+
+
+def test_an_output_is_known_to_be_zeros_only_through_operations_that_keep_zeros_zeros():
+    found = dict(zip(["plus input", "sum of zeros", "divided by 4", "divided by 0", "times infinity", "converted",
+                      "sliced", "times an input", "returned by a function", "an argument returned", "through a loop",
+                      "no zeros"], _printed(ZEROS)))
+    assert found == {"plus input": False, "sum of zeros": True, "divided by 4": True, "divided by 0": False,
+                     "times infinity": False, "converted": True, "sliced": True, "times an input": False,
+                     "returned by a function": True, "an argument returned": False, "through a loop": False,
+                     "no zeros": False}
+
+
+# What the measurement compiles: a collective (or a pmap) whose result is the answer is known to be needed from
+# the answer alone (nothing compiled); an idle one, and one whose answer is zeros anyway, are run.
+COMPILES = """
+import json, sys
+import jax
+jax.config.update("jax_num_cpu_devices", 2)
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+sys.path[:0] = [{root!r}]
+from grader.sandbox import program_ablation
+from grader.sandbox.program_export import export_program
+from grader.sandbox.program_runner import run_program
+from grader.protocol import ArraySpec
+from grader.suite import hlo
+
+compiled = []
+measured = program_ablation.answers_of
+program_ablation.answers_of = lambda run, variants, inputs: compiled.extend(variants) or measured(run, variants, inputs)
+n = jax.device_count()
+split = lambda v: v.reshape(n, -1)
+per_device = lambda body: lambda x, y: jax.pmap(body, axis_name="i")(split(x), split(y))[0]
+PROGRAMS = {{
+    "psum returned": per_device(lambda a, b: lax.psum(jnp.dot(a, b), "i")),
+    "pmean returned": per_device(lambda a, b: lax.pmean(jnp.dot(a, b), "i")),
+    "pmap returned": lambda x, y: jax.pmap(lambda a, b: a * b + 1)(split(x), split(y)),
+    "psum multiplied away": lambda x, y: jnp.dot(x, y) + per_device(
+        lambda a, b: lax.psum(jnp.dot(a, b), "i") * 0)(x, y),
+    "psum of zeros returned": per_device(lambda a, b: lax.psum(jnp.dot(a - a, b), "i")),
+}}
+x, y, fx, fy = np.random.default_rng(0).normal(size=(4, 44)).astype(np.float32)
+specs = tuple(ArraySpec(a.shape, str(a.dtype)) for a in (x, y))
+found = {{}}
+for name, fn in PROGRAMS.items():
+    compiled.clear()
+    out = run_program(export_program(fn, specs, name), [(x, y), (fx, fy)], name)
+    found[name] = {{"idle": [c.idle for c in hlo.collectives(out["hlo"]) if c.by_student], "manual": out["manual"],
+                    "compiled": len(compiled)}}
+print(json.dumps(found))
+"""
+
+
+def test_a_collective_whose_result_is_the_answer_is_needed_without_compiling_a_variant():
+    found = _printed(COMPILES)
+    assert found["psum returned"] == {"idle": [False], "manual": True, "compiled": 0}
+    assert found["pmean returned"] == {"idle": [False], "manual": True, "compiled": 0}
+    assert found["pmap returned"] == {"idle": [], "manual": True, "compiled": 0}
+    assert found["psum multiplied away"]["idle"] == [True] and found["psum multiplied away"]["compiled"] >= 1
+    assert found["psum of zeros returned"]["idle"] == [True] and found["psum of zeros returned"]["compiled"] >= 1
