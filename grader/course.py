@@ -50,6 +50,9 @@ class Task:
     visibility: str = "visible"
     tests: dict[str, TestRule] = field(default_factory=dict)
     processes: tuple[Layout, ...] = ()  # multi-process layouts; then ``devices`` is empty
+    # Whether course.yaml gives the task device counts of its own (a task graded at fewer than the exercise's, as
+    # one whose checks mean nothing on fewer devices): --devices then picks among them. Not in repr, as above.
+    own_devices: bool = field(default=False, repr=False)
 
     def rule(self, test_name: str) -> TestRule:
         return self.tests.get(test_name, TestRule(visibility=self.visibility))
@@ -336,6 +339,7 @@ def _load_task(ck: _Checker, node, where: str, line: int, defaults: dict) -> Tas
         extra_credit=ck.get(node, "extra_credit", where, "bool", False),
         visibility=visibility,
         tests=tests,
+        own_devices="devices" in node,
     )
 
 

@@ -89,8 +89,9 @@ class CasePlan:
             self._parametrize_layouts(metafunc, task.processes, marker)
             return
         counts = task.devices if task else (1,)
-        if self.devices_override:  # --devices: those of them the task is graded at (course.yaml), else all of them
-            counts = tuple(c for c in self.devices_override if c in counts) or self.devices_override
+        if self.devices_override:  # --devices: for a task with counts of its own, those of them it is graded at
+            own = task is not None and task.own_devices
+            counts = tuple(c for c in self.devices_override if not own or c in counts) or self.devices_override
         if marker:
             counts = tuple(c for c in counts if c in marker.args) or counts
         metafunc.parametrize("devices", counts, ids=[f"{n}dev" for n in counts])
