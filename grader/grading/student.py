@@ -124,7 +124,8 @@ class Student:
         mechanism = asks and (bypass.told(what, self.devices, program.manual, program.hlo, asks, arrives,
                                           [np.shape(a) if isinstance(a, np.ndarray) else None for a in args])
                               or (reference and work.whole_on_every_device(program, what, self.devices)))
-        if mechanism:
+        if mechanism:  # what the program ran beside the reference's, since the suite's own block is never reached
+            feedback.communication(program, by_student=False)
             raise Bypass(mechanism, program)
         probe = probe and dataclasses.replace(probe, reference=expect, inputs=tuple(args))
         differs = program.difference() if compare is not None and reference else None

@@ -135,7 +135,7 @@ def restacked(got, expected) -> str | None:
             copies = np.concatenate([expected] * k, axis=b)
             if all(got.shape[i] == expected.shape[i] for i in others) and matches(copies):
                 return (f"it is the answer {k} times over, one copy after another along axis {b}: a result that is "
-                        f"whole on each of {k} devices, laid out as if split over them (check the out_specs, "
+                        f"whole on each of {plural(k, 'device')}, laid out as if split over them (check the out_specs, "
                         f"PartitionSpec or concatenation that names a mesh axis for axis {b})")
             for a in others:
                 same = all(got.shape[i] == expected.shape[i] for i in others if i != a)

@@ -97,7 +97,10 @@ def test_global_shape_that_the_devices_cannot_split():
     said = mistake(text, "IndivisibleError", Situation(2, line, "jax"))
     assert said.startswith("jax.make_array_from_process_local_data's global_shape=local_batch.shape gives axis 0 a "
                            "size of 2"), said
-    assert mistake(text, "IndivisibleError", Situation(2, "y = jax.device_put(x, s)", "jax")) is None
+    # Another call that does not divide is no global_shape's: it is told by its PartitionSpec's entry.
+    assert mistake(text, "IndivisibleError", Situation(2, "y = jax.device_put(x, s)", "jax")).startswith(
+        "array axis 0 has size 2, which does not split evenly over the 4 devices entry 0 of its PartitionSpec "
+        "P('batch',)")
 
 
 def test_an_out_spec_jax_numbers_itself_keeps_its_number():
