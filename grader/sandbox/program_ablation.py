@@ -37,7 +37,7 @@ import re
 import numpy as np
 
 from grader.protocol import PROGRAM_COLLECTIVES
-from grader.sandbox.program_check import MANUAL, context
+from grader.sandbox.program_check import CUSTOM_CALL, CUSTOM_CALLS, MANUAL, context, functions
 from grader.sandbox.program_labels import index_suffix
 
 # How far the answer may move (relative to its largest entry, or absolutely below 1) for a collective
@@ -189,12 +189,10 @@ def zero_outputs(bytecode: bytes) -> list[bool]:
     input) counts as not zeros."""
     from jaxlib.mlir import ir
 
-    from grader.sandbox.program_check import CUSTOM_CALL, CUSTOM_CALLS
 
     with context():
         module = ir.Module.parse(bytecode)
-        functions = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations
-                     if op.operation.name == "func.func"}
+        called = functions(module)
         known: dict = {}
 
         def returned(region, number: int):
@@ -226,11 +224,11 @@ def zero_outputs(bytecode: bytes) -> list[bool]:
             if name == MANUAL:
                 return zeros(returned(op.regions[0], number), depth)
             if name == "func.call":
-                callee = functions.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+                callee = called.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
                 return callee is not None and zeros(returned(callee.regions[0], number), depth)
             return False
 
-        main = functions.get("main")
+        main = called.get("main")
         if main is None:
             return []
         outputs = list(main.regions[0].blocks[0].operations)[-1].operands

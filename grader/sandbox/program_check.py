@@ -76,6 +76,14 @@ def parse(module_text: str):
         return ir.Module.parse(module_text)
 
 
+def functions(module) -> dict:
+    """The functions of a parsed module by name (``main`` and those it calls); call in :func:`context`."""
+    from jaxlib.mlir import ir
+
+    return {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations
+            if op.operation.name == "func.func"}
+
+
 def module_operations(module):
     """(op name, custom-call target or None) for every operation of a parsed module."""
     from jaxlib.mlir import ir

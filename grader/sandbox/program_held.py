@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import re
 
-MANUAL = "sdy.manual_computation"
+from grader.sandbox.program_check import MANUAL, context, functions
+
 CALL = "func.call"
 
 
@@ -44,8 +45,7 @@ class _Flow:
     """The inputs of ``main`` each value is computed from, and what manual computations receive of them."""
 
     def __init__(self, module):
-        self.functions = {str(op.attributes["sym_name"]).strip('"'): op for op in module.body.operations
-                          if op.operation.name == "func.func"}
+        self.functions = functions(module)
         self.inputs: list[int] = []  # each input's bytes
         self.shares: list[float | None] = []
         self._called: dict = {}
@@ -65,13 +65,15 @@ class _Flow:
 
     def block(self, block, env: dict) -> list[frozenset]:
         """Walk ``block``'s operations; the sources of what its terminator returns."""
+        from jaxlib.mlir import ir
+
         returned: list[frozenset] = []
         for op in block.operations:
             op = op.operation
             ins = [env.get(v, frozenset()) for v in op.operands]
             everything = frozenset().union(*ins)
             if op.name == CALL:
-                outs = self.function(str(op.attributes["callee"]).lstrip("@").strip('"'), tuple(ins))
+                outs = self.function(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, tuple(ins))
             else:
                 if op.name == MANUAL:
                     self._receive(op, ins)
@@ -128,8 +130,6 @@ def shares(module) -> list[tuple[str, float | None]] | None:
     """For each input of the parsed module's ``main``, its name and the largest share of it one device's
     per-device computation receives (see the module's docstring), None where it reaches none; None for a
     module nested deeper than the flow can follow (no program JAX exports is), which counts as the worst."""
-    from grader.sandbox.program_check import context
-
     with context():
         flow = _Flow(module)
         main = flow.functions.get("main")
