@@ -53,6 +53,7 @@ class Program:
     what: str = ""  # the call, as messages name it ("distributed_dot")
     held: tuple | None = ()  # per input, the share one device's per-device computation receives (None: none);
     # None for all of them: a program nested too deep to follow (grader.sandbox.program_held)
+    holds_manual: bool = True  # whether it holds a per-device computation at all, needed or not
 
     def _figures(self) -> dict:
         if self.reference is None:

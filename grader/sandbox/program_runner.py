@@ -144,7 +144,8 @@ def _fit_inputs(exported, inputs: tuple, name: str) -> tuple:
 def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, ablate: bool = True) -> dict:
     """{"values": what the program returns for each set of inputs in ``input_sets``, laid out as
     ``arrives`` says (:func:`_shardings`), "hlo": its compiled HLO text, idle collectives marked,
-    "manual": whether it holds a jax.pmap or jax.shard_map that the answer needs, "held": the share of each
+    "manual": whether it holds a jax.pmap or jax.shard_map that the answer needs, "holds_manual": whether it
+    holds one at all, "held": the share of each
     input one device's per-device computation receives (grader.sandbox.program_held)}. Without ``ablate``
     (the reference's program, whose work alone is compared) nothing is marked idle and "manual" is
     read from the program's operations only."""
@@ -187,7 +188,8 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
                              f"{first_line(exc, 200)}", None, type(exc).__name__) from None
     text = compiled.as_text()
     if not ablate:
-        return {"values": values, "hlo": text, "manual": holds_manual_computation(operations), "held": shares}
+        holds = holds_manual_computation(operations)
+        return {"values": values, "hlo": text, "manual": holds, "holds_manual": holds, "held": shares}
 
     def run_variants(variants, inputs):
         """The answers of the programs ``variants`` (bytecode) to ``inputs``, compiled as one program: with
@@ -204,5 +206,6 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
         return runnable(*inputs)
 
     idle, manual_needed = measure(labelled, surviving(text, held), run_variants, sets[-1], values[-1])
-    return {"values": values, "hlo": mark_idle(text, idle),
-            "manual": holds_manual_computation(operations) and manual_needed, "held": shares}
+    holds = holds_manual_computation(operations)
+    return {"values": values, "hlo": mark_idle(text, idle), "manual": holds and manual_needed, "holds_manual": holds,
+            "held": shares}

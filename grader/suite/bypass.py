@@ -73,14 +73,18 @@ def _gathered_inputs(text: str, names: tuple[str, ...], shapes: list[tuple[int, 
             "inputs over in blocks so that each device works on the blocks it holds")
 
 
-def told(what: str, devices: int, manual: bool, text: str, asks: Asks, arrives=None, shapes: list = ()) -> str | None:
+def told(what: str, devices: int, manual: bool, text: str, asks: Asks, arrives=None, shapes: list = (),
+         holds: bool = True) -> str | None:
     """The sentence that tells the mechanism ``what``'s program used instead of the one ``asks`` says, or None;
-    ``shapes``: the inputs' shapes (None for one that is not an array), for ``arrives``."""
+    ``shapes``: the inputs' shapes (None for one that is not an array), for ``arrives``; ``holds``: whether
+    the program holds a per-device computation at all (``manual``: one its answer needs)."""
     if asks.tool and devices > 1 and not manual:
+        measured = ("with every per-device computation of the compiled program replaced by zeros the answer stays "
+                    "the same, so the devices' own code computed none of it" if holds else
+                    f"the program holds no {asks.tool} at all, so no per-device code of yours ran")
         return (f"{what}: its program has no {asks.tool} that its answer depends on: on {plural(devices, 'device')}, "
-                "with every per-device computation of the compiled program replaced by zeros the answer stays the "
-                "same, so the devices' own code computed none of it. The statement asks for per-device code you "
-                f"write, run on every device by {asks.tool}: that is another design, not a detail to fix")
+                f"{measured}. The statement asks for per-device code you write, run on every device by "
+                f"{asks.tool}: that is another design, not a detail to fix")
     if arrives is not None and asks.names:
         said = _gathered_inputs(text, asks.names, list(shapes), arrives)
         if said:

@@ -71,7 +71,7 @@ def communication(program, needed: str | None = None, by_student: bool = True, m
     compared = not isinstance(program, str) and program.reference is not None
     reference = program.reference_collectives() if compared else None
     listed = None if reference is None else structure.listing(reference, mesh, by_student) or ["no collectives"]
-    differs = None if reference is None else structure.difference(structure.steps(text), reference, mesh)
+    differs = program.difference(mesh) if compared else None
     lines = {"ran:": shown, "reference:": listed, "needed:": needed and [needed], "difference:": differs and [differs]}
     lines = {label: said for label, said in lines.items() if said}
     if not differs and listed == phrases and not needed:  # the same as the reference's: say so once

@@ -47,9 +47,10 @@ def _expect_share_of_inputs(program, what: str, share: str, where: str) -> None:
     was handed whole does not split the input."""
     reference = program.reference_held()
     if program.held is None:
-        raise AssertionError(f"in {what} the grader cannot follow the inputs into the per-device computation {where} "
-                             "(its calls are nested deeper than any program JAX exports): it counts as receiving every "
-                             f"input whole; {share}")
+        raise AssertionError(f"in {what} the grader cannot follow the inputs into the per-device computation {where}: "
+                             "its functions call each other thousands of levels deep, which no program jax.jit makes "
+                             "from ordinary code. So it counts as receiving every input whole; call jax.pmap or "
+                             f"jax.shard_map on your inputs with fewer nested calls. {share}")
     for (name, got), (_, expected) in zip(program.held, reference):
         if got is not None and expected is not None and got > SLACK * expected:
             of = _input(name)

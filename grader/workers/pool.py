@@ -132,7 +132,7 @@ class WorkerPool:
                 timeout_s=None, arrives=None) -> dict:
         """Export ``target`` from the shapes and dtypes ``specs`` in the student's worker, run the program on
         each of ``input_sets`` in a clean one, its inputs laid out as ``arrives`` says (see
-        grader.sandbox.program_runner): {"values": one per set, "hlo": its text, "manual": bool}."""
+        grader.sandbox.program_runner): {"values": one per set, "hlo": its text, "manual": bool, ...}."""
         if layout.processes:
             raise GraderError(f"program mode runs one process; {target} is asked for on {layout}")
         blob = self.request(layout, "program", target, specs, kwargs, what, timeout_s)

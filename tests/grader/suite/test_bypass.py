@@ -26,6 +26,10 @@ def test_no_per_device_computation_is_told_where_the_statement_asks_for_one():
     assert "another design" in said and "use " not in said  # no local fix
     assert bypass.told("f", 4, True, GATHERED, Asks("jax.shard_map")) is None  # it has one
     assert bypass.told("f", 1, False, GATHERED, Asks("jax.shard_map")) is None  # one device: the same program
+    # What was measured is said: one held and not needed, or none held at all (nothing was replaced).
+    assert "replaced by zeros" in said
+    none = bypass.told("f", 4, False, GATHERED, Asks("jax.shard_map"), holds=False)
+    assert "the program holds no jax.shard_map at all" in none and "replaced by zeros" not in none
 
 
 def test_inputs_gathered_at_the_entry_are_named_and_a_gather_of_an_operation_is_not():
