@@ -102,6 +102,10 @@ def use(shared: str, own: str) -> str:
     # else JAX names the folder in every program's compile options (for XLA's GPU caches), and so in
     # every key: no two folders, hence no outbox and the shared folder, would ever share an entry
     jax.config.update("jax_persistent_cache_enable_xla_caches", "none")
+    # JAX's key drops the program's locations, but the grader reads them back from the compiled HLO (the
+    # labels of grader.sandbox.program_labels, which code is the student's): two programs that differ only
+    # there must not share an entry, or the second reads the first one's
+    jax.config.update("jax_compilation_cache_include_metadata_in_key", True)
     with compilation_cache._cache_initialized_mutex:
         compilation_cache._cache = _cache_class()(read, own)
         compilation_cache._cache_initialized = True

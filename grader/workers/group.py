@@ -53,8 +53,11 @@ PORT_ATTEMPTS = 3
 FAILURE_GRACE_S = 5.0  # after one process fails, how long the others get to answer before the group is killed
 _PORT_TAKEN = "Failed to add port"
 _GLOO_PREFIX = "[Gloo] "
-# What JAX's distributed runtime logs when a group ends (a process that outlives the leader sees the service gone).
-_RUNTIME_LINE = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ (?:coordination_service\w*|client)\.(?:cc|h):\d+\] ")
+# What JAX's distributed runtime logs when a group ends (a process that outlives the leader sees the service
+# gone), and the two lines gRPC adds to such an entry (what the service said, the status it ended with).
+_RUNTIME_LINE = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ (?:coordination_service\w*|client)\.(?:cc|h):\d+\] "
+                           r"|Additional GRPC error information from remote target "
+                           r"|:[A-Z_]+:Error received from peer ")
 
 
 def free_port() -> int:

@@ -161,6 +161,30 @@ def test_an_entry_is_named_by_the_program_not_by_the_folder_it_is_kept_in(tmp_pa
     assert not [n for n in os.listdir(one) if n.endswith(".partial")]  # written whole
 
 
+_LABELLED = textwrap.dedent('''
+    import sys
+    import jax, jax.numpy as jnp
+    from grader.sandbox import compile_cache
+    compile_cache.use("", sys.argv[1])
+
+    def f(x):
+        with jax.named_scope(sys.argv[2]):
+            return jnp.sin(x) * 2
+
+    print("LABEL" in jax.jit(f).lower(jnp.ones(3)).compile().as_text())
+''')
+
+
+def test_programs_that_differ_only_in_their_locations_do_not_share_an_entry(tmp_path):
+    """The grader reads labels and the student's own code back from a compiled program's locations, which
+    JAX's key leaves out by default: the labelled twin of a cached program must be compiled, not read."""
+    for scope, labelled in (("plain", "False"), ("LABEL_7", "True")):
+        proc = subprocess.run([sys.executable, "-c", _LABELLED, str(tmp_path), scope], capture_output=True, text=True,
+                              cwd=ROOT, env={**os.environ, "JAX_PLATFORMS": "cpu"}, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.split() == [labelled]
+
+
 def test_a_shared_folder_this_process_could_write_is_not_read(tmp_path):
     """Where confinement does not hold (here: the test's own process), the shared cache is not trusted."""
     assert _compile(str(tmp_path), "") == ["writable here", "None"]

@@ -266,5 +266,8 @@ def test_on_tpu_one_configuration_at_a_time_holds_the_chips(monkeypatch):
 def test_the_distributed_runtimes_own_log_at_the_end_is_not_student_output():
     """A process that outlives the group's leader logs that the coordination service is gone: not the student's."""
     printed = ("E1203 18:38:53.776329     356 coordination_service_agent.cc:289] Polled an error from coordination "
-               "service\nF1203 18:38:53.776353     356 client.h:80] Terminating process\nmine\n")
+               "service\nAdditional GRPC error information from remote target coordination_service while calling "
+               "/xla.coordination.CoordinationService/PollForError:\n:UNKNOWN:Error received from peer  "
+               "{grpc_status:14, grpc_message:\"Socket closed\"}\nF1203 18:38:53.776353     356 client.h:80] "
+               "Terminating process\nmine\n")
     assert multiprocess.student_text(printed) == "mine\n"
