@@ -81,8 +81,13 @@ def _cache_class():
     return Entries
 
 
-def use(shared: str, own: str) -> str:
+def use(shared: str, own: str, locations: bool = False) -> str:
     """Turn JAX's persistent cache on in this process: read ``own`` then ``shared``, write ``own``.
+
+    ``locations``: whether a program's locations are part of its entry's key. JAX's key leaves them out, so
+    that the same staging compiled from two files shares one entry; a clean worker reads them back from the
+    compiled program (grader.sandbox.program_labels' labels, which code is the student's), so there two
+    programs that differ only in them must not share one, or the second would read the first one's.
 
     Returns how the shared cache is used, for the worker's ready message: "read", "" (none given), or
     why not ("writable here": this process could write it, so it is not trusted).
@@ -102,10 +107,7 @@ def use(shared: str, own: str) -> str:
     # else JAX names the folder in every program's compile options (for XLA's GPU caches), and so in
     # every key: no two folders, hence no outbox and the shared folder, would ever share an entry
     jax.config.update("jax_persistent_cache_enable_xla_caches", "none")
-    # JAX's key drops the program's locations, but the grader reads them back from the compiled HLO (the
-    # labels of grader.sandbox.program_labels, which code is the student's): two programs that differ only
-    # there must not share an entry, or the second reads the first one's
-    jax.config.update("jax_compilation_cache_include_metadata_in_key", True)
+    jax.config.update("jax_compilation_cache_include_metadata_in_key", locations)
     with compilation_cache._cache_initialized_mutex:
         compilation_cache._cache = _cache_class()(read, own)
         compilation_cache._cache_initialized = True

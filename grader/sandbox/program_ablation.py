@@ -6,9 +6,10 @@ result multiplied by zero, subtracted from itself, placed in a branch that never
 select never picks. So the clean worker measures it: for each collective of the program that is
 left in the compiled HLO, it builds a variant of the program with that collective's results
 replaced by zeros (a value no honest algorithm of the course absorbs: a sum, a maximum, a gathered
-block, a shifted block all change), compiles it and runs it on the inputs the grader drew for this
-run. If the answer does not change beyond a rounding error, the collective is idle and earns
-nothing. On one device a psum is the identity, and zeros still tell.
+block, a shifted block all change), compiles it and runs it on every set of inputs the program ran on (the test's and those the
+grader drew for this run). If no answer changes beyond a rounding error, the collective is idle and
+earns nothing: one set whose answer happens to be near zero cannot tell a zeroed collective from a
+needed one, the others can. On one device a psum is the identity, and zeros still tell.
 
 Duplicates that XLA merged into one instruction (``psum(v) - psum(v)``) are replaced together with
 the collective the instruction kept, so that the pair is measured as the one instruction the
@@ -25,7 +26,7 @@ A variant whose answer is known without running it is not compiled: where a repl
 output of the program through operations that keep zeros zeros (a reshape, a slice, a sharding, a sum of
 zeros, a division by a constant that is not zero, the return of a per-device computation or of a
 function: :func:`zero_outputs`), that output of the variant is zeros, and if the answer the program
-gave for the drawn inputs is not zeros there, the variant's answer differs from it: the collective (or
+gave for one of its sets of inputs is not zeros there, the variant's answer differs from it: the collective (or
 the per-device computation) is needed, as running the variant would have found. A psum returned as the
 answer is so; an idle one never is (its answer would not differ), so it is always run.
 """
@@ -235,13 +236,16 @@ def zero_outputs(bytecode: bytes) -> list[bool]:
         return [zeros(v) for v in outputs]
 
 
-def _known_to_change(variant: bytes, baseline) -> bool:
-    """Whether the answer of ``variant`` differs from ``baseline``, known without running it: an output that
-    :func:`zero_outputs` proves zeros where ``baseline`` is not."""
-    leaves = _leaves(baseline)
+def _known_to_change(variant: bytes, baselines: list) -> bool:
+    """Whether an answer of ``variant`` differs from the program's (``baselines``, one per set of inputs),
+    known without running it: an output that :func:`zero_outputs` proves zeros where a baseline is not."""
     outputs = zero_outputs(variant)
-    return len(outputs) == len(leaves) and any(
-        zero and not same_answer(np.zeros_like(leaf), leaf) for zero, leaf in zip(outputs, leaves))
+    for baseline in baselines:
+        leaves = _leaves(baseline)
+        if len(outputs) == len(leaves) and any(
+                zero and not same_answer(np.zeros_like(leaf), leaf) for zero, leaf in zip(outputs, leaves)):
+            return True
+    return False
 
 
 def _leaves(value) -> list[np.ndarray]:
@@ -266,10 +270,15 @@ def same_answer(got, baseline) -> bool:
     return True
 
 
-def answers_of(run_variants, variants: dict, inputs: tuple) -> dict:
-    """Every variant's answer to ``inputs``, from one compile of up to :data:`TOGETHER` of them at a time;
-    if that fails, from one compile each, leaving out a variant that does not run (its collective
-    mattered)."""
+def same_answers(got: list, baselines: list) -> bool:
+    """Whether every answer in ``got`` is its set's baseline up to :data:`TOLERANCE`."""
+    return len(got) == len(baselines) and all(same_answer(g, b) for g, b in zip(got, baselines))
+
+
+def answers_of(run_variants, variants: dict, inputs: list) -> dict:
+    """Every variant's answers to the sets ``inputs`` (a list per variant, one answer per set), from one
+    compile of up to :data:`TOGETHER` of them at a time; if that fails, from one compile each, leaving out
+    a variant that does not run (its collective mattered)."""
     if len(variants) > TOGETHER:
         keys = list(variants)
         return {k: got for start in range(0, len(keys), TOGETHER)
@@ -313,25 +322,25 @@ def _within_manual(bytecode: bytes) -> set[int]:
     return inside
 
 
-def measure(bytecode: bytes, kept: list[int], run_variants, inputs: tuple, baseline) -> tuple[list[int], bool]:
-    """(the collectives in ``kept`` whose replacement by zeros leaves the answer to ``inputs`` as it was,
-    ``baseline``; whether the answer depends on the program's per-device computations, its jax.pmap
-    or jax.shard_map: a pmap that computes nothing the answer needs runs for show).
-    ``run_variants(bytecodes, inputs)`` compiles the variants as one program (each a function of it) and
-    returns each one's answer to ``inputs``. A collective the answer needs inside a per-device computation
+def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baselines: list) -> tuple[list[int], bool]:
+    """(the collectives in ``kept`` whose replacement by zeros leaves the answer to every set of ``inputs``
+    as it was, ``baselines`` (one per set); whether the answers depend on the program's per-device
+    computations, its jax.pmap or jax.shard_map: a pmap that computes nothing the answer needs runs for
+    show). ``run_variants(bytecodes, inputs)`` compiles the variants as one program (each a function of
+    it) and returns each one's answers, one per set of ``inputs``. A collective the answer needs inside a per-device computation
     says the answer needs that computation too, so the variant without every per-device computation is
     compiled only when none does (a second, smaller compile). A variant whose answer is known to differ
     from ``baseline`` without running it (:func:`_known_to_change`) is not compiled."""
     variants = {k: without(bytecode, replaced) for k, replaced in groups(bytecode, kept).items()}
     variants = {k: v for k, v in variants.items() if v is not None}
-    unknown = {k: v for k, v in variants.items() if not _known_to_change(v, baseline)}
+    unknown = {k: v for k, v in variants.items() if not _known_to_change(v, baselines)}
     answers = answers_of(run_variants, unknown, inputs) if unknown else {}
-    idle = [k for k, got in answers.items() if same_answer(got, baseline)]
+    idle = [k for k, got in answers.items() if same_answers(got, baselines)]
     inside = _within_manual(bytecode) if variants else set()
     if any(k not in idle for k in variants if k in inside):
         return idle, True
     manual = without(bytecode, [], manual=True)
-    if manual is None or _known_to_change(manual, baseline):
+    if manual is None or _known_to_change(manual, baselines):
         return idle, True
     got = answers_of(run_variants, {MANUAL: manual}, inputs)
-    return idle, not (MANUAL in got and same_answer(got[MANUAL], baseline))
+    return idle, not (MANUAL in got and same_answers(got[MANUAL], baselines))

@@ -191,9 +191,9 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
         holds = holds_manual_computation(operations)
         return {"values": values, "hlo": text, "manual": holds, "holds_manual": holds, "held": shares}
 
-    def run_variants(variants, inputs):
-        """The answers of the programs ``variants`` (bytecode) to ``inputs``, compiled as one program: with
-        :data:`VARIANT_OPTIONS`, else (they failed) as the program itself was."""
+    def run_variants(variants, input_sets):
+        """The answers of the programs ``variants`` (bytecode) to each of ``input_sets`` (a list per variant),
+        compiled as one program: with :data:`VARIANT_OPTIONS`, else (they failed) as the program itself was."""
         calls = [dataclasses.replace(exported, mlir_module_serialized=v).call for v in variants]
         lowered = jax.jit(lambda *args: [call(*args) for call in calls], in_shardings=in_shardings,
                           out_shardings=[out_shardings] * len(calls)).lower(*sets[0])
@@ -203,9 +203,10 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
             raise
         except Exception:  # noqa: BLE001 - the cheap options' failure is not the program's
             runnable = lowered.compile()
-        return runnable(*inputs)
+        answers = [runnable(*inputs) for inputs in input_sets]
+        return [[answer[i] for answer in answers] for i in range(len(calls))]
 
-    idle, manual_needed = measure(labelled, surviving(text, held), run_variants, sets[-1], values[-1])
+    idle, manual_needed = measure(labelled, surviving(text, held), run_variants, sets, values)
     holds = holds_manual_computation(operations)
     return {"values": values, "hlo": mark_idle(text, idle), "manual": holds and manual_needed, "holds_manual": holds,
             "held": shares}

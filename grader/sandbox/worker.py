@@ -254,7 +254,7 @@ def main(request_fd: int = REQUEST_FD, reply_fd: int = REPLY_FD) -> None:
             warm_up(_clean)  # before the cache is on, so XLA's compiler is what it sets up
             _give_back_free_memory()
             moments["warm up"] = time.monotonic()
-        cache = compile_cache.use(settings.shared_cache, settings.compile_cache)
+        cache = compile_cache.use(settings.shared_cache, settings.compile_cache, locations=_clean)
     except BaseException as exc:  # noqa: BLE001 - reported to the grader, which explains it
         protocol.send(reply_fd, {"ready": False, "message": f"{type(exc).__name__}: {first_line(exc)}"})
         return

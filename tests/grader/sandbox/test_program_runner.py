@@ -193,9 +193,13 @@ PROGRAMS = {{
     "idle pmap beside the work": lambda x: x ** 2 + 1 + 0 * jax.pmap(lambda row: row)(x),
     "pmap of nothing beside the work": lambda x: (x ** 2 + 1) + jax.pmap(lambda row: row - row)(x),
     "no pmap": lambda x: x ** 2 + 1,
+    # zeros on the last set of inputs: the pmap is needed all the same, as the other sets tell
+    "pmap, its answer zeros on one set": lambda x: jax.pmap(lambda row: row ** 2)(x),
+    "pmap under a sine, its answer zeros on one set": lambda x: jnp.sin(jax.pmap(lambda row: row ** 2)(x)),
 }}
 x, fresh = np.random.default_rng(0).normal(size=(2, 2, 3)).astype(np.float32)
-print(json.dumps({{name: run_program(export_program(fn, (ArraySpec(x.shape, str(x.dtype)),), "f"), [(x,), (fresh,)],
+sets = [(x,), (fresh,), (np.zeros_like(x),)]
+print(json.dumps({{name: run_program(export_program(fn, (ArraySpec(x.shape, str(x.dtype)),), "f"), sets,
                                     "f")["manual"] for name, fn in PROGRAMS.items()}}))
 """
 
@@ -205,7 +209,9 @@ def test_a_pmap_counts_only_if_the_answer_needs_it():
                           text=True, timeout=120, env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"pmap": True, "idle pmap beside the work": False,
-                                       "pmap of nothing beside the work": False, "no pmap": False}
+                                       "pmap of nothing beside the work": False, "no pmap": False,
+                                       "pmap, its answer zeros on one set": True,
+                                       "pmap under a sine, its answer zeros on one set": True}
 
 
 def test_many_variants_are_compiled_a_few_at_a_time_and_one_that_fails_alone_is_left_out():

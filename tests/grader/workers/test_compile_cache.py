@@ -165,7 +165,7 @@ _LABELLED = textwrap.dedent('''
     import sys
     import jax, jax.numpy as jnp
     from grader.sandbox import compile_cache
-    compile_cache.use("", sys.argv[1])
+    compile_cache.use("", sys.argv[1], locations=sys.argv[3] == "clean")
 
     def f(x):
         with jax.named_scope(sys.argv[2]):
@@ -175,12 +175,15 @@ _LABELLED = textwrap.dedent('''
 ''')
 
 
-def test_programs_that_differ_only_in_their_locations_do_not_share_an_entry(tmp_path):
-    """The grader reads labels and the student's own code back from a compiled program's locations, which
-    JAX's key leaves out by default: the labelled twin of a cached program must be compiled, not read."""
-    for scope, labelled in (("plain", "False"), ("LABEL_7", "True")):
-        proc = subprocess.run([sys.executable, "-c", _LABELLED, str(tmp_path), scope], capture_output=True, text=True,
-                              cwd=ROOT, env={**os.environ, "JAX_PLATFORMS": "cpu"}, timeout=120)
+@pytest.mark.parametrize("worker, second_reads_its_labels", [("clean", "True"), ("student", "False")])
+def test_in_a_clean_worker_programs_that_differ_only_in_their_locations_do_not_share_an_entry(
+        tmp_path, worker, second_reads_its_labels):
+    """A clean worker reads labels and the student's own code back from a compiled program's locations,
+    which JAX's key leaves out by default: there the labelled twin of a cached program is compiled, not
+    read. Elsewhere (a student's worker, whose compiled text nobody reads) the twins share one entry."""
+    for scope, labelled in (("plain", "False"), ("LABEL_7", second_reads_its_labels)):
+        proc = subprocess.run([sys.executable, "-c", _LABELLED, str(tmp_path), scope, worker], capture_output=True,
+                              text=True, cwd=ROOT, env={**os.environ, "JAX_PLATFORMS": "cpu"}, timeout=120)
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.split() == [labelled]
 
