@@ -50,7 +50,7 @@ def _bytes(n: int) -> str:
 
 
 def ran(text: str, by_student: bool = True, mesh: tuple | None = None) -> list[str]:
-    """The collectives of the HLO ``text`` as phrases: "2 all-reduce (psum) of 4 bytes per device", the
+    """The collectives of the HLO ``text`` as phrases: "2 all-reduces (psum) of 4 bytes per device", the
     program's own first, with the mesh axes they run over where ``mesh`` (axis names, sizes) is given; an
     idle one (grader.suite.hlo) is named as such, since it is counted nowhere."""
     return structure.listing(hlo.collectives(text), mesh, by_student)

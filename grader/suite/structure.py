@@ -142,10 +142,9 @@ def listing(found, mesh: tuple | None = None, by_student: bool = False) -> list[
             unknown[key] = True
         else:
             tally[key] = tally.get(key, 0) + s.times
-    size = lambda n: f"{n} byte{'s' if n != 1 else ''}"  # noqa: E731
-    lines = [f"{times} {op}{over} {source(added, origin)}of {size(n)} per device{IDLE if idle else ''}"
+    lines = [f"{plural(times, op)}{over} {source(added, origin)}of {plural(n, 'byte')} per device{IDLE if idle else ''}"
              for (op, added, over, origin, n, idle), times in sorted(tally.items())]
-    return lines + [f"{op}{over} {source(added, origin)}of {size(n)} in a loop of unknown length{IDLE if idle else ''}"
+    return lines + [f"{op}{over} {source(added, origin)}of {plural(n, 'byte')} in a loop of unknown length{IDLE if idle else ''}"
                     for (op, added, over, origin, n, idle) in sorted(unknown)]
 
 

@@ -166,7 +166,7 @@ def test_a_right_submission_keeps_the_pictures_in_json_only(graded):
 def test_gradescope_shows_a_failed_tests_pictures_under_its_reason():
     from grader.grading import gradescope
 
-    note = {"kind": "communication", "text": ["ran:    2 all-reduce (psum) of 4 bytes per device", "needed: 1"]}
+    note = {"kind": "communication", "text": ["ran:    2 all-reduces (psum) of 4 bytes per device", "needed: 1"]}
     cases = [{"outcome": "failed", "message": "two psums", "where": None, "devices": 2, "feedback": [note]},
              {"outcome": "passed", "message": "", "where": None, "devices": 1, "feedback": []}]
     output = gradescope._test_output({"hint": ""}, cases)

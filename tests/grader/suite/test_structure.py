@@ -155,3 +155,12 @@ def test_a_program_without_a_reference_has_no_reference_lines():
 def test_a_figure_file_without_readable_collectives_is_refused(hostile):
     with pytest.raises((KeyError, TypeError, ValueError)):
         Program(None, "", True, lambda: hostile).reference_collectives()
+
+
+def test_a_listing_counts_in_words():
+    """A ring's three permutes are "3 collective-permutes", one step "1 ... of 128 bytes"."""
+    (ring,) = steps("ring_fori")
+    (line,) = structure.listing([ring])
+    assert line.startswith("3 collective-permutes ") and "of 1 byte " not in line
+    (scatter,) = steps("scatter_columns")
+    assert structure.listing([scatter], MESH)[0].startswith("1 reduce-scatter over 'model' ")
