@@ -14,8 +14,10 @@ unit test on real HLO in tests/grader/suite/test_hlo.py):
   unknown trip count is reported as ``times=None``, never guessed;
 * fusions and calls are followed into the computations they call, and every branch of a
   conditional as if it ran: an upper bound, since which branch runs is known only at run time;
-* ``pmean`` is a psum followed by a multiply by 1/n: it compiles to an all-reduce whose origin
-  is ``psum``; inside ``shard_map`` psum is recorded as ``psum_invariant``, read as ``psum``;
+* ``pmean`` is a psum followed by a division by n: it compiles to an all-reduce whose origin is
+  ``psum``, read as ``pmean`` where the program divides the all-reduce's result (a psum divided by
+  hand reads the same: for messages only); inside ``shard_map`` psum is recorded as
+  ``psum_invariant``, read as ``psum``;
 * bytes come from the *operand* shapes (what each device puts in), not the result: an all-gather's
   result is n times larger than what a device sends;
 * SPMD partitioning may add collectives of its own (e.g. reading element 0 of a sharded result).
@@ -290,6 +292,23 @@ def _dimensions(rest: str) -> tuple[int, ...] | None:
     return tuple(int(d) for d in m.group(1).split(",") if d.strip()) if m else None
 
 
+# Instructions that pass a value on unchanged, between a collective and what the program does with its result.
+_PASSES_ON = frozenset({"bitcast", "copy", "reshape", "all-reduce-done"})
+
+
+def _divided(instructions: list[_Instr], name: str, depth: int = 4) -> bool:
+    """Whether the program divides the result of instruction ``name`` (what a pmean does after its psum):
+    a user whose operation is a division, directly or after instructions that pass the value on."""
+    for user in instructions:
+        if name not in user.operands:
+            continue
+        if _origin(user.rest)[1] == "div":
+            return True
+        if depth and user.opcode in _PASSES_ON and _divided(instructions, user.name, depth - 1):
+            return True
+    return False
+
+
 def collectives(text: str) -> list[Collective]:
     """Every collective reachable from ENTRY, with how many times one program run executes it (idle
     ones too)."""
@@ -300,6 +319,8 @@ def collectives(text: str) -> list[Collective]:
         for ins in comps[name]:
             if _base(ins.opcode) in COLLECTIVES and not ins.opcode.endswith("-done"):
                 kind, origin, measured = _origin(ins.rest)
+                if origin == "psum" and _divided(comps[name], ins.name):
+                    origin = "pmean"
                 operands, nbytes = _operand_bytes(ins.operands, shapes, measured)
                 reads = any(_varies(flow.value(name, op)) for op in ins.operands)
                 found.append(Collective(_base(ins.opcode), ins.shape, operands, nbytes, times, origin, name,

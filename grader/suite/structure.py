@@ -126,6 +126,10 @@ def _total(found: list[Step], bytes_: bool) -> int | None:
 
 
 IDLE = ", which carries nothing the result needs (not counted)"
+# How an all-reduce combines what the devices put in, by what the trace called it (grader.suite.hlo reads a
+# psum whose result the program divides as a pmean).
+_COMBINES = {"psum": "adds up (lax.psum)", "pmean": "averages: its sum is divided afterwards (lax.pmean, or a psum then "
+             "a division)", "pmax": "takes the maximum (lax.pmax)", "pmin": "takes the minimum (lax.pmin)"}
 
 
 def listing(found, mesh: tuple | None = None, by_student: bool = False) -> list[str]:
@@ -249,4 +253,10 @@ def difference(student: list[Step], reference: list[Step], mesh: tuple | None = 
             sent, want = _total(found, True), _total(theirs[place], True)
             if sent is not None and want is not None and sent > want:
                 return f"your {op}s{where.over(found[0])} move {sent} bytes per device; the reference's move {want}"
+    for op, mine, theirs in placed:  # 6. the same collectives, combining what they carry otherwise
+        for place, found in mine.items():
+            ours, want = ({s.origin for s in steps_ if s.origin in _COMBINES} for steps_ in (found, theirs[place]))
+            if ours and want and ours != want:
+                return (f"your program's {op}{where.over(found[0])} {_COMBINES[min(ours - want or ours)]}; the "
+                        f"reference's {_COMBINES[min(want - ours or want)]}")
     return None

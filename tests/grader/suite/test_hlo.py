@@ -40,11 +40,14 @@ def test_merged_psums_are_one_instruction_with_several_operands():
     assert hlo.count(text, "all-reduce", by_student=True) == 1
 
 
-def test_pmean_is_a_psum_and_a_multiply():
+def test_pmean_is_a_psum_whose_result_is_divided():
     text = program("pmean_only")
     (reduce,) = hlo.collectives(text)
-    assert reduce.origin == "psum" and reduce.by_student
+    assert reduce.origin == "pmean" and reduce.by_student
     assert "constant(0.25)" in text  # the divide by 4 devices, after the all-reduce
+    (merged,) = hlo.collectives(program("merged_psums"))  # one of three merged is a pmean: read as the first
+    assert merged.origin == "psum"
+    assert [c.origin for c in hlo.collectives(program("dot_with_squeeze"))][0] == "psum"  # a psum divided by nothing
 
 
 def test_loop_trip_count_multiplies_a_collective():

@@ -164,3 +164,17 @@ def test_a_listing_counts_in_words():
     assert line.startswith("3 collective-permutes ") and "of 1 byte " not in line
     (scatter,) = steps("scatter_columns")
     assert structure.listing([scatter], MESH)[0].startswith("1 reduce-scatter over 'model' ")
+
+
+def test_the_same_all_reduce_combining_otherwise_is_a_difference():
+    """pmean where the reference adds up (read from the program: a psum whose result it divides), pmax too."""
+    (averaged,) = steps("pmean_only")
+    assert averaged.origin == "pmean"
+    added, largest = (dataclasses.replace(averaged, origin=o) for o in ("psum", "pmax"))
+    said = structure.difference([averaged], [added])
+    assert said == ("your program's all-reduce averages: its sum is divided afterwards (lax.pmean, or a psum then a "
+                    "division); the reference's adds up (lax.psum)")
+    assert structure.difference([largest], [added]).startswith("your program's all-reduce takes the maximum (lax.pmax)")
+    assert structure.difference([added], [added]) is None
+    squeezed = dataclasses.replace(averaged, origin="squeeze")  # what XLA added a collective for is no reduction
+    assert structure.difference([squeezed], [added]) is None
