@@ -27,7 +27,8 @@ ENTRY %main (x: f32[8], y: f32[8]) -> f32[] {
 
 def program(held, reference_held, operations=None):
     from grader.suite import hlo
-    figures = {"operations": operations or hlo.operations(HLO), "collectives": [], "held": reference_held}
+    figures = {"operations": hlo.operations(HLO) if operations is None else operations, "collectives": [],
+               "held": reference_held}
     return Program(None, HLO, True, lambda: figures, None, "dot", held)
 
 
@@ -51,3 +52,11 @@ def test_the_whole_computation_on_every_device_is_told_as_a_design_and_a_share_i
     assert work.whole_on_every_device(program((), [], operations=4), "dot", 4) is not None
     assert work.whole_on_every_device(program((), [], operations=15), "dot", 4) is None
     assert work.whole_on_every_device(program((), [], operations=4), "dot", 1) is None
+
+
+def test_on_one_device_nothing_is_compared():
+    """One device's share is the whole work: a reference XLA folded to no arithmetic bounds nothing there."""
+    folded = program((("x", 1.0), ("y", 1.0)), [["x", 1.0], ["y", 1.0]], operations=0)
+    work.expect_share_of_work(folded, "standardize", "share", 1)
+    with pytest.raises(AssertionError, match="one device of the reference program performs"):
+        work.expect_share_of_work(folded, "standardize", "share", 2)
