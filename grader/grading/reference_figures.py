@@ -52,7 +52,7 @@ _ENGINE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # what the clean worker measures of it.
 _READERS = [os.path.join(_ENGINE, *parts) for parts in (
     ("suite", "hlo.py"), ("suite", "structure.py"), ("sandbox", "program_export.py"),
-    ("sandbox", "program_as_written.py"), ("sandbox", "program_held.py"))]
+    ("sandbox", "program_as_written.py"), ("sandbox", "program_held.py"), ("sandbox", "traced_collectives.py"))]
 FIGURES = ("operations", "collectives", "held")  # what one kept file holds
 
 
@@ -167,6 +167,28 @@ class ReferenceFigures:
                    "held": out["held"]}
         _keep(path, figures)
         return figures
+
+
+    def traced(self, layout: Layout, target: str, specs, kwargs, what: str, timeout_s: float | None) -> list | None:
+        """The collectives the reference's function asks for, traced on ``specs`` with shard_map's replication
+        check off (grader.sandbox.traced_collectives): what a student's program that JAX refused to build is
+        compared with, for its message. Kept like a figure (a trace, no compile, measured for every program a
+        run asks for where the reference is at hand, so ``grade check`` keeps them all); None where it is
+        neither kept nor measurable: the message then goes without it."""
+        path = os.path.join(self.folder, self._key(layout, target, specs, kwargs, None) + ".traced.json")
+        try:
+            with open(path) as f:
+                kept = json.load(f)
+            if isinstance(kept, dict) and isinstance(kept.get("traced"), list):
+                return kept["traced"]
+        except (OSError, ValueError):
+            pass
+        if not self.can_measure:
+            return None
+        found = self._pool.traced_collectives(layout, target, specs, kwargs, what, timeout_s, reference=True)
+        if found is not None:
+            _keep(path, {"traced": found})
+        return found
 
 
 def for_run(course_root: str, exercise: str, solutions: str | None, suite: str, pool: WorkerPool) -> ReferenceFigures:

@@ -19,7 +19,7 @@ from grader.grading import program_mode
 from grader.grading.program_mode import Program
 from grader.grading.reference_figures import ReferenceFigures
 from grader.layout import Layout
-from grader.suite import bypass, feedback, work
+from grader.suite import bypass, feedback, traced, work
 from grader.suite.checks import Bypass, WrongProgram
 from grader.suite.differences import Probe
 from grader.workers.pool import WorkerPool
@@ -114,8 +114,16 @@ class Student:
         except StudentFailure as failure:
             if failure.kind == "raised" and failure.raised_in == "submission":
                 failure.called_as = f"{what} with inputs {', '.join(map(_value_text, args))}"
+            if failure.kind == "raised" and self._references:  # a program JAX refused to build
+                theirs = self._references.traced(self.layout, target, specs, kwargs, self._what(target),
+                                                 timeout_s or self.timeout_s)
+                mine = None if theirs is None else self._pool.traced_collectives(
+                    self.layout, target, specs, kwargs, self._what(target), timeout_s or self.timeout_s)
+                failure.measured = None if mine is None else traced.difference(mine, theirs)
             raise
         references = self._references
+        if references and references.can_measure:  # kept for a release, whose bundle carries no reference
+            references.traced(self.layout, target, specs, kwargs, self._what(target), timeout_s or self.timeout_s)
         reference = references and functools.cache(functools.partial(  # read once per program, however often asked
             references.figure, self.layout, target, specs, tuple(args), kwargs, layouts, self._what(target),
             timeout_s or self.timeout_s))

@@ -23,19 +23,20 @@ LIMIT = 64  # collectives reported at most: what a message can use
 
 @contextlib.contextmanager
 def _replication_unchecked():
-    """Every shard_map traced meanwhile has ``check_vma=False``."""
-    from jax._src import shard_map
+    """Every shard_map traced meanwhile runs with ``check_vma=False``, one built before (at import, by a
+    decorator) too: the flag is set where the computation is bound, not where it is built."""
+    from jax._src.shard_map import shard_map_p
 
-    original = shard_map._shard_map
+    bind = shard_map_p.bind
 
-    def unchecked(f, **kwargs):
-        return original(f, **{**kwargs, "check_vma": False})
+    def unchecked(*args, **params):
+        return bind(*args, **{**params, "check_vma": False})
 
-    shard_map._shard_map = unchecked
+    shard_map_p.bind = unchecked
     try:
         yield
     finally:
-        shard_map._shard_map = original
+        del shard_map_p.bind  # the class's own again
 
 
 def _axes(params: dict) -> list[str]:
@@ -46,7 +47,8 @@ def _axes(params: dict) -> list[str]:
 def _walk(jaxpr, found: list) -> None:
     from jax._src import core
 
-    divided = {v for eqn in jaxpr.eqns if eqn.primitive.name == "div" for v in eqn.invars[:1]}
+    divided = {v for eqn in jaxpr.eqns if eqn.primitive.name == "div" for v in eqn.invars[:1]
+               if isinstance(v, core.Var)}
     for eqn in jaxpr.eqns:
         name = NAMES.get(eqn.primitive.name)
         if name and len(found) < LIMIT:

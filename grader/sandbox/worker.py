@@ -28,7 +28,7 @@ from grader import protocol
 from grader.errors import UNNAMED_CALL, StudentFailure
 from grader.layout import plural
 from grader.protocol import REPLY_FD, REQUEST_FD, ArraySpec, WorkerSettings
-from grader.sandbox import compile_cache, confine
+from grader.sandbox import compile_cache, confine, traced_collectives
 from grader.sandbox.program_export import export_program
 from grader.sandbox.program_runner import run_program
 from grader.sandbox.student_code import called_function, check_signature, classify, first_line, new_request, \
@@ -57,7 +57,7 @@ def _is_probe(target: str) -> bool:
 def _what(op: str, target: str, exc: BaseException | None = None) -> str:
     """How a failure names the code it ran: the student's function, never a probe of the suite (the
     student has never seen one), but the student's function that probe was running."""
-    if op == "probe" or (op == "program" and _is_probe(target)):
+    if op == "probe" or (op in ("program", "collectives") and _is_probe(target)):
         called = called_function(exc)
         return f"{called}()" if called else UNNAMED_CALL
     return target.rpartition(".")[2] + "()"
@@ -90,6 +90,8 @@ def run_request(op: str, target: str, args, kwargs):
         return getattr(_load_probes(module), name)(*args, **kwargs)
     if op == "program":
         return export_program(_program_function(target, args, kwargs), args, _what(op, target).removesuffix("()"))
+    if op == "collectives":
+        return traced_collectives.collectives(_program_function(target, args, kwargs), args)
     if op == "call":
         fn = student_function(target)
         check_signature(fn, target, args, kwargs)

@@ -31,6 +31,7 @@ class Situation:
     devices: int | None = None  # devices of the case (per process in a multi-process layout)
     line: str = ""              # the student's source line that raised, if known
     raised_in: str | None = None  # "jax", "submission" or "library" (StudentFailure.raised_in), if known
+    measured: str | None = None  # traced again with JAX's check off, how its collectives differ from the reference's
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,11 @@ def _which_out_spec(spec: str, line: str) -> str:
 def _out_specs(match: re.Match, s: Situation) -> str:
     axes = match["axes"] or ", ".join(f"'{a.strip()}'" for a in match["bare"].split(","))
     which = f"out_specs{match['index']}" if match["index"] else _which_out_spec(match["spec"], s.line)
-    return (f"shard_map's {which} {match['spec']} says the result is the same on every device along mesh axis "
-            f"{axes}, but JAX counts your function's result as differing along {axes}: it is computed from values "
+    said = (f"shard_map's {which} {match['spec']} says the result is the same on every device along mesh axis "
+            f"{axes}, but JAX counts your function's result as differing along {axes}")
+    if s.measured:  # what the function does otherwise than the reference's, measured: no list of guesses
+        return f"{said}. Traced again without that check, {s.measured}"
+    return (f"{said}: it is computed from values "
             f"that differ along it (each device's own block, or what lax.all_gather over it returns, which JAX still "
             f"counts as differing). A collective over {axes} makes it the same on every device (lax.psum adds "
             f"the devices' values, lax.pmean averages them: which one is the task's question), as one over another "
@@ -541,9 +545,12 @@ def mistake(text: str, exc_type: str | None = None, situation: Situation = Situa
 def explain(failure: StudentFailure, devices: int | None = None, rules: tuple[Rule, ...] = RULES) -> str | None:
     """``failure``'s message with JAX's text replaced by the mistake behind it, or None if no rule knows it."""
     text = failure.message if failure.detail is None else failure.detail
-    said = mistake(text, failure.exc_type, Situation(devices, failure.line or "", failure.raised_in), rules)
+    measured = getattr(failure, "measured", None)
+    said = mistake(text, failure.exc_type, Situation(devices, failure.line or "", failure.raised_in, measured), rules)
     if said is None:
         return None
+    if measured and measured not in said:
+        said = f"{said}. Traced again with JAX's checks off, {measured}"
     start = failure.message.find(" ".join(text.split())[:40])  # where JAX's text begins in the one-line message
     head = failure.message[:start] if start > 0 else failure.message.partition(": ")[0]
     if failure.detail == "":  # an exception with no message of its own: the worker said so after the line

@@ -156,12 +156,9 @@ class WorkerPool:
         course's fault: GraderError."""
         if not self.run.reference:
             raise GraderError(f"no reference solution here to compile {target} for {layout}")
-        if layout not in self._reference:
-            self._reference[layout] = Worker(layout, self.run.for_layout(layout), self._launcher,
-                                             reference_dir=self.run.reference)
         clean = self._clean_worker(layout)
         try:
-            blob, _ = self._reference[layout].request("program", target, specs, kwargs, what, timeout_s)
+            blob, _ = self._reference_worker(layout).request("program", target, specs, kwargs, what, timeout_s)
             out, _ = clean.request("run_program", target, (tuple(inputs),),
                                    {"program": blob, "arrives": arrives, "ablate": False}, what, timeout_s)
         except StudentFailure as failure:
@@ -170,6 +167,28 @@ class WorkerPool:
             raise GraderError(f"the course's reference solution fails where the student's program was compared "
                               f"with it ({target} on {layout}): {failure.message}") from None
         return {"hlo": out["hlo"], "held": out["held"]}
+
+    def _reference_worker(self, layout: Layout) -> Worker:
+        if layout not in self._reference:
+            self._reference[layout] = Worker(layout, self.run.for_layout(layout), self._launcher,
+                                             reference_dir=self.run.reference)
+        return self._reference[layout]
+
+    def traced_collectives(self, layout: Layout, target: str, specs, kwargs, what: str, timeout_s=None,
+                           reference: bool = False) -> list | None:
+        """The collectives of ``target`` (the student's, or the ``reference``'s) traced on ``specs`` with
+        shard_map's replication check off (grader.sandbox.traced_collectives), for the message of a program
+        that could not be built; None where the trace fails. The student's list is the student's
+        process's word: for a message only."""
+        if layout.processes or (reference and not self.run.reference):
+            return None
+        try:
+            if reference:
+                return self._reference_worker(layout).request("collectives", target, specs, kwargs, what,
+                                                              timeout_s)[0]
+            return self.request(layout, "collectives", target, specs, kwargs, what, timeout_s)
+        except StudentFailure:
+            return None
 
     def _clean_worker(self, layout: Layout) -> Worker:
         if layout not in self._clean:

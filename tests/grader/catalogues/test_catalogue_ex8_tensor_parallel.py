@@ -24,7 +24,8 @@ WRONG = {
         never=("name 'model' in out_specs",)),
     "the partial sums added over 'data'": Wrong(
         tensor_parallel((PSUM, PSUM.replace('"model")', '"data")'))), devices="4",
-        says=("differing along 'model'", "A collective over 'model'")),
+        says=("differing along 'model'", "your function's lax.psum runs over 'data'; the reference's runs over "
+                                          "'model'"), never=("lax.pmean averages them",)),
     "w1 row-parallel and w2 column-parallel": Wrong(
         tensor_parallel(('SPECS = (P("data", None), P(None, "model"), P("model", None))',
                          'SPECS = (P("data", None), P("model", None), P(None, "model"))')), devices="4",

@@ -1,0 +1,54 @@
+"""The collectives a function's trace asks for, with shard_map's replication check off (worker side)."""
+
+from __future__ import annotations
+
+from jax_script import run_json
+
+RUN = """
+import json, sys
+import jax
+jax.config.update("jax_num_cpu_devices", 4)
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import PartitionSpec as P
+sys.path[:0] = [{root!r}]
+from grader.protocol import ArraySpec
+from grader.sandbox import traced_collectives
+
+mesh = jax.make_mesh((2, 2), ("data", "model"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+SPEC = (ArraySpec((4, 6), "float32"),)
+
+
+def on_mesh(per_device, out_specs=P("data", None)):
+    return jax.shard_map(per_device, mesh=mesh, in_specs=P("data", "model"), out_specs=out_specs)
+
+
+FUNCTIONS = {{
+    # out_specs says the same along 'model', but the psum runs over 'data': JAX refuses it as written (here
+    # built before the trace, as a decorator or a module-level name would)
+    "psum over the other axis": on_mesh(lambda b: lax.psum(b, "data")),
+    "pmean": on_mesh(lambda b: lax.pmean(b, "model")),
+    "a count divided by": on_mesh(lambda b: b / lax.psum(jnp.ones(()), "model") + lax.psum(b, "model")),
+    "a gather in a loop's body": on_mesh(lambda b: lax.fori_loop(
+        0, 2, lambda i, c: c + lax.all_gather(b, "model", axis=1, tiled=True)[:, :3], b), P("data", "model")),
+    "grad of a gather": on_mesh(lambda b: jax.grad(lambda v: lax.all_gather(v, "data", tiled=True).sum())(b),
+                                P("data", "model")),
+}}
+out = {{name: traced_collectives.collectives(fn, SPEC) for name, fn in FUNCTIONS.items()}}
+try:
+    jax.make_jaxpr(on_mesh(lambda b: lax.psum(b, "data")))(jnp.zeros((4, 6)))
+    out["checked again after"] = False
+except Exception:
+    out["checked again after"] = True
+print(json.dumps(out))
+"""
+
+
+def test_a_refused_shard_map_is_read_with_its_collectives_and_axes_and_the_check_comes_back():
+    out = run_json(RUN)
+    assert out["psum over the other axis"] == [["psum", ["data"]]]
+    assert out["pmean"] == [["pmean", ["model"]]]  # a psum whose result is divided
+    assert out["a count divided by"] == [["psum", ["model"]], ["psum", ["model"]]]  # the divisor is no pmean
+    assert out["a gather in a loop's body"] == [["all_gather", ["model"]]]  # nested jaxprs are read
+    assert out["grad of a gather"] == [["all_gather", ["data"]], ["psum_scatter", ["data"]]]
+    assert out["checked again after"]  # JAX's own check is back once the trace is read
