@@ -7,7 +7,7 @@ enough). The layers, by the names the record and the reports use:
 
 - ``files``: Landlock. Read-only the Python installation, site-packages, the engine, the system
   programs (/bin, /usr/bin: a program it runs is confined the same way) and libraries, /dev/null,
-  /dev/urandom, the CPU topology JAX reads and the worker's own /proc entry; read-write the
+  /dev/urandom, the CPU topology JAX and XNNPACK read (/proc/cpuinfo too) and the worker's own /proc entry; read-write the
   scratch only (in watch mode, also its own compile cache), with no right to make device nodes,
   FIFOs or sockets there. Nothing else: not the course, the suites, /tmp, another process's /proc
   entry, a classmate's scratch.
@@ -73,6 +73,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 _SYSTEM_READ_ONLY = ("/bin", "/usr/bin", "/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib",
                      "/etc/ld.so.cache", "/etc/localtime", "/usr/share/zoneinfo", "/dev/urandom", "/dev/random",
                      "/dev/zero", "/sys/devices/system/cpu",
+                     "/proc/cpuinfo",  # XNNPACK's CPU features, else it prints an error into the student's output
                      "/proc/self")  # the worker's own entry (resolved when the rule is made), not its children's
 _SYSTEM_READ_WRITE = ("/dev/null",)
 _ACCELERATOR_READ_ONLY = ("/sys", "/proc/driver")

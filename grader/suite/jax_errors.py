@@ -199,9 +199,9 @@ def _indivisible_spec(match: re.Match, s: Situation) -> str:
     axis, parts, size = match["axis"], match["parts"], match["size"]
     spec = f" {match['spec']}" if match.groupdict().get("spec") else ""
     return (f"array axis {axis} has size {size}, which does not split evenly over the {plural(int(parts), 'device')} "
-            f"entry {axis} of its PartitionSpec{spec} (counting from 0) puts it on. If the layout the task asks for splits "
-            f"that axis there, pad it to a multiple of {parts} (jnp.pad); if not, that entry names the wrong mesh "
-            "axis: compare the PartitionSpec with the task's layout, entry by entry")
+            f"entry {axis} of its PartitionSpec{spec} (counting from 0) puts it on. Compare the PartitionSpec with the "
+            f"task's layout, entry by entry: an entry naming another mesh axis puts an array axis where it does not "
+            f"divide; only where the task's layout does split that axis there, pad it to a multiple of {parts} (jnp.pad)")
 
 
 def _unbound_axis(match: re.Match, s: Situation) -> str:
@@ -300,8 +300,9 @@ def _spec_does_not_divide(match: re.Match, s: Situation) -> str:
     return (f"shard_map's in_specs give argument {match['param']} ({shape}) the spec {match['spec']}, which "
             f"splits its axis {match['axis']} (size {match['size']}) over mesh axis {match['mesh_axis']} "
             f"({plural(int(match['parts']), 'device')}), and {match['parts']} does not divide {match['size']}: "
-            "in_specs holds one spec per argument, in the order of the arguments; if yours does, that axis must be a "
-            f"multiple of {match['parts']} (pad it), or split over another mesh axis")
+            "in_specs holds one spec per argument, in the order of the arguments; if yours does, compare that spec "
+            f"with the task's layout (it may name the wrong mesh axis); only where the layout is the task's, pad that "
+            f"axis to a multiple of {match['parts']}")
 
 
 def _tracer_as_int(match: re.Match, s: Situation) -> str:

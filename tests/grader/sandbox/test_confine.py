@@ -128,6 +128,7 @@ def test_files_reach_only_the_scratch_and_what_python_needs(place):
         result["scratch_remove"] = attempt(lambda: os.remove("mine.txt"))
         result["devnull"] = attempt(lambda: open("/dev/null", "w").write("x"))
         result["urandom"] = attempt(lambda: open("/dev/urandom", "rb").read(8))
+        result["cpuinfo"] = attempt(lambda: open("/proc/cpuinfo").read())  # XNNPACK's, else it prints an error
         import numpy  # site-packages can be imported after confinement
         result["numpy"] = "ok"
     """, scratch=place["scratch"])
@@ -136,7 +137,7 @@ def test_files_reach_only_the_scratch_and_what_python_needs(place):
               "init_environ", "init_cmdline", "init_cwd")
     assert {k: result[k] for k in denied} == dict.fromkeys(denied, "EACCES")
     allowed = ("engine_read", "site_read", "stdlib", "scratch_write", "scratch_mkdir", "scratch_remove", "devnull",
-               "urandom", "numpy")
+               "urandom", "cpuinfo", "numpy")
     assert {k: result[k] for k in allowed} == dict.fromkeys(allowed, "ok")
     assert not os.path.exists("/tmp/confine-test-planted")
     assert not os.path.exists(site + "/evil.pth")
