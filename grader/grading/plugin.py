@@ -32,7 +32,12 @@ from grader.workers.pool import WorkerPool
 
 
 
-def _one_line(text: str, limit: int = 400) -> str:
+# The most of a failed check's message a case keeps: room for a measured value, what it differs by and a measured
+# difference of communication; past it a message is cut (a communication block carries the whole listing).
+MESSAGE_CHARS = 600
+
+
+def _one_line(text: str, limit: int = MESSAGE_CHARS) -> str:
     line = str(text).strip().splitlines()[0] if str(text).strip() else ""
     return line if len(line) <= limit else line[: limit - 3] + "..."
 

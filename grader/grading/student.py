@@ -19,7 +19,7 @@ from grader.grading import program_mode
 from grader.grading.program_mode import Program
 from grader.grading.reference_figures import ReferenceFigures
 from grader.layout import Layout
-from grader.suite import bypass, feedback, traced, work
+from grader.suite import bypass, differences, feedback, traced, work
 from grader.suite.checks import Bypass, WrongProgram
 from grader.suite.differences import Probe
 from grader.workers.pool import WorkerPool
@@ -99,7 +99,7 @@ class Student:
         reference's compiled the same way; its figures (grader.grading.reference_figures) are read or measured
         whenever the call runs, so ``grade check`` measures every one a release needs, and a wrong value is
         told with the first difference between the collectives the two run (grader.suite.structure), in the
-        message and in a communication block attached to the case (a message is cut at 400 characters).
+        message and in a communication block attached to the case (a message is cut at plugin.MESSAGE_CHARS).
         """
         what = what or target.rpartition(".")[2]
         if arrives is not None and (len(arrives) != len(args) or not all(isinstance(a, np.ndarray) for a in args)):
@@ -149,7 +149,8 @@ class Student:
             if not differs:
                 raise
             feedback.communication(program, by_student=False)  # the whole listing, where a long message is cut
-            raise WrongProgram(f"{wrong}. Its communication differs from the reference's: {differs}", program) from None
+            raise WrongProgram(f"{differences.without_guess(str(wrong))}. Its communication differs from the "
+                               f"reference's: {differs}", program) from None
         return program
 
     def probe(self, target: str, *args, timeout_s: float | None = None, **kwargs):

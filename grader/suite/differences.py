@@ -119,6 +119,22 @@ def shape_relation(got_shape, expected_shape, counts: dict) -> str | None:
     return "; ".join(said)
 
 
+_GUESS = " (check "
+
+
+def guess(where: str) -> str:
+    """Where to look, said after a measured fact when nothing measured says which of several places it is:
+    a measured difference replaces it (:func:`without_guess`)."""
+    return f"{_GUESS}{where.removeprefix('check ')})"
+
+
+def without_guess(message: str) -> str:
+    """``message`` without the :func:`guess` it ends with, if any: for a message that a measured difference
+    completes."""
+    at = message.rfind(_GUESS)
+    return message[:at] if at >= 0 and message.endswith(")") else message
+
+
 def restacked(got, expected) -> str | None:
     """Where ``got`` is ``expected`` with whole blocks moved, what it says, else None: its k blocks along one
     axis placed side by side along another ((2, 6) for (4, 3)), or k copies of it one after another along
@@ -135,16 +151,16 @@ def restacked(got, expected) -> str | None:
             copies = np.concatenate([expected] * k, axis=b)
             if all(got.shape[i] == expected.shape[i] for i in others) and matches(copies):
                 return (f"it is the answer {k} times over, one copy after another along axis {b}: a result that is "
-                        f"whole on each of {plural(k, 'device')}, laid out as if split over them (check the out_specs, "
-                        f"PartitionSpec or concatenation that names a mesh axis for axis {b})")
+                        f"whole on each of {plural(k, 'device')}, laid out as if split over them" +
+                        guess(f"check the out_specs, PartitionSpec or concatenation that names a mesh axis for axis {b}"))
             for a in others:
                 same = all(got.shape[i] == expected.shape[i] for i in others if i != a)
                 if same and got.shape[a] * k == expected.shape[a] and \
                         matches(np.concatenate(np.split(expected, k, axis=a), axis=b)):
                     return (f"it holds the answer's {k} blocks of {_axis_word(got.ndim, a)} side by side along axis "
-                            f"{b} instead of along axis {a}: each block is right, on the wrong axis (check which "
-                            "dimension your out_specs, PartitionSpec, concatenation or a collective's dimension "
-                            "(scatter_dimension, axis) gives the mesh axis)")
+                            f"{b} instead of along axis {a}: each block is right, on the wrong axis" +
+                            guess("check which dimension your out_specs, PartitionSpec, concatenation or a collective's "
+                                  "dimension (scatter_dimension, axis) gives the mesh axis"))
     return None
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from grader.suite import expect_close
+from grader.suite import differences, expect_close
 from grader.suite.differences import Probe, Split, locate, measured, named_factor, probed, relation, reordered
 
 RNG = np.random.default_rng(0)
@@ -253,3 +253,11 @@ def test_expect_close_says_how_a_wrong_shape_holds_the_answer():
     with pytest.raises(AssertionError, match="returned shape \\(2, 12\\), expected shape \\(8, 3\\): it holds the "
                                              "answer's 4 blocks of rows side by side"):
         expect_close(np.concatenate(np.split(y, 4, axis=0), axis=1), y, what="step")
+
+
+def test_a_guess_where_to_look_gives_way_to_a_measured_difference():
+    said = differences.restacked(np.arange(24.0).reshape(8, 3).reshape(2, 4, 3).transpose(1, 0, 2).reshape(4, 6),
+                                 np.arange(24.0).reshape(8, 3))
+    assert said.endswith("gives the mesh axis)") and "(check which dimension" in said
+    assert differences.without_guess(said).endswith("each block is right, on the wrong axis")
+    assert differences.without_guess("returned 3, expected 4 (a note)") == "returned 3, expected 4 (a note)"
