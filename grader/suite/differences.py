@@ -213,6 +213,8 @@ def _change(got, expected, starts: tuple, counts: dict, rtol, atol) -> str | Non
         if start is None or entries_that_tell(expected - start, atol) < 2:
             continue
         c = factor(got - start, expected - start, rtol, atol)
+        if c is not None and abs(c) <= CLOSE:  # "0 times the change": nothing was done to it
+            return f"returns argument {k} unchanged at every entry, where the answer changes it"
         if c is not None and abs(c - 1) > CLOSE:
             return f"changes argument {k} by {named_factor(c, counts, 'the change the answer makes')} at every entry"
     return None

@@ -261,3 +261,10 @@ def test_a_guess_where_to_look_gives_way_to_a_measured_difference():
     assert said.endswith("gives the mesh axis)") and "(check which dimension" in said
     assert differences.without_guess(said).endswith("each block is right, on the wrong axis")
     assert differences.without_guess("returned 3, expected 4 (a note)") == "returned 3, expected 4 (a note)"
+
+
+def test_a_result_that_is_its_input_unchanged_is_said_so():
+    """A ring with no step: each device returns its own block, where the answer adds the others' (not "0 times")."""
+    x = RNG.normal(size=(2, 3))
+    assert relation(x, np.broadcast_to(x.sum(axis=0), x.shape), starts=(x,)) == (
+        "returns argument 0 unchanged at every entry, where the answer changes it")
