@@ -15,6 +15,7 @@ raised (when the worker could tell), never student objects: this runs in the gra
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -172,6 +173,12 @@ def _reshape(match: re.Match, s: Situation) -> str:
     if parts:
         return (f"{size} elements do not split into {parts} equal parts (reshape to ({shape})): pad with zeros to "
                 f"a multiple of {parts} before reshaping")
+    dims = [int(d) for d in re.findall(r"\d+", shape)]
+    lead, each = (dims[0], math.prod(dims[1:])) if dims else (0, 0)
+    if lead and each and int(size) % lead == 0:  # it splits into the parts; their length is what differs
+        return (f"an array of {size} elements cannot be reshaped to ({shape}): it does split into "
+                f"{plural(lead, 'equal part')}, of {int(size) // lead} elements each, but the shape gives each part {each}: the length "
+                "per part your code computed does not match the array it reshapes")
     return (f"an array of {size} elements cannot be reshaped to ({shape}): the new shape must hold exactly as many; "
             "pad to a multiple of the device count first")
 

@@ -50,7 +50,7 @@ EXPECTED = {
     "spec_without_a_mesh_as_out_shardings": (4, ("bare PartitionSpec", "NamedSharding(mesh, P(...))")),
     "spec_without_a_mesh_to_device_put": (4, ("bare PartitionSpec", "NamedSharding(mesh, P(...))")),
     "out_shardings_that_do_not_divide": (4, ("array axis 0 has size 3", "entry 0 of its PartitionSpec P('model', 'data')",
-                                             "that entry names the wrong mesh axis")),
+                                             "an entry naming another mesh axis")),
     "matmul_of_rows_and_columns_split_over_one_axis": (4, ("the same mesh axis ('model')", "jax.sharding.reshard",
                                                            "jax.shard_map")),
     "explicit_matmul_without_out_sharding": (4, ("Explicit axes", "split over mesh axis 'model'", "out_sharding=")),
@@ -174,3 +174,13 @@ def test_numpy_on_the_functions_own_inputs_is_told_as_computing_on_the_host():
     assert "use jnp.dot" not in said  # a local fix for a design that computes on the host is wrong advice
     inside = ERRORS["np_sqrt_inside_pmap"]["text"]  # traced for shard_map (a pmap): the local fix is the right one
     assert "use jnp.sqrt" in mistake(inside, situation=Situation(4, "return x / np.sqrt(v)"))
+
+
+def test_a_reshape_whose_parts_are_miscounted_is_not_told_to_pad():
+    """The array splits into the parts already (padded too far, or a per-part length computed wrong): no pad advice."""
+    say = lambda size, shape: mistake(  # noqa: E731
+        f"cannot reshape array of shape ({size},) (size {size}) into shape ({shape})", "TypeError")
+    told = say(16, "2, 3, 2")
+    assert told.startswith("an array of 16 elements cannot be reshaped to (2, 3, 2): it does split into 2 equal parts, "
+                           "of 8 elements each, but the shape gives each part 6") and "pad" not in told
+    assert say(15, "2, 4, 2").endswith("pad to a multiple of the device count first")  # 15 does not split in 2
