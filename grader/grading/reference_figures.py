@@ -54,6 +54,7 @@ _READERS = [os.path.join(_ENGINE, *parts) for parts in (
     ("suite", "hlo.py"), ("suite", "structure.py"), ("sandbox", "program_export.py"),
     ("sandbox", "program_as_written.py"), ("sandbox", "program_held.py"), ("sandbox", "traced_collectives.py"))]
 FIGURES = ("operations", "collectives", "held")  # what one kept file holds
+TRACED = ".traced.json"  # the file name's end of a trace's collectives, kept beside the figures
 
 
 def _files_digest(folders: list[tuple[str, Callable[[str], bool]]]) -> str:
@@ -175,7 +176,7 @@ class ReferenceFigures:
         compared with, for its message. Kept like a figure (a trace, no compile, measured for every program a
         run asks for where the reference is at hand, so ``grade check`` keeps them all); None where it is
         neither kept nor measurable: the message then goes without it."""
-        path = os.path.join(self.folder, self._key(layout, target, specs, kwargs, None) + ".traced.json")
+        path = os.path.join(self.folder, self._key(layout, target, specs, kwargs, None) + TRACED)
         try:
             with open(path) as f:
                 kept = json.load(f)
@@ -227,4 +228,4 @@ def carry(folder: str, exercise: str, bundles: list[str]) -> tuple[int, bool]:
         os.makedirs(dest, exist_ok=True)
         for name in names:
             shutil.copyfile(os.path.join(folder, name), os.path.join(dest, name))
-    return len(names), os.path.isfile(os.path.join(folder, CHECKED))
+    return len([n for n in names if not n.endswith(TRACED)]), os.path.isfile(os.path.join(folder, CHECKED))

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, run_grade
 from release_helpers import EXERCISE, copy_course, release, run_autograder
+from grader.grading import reference_figures
 from test_verdict_facts import SUBMISSIONS
 
 # The whole dot product on every device, one slice at a time, and the psum the answer needs (verdict facts'):
@@ -31,7 +32,8 @@ def dot_course(dest: Path) -> Path:
 
 
 def kept(course: Path) -> list[Path]:
-    return sorted((course / ".grade" / "reference-figures" / EXERCISE).glob("*/*.json"))
+    return sorted(p for p in (course / ".grade" / "reference-figures" / EXERCISE).glob("*/*.json")
+                  if not p.name.endswith(reference_figures.TRACED))
 
 
 def structural_case(course: Path, submission: Path) -> dict:
