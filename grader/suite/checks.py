@@ -160,13 +160,31 @@ def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-
             and not said.startswith("is ") else ""
         raise AssertionError(f"{what} {got_and_expected}{said}")
     if not close.all():
+        rounded = _rounded(arr, arr64, expected)
         if arr.ndim == 0:
-            raise AssertionError(f"{what} returned {arr64.item():.6g}, expected {expected.item():.6g}")
+            raise AssertionError(f"{what} returned {arr64.item():.6g}, expected {expected.item():.6g}{rounded}")
         bad = np.argwhere(~close)
         idx = tuple(int(i) for i in bad[0])
         raise AssertionError(f"{what} is wrong at {len(bad)} of {plural(arr.size, 'entry', 'entries')}; first at index "
-                             f"{idx}: got {arr64[idx]:.6g}, expected {expected[idx]:.6g}")
+                             f"{idx}: got {arr64[idx]:.6g}, expected {expected[idx]:.6g}{rounded}")
     return arr
+
+
+# Past this relative error a narrow result is wrong for another reason than its rounding.
+_ROUNDING = 0.05
+_DIGITS = {2: "about 3", 1: "1 or 2"}  # significant decimal digits a narrow float of this many bytes keeps
+
+
+def _rounded(arr, arr64, expected) -> str:
+    """Where the result is a narrow float (bfloat16, float16, float8) off by no more than its rounding
+    accumulates to: that measured fact, and the dtype to compute in."""
+    if arr.dtype.itemsize > 2 or "float" not in arr.dtype.name:
+        return ""
+    scale = max(float(np.max(np.abs(expected), initial=0.0)), 1e-30)
+    if float(np.max(np.abs(arr64 - expected), initial=0.0)) > _ROUNDING * scale:
+        return ""
+    return (f": the result is {_dtype_name(arr.dtype)}, which keeps {_DIGITS[arr.dtype.itemsize]} significant "
+            "digits, and is off by about what that rounds away; compute and return it in the inputs' float32")
 
 
 def expect_sequence(got, length: int, what: str) -> list:

@@ -268,3 +268,18 @@ def test_a_result_that_is_its_input_unchanged_is_said_so():
     x = RNG.normal(size=(2, 3))
     assert relation(x, np.broadcast_to(x.sum(axis=0), x.shape), starts=(x,)) == (
         "returns argument 0 unchanged at every entry, where the answer changes it")
+
+
+def test_a_narrow_float_result_off_by_its_rounding_says_so_and_one_further_off_does_not():
+    import ml_dtypes
+
+    expected = RNG.normal(size=(4, 3))
+    rounded = expected.astype(ml_dtypes.bfloat16)
+    with pytest.raises(AssertionError, match=r"the result is bfloat16, which keeps about 3 significant digits"):
+        expect_close(rounded, expected, what="mlp", rtol=1e-6, atol=1e-6)
+    with pytest.raises(AssertionError) as wrong:
+        expect_close((expected + 1).astype(ml_dtypes.bfloat16), expected, what="mlp")
+    assert "bfloat16" not in str(wrong.value)
+    with pytest.raises(AssertionError) as wrong:  # a float32 result is wrong for some other reason
+        expect_close((expected * 1.001).astype(np.float32), expected, what="mlp", rtol=1e-6, atol=1e-6)
+    assert "significant digits" not in str(wrong.value)
