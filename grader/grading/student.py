@@ -150,7 +150,7 @@ class Student:
                 raise
             feedback.communication(program, by_student=False)  # the whole listing, where a long message is cut
             raise WrongProgram(f"{differences.without_guess(str(wrong))}. Its communication differs from the "
-                               f"reference's: {differs}", program) from None
+                               f"reference's: {differs}", program, differs) from None
         return program
 
     def probe(self, target: str, *args, timeout_s: float | None = None, **kwargs):

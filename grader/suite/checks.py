@@ -30,7 +30,13 @@ class ProgramFailure(AssertionError):
 class WrongProgram(ProgramFailure):
     """The program's values did not match the reference on one of its input sets (the message says which):
     a test may explain the failure better from its ``value`` or ``hlo`` before failing; a program with
-    wrong values never passes a test."""
+    wrong values never passes a test. ``measured``: how its communication differs from the reference's
+    program, where it does (then already in the message, which a suite's reading of the values should
+    not replace)."""
+
+    def __init__(self, message: str, program, measured: str | None = None):
+        super().__init__(message, program)
+        self.measured = measured
 
 
 class Bypass(ProgramFailure):

@@ -37,7 +37,7 @@ WRONG = {
         says=("update is 4 times the full-batch step", "divide it by n")),
     "the loss summed, not averaged": Wrong(fsdp(
         (UPDATE, 'return w_shard - lr * grad / n, lax.psum(loss, "data")')), devices="4",
-        says=("loss is 4 times the mean loss", "lax.pmean averages them")),
+        says=("result[1]", "is 4 times the answer", "adds up (lax.psum); the reference's averages")),
     "new parameters gathered whole": Wrong(fsdp(
         (UPDATE, 'new = lax.all_gather(w_shard - lr * grad / n, "data", axis=0, tiled=True)\n'
                  '    return new, lax.pmean(loss, "data")'),
