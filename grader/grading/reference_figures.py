@@ -170,7 +170,7 @@ class ReferenceFigures:
         return figures
 
 
-    def traced(self, layout: Layout, target: str, specs, kwargs, what: str, timeout_s: float | None) -> list | None:
+    def traced(self, layout: Layout, target: str, specs, kwargs, what: str, timeout_s: float | None) -> dict | None:
         """The collectives the reference's function asks for, traced on ``specs`` with shard_map's replication
         check off (grader.sandbox.traced_collectives): what a student's program that JAX refused to build is
         compared with, for its message. Kept like a figure (a trace, no compile, measured for every program a
@@ -180,7 +180,7 @@ class ReferenceFigures:
         try:
             with open(path) as f:
                 kept = json.load(f)
-            if isinstance(kept, dict) and isinstance(kept.get("traced"), list):
+            if isinstance(kept, dict) and isinstance(kept.get("traced"), dict):
                 return kept["traced"]
         except (OSError, ValueError):
             pass

@@ -558,7 +558,7 @@ def explain(failure: StudentFailure, devices: int | None = None, rules: tuple[Ru
     if said is None:
         return None
     if measured and measured not in said:
-        said = f"{said}. Traced again with JAX's checks off, {measured}"
+        said = f"{said}. Compared with the reference's function, traced the same way: {measured}"
     start = failure.message.find(" ".join(text.split())[:40])  # where JAX's text begins in the one-line message
     head = failure.message[:start] if start > 0 else failure.message.partition(": ")[0]
     if failure.detail == "":  # an exception with no message of its own: the worker said so after the line

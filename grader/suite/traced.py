@@ -1,16 +1,21 @@
-"""The first difference between the collectives a student's function asks for and the reference's, read
-from their traces where the program cannot be built (grader.sandbox.traced_collectives).
+"""How the collectives a student's function asks for differ from the reference's, read from their traces
+where the program cannot be built (grader.sandbox.traced_collectives).
 
-A shard_map whose out_specs JAX rejects leaves no compiled program to compare, and JAX's words name a
-type, not a mistake. Traced again with JAX's check off, both functions say which collectives they ask
-for over which mesh axes; the first difference (a collective over other axes, one combining otherwise,
-one missing, one too many) is what the student's function does that the reference's does not. The
-student's list comes from the student's process, so it is checked for form and used in a message only.
+A shard_map whose out_specs JAX rejects, or a gather along the wrong axis that a product then rejects,
+leaves no compiled program to compare, and JAX's words name a type or a shape, not a mistake. Traced
+again with shard_map's check off, both functions say which collectives they ask for: over which mesh
+axes, along which dimension, returning which shape. The first difference is what the student's function
+does that the reference's does not: one of its collectives along another dimension or returning another
+shape, over other axes, combining otherwise; and where the student's trace ran to its end, one missing
+or one too many. A trace that failed further on says only what it asked for before it failed, so no
+collective is called missing from it. The student's list comes from the student's process: it is
+checked for form and used in a message only.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 from grader.suite.meshes import over_text
 
@@ -18,55 +23,108 @@ from grader.suite.meshes import over_text
 NAMES = ("psum", "pmean", "pmax", "pmin", "ppermute", "all_gather", "psum_scatter", "all_to_all")
 # Reductions: one where the reference runs another over the same axes combines the devices' values otherwise.
 _COMBINES = {"psum": "adds up", "pmean": "averages", "pmax": "takes the maximum", "pmin": "takes the minimum"}
+_ALONG = {"all_gather": "gathers along", "psum_scatter": "splits", "all_to_all": "exchanges along"}
 _MOST = 64  # collectives read from one trace at most
 _AXIS_CHARS = 40
 
 
-def read(found) -> list[tuple[str, tuple[str, ...]]] | None:
-    """A trace's list, [[name, [axis, ...]], ...], as (name, axes) pairs; None if it is not of that form."""
+@dataclass(frozen=True)
+class Asked:
+    """One collective of a trace."""
+
+    name: str
+    axes: tuple[str, ...]
+    dimension: int | None
+    shape: tuple[int, ...] | None
+
+    @property
+    def key(self) -> tuple[str, tuple[str, ...]]:
+        return self.name, self.axes
+
+
+def _asked(item) -> Asked | None:
+    if not (isinstance(item, (list, tuple)) and len(item) == 4 and item[0] in NAMES):
+        return None
+    name, axes, dimension, shape = item
+    if not (isinstance(axes, (list, tuple)) and len(axes) <= 4
+            and all(isinstance(a, str) and 0 < len(a) <= _AXIS_CHARS for a in axes)):
+        return None
+    if dimension is not None and not (isinstance(dimension, int) and 0 <= dimension < 16):
+        return None
+    if shape is not None and not (isinstance(shape, (list, tuple)) and len(shape) <= 8
+                                  and all(isinstance(d, int) and 0 <= d < 2 ** 40 for d in shape)):
+        return None
+    return Asked(name, tuple(axes), dimension, None if shape is None else tuple(shape))
+
+
+def read(trace) -> tuple[list[Asked], bool] | None:
+    """A trace's {"collectives": [...], "complete": bool} as (collectives, complete); None if it is not of
+    that form."""
+    if not isinstance(trace, dict) or not isinstance(trace.get("complete"), bool):
+        return None
+    found = trace.get("collectives")
     if not isinstance(found, (list, tuple)) or len(found) > _MOST:
         return None
-    pairs = []
-    for item in found:
-        if not (isinstance(item, (list, tuple)) and len(item) == 2 and item[0] in NAMES
-                and isinstance(item[1], (list, tuple)) and len(item[1]) <= 4
-                and all(isinstance(a, str) and 0 < len(a) <= _AXIS_CHARS for a in item[1])):
-            return None
-        pairs.append((item[0], tuple(item[1])))
-    return pairs
+    asked = [_asked(item) for item in found]
+    return (asked, trace["complete"]) if all(asked) else None
 
 
-def _call(name: str, axes: tuple[str, ...]) -> str:
-    return f"lax.{name} {over_text(axes)}"
+def _call(a: Asked) -> str:
+    return f"lax.{a.name} {over_text(a.axes)}"
 
 
-def difference(mine, theirs) -> str | None:
-    """How two traces' collectives differ, in words: a collective over other axes or combining otherwise
-    where there is one, else the first one the reference runs more often and the first one the student's
-    function runs more often; None where they ask for the same (or either list is not of the traces'
-    form)."""
-    mine, theirs = read(mine), read(theirs)
-    if mine is None or theirs is None:
-        return None
-    have, want = Counter(mine), Counter(theirs)
-    extra, missing = have - want, want - have
-    for name, axes in missing:
-        other = [n for n, a in extra if a == axes and n in _COMBINES and name in _COMBINES]
-        if other:
-            return (f"your function {_COMBINES[other[0]]} with {_call(other[0], axes)}; the reference's "
-                    f"{_COMBINES[name]} (lax.{name})")
-        elsewhere = [a for n, a in extra if n == name]
-        if elsewhere:
-            return f"your function's lax.{name} runs {over_text(elsewhere[0])}; the reference's runs {over_text(axes)}"
-    said = []
-    for name, axes in list(missing)[:1]:
-        said.append(f"the reference's function runs {_call(name, axes)} {_times(want[name, axes])}, yours "
-                    f"{_times(have[name, axes])}")
-    for name, axes in list(extra)[:1]:
-        said.append(f"your function runs {_call(name, axes)} {_times(have[name, axes])}, the reference's "
-                    f"{_times(want[name, axes])}")
-    return "; ".join(said) or None
+def _returns(a: Asked) -> str:
+    along = f"{_ALONG[a.name]} axis {a.dimension} and " if a.name in _ALONG and a.dimension is not None else ""
+    return f"{along}returns {a.shape} on each device" if a.shape is not None else along.removesuffix(" and ")
 
 
 def _times(n: int) -> str:
     return {0: "never", 1: "once", 2: "twice"}.get(n, f"{n} times")
+
+
+def _otherwise(mine: list[Asked], theirs: list[Asked]) -> str | None:
+    """The first of the student's collectives whose counterpart in the reference's (the same collective over
+    the same axes, the same time it occurs) runs along another dimension or returns another shape."""
+    seen: Counter = Counter()
+    for a in mine:
+        k = seen[a.key]
+        seen[a.key] += 1
+        same = [r for r in theirs if r.key == a.key]
+        if k < len(same) and (a.dimension, a.shape) != (same[k].dimension, same[k].shape):
+            return f"your {_call(a)} {_returns(a)}; the reference's {_returns(same[k])}"
+    return None
+
+
+def _elsewhere(mine: list[Asked], theirs: list[Asked]) -> str | None:
+    """A collective the student's function runs over axes (or combining) otherwise than the reference's."""
+    keys = {r.key for r in theirs}
+    for a in mine:
+        if a.key in keys:
+            continue
+        other = [r for r in theirs if r.axes == a.axes and a.name in _COMBINES and r.name in _COMBINES
+                 and r.key not in {m.key for m in mine}]
+        if other:
+            return (f"your function {_COMBINES[a.name]} with {_call(a)}; the reference's "
+                    f"{_COMBINES[other[0].name]} (lax.{other[0].name})")
+        same = [r for r in theirs if r.name == a.name and r.key not in {m.key for m in mine}]
+        if same:
+            return f"your function's lax.{a.name} runs {over_text(a.axes)}; the reference's runs {over_text(same[0].axes)}"
+    return None
+
+
+def difference(mine, theirs) -> str | None:
+    """How two traces' collectives differ, in words; None where they ask for the same, where the student's
+    trace failed before any difference shows, or where either is not of a trace's form."""
+    mine, theirs = read(mine), read(theirs)
+    if mine is None or theirs is None or not theirs[1]:
+        return None
+    (asked, complete), (wanted, _) = mine, theirs
+    said = _otherwise(asked, wanted) or _elsewhere(asked, wanted)
+    if said or not complete:
+        return said
+    have, want = Counter(a.key for a in asked), Counter(r.key for r in wanted)
+    told = [f"the reference's function runs {_call(r)} {_times(want[r.key])}, yours {_times(have[r.key])}"
+            for r in wanted if want[r.key] > have[r.key]][:1]
+    told += [f"your function runs {_call(a)} {_times(have[a.key])}, the reference's {_times(want[a.key])}"
+             for a in asked if have[a.key] > want[a.key]][:1]
+    return "; ".join(told) or None

@@ -175,7 +175,7 @@ class WorkerPool:
         return self._reference[layout]
 
     def traced_collectives(self, layout: Layout, target: str, specs, kwargs, what: str, timeout_s=None,
-                           reference: bool = False) -> list | None:
+                           reference: bool = False) -> dict | None:
         """The collectives of ``target`` (the student's, or the ``reference``'s) traced on ``specs`` with
         shard_map's replication check off (grader.sandbox.traced_collectives), for the message of a program
         that could not be built; None where the trace fails. The student's list is the student's

@@ -33,6 +33,9 @@ FUNCTIONS = {{
         0, 2, lambda i, c: c + lax.all_gather(b, "model", axis=1, tiled=True)[:, :3], b), P("data", "model")),
     "grad of a gather": on_mesh(lambda b: jax.grad(lambda v: lax.all_gather(v, "data", tiled=True).sum())(b),
                                 P("data", "model")),
+    # gathered along axis 1 where the product needs axis 0: the trace fails at the product, after the gather
+    "a gather along the wrong axis": on_mesh(lambda b: lax.all_gather(b, "data", axis=1, tiled=True) @ jnp.ones((4, 2)),
+                                             P("data", "model")),
 }}
 out = {{name: traced_collectives.collectives(fn, SPEC) for name, fn in FUNCTIONS.items()}}
 try:
@@ -44,11 +47,14 @@ print(json.dumps(out))
 """
 
 
-def test_a_refused_shard_map_is_read_with_its_collectives_and_axes_and_the_check_comes_back():
+def test_a_refused_shard_map_is_read_with_its_collectives_axes_and_shapes_and_the_check_comes_back():
     out = run_json(RUN)
-    assert out["psum over the other axis"] == [["psum", ["data"]]]
-    assert out["pmean"] == [["pmean", ["model"]]]  # a psum whose result is divided
-    assert out["a count divided by"] == [["psum", ["model"]], ["psum", ["model"]]]  # the divisor is no pmean
-    assert out["a gather in a loop's body"] == [["all_gather", ["model"]]]  # nested jaxprs are read
-    assert out["grad of a gather"] == [["all_gather", ["data"]], ["psum_scatter", ["data"]]]
+    whole = lambda *found: {"collectives": [list(f) for f in found], "complete": True}  # noqa: E731
+    assert out["psum over the other axis"] == whole(["psum", ["data"], None, [2, 3]])  # one device's block
+    assert out["pmean"] == whole(["pmean", ["model"], None, [2, 3]])  # a psum whose result is divided
+    assert out["a count divided by"] == whole(["psum", ["model"], None, []], ["psum", ["model"], None, [2, 3]])
+    assert out["a gather in a loop's body"] == whole(["all_gather", ["model"], 1, [2, 6]])  # nested jaxprs are read
+    assert out["grad of a gather"] == whole(["all_gather", ["data"], 0, [4, 3]], ["psum_scatter", ["data"], 0, [2, 3]])
+    assert out["a gather along the wrong axis"] == {"collectives": [["all_gather", ["data"], 1, [2, 6]]],
+                                                    "complete": False}  # what was asked before the trace failed
     assert out["checked again after"]  # JAX's own check is back once the trace is read

@@ -4,33 +4,52 @@ from __future__ import annotations
 
 from grader.suite import jax_errors, traced
 
-TP = [["psum", ["model"]]]
-FSDP = [["all_gather", ["data"]], ["psum_scatter", ["data"]], ["pmean", ["data"]]]
+
+def trace(*collectives, complete=True):
+    return {"collectives": [list(c) for c in collectives], "complete": complete}
+
+
+PSUM = ("psum", ["model"], None, [4, 6])
+TP = trace(PSUM)
+GATHER = ("all_gather", ["data"], 0, [8, 3])
+FSDP = trace(GATHER, ("psum_scatter", ["data"], 0, [2, 3]), ("pmean", ["data"], None, []))
 
 
 def test_a_collective_over_other_axes_is_said_first():
-    assert traced.difference([["psum", ["data"]]], TP) == ("your function's lax.psum runs over 'data'; the "
-                                                           "reference's runs over 'model'")
+    assert traced.difference(trace(("psum", ["data"], None, [4, 6])), TP) == (
+        "your function's lax.psum runs over 'data'; the reference's runs over 'model'")
 
 
 def test_a_reduction_combining_otherwise_over_the_same_axes():
-    assert traced.difference([["pmean", ["model"]]], TP) == ("your function averages with lax.pmean over 'model'; "
-                                                             "the reference's adds up (lax.psum)")
+    assert traced.difference(trace(("pmean", ["model"], None, [4, 6])), TP) == (
+        "your function averages with lax.pmean over 'model'; the reference's adds up (lax.psum)")
+
+
+def test_a_gather_along_another_axis_is_told_from_a_trace_that_failed_after_it():
+    """The product after a gather along the wrong axis fails: what the trace asked for before is compared."""
+    failed = trace(("all_gather", ["data"], 1, [2, 12]), complete=False)
+    assert traced.difference(failed, FSDP) == ("your lax.all_gather over 'data' gathers along axis 1 and returns "
+                                               "(2, 12) on each device; the reference's gathers along axis 0 and "
+                                               "returns (8, 3) on each device")
+    assert traced.difference(trace(GATHER, complete=False), FSDP) is None  # no collective is missing from a prefix
 
 
 def test_one_missing_and_one_too_many_are_both_said():
-    mine = [["all_gather", ["data"]], ["all_gather", ["data"]], ["all_gather", ["data"]], ["psum_scatter", ["data"]]]
+    mine = trace(GATHER, GATHER, GATHER, ("psum_scatter", ["data"], 0, [2, 3]))
     assert traced.difference(mine, FSDP) == ("the reference's function runs lax.pmean over 'data' once, yours never; "
                                              "your function runs lax.all_gather over 'data' 3 times, the reference's "
                                              "once")
-    assert traced.difference([], TP) == "the reference's function runs lax.psum over 'model' once, yours never"
+    assert traced.difference(trace(), TP) == "the reference's function runs lax.psum over 'model' once, yours never"
 
 
-def test_the_same_collectives_or_a_list_not_of_a_traces_form_say_nothing():
-    assert traced.difference(FSDP[::-1], FSDP) is None  # order is not compared
-    for hostile in ([["psum", "model"]], [["os.system", ["model"]]], [["psum", ["x" * 41]]], "psum", [["psum"]] * 2,
-                    [["psum", ["model"]]] * 65, [["psum", [3]]]):
+def test_the_same_collectives_or_a_trace_not_of_its_form_say_nothing():
+    assert traced.difference(FSDP, FSDP) is None
+    for hostile in (trace(("psum", "model", None, [4])), trace(("os.system", ["model"], None, [4])),
+                    trace(("psum", ["x" * 41], None, [4])), "psum", {"collectives": [], "complete": "yes"},
+                    trace(*[PSUM] * 65), trace(("psum", [3], None, [4])), trace(("all_gather", ["a"], -1, [4])),
+                    trace(("psum", ["a"], None, [2 ** 41]))):
         assert traced.difference(hostile, TP) is None, hostile
+    assert traced.difference(TP, trace(PSUM, complete=False)) is None  # the reference's trace must be whole
 
 
 def test_a_replication_error_with_a_measured_difference_drops_the_list_of_guesses():
@@ -38,7 +57,7 @@ def test_a_replication_error_with_a_measured_difference_drops_the_list_of_guesse
             "statically inferred given the mesh:\n\nThe mesh given has shape (2, 2) with corresponding axis names "
             "('data', 'model').\n\nout_specs is P('data', None) which implies that the corresponding output value is "
             "replicated across mesh axis 'model', but could not infer replication over any axes")
-    measured = traced.difference([["psum", ["data"]]], TP)
+    measured = traced.difference(trace(("psum", ["data"], None, [4, 6])), TP)
     guessed = jax_errors.mistake(text, "ValueError")
     told = jax_errors.mistake(text, "ValueError", jax_errors.Situation(measured=measured))
     assert "lax.pmean averages them" in guessed and "lax.pmean averages them" not in told
