@@ -45,6 +45,24 @@ SUBMISSIONS = {
         """)},
         fails=(("test_all_reduce_stats", ("the mean from", "lax.psum where lax.pmean was meant"), {2, 4}),
                ("test_standardize_across_devices", ("average of the devices' own variances",), {2, 4}))),
+    # No list holds this mix (its own mean, the average of the rows' variances): the line through each row's
+    # (x, result) gives both, measured.
+    "each device's own mean, an averaged variance": Wrong(
+        {"collectives": HEADER + textwrap.dedent("""
+        def all_reduce_stats(x):
+            stats = lambda r: (lax.psum(r, "i"), lax.pmean(r, "i"), lax.pmax(r, "i"))
+            return jax.pmap(stats, axis_name="i")(x)
+
+        def _standardize(r):
+            mean = jnp.mean(r)
+            variance = lax.pmean(jnp.mean((r - mean) ** 2), "i")
+            return (r - mean) / jnp.sqrt(variance)
+
+        def standardize_across_devices(x):
+            return jax.pmap(_standardize, axis_name="i")(x)
+        """)},
+        fails=(("test_standardize_across_devices", ("each device subtracted its own row's mean and divided by the "
+                                                    "square root of the devices' average variance",), {2, 4}),)),
     "hard-coded 4 devices, psum for the global mean": Wrong(
         {"collectives": HEADER + textwrap.dedent("""
         def all_reduce_stats(x):
