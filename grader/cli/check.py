@@ -16,10 +16,7 @@ from grader.grading import confinement
 
 
 def _points(score) -> str:
-    if not score:
-        return "not graded"
-    extra = sum(ts.score for ts in score.tasks if ts.task.extra_credit)
-    return f"{score.total - extra:g} / {score.max_total:g}" + (f" + {extra:g} extra credit" if extra else "")
+    return score.points_text() if score else "not graded"
 
 
 def _check(exercise_name, devices_text, seed, course_path):

@@ -200,7 +200,8 @@ def to_text(run: RunResult, score: Score, course_name: str, notes=(), options=()
         if ts.score < ts.max_score and ts.task.hint and not ts.unfinished:
             lines += textwrap.wrap("hint: " + ts.task.hint, 100, initial_indent=indent, subsequent_indent=indent + "  ")
         lines += _feedback_lines(ts, indent)
-    lines += ["", f"  {'total':<{width}}  {points(score.total):>5} / {points(score.max_total):<3}  ({score.percent:.0f}%)"]
+    percent = f"  ({score.percent:.0f}%)" if score.max_total else ""
+    lines += ["", f"  {'total':<{width}}  {score.points_text(points)}{percent}"]
     if score.scaled:
         lines.append(f"  maximum scaled from {points(score.full_max_total)} to {points(score.max_total)}: cases not run "
                      "on this machine count neither for nor against you")

@@ -75,6 +75,18 @@ class Score:
     def percent(self) -> float:
         return 100.0 * self.total / self.max_total if self.max_total else 0.0
 
+    @property
+    def extra(self) -> float:
+        """The points of extra-credit tasks: beyond the maximum, never part of it."""
+        return sum(t.score for t in self.tasks if t.task.extra_credit)
+
+    def points_text(self, points=lambda x: f"{x:g}") -> str:
+        """"12 / 15", "12 / 15 + 5 extra credit", or "5 extra credit" where only extra credit was graded."""
+        extra = f"{points(self.extra)} extra credit"
+        if not self.max_total and any(t.task.extra_credit for t in self.tasks):
+            return extra
+        return f"{points(self.total - self.extra)} / {points(self.max_total)}" + (f" + {extra}" if self.extra else "")
+
 
 def _reason(case: Case) -> str:
     reason = f"[{case.label}] {case.message}" if case.label else case.message

@@ -81,3 +81,17 @@ def test_a_tasks_functions_are_read_from_its_stub_module():
     assert found["basics"] == ("square_plus_one", "per_device_sum", "per_device_matmul")
     assert found["ring"] == found["ring_optimal"] and "ring_allreduce_optimal" in found["ring"]
     assert task_functions(str(ROOT / "no such folder"), exercise) == {}
+
+
+def test_the_total_counts_extra_credit_beside_the_maximum_never_as_a_share_of_zero():
+    def scored(task_id, points, extra):
+        task = course.Task(id=task_id, title=task_id, points=points, hint="", devices=(1,), timeout_s=30,
+                           files=(f"test_{task_id}.py",), extra_credit=extra)
+        return score_task(task, [Case(nodeid=f"{task_id}[1]", test="t", task=task_id, devices=1, outcome="passed")])
+
+    only_extra, both = Score([scored("two_d", 5, True)]), Score([scored("dot", 15, False), scored("two_d", 5, True)])
+    assert only_extra.points_text() == "5 extra credit"
+    assert both.points_text() == "15 / 15 + 5 extra credit"
+    run, _ = _report()
+    total = [line for line in to_text(run, only_extra, "course").splitlines() if line.strip().startswith("total")]
+    assert total == ["  total  5 extra credit"], "no '5 / 0 (0%)' that reads as nothing earned"
