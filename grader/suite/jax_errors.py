@@ -398,11 +398,13 @@ def empty_assertion_on(axes: tuple[str, ...]) -> Rule:
 
 
 def _scatter_untiled(match: re.Match, s: Situation) -> str | None:
+    """JAX says "must match shard count" only of a psum_scatter without tiled=True (a tiled one's size must be
+    divisible): the line gives the dimension where it shows it."""
     found = call_with(s.line, ("psum_scatter",))
-    if not found or found[1].get("tiled", "False") != "False":
+    if found and found[1].get("tiled", "False") != "False":
         return None
-    dimension = found[1].get("scatter_dimension", "0")
-    return (f"lax.psum_scatter without tiled=True gives each device one slice of scatter_dimension={dimension}, which "
+    dimension = f"={found[1]['scatter_dimension']}" if found and "scatter_dimension" in found[1] else ""
+    return (f"lax.psum_scatter without tiled=True gives each device one slice of scatter_dimension{dimension}, which "
             f"must then have exactly one entry per device ({match['parts']}), and this one has {match['size']}: with "
             f"tiled=True each device gets a block of it, {match['size']} / {match['parts']} long, instead")
 

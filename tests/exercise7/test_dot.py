@@ -29,7 +29,8 @@ CAUSES = {
                "up again (a sum over the pmap's output, or a second psum) counts it once per device: return out[0]",
     "1/n": "the devices' partial dot products were averaged (lax.pmean, or a division by the device count) where "
            "the task adds them up with lax.psum",
-    "dtype": "a dot product of int32 vectors is int32: pad with zeros of x.dtype, as jnp.pad does, and convert nothing",
+    "dtype": "a dot product of int32 vectors is int32: keep every step in x.dtype (zeros of x.dtype to pad with, as "
+             "jnp.pad gives; lax.psum to add up, where lax.pmean's division makes floats; no conversion)",
 }
 
 

@@ -184,3 +184,12 @@ def test_a_reshape_whose_parts_are_miscounted_is_not_told_to_pad():
     assert told.startswith("an array of 16 elements cannot be reshaped to (2, 3, 2): it does split into 2 equal parts, "
                            "of 8 elements each, but the shape gives each part 6") and "pad" not in told
     assert say(15, "2, 4, 2").endswith("pad to a multiple of the device count first")  # 15 does not split in 2
+
+
+def test_an_untiled_psum_scatter_is_told_from_jaxs_words_where_the_call_spans_lines():
+    """"must match shard count" is said only of a psum_scatter without tiled=True: a call whose arguments go on
+    past the line that raised is told all the same, without the dimension the line does not show."""
+    text = "reduce_scatter operand scatter dimension size 3 must match shard count 2"
+    told = mistake(text, "ValueError", Situation(2, "return jax.shard_map(lambda a, b: lax.psum_scatter(a @ b,"))
+    assert told.startswith("lax.psum_scatter without tiled=True gives each device one slice of scatter_dimension, ")
+    assert mistake(text, "ValueError", Situation(2, 'lax.psum_scatter(v, "i", tiled=True)')) is None
