@@ -107,6 +107,15 @@ def _other_failures(task_cases: list[Case], functions: tuple[str, ...]) -> list[
     return others
 
 
+def _headline(failed: list[Case]) -> Case:
+    """The failure a task's report leads with: the first failing test's, at its first case on more than one
+    device where it has one. On one device every collective is the identity, so a mistake in how the work
+    is split shows there only in a degenerate form ("2 times the answer", "0 at every entry") that the
+    same test on two devices measures as what it is ("counts x's block 0 twice")."""
+    test = [c for c in failed if c.test == failed[0].test]
+    return next((c for c in test if (c.devices or 1) > 1 and c.kind == failed[0].kind), failed[0])
+
+
 def _status(task_cases: list[Case], score: float, max_score: float) -> tuple[str, str]:
     counted = [c for c in task_cases if c.outcome != "skipped"]
     if not task_cases:
@@ -116,7 +125,7 @@ def _status(task_cases: list[Case], score: float, max_score: float) -> tuple[str
     failed = [c for c in counted if c.outcome != "passed"]
     if not failed:
         return "passed", ""
-    first = failed[0]
+    first = _headline(failed)
     reason = _reason(first)
     if all(c.kind == "not_started" for c in failed) and len(failed) == len(counted):
         return "not started", reason

@@ -55,7 +55,7 @@ def test_every_broken_function_of_a_task_is_shown_once():
              _failed("d", 2, "a message that names no function of the task")]
     functions = ("square_plus_one", "per_device_sum", "per_device_matmul")
     ts = score_task(task, cases, functions)
-    assert ts.reason.startswith("[1 device] square_plus_one(x)")
+    assert ts.reason.startswith("[2 devices] square_plus_one(x)")  # the first failing test, on more than one device
     assert ts.other_failures == ["[2 devices] per_device_sum(x) returned shape (3,), expected shape (2,)"]
     exercise = course.Exercise("ex", "T", (task,), "tests/ex", "exercises/ex", "solutions/ex")
     run = RunResult(exercise=exercise, submission=Submission("s", "s", ()), seed=1, backend="cpu", cases=cases,
@@ -81,6 +81,19 @@ def test_a_tasks_functions_are_read_from_its_stub_module():
     assert found["basics"] == ("square_plus_one", "per_device_sum", "per_device_matmul")
     assert found["ring"] == found["ring_optimal"] and "ring_allreduce_optimal" in found["ring"]
     assert task_functions(str(ROOT / "no such folder"), exercise) == {}
+
+
+def test_the_headline_is_the_first_failing_tests_case_on_more_than_one_device_where_it_has_one():
+    """On one device every collective is the identity: the same test on two devices measures the mistake."""
+    task = course.Task(id="ring", title="Ring", points=10, hint="", devices=(1, 2), timeout_s=30,
+                       files=("test_ring.py",))
+    one = _failed("a", 1, "ring_allreduce is 2 times the answer")
+    two = _failed("a", 2, "ring_allreduce counts x's block 0 twice")
+    later = _failed("b", 2, "ring_allreduce runs 3 ppermutes")
+    assert score_task(task, [one, two, later]).reason == "[2 devices] ring_allreduce counts x's block 0 twice"
+    assert score_task(task, [one, later]).reason == "[1 device] ring_allreduce is 2 times the answer"  # test a's only
+    raised = Case(nodeid="a[2]", test="a", task="ring", devices=2, outcome="failed", kind="raised", message="raised")
+    assert score_task(task, [one, raised]).reason.startswith("[1 device]")  # of the first failure's kind
 
 
 def test_the_total_counts_extra_credit_beside_the_maximum_never_as_a_share_of_zero():
