@@ -87,7 +87,9 @@ def use(shared: str, own: str, locations: bool = False) -> str:
     ``locations``: whether a program's locations are part of its entry's key. JAX's key leaves them out, so
     that the same staging compiled from two files shares one entry; a clean worker reads them back from the
     compiled program (grader.sandbox.program_labels' labels, which code is the student's), so there two
-    programs that differ only in them must not share one, or the second would read the first one's.
+    programs that differ only in them must not share one, or the second would read the first one's. There
+    no Python frame enters a location (the clean worker's own names every operation: program_labels), so a
+    program's key stays the same from one run, and one copy of the engine, to the next.
 
     Returns how the shared cache is used, for the worker's ready message: "read", "" (none given), or
     why not ("writable here": this process could write it, so it is not trusted).
@@ -108,6 +110,8 @@ def use(shared: str, own: str, locations: bool = False) -> str:
     # every key: no two folders, hence no outbox and the shared folder, would ever share an entry
     jax.config.update("jax_persistent_cache_enable_xla_caches", "none")
     jax.config.update("jax_compilation_cache_include_metadata_in_key", locations)
+    if locations:  # the key then holds the operations' names, not the frames of a run's own copy of the engine
+        jax.config.update("jax_traceback_in_locations_limit", 0)
     with compilation_cache._cache_initialized_mutex:
         compilation_cache._cache = _cache_class()(read, own)
         compilation_cache._cache_initialized = True

@@ -188,6 +188,24 @@ def test_in_a_clean_worker_programs_that_differ_only_in_their_locations_do_not_s
         assert proc.stdout.split() == [labelled]
 
 
+def test_in_a_clean_worker_the_same_program_from_another_copy_of_the_code_is_read_not_compiled(tmp_path):
+    """No Python frame enters a clean worker's locations: a run's own copy of the engine (another path every
+    run) does not make its programs new to the cache."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for copy in ("one", "two"):
+        (tmp_path / copy).mkdir()
+        (tmp_path / copy / "compile.py").write_text(_LABELLED)
+        proc = subprocess.run([sys.executable, str(tmp_path / copy / "compile.py"), str(cache), "LABEL_1", "clean"],
+                              capture_output=True, text=True, cwd=ROOT, timeout=120,
+                              env={**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)})
+        assert proc.returncode == 0, proc.stderr
+        entries = sorted(n for n in os.listdir(cache) if n.endswith("-cache"))
+        if copy == "one":
+            first = entries
+    assert entries == first
+
+
 def test_a_shared_folder_this_process_could_write_is_not_read(tmp_path):
     """Where confinement does not hold (here: the test's own process), the shared cache is not trusted."""
     assert _compile(str(tmp_path), "") == ["writable here", "None"]
