@@ -87,7 +87,8 @@ def communication(program, needed: str | None = None, by_student: bool = True, m
                     "text": text_lines})
 
 
-def _ranges(indices: list[int]) -> str:
+def ranges(indices: list[int]) -> str:
+    """Indices as runs: "0-2, 6-8", the first three runs and "..." past four."""
     runs: list[list[int]] = []
     for i in indices:
         if runs and i == runs[-1][1] + 1:
@@ -107,8 +108,8 @@ def rows_held(x, block) -> str:
         return "nothing"
     if None in found:
         known = [i for i in found if i is not None]
-        return f"rows {_ranges(known)} + {found.count(None)} other" if known else f"{len(found)} other rows"
-    return f"row{'s' if len(found) > 1 else ''} {_ranges(found)}"
+        return f"rows {ranges(known)} + {found.count(None)} other" if known else f"{len(found)} other rows"
+    return f"row{'s' if len(found) > 1 else ''} {ranges(found)}"
 
 
 def _grid_lines(grid: list[list[str]], width: int, marks: list[list[bool]] | None = None) -> list[str]:

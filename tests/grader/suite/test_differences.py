@@ -283,3 +283,15 @@ def test_a_narrow_float_result_off_by_its_rounding_says_so_and_one_further_off_d
     with pytest.raises(AssertionError) as wrong:  # a float32 result is wrong for some other reason
         expect_close((expected * 1.001).astype(np.float32), expected, what="mlp", rtol=1e-6, atol=1e-6)
     assert "significant digits" not in str(wrong.value)
+
+
+def test_a_result_whose_only_wrong_entries_are_zeros_says_which_rows():
+    expected = RNG.normal(size=(8, 3)) + 5
+    got = expected.copy()
+    got[2:4] = 0
+    with pytest.raises(AssertionError, match=r"every wrong entry is 0 \(in rows 2-3\), and every other is right$"):
+        expect_close(got, expected, what="collective_matmul")
+    got[5, 0] = 1.0  # one wrong entry that is not 0: no such fact
+    with pytest.raises(AssertionError) as wrong:
+        expect_close(got, expected, what="collective_matmul")
+    assert "every wrong entry is 0" not in str(wrong.value)
