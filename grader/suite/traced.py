@@ -112,6 +112,14 @@ def _elsewhere(mine: list[Asked], theirs: list[Asked]) -> str | None:
     return None
 
 
+def same(mine, theirs) -> bool:
+    """Whether two whole traces ask for the same collectives (over the same axes, as often, along the same
+    dimensions, returning the same shapes), in any order."""
+    mine, theirs = read(mine), read(theirs)
+    return (mine is not None and theirs is not None and mine[1] and theirs[1]
+            and Counter(mine[0]) == Counter(theirs[0]))
+
+
 def difference(mine, theirs) -> str | None:
     """How two traces' collectives differ, in words; None where they ask for the same, where the student's
     trace failed before any difference shows, or where either is not of a trace's form."""

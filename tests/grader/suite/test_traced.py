@@ -63,3 +63,15 @@ def test_a_replication_error_with_a_measured_difference_drops_the_list_of_guesse
     assert "lax.pmean averages them" in guessed and "lax.pmean averages them" not in told
     assert told.endswith("Traced again without that check, your function's lax.psum runs over 'data'; the "
                          "reference's runs over 'model'")
+
+
+def test_the_reference_s_own_collectives_put_the_blame_on_the_out_specs():
+    """Traced again, the same collectives as the reference's: the result does differ along the axis, and the
+    out_specs claim otherwise (no collective to add)."""
+    assert traced.same(FSDP, trace(*FSDP["collectives"][::-1])) and not traced.same(trace(PSUM, complete=False), TP)
+    assert not traced.same(trace(("psum", ["data"], None, [4, 6])), TP)
+    text = ("out_specs is P() which implies that the corresponding output value is replicated across mesh axis "
+            "'data', but could not infer replication over any axes")
+    told = jax_errors.mistake(text, "ValueError", jax_errors.Situation(measured=jax_errors.SAME_COLLECTIVES))
+    assert told.endswith("the out_specs are what is wrong; name 'data' in out_specs where each device's block of the "
+                         "result goes") and "lax.psum adds" not in told
