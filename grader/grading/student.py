@@ -19,7 +19,7 @@ from grader.grading import program_mode
 from grader.grading.program_mode import Program
 from grader.grading.reference_figures import ReferenceFigures
 from grader.layout import Layout
-from grader.suite import bypass, differences, feedback, jax_errors, traced, work
+from grader.suite import bypass, differences, feedback, traced, work
 from grader.suite.checks import Bypass, WrongProgram
 from grader.suite.differences import Probe
 from grader.workers.pool import WorkerPool
@@ -119,9 +119,7 @@ class Student:
                                                  timeout_s or self.timeout_s)
                 mine = None if theirs is None else self._pool.traced_collectives(
                     self.layout, target, specs, kwargs, self._what(target), timeout_s or self.timeout_s)
-                failure.measured = None if mine is None else (
-                    traced.difference(mine, theirs) or (jax_errors.SAME_COLLECTIVES if traced.same(mine, theirs)
-                                                        else None))
+                failure.measured = None if mine is None else traced.measured(mine, theirs)
             raise
         references = self._references
         if references and references.can_measure:  # kept for a release, whose bundle carries no reference

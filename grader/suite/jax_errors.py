@@ -23,6 +23,7 @@ from typing import Callable
 from grader.errors import StudentFailure
 from grader.layout import plural
 from grader.suite.call_arguments import argument, call_with
+from grader.suite.traced import SAME
 
 
 @dataclass(frozen=True)
@@ -83,16 +84,12 @@ def _which_out_spec(spec: str, line: str) -> str:
     return f"out_specs[{hits[0]}]" if len(hits) == 1 and len(entries) > 1 else "out_specs"
 
 
-# What Situation.measured holds where a refused function, traced again, asks for the reference's collectives.
-SAME_COLLECTIVES = "the same collectives as the reference's"
-
-
 def _out_specs(match: re.Match, s: Situation) -> str:
     axes = match["axes"] or ", ".join(f"'{a.strip()}'" for a in match["bare"].split(","))
     which = f"out_specs{match['index']}" if match["index"] else _which_out_spec(match["spec"], s.line)
     said = (f"shard_map's {which} {match['spec']} says the result is the same on every device along mesh axis "
             f"{axes}, but JAX counts your function's result as differing along {axes}")
-    if s.measured == SAME_COLLECTIVES:  # the collectives are the reference's: what differs is the out_specs
+    if s.measured == SAME:  # the collectives are the reference's: what differs is the out_specs
         return (f"{said}. Traced again without that check, your function asks for the same collectives as the "
                 f"reference's, over the same mesh axes: so its result does differ along {axes}, and the out_specs "
                 f"are what is wrong; name {axes} in {which} where each device's block of the result goes")
@@ -567,7 +564,7 @@ def explain(failure: StudentFailure, devices: int | None = None, rules: tuple[Ru
     said = mistake(text, failure.exc_type, Situation(devices, failure.line or "", failure.raised_in, measured), rules)
     if said is None:
         return None
-    if measured and measured != SAME_COLLECTIVES and measured not in said:
+    if measured and measured != SAME and measured not in said:
         said = f"{said}. Compared with the reference's function, traced the same way: {measured}"
     start = failure.message.find(" ".join(text.split())[:40])  # where JAX's text begins in the one-line message
     head = failure.message[:start] if start > 0 else failure.message.partition(": ")[0]

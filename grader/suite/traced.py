@@ -14,6 +14,7 @@ checked for form and used in a message only.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -25,7 +26,9 @@ NAMES = ("psum", "pmean", "pmax", "pmin", "ppermute", "all_gather", "psum_scatte
 _COMBINES = {"psum": "adds up", "pmean": "averages", "pmax": "takes the maximum", "pmin": "takes the minimum"}
 _ALONG = {"all_gather": "gathers along", "psum_scatter": "splits", "all_to_all": "exchanges along"}
 _MOST = 64  # collectives read from one trace at most
-_AXIS_CHARS = 40
+_AXIS = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")  # a mesh axis name as the student's trace may report one
+# What a refused function is told where, traced again, it asks for the reference's own collectives.
+SAME = "the same collectives as the reference's"
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,7 @@ def _asked(item) -> Asked | None:
         return None
     name, axes, dimension, shape = item
     if not (isinstance(axes, (list, tuple)) and len(axes) <= 4
-            and all(isinstance(a, str) and 0 < len(a) <= _AXIS_CHARS for a in axes)):
+            and all(isinstance(a, str) and _AXIS.fullmatch(a) for a in axes)):
         return None
     if dimension is not None and not (isinstance(dimension, int) and 0 <= dimension < 16):
         return None
@@ -110,6 +113,12 @@ def _elsewhere(mine: list[Asked], theirs: list[Asked]) -> str | None:
         if same:
             return f"your function's lax.{a.name} runs {over_text(a.axes)}; the reference's runs {over_text(same[0].axes)}"
     return None
+
+
+def measured(mine, theirs) -> str | None:
+    """What a function JAX refused to build is told from the two traces: their first :func:`difference`, or
+    :data:`SAME` where the student's asks for the reference's own collectives; None where neither is known."""
+    return difference(mine, theirs) or (SAME if same(mine, theirs) else None)
 
 
 def same(mine, theirs) -> bool:

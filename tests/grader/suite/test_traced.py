@@ -47,7 +47,7 @@ def test_the_same_collectives_or_a_trace_not_of_its_form_say_nothing():
     for hostile in (trace(("psum", "model", None, [4])), trace(("os.system", ["model"], None, [4])),
                     trace(("psum", ["x" * 41], None, [4])), "psum", {"collectives": [], "complete": "yes"},
                     trace(*[PSUM] * 65), trace(("psum", [3], None, [4])), trace(("all_gather", ["a"], -1, [4])),
-                    trace(("psum", ["a"], None, [2 ** 41]))):
+                    trace(("psum", ["a"], None, [2 ** 41])), trace(("psum", ["\x1b[2Jdata"], None, [4]))):
         assert traced.difference(hostile, TP) is None, hostile
     assert traced.difference(TP, trace(PSUM, complete=False)) is None  # the reference's trace must be whole
 
@@ -72,6 +72,6 @@ def test_the_reference_s_own_collectives_put_the_blame_on_the_out_specs():
     assert not traced.same(trace(("psum", ["data"], None, [4, 6])), TP)
     text = ("out_specs is P() which implies that the corresponding output value is replicated across mesh axis "
             "'data', but could not infer replication over any axes")
-    told = jax_errors.mistake(text, "ValueError", jax_errors.Situation(measured=jax_errors.SAME_COLLECTIVES))
+    told = jax_errors.mistake(text, "ValueError", jax_errors.Situation(measured=traced.SAME))
     assert told.endswith("the out_specs are what is wrong; name 'data' in out_specs where each device's block of the "
                          "result goes") and "lax.psum adds" not in told
