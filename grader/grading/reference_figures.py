@@ -130,6 +130,7 @@ class ReferenceFigures:
         ``can_measure``: whether the run holds the reference (RunSettings.reference), else a figure
         missing from the folder is the course's error."""
         self._where, self.can_measure, self._pool = where, can_measure, pool
+        self._traced: dict[str, dict | None] = {}  # path -> a trace read or measured in this run
 
     @functools.cached_property
     def folder(self) -> str:
@@ -169,14 +170,20 @@ class ReferenceFigures:
         _keep(path, figures)
         return figures
 
-
     def traced(self, layout: Layout, target: str, specs, kwargs, what: str, timeout_s: float | None) -> dict | None:
         """The collectives the reference's function asks for, traced on ``specs`` with shard_map's replication
         check off (grader.sandbox.traced_collectives): what a student's program that JAX refused to build is
         compared with, for its message. Kept like a figure (a trace, no compile, measured for every program a
         run asks for where the reference is at hand, so ``grade check`` keeps them all); None where it is
-        neither kept nor measurable: the message then goes without it."""
+        neither kept nor measurable: the message then goes without it. Read once per run (every program call
+        of a run with the reference at hand asks)."""
         path = os.path.join(self.folder, self._key(layout, target, specs, kwargs, None) + TRACED)
+        if path not in self._traced:
+            self._traced[path] = self._read_or_trace(path, layout, target, specs, kwargs, what, timeout_s)
+        return self._traced[path]
+
+    def _read_or_trace(self, path: str, layout: Layout, target: str, specs, kwargs, what: str,
+                       timeout_s: float | None) -> dict | None:
         try:
             with open(path) as f:
                 kept = json.load(f)

@@ -23,6 +23,7 @@ import contextlib
 
 import numpy as np
 
+from grader.layout import plural
 from grader.suite import hlo, structure
 
 _recording: list[list[dict]] = []
@@ -45,10 +46,6 @@ def _attach(note: dict) -> dict:
     return note
 
 
-def _bytes(n: int) -> str:
-    return f"{n} byte{'s' if n != 1 else ''}"
-
-
 def ran(text: str, by_student: bool = True, mesh: tuple | None = None) -> list[str]:
     """The collectives of the HLO ``text`` as phrases: "2 all-reduces (psum) of 4 bytes per device", the
     program's own first, with the mesh axes they run over where ``mesh`` (axis names, sizes) is given; an
@@ -67,7 +64,7 @@ def communication(program, needed: str | None = None, by_student: bool = True, m
     mesh = mesh or getattr(program, "mesh", None)
     phrases = ran(text, by_student, mesh)
     sent = hlo.bytes_moved(text, by_student=by_student)
-    shown = (phrases or ["no collectives"]) + ([f"{_bytes(sent)} per device in all"] if sent and len(phrases) > 1 else [])
+    shown = (phrases or ["no collectives"]) + ([f"{plural(sent, 'byte')} per device in all"] if sent and len(phrases) > 1 else [])
     compared = not isinstance(program, str) and program.reference is not None
     reference = program.reference_collectives() if compared else None
     listed = None if reference is None else structure.listing(reference, mesh, by_student) or ["no collectives"]
