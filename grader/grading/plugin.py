@@ -25,7 +25,8 @@ from grader.grading.progress import RunProgress
 from grader.grading.reference_figures import ReferenceFigures
 from grader.grading.student import Student
 from grader.layout import Layout
-from grader.suite import feedback, jax_errors
+from grader.suite import differences, feedback, jax_errors
+from grader.suite.checks import Bypass
 from grader.workers import timeline
 from grader.workers.pool import WorkerPool
 
@@ -69,6 +70,27 @@ def explain(exc: BaseException, devices: int | None = None, rules=jax_errors.RUL
     if isinstance(exc, AssertionError):
         return "wrong", _one_line(exc) or "a check failed", None
     return "wrong", f"the result could not be checked ({type(exc).__name__}: {_one_line(exc, 200)})", None
+
+
+def with_layout(message: str, said: str) -> str:
+    """A wrong value's ``message`` completed by how a function of the case lays out inputs or results otherwise
+    than the reference's (Student.laid_out): the measured difference replaces a guess of where to look, and is
+    kept whole where the message is cut."""
+    addition = f"Traced again, {said}"
+    cut = message.endswith("...")
+    head = message[:-3] if cut else differences.without_guess(message)
+    room = MESSAGE_CHARS - len(addition) - 2
+    if cut or len(head) > room:
+        return _one_line(f"{head[: room - 3].rstrip()}... {addition}")
+    return _one_line(f"{head}. {addition}")
+
+
+def _measure(exc: StudentFailure) -> None:
+    """A failure JAX raised while tracing the student's code, measured against the reference's trace now that
+    it ends a case (Student sets ``measure``; an expected raise is never measured)."""
+    measure = getattr(exc, "measure", None)
+    if callable(measure):
+        exc.measured = measure()
 
 
 class CasePlan:
@@ -243,7 +265,13 @@ class GraderPlugin(CasePlan):
             elif report.failed and call.excinfo is not None:
                 exc = call.excinfo.value
                 rules = (*getattr(item.module, "JAX_ERRORS", ()), *jax_errors.RULES)  # the suite's own first
+                if isinstance(exc, StudentFailure):
+                    _measure(exc)
                 case.kind, case.message, case.where = explain(exc, case.devices, rules)
+                student = getattr(item, "funcargs", {}).get("student")
+                if isinstance(exc, AssertionError) and not isinstance(exc, Bypass) and isinstance(student, Student):
+                    said = student.laid_out()
+                    case.message = with_layout(case.message, said) if said else case.message
                 case.error = (getattr(exc, "detail", None) or "") if isinstance(exc, StudentFailure) else ""
                 case.cut_short = item.nodeid in self._cut_short
                 if case.devices:

@@ -19,7 +19,7 @@ from grader.grading import program_mode
 from grader.grading.program_mode import Program
 from grader.grading.reference_figures import ReferenceFigures
 from grader.layout import Layout
-from grader.suite import bypass, differences, feedback, traced, work
+from grader.suite import bypass, differences, feedback, mapped, traced, work
 from grader.suite.checks import Bypass, WrongProgram
 from grader.suite.differences import Probe
 from grader.workers.pool import WorkerPool
@@ -33,6 +33,7 @@ class Student:
         course's reference programs that a program is compared with."""
         self._pool, self.layout, self.timeout_s, self._fresh_rng = pool, layout, timeout_s, fresh_rng
         self._references = references
+        self._asked: list[tuple] = []  # (target, specs, kwargs, what, label) of traceable calls that returned, last first
 
     @property
     def devices(self) -> int:
@@ -60,16 +61,57 @@ class Student:
     def _ask(self, op: str, target: str, args, kwargs, what: str, timeout_s: float | None):
         return self._pool.request(self.layout, op, target, args, kwargs, what, timeout_s or self.timeout_s)
 
+    def _traced(self, target: str, specs, kwargs, what: str, timeout_s: float | None, laid_out: bool = False):
+        """How the student's function, traced again, differs from the reference's traced the same way
+        (grader.suite.traced; only how its per-device computations lay out inputs and results where
+        ``laid_out``), or None where either trace is not at hand."""
+        if self._references is None:
+            return None
+        timeout_s = timeout_s or self.timeout_s
+        theirs = self._references.traced(self.layout, target, specs, kwargs, what, timeout_s)
+        mine = None if theirs is None else self._pool.traced_collectives(self.layout, target, specs, kwargs, what,
+                                                                         timeout_s)
+        if mine is None:
+            return None
+        return mapped.difference(mine, theirs) if laid_out else traced.measured(mine, theirs)
+
+    def _keep_trace(self, target: str, specs, kwargs, what: str, label: str, timeout_s: float | None) -> None:
+        """Where the reference is at hand, keep its trace for this call (a release carries it), and remember the
+        call, as the student knows it (``label``), for :meth:`laid_out`."""
+        references = self._references
+        if references and references.can_measure:
+            references.traced(self.layout, target, specs, kwargs, what, timeout_s or self.timeout_s)
+        self._asked = [a for a in self._asked if a[0] != target][:1]
+        self._asked.insert(0, (target, specs, kwargs, what, label))
+
+    def laid_out(self, timeout_s: float | None = None) -> str | None:
+        """After a wrong value: the first input or result that a function this case called lays out otherwise
+        than the reference's (grader.suite.mapped), the last one called asked first (two at most); None where
+        none does."""
+        for target, specs, kwargs, what, label in self._asked:
+            said = self._traced(target, specs, kwargs, what, timeout_s, laid_out=True)
+            if said:
+                return f"{label}: {said}"
+        return None
+
     def call(self, target: str, *args, timeout_s: float | None = None, **kwargs):
         """Call ``module.function`` from the submission with plain data; returns plain data. A failure
-        the student's own code raised carries the call it raised on (``called_as``), for the report."""
+        the student's own code raised carries the call it raised on (``called_as``), for the report; one
+        JAX raised while it traced the student's code can be measured against the reference's trace
+        (``measure``, asked only for a failure that ends a case)."""
         name = target.rpartition(".")[2]
+        specs = program_mode.specs(args) if args and all(isinstance(a, np.ndarray) for a in args) else None
         try:
-            return self._ask("call", target, args, kwargs, f"{name}()", timeout_s)
+            value = self._ask("call", target, args, kwargs, f"{name}()", timeout_s)
         except StudentFailure as failure:
             if failure.kind == "raised" and failure.raised_in == "submission":
                 failure.called_as = called_as(name, args, kwargs)
+            if failure.kind == "raised" and specs is not None:
+                failure.measure = functools.partial(self._traced, target, specs, kwargs, f"{name}()", timeout_s)
             raise
+        if specs is not None and not self.layout.processes:
+            self._keep_trace(target, specs, kwargs, f"{name}()", name, timeout_s)
+        return value
 
     def program(self, target: str, *args, expect, what: str | None = None, rtol: float = 1e-4, atol: float = 1e-5,
                 dtype=None, fresh=None, arrives=None, counts: dict | None = None, probe: Probe | None = None,
@@ -114,16 +156,12 @@ class Student:
         except StudentFailure as failure:
             if failure.kind == "raised" and failure.raised_in == "submission":
                 failure.called_as = f"{what} with inputs {', '.join(map(_value_text, args))}"
-            if failure.kind == "raised" and self._references:  # a program JAX refused to build
-                theirs = self._references.traced(self.layout, target, specs, kwargs, self._what(target),
-                                                 timeout_s or self.timeout_s)
-                mine = None if theirs is None else self._pool.traced_collectives(
-                    self.layout, target, specs, kwargs, self._what(target), timeout_s or self.timeout_s)
-                failure.measured = None if mine is None else traced.measured(mine, theirs)
+            if failure.kind == "raised":  # a program JAX refused to build
+                failure.measure = functools.partial(self._traced, target, specs, kwargs, self._what(target),
+                                                    timeout_s)
             raise
         references = self._references
-        if references and references.can_measure:  # kept for a release, whose bundle carries no reference
-            references.traced(self.layout, target, specs, kwargs, self._what(target), timeout_s or self.timeout_s)
+        self._keep_trace(target, specs, kwargs, self._what(target), what, timeout_s)
         reference = references and functools.cache(functools.partial(  # read once per program, however often asked
             references.figure, self.layout, target, specs, tuple(args), kwargs, layouts, self._what(target),
             timeout_s or self.timeout_s))

@@ -24,6 +24,8 @@ NAMES = {"psum": "psum", "psum_invariant": "psum", "pmax": "pmax", "pmin": "pmin
 # The parameter holding the dimension a collective gathers along, splits or exchanges along.
 _DIMENSION = {"all_gather": "all_gather_dimension", "psum_scatter": "scatter_dimension", "all_to_all": "split_axis"}
 LIMIT = 64  # collectives reported at most: what a message can use
+MAPS = 16  # per-device computations reported at most
+_PMAP = "jax/_src/pmap.py"  # where jax.pmap builds the shard_map it runs
 
 
 @contextlib.contextmanager
@@ -69,6 +71,97 @@ def _recording(found: list):
             del p.bind
 
 
+def _spec(spec) -> list | None:
+    """A PartitionSpec as its entries, each None or the mesh axes it names; None for no spec (a static input)."""
+    from jax.sharding import PartitionSpec
+
+    if not isinstance(spec, PartitionSpec):
+        return None
+    return [None if e is None else [str(a) for a in (e if isinstance(e, tuple) else (e,))] for e in tuple(spec)]
+
+
+def _leaves(specs) -> list:
+    """The PartitionSpecs of a prefix tree of them (a PartitionSpec is a tuple, so it is told apart first)."""
+    from jax.sharding import PartitionSpec
+
+    if specs is None or isinstance(specs, PartitionSpec):
+        return [specs]
+    if isinstance(specs, (tuple, list)):
+        return [leaf for s in specs for leaf in _leaves(s)]
+    if isinstance(specs, dict):
+        return [leaf for k in sorted(specs, key=str) for leaf in _leaves(specs[k])]
+    return [None]
+
+
+def _by_pmap(f) -> bool:
+    """Whether ``f``, the function a shard_map maps, is the one jax.pmap builds it with (JAX 0.10 builds pmap on
+    shard_map): read from where the function is written, or where its trace says it was."""
+    code = getattr(f, "__code__", None)
+    where = code.co_filename if code is not None else str(getattr(getattr(f, "debug_info", None), "func_src_info", ""))
+    return where.replace("\\", "/").rpartition(" at ")[2].startswith(_PMAP) or _PMAP in where.replace("\\", "/")
+
+
+def _map(kind: str, mesh, in_specs, shapes, out_specs) -> dict:
+    return {"kind": kind, "mesh": [str(a) for a in getattr(mesh, "axis_names", ())],
+            "in": [[_spec(s), [int(d) for d in shape]] for s, shape in zip(in_specs, shapes)][:LIMIT],
+            "out": [_spec(s) for s in out_specs][:LIMIT]}
+
+
+def _named(shardings) -> tuple:
+    """(mesh, specs) of a jit's shardings, a spec None where it names none; mesh None where none names one."""
+    from jax.sharding import NamedSharding
+
+    named = [s for s in shardings if isinstance(s, NamedSharding)]
+    return (named[0].mesh if named else None), [s.spec if isinstance(s, NamedSharding) else None for s in shardings]
+
+
+@contextlib.contextmanager
+def _reading_maps(maps: list):
+    """Each shard_map, and each jax.jit given shardings, asked for meanwhile is appended to ``maps`` as JAX checks
+    it, before JAX can refuse it (where a trace fails, what was asked for is read from these)."""
+    from jax._src import pjit, shard_map
+
+    checks, versus, shardings = shard_map._shmap_checks, shard_map._check_specs_vs_args, pjit.pjit_check_aval_sharding
+    asked: list = []
+
+    def check(mesh, axis_names, in_specs, out_specs, *rest):
+        asked.append(_leaves(out_specs))
+        return checks(mesh, axis_names, in_specs, out_specs, *rest)
+
+    def inputs(f, mesh, in_tree, in_specs, dyn_argnums, in_specs_flat, xs):
+        if asked and len(maps) < MAPS:
+            maps.append(_map("pmap" if _by_pmap(f) else "shard_map", mesh, in_specs_flat,
+                             [getattr(x, "shape", ()) for x in xs], asked.pop()))
+        return versus(f, mesh, in_tree, in_specs, dyn_argnums, in_specs_flat, xs)
+
+    def jitted(given, avals, names, what_aval, *rest, **options):
+        mesh, specs = _named(given)
+        if mesh is not None and what_aval in ("pjit arguments", "pjit outputs") and len(maps) < MAPS:
+            shapes = [a.shape for a in avals]
+            if what_aval == "pjit arguments":
+                maps.append(_map("jit", mesh, specs, shapes, []))
+            else:
+                maps.append(_map("jit", mesh, [None] * len(shapes), shapes, specs) | {"in": []})
+        return shardings(given, avals, names, what_aval, *rest, **options)
+
+    shard_map._shmap_checks, shard_map._check_specs_vs_args, pjit.pjit_check_aval_sharding = check, inputs, jitted
+    try:
+        yield
+    finally:
+        shard_map._shmap_checks, shard_map._check_specs_vs_args, pjit.pjit_check_aval_sharding = \
+            checks, versus, shardings
+
+
+def _jit_map(eqn) -> dict | None:
+    """A jit given shardings (in_shardings or out_shardings naming a mesh), as a map; None for one given none."""
+    mesh_in, ins = _named(eqn.params["in_shardings"])
+    mesh_out, outs = _named(eqn.params["out_shardings"])
+    mesh = mesh_in or mesh_out
+    if mesh is None:
+        return None
+    return _map("jit", mesh, ins, [v.aval.shape for v in eqn.invars], outs)
+
+
 def _add(found: list, name: str, params: dict, shape) -> None:
     if len(found) >= LIMIT:
         return
@@ -79,7 +172,7 @@ def _add(found: list, name: str, params: dict, shape) -> None:
                   None if shape is None else [int(d) for d in shape]])
 
 
-def _walk(jaxpr, found: list) -> None:
+def _walk(jaxpr, found: list, maps: list) -> None:
     from jax._src import core
 
     divided = {v for eqn in jaxpr.eqns if eqn.primitive.name == "div" for v in eqn.invars[:1]
@@ -89,24 +182,36 @@ def _walk(jaxpr, found: list) -> None:
         if name:
             averaged = name == "psum" and any(v in divided for v in eqn.outvars)
             _add(found, "pmean" if averaged else name, eqn.params, eqn.outvars[0].aval.shape)
+        if eqn.primitive.name == "shard_map" and len(maps) < MAPS:
+            maps.append(_map("pmap" if _by_pmap(eqn.params["jaxpr"]) else "shard_map", eqn.params["mesh"],
+                             eqn.params["in_specs"], [v.aval.shape for v in eqn.invars], eqn.params["out_specs"]))
+        elif eqn.primitive.name == "jit" and len(maps) < MAPS and _jit_map(eqn):
+            maps.append(_jit_map(eqn))
         for inner in core.jaxprs_in_params(eqn.params):
-            _walk(inner, found)
+            _walk(inner, found, maps)
 
 
 def collectives(fn, specs) -> dict:
-    """{"collectives": [[name, [axis, ...], dimension or None, result shape], ...], "complete": bool}: the
+    """{"collectives": [[name, [axis, ...], dimension or None, result shape], ...], "complete": bool, "maps":
+    [{"kind": "shard_map" | "pmap" | "jit", "mesh": [axis, ...], "in": [[spec, shape], ...], "out": [spec, ...]},
+    ...]}: the
     collectives of ``fn`` traced on ``specs`` (shapes and dtypes) with shard_map's replication check off,
     in the order the trace holds them, a psum whose result is divided read as pmean; where the trace
-    fails, those bound before it failed, in the order they were bound, and ``complete`` False."""
+    fails, those bound before it failed, in the order they were bound, and ``complete`` False. ``maps``:
+    the per-device computations, and the jax.jit calls given shardings, asked for, in order, a spec as its
+    entries (each None or a list of mesh axes); an input's or result's spec None where it is given none (a
+    static input of shard_map, a jit's unspecified sharding)."""
     import jax
 
     shapes = jax.tree.map(lambda s: jax.ShapeDtypeStruct(tuple(s.shape), s.dtype), specs)
     bound: list = []
+    asked: list = []
     try:
-        with _replication_unchecked(), _recording(bound):
+        with _replication_unchecked(), _recording(bound), _reading_maps(asked):
             traced = jax.make_jaxpr(fn)(*shapes)
     except Exception:  # noqa: BLE001 - the student's trace failing further on is what is being read
-        return {"collectives": bound, "complete": False}
+        return {"collectives": bound, "complete": False, "maps": asked}
     found: list = []
-    _walk(traced.jaxpr, found)
-    return {"collectives": found, "complete": True}
+    maps: list = []  # read from the trace itself: a function JAX traced before is not checked again
+    _walk(traced.jaxpr, found, maps)
+    return {"collectives": found, "complete": True, "maps": maps}

@@ -202,16 +202,21 @@ def _contraction(match: re.Match, s: Situation) -> str:
 
 def _in_specs(match: re.Match, s: Situation) -> str:
     want, got, arg = match["want"], match["got"], match["arg"]
-    return (f"shard_map's in_specs say an argument ({arg}) is laid out as {want}, but it arrives as {got}: on a "
-            f"mesh with Explicit axes (jax.make_mesh's default) put it there first, with "
+    said = f"shard_map's in_specs say an argument ({arg}) is laid out as {want}, but it arrives as {got}"
+    if s.measured and s.measured != SAME:  # which of the two is wrong is what the reference's trace tells
+        return said
+    return (f"{said}: on a mesh with Explicit axes (jax.make_mesh's default) put it there first, with "
             f"jax.device_put(x, NamedSharding(mesh, {want}))")
 
 
 def _indivisible_spec(match: re.Match, s: Situation) -> str:
     axis, parts, size = match["axis"], match["parts"], match["size"]
     spec = f" {match['spec']}" if match.groupdict().get("spec") else ""
-    return (f"array axis {axis} has size {size}, which does not split evenly over the {plural(int(parts), 'device')} "
-            f"entry {axis} of its PartitionSpec{spec} (counting from 0) puts it on. Compare the PartitionSpec with the "
+    said = (f"array axis {axis} has size {size}, which does not split evenly over the {plural(int(parts), 'device')} "
+            f"entry {axis} of its PartitionSpec{spec} (counting from 0) puts it on")
+    if s.measured and s.measured != SAME:  # where it differs from the reference's is measured: no list of places
+        return said
+    return (f"{said}. Compare the PartitionSpec with the "
             f"task's layout, entry by entry, and the array's shape with the one the layout splits: an entry naming "
             f"another mesh axis, or an array whose axes come in another order, puts an axis where it does not divide")
 
@@ -557,11 +562,18 @@ def mistake(text: str, exc_type: str | None = None, situation: Situation = Situa
     return None
 
 
+def _first_words(text: str, most: int = 120) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= most else line[: most - 3].rstrip() + "..."
+
+
 def explain(failure: StudentFailure, devices: int | None = None, rules: tuple[Rule, ...] = RULES) -> str | None:
     """``failure``'s message with JAX's text replaced by the mistake behind it, or None if no rule knows it."""
     text = failure.message if failure.detail is None else failure.detail
     measured = getattr(failure, "measured", None)
     said = mistake(text, failure.exc_type, Situation(devices, failure.line or "", failure.raised_in, measured), rules)
+    if said is None and measured and measured != SAME and failure.raised_in == "jax":
+        said = f"JAX refused it ({_first_words(text)})"  # no rule knows JAX's words; the measured difference says more
     if said is None:
         return None
     if measured and measured != SAME and measured not in said:

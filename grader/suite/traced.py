@@ -8,8 +8,9 @@ axes, along which dimension, returning which shape. The first difference is what
 does that the reference's does not: one of its collectives along another dimension or returning another
 shape, over other axes, combining otherwise; and where the student's trace ran to its end, one missing
 or one too many. A trace that failed further on says only what it asked for before it failed, so no
-collective is called missing from it. The student's list comes from the student's process: it is
-checked for form and used in a message only.
+collective is called missing from it. Before the collectives, the per-device computations' layouts are
+compared (grader.suite.mapped): a wrong in_specs or in_axes changes what every collective after it sees.
+The student's list comes from the student's process: it is checked for form and used in a message only.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from grader.suite import mapped
 from grader.suite.meshes import over_text
 
 # The collectives a trace can name, as the code asks for them.
@@ -130,8 +132,12 @@ def same(mine, theirs) -> bool:
 
 
 def difference(mine, theirs) -> str | None:
-    """How two traces' collectives differ, in words; None where they ask for the same, where the student's
-    trace failed before any difference shows, or where either is not of a trace's form."""
+    """How two traces differ, in words: first an input or result their per-device computations lay out
+    otherwise (grader.suite.mapped), else their collectives; None where they ask for the same, where the
+    student's trace failed before any difference shows, or where either is not of a trace's form."""
+    laid_out = mapped.difference(mine, theirs)
+    if laid_out:
+        return laid_out
     mine, theirs = read(mine), read(theirs)
     if mine is None or theirs is None or not theirs[1]:
         return None

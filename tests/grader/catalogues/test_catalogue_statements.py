@@ -55,6 +55,9 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
             "jax.pmap(lambda b: jnp.sum(b))(x)",
             "jax.pmap(lambda b: jax.lax.psum(jnp.sum(b), 'i'), axis_name='i')(x)")), "2",
             says=("every device holds the sum over all devices",)),
+        "Y given whole to every device": Wrong(apart("basics", ("jax.pmap(lambda a, b: a @ b)(X, Y)",
+                                                                "jax.pmap(lambda a, b: a @ b, in_axes=(0, None))(X, Y)")),
+                                              "2", says=("in_axes entry for its input 1", "is None")),
         "leading axis not checked": Wrong(apart("basics", ('    _check("x", x)\n    return jax.pmap(lambda b: b ** 2 + 1)(x)',
                                                            "    return jax.pmap(lambda b: b ** 2 + 1)(x)")), "2",
                                           says=("not from a check of your own",)),
@@ -115,6 +118,12 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
             "2", says=("its program has no jax.pmap that its answer depends on",), never=LOCAL_FIX),
     },
     ("exercise7", "dot"): {
+        "both vectors reshaped (-1, n)": Wrong(apart("dot", (
+            "x = jnp.concatenate([x, jnp.zeros(padded - L, x.dtype)]).reshape(n, -1)",
+            "x = jnp.concatenate([x, jnp.zeros(padded - L, x.dtype)]).reshape(-1, n)"), (
+            "y = jnp.concatenate([y, jnp.zeros(padded - L, y.dtype)]).reshape(n, -1)",
+            "y = jnp.concatenate([y, jnp.zeros(padded - L, y.dtype)]).reshape(-1, n)")), "2",
+            says=("your jax.pmap is handed its input 0 in shape",), never=("jnp.pad", "pad it")),
         "pmean where psum belongs": Wrong(apart("dot", ('lax.psum(jnp.dot(a, b), "i")', 'lax.pmean(jnp.dot(a, b), "i")')),
                                           "2", says=("1/2 of the answer", "lax.pmean"), never=("out[0]",)),
         "the devices' totals added up again": Wrong(apart("dot", ("return out[0]", "return out.sum()")), "2",
@@ -206,6 +215,11 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
             "                         out_specs=P(\"data\", None))(x, w)",
             "    return jax.jit(lambda a, b: a @ b, out_shardings=NamedSharding(mesh, P(\"data\", None)))(x, w)")),
             "4", says=("jax.shard_map",)),
+        "out_specs say the result is the same everywhere": Wrong(apart("mesh", ('out_specs=P("data", None))(x, w)',
+                                                                                'out_specs=P())(x, w)')), "4",
+                                                                 says=("out_specs entry for its result 0 is P()",
+                                                                       "the reference's is P('data')"),
+                                                                 never=("A collective over 'data' makes it",)),
         "psum over an axis the mesh lacks": Wrong(apart("mesh", ('lax.psum(xb @ wb, "model")',
                                                                  'lax.psum(xb @ wb, "i")')), "4",
                                                   says=("axis_name='i'", "name an axis the mesh has")),
@@ -230,6 +244,11 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
             'out_shardings=NamedSharding(mesh, P("data", "model")))(x, w)\n\n\ndef one',
             'out_shardings=NamedSharding(mesh, P("data", None)))(x, w)\n\n\ndef one')), "4",
             says=("runs an all-gather over 'model'",)),
+        "no_collective's rows split over both axes": Wrong(ex8("compiler", (
+            'out_shardings=NamedSharding(mesh, P("data", "model")))(x, w)\n\n\ndef one',
+            'out_shardings=NamedSharding(mesh, P(("data", "model"), None)))(x, w)\n\n\ndef one')), "4",
+            says=("out_shardings entry for its result 0 is P(('data', 'model'),)",
+                  "the reference's is P('data', 'model')"), never=("jnp.pad", "pad it")),
         "NumPy on the host": Wrong(ex8("compiler", (
             '    return jax.jit(jnp.matmul, out_shardings=NamedSharding(mesh, P("data", "model")))(x, w)',
             '    import numpy as np\n    return jax.device_put(np.asarray(x) @ np.asarray(w), '
@@ -349,6 +368,11 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
                                           says=("lax.pmean averages them",)),
         "w left whole on every device": Wrong(ex8("fsdp", ("out_specs=(P(\"data\", None), P()))",
                                                            "out_specs=(P(), P()))")), "4", says=("out_specs[0] P()",)),
+        "y declared whole in in_specs": Wrong(ex8("fsdp", ('in_specs=P("data", None),',
+                                                           'in_specs=(P("data", None), P("data", None), P()),')), "2",
+                                              says=("in_specs entry for its input 2", "is P() (whole on every device)",
+                                                    "the reference's is P('data')"),
+                                              never=("jax.device_put(x, NamedSharding(mesh, P(None, None)))",)),
         "gradient averaged twice": Wrong(ex8("fsdp", ("return w_shard - lr * grad / n,",
                                                       "return w_shard - lr * grad / n / n,")), "2",
                                          says=("1/2 of the change",), never=("divide it by n",)),

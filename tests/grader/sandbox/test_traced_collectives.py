@@ -38,6 +38,8 @@ FUNCTIONS = {{
                                              P("data", "model")),
 }}
 out = {{name: traced_collectives.collectives(fn, SPEC) for name, fn in FUNCTIONS.items()}}
+for found in out.values():
+    found.pop("maps")  # read in the test of maps below
 try:
     jax.make_jaxpr(on_mesh(lambda b: lax.psum(b, "data")))(jnp.zeros((4, 6)))
     out["checked again after"] = False
@@ -58,3 +60,50 @@ def test_a_refused_shard_map_is_read_with_its_collectives_axes_and_shapes_and_th
     assert out["a gather along the wrong axis"] == {"collectives": [["all_gather", ["data"], 1, [2, 6]]],
                                                     "complete": False}  # what was asked before the trace failed
     assert out["checked again after"]  # JAX's own check is back once the trace is read
+
+
+MAPS = """
+import json, sys
+import jax
+jax.config.update("jax_num_cpu_devices", 4)
+import jax.numpy as jnp
+from jax.sharding import NamedSharding, PartitionSpec as P
+sys.path[:0] = [{root!r}]
+from grader.protocol import ArraySpec
+from grader.sandbox import traced_collectives
+
+mesh = jax.make_mesh((2, 2), ("data", "model"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+explicit = jax.make_mesh((2, 2), ("data", "model"))
+pmapped = jax.pmap(lambda a, b: a @ b, in_axes=(0, None), axis_name="i")
+mapped = jax.jit(jax.shard_map(lambda a, b: jax.lax.psum(a @ b, "model"), mesh=mesh, in_specs=(P("data", "model"), P("model", None)),
+                               out_specs=P("data", None)))
+pmapped(jnp.ones((4, 3, 5)), jnp.ones((5, 2)))  # traced and cached before: JAX checks nothing again
+mapped(jnp.ones((4, 4)), jnp.ones((4, 3)))
+out = {{
+    "pmap": traced_collectives.collectives(pmapped, (ArraySpec((4, 3, 5), "float32"), ArraySpec((5, 2), "float32"))),
+    "shard_map": traced_collectives.collectives(mapped, (ArraySpec((4, 4), "float32"), ArraySpec((4, 3), "float32"))),
+    # refused while its output sharding is checked: read as it was asked for
+    "jit refused": traced_collectives.collectives(
+        lambda x, w: jax.jit(jnp.matmul, out_shardings=NamedSharding(explicit, P(("data", "model"), None)))(x, w),
+        (ArraySpec((6, 4), "float32"), ArraySpec((4, 6), "float32"))),
+    # refused as its in_specs are checked against where the inputs are
+    "in_specs refused": traced_collectives.collectives(
+        lambda x: jax.shard_map(lambda b: b, mesh=explicit, in_specs=P(), out_specs=P())(
+            jax.device_put(x, NamedSharding(explicit, P("data", None)))), (ArraySpec((4, 3), "float32"),)),
+}}
+print(json.dumps(out))
+"""
+
+
+def test_each_per_device_computation_and_sharded_jit_is_read_with_its_specs_cached_or_refused():
+    out = run_json(MAPS)
+    assert out["pmap"]["maps"] == [{"kind": "pmap", "mesh": ["i"], "in": [[[["i"]], [4, 3, 5]], [[], [5, 2]]],
+                                    "out": [[["i"]]]}]
+    assert out["shard_map"]["maps"] == [{"kind": "shard_map", "mesh": ["data", "model"],
+                                         "in": [[[["data"], ["model"]], [4, 4]], [[["model"], None], [4, 3]]],
+                                         "out": [[["data"], None]]}]
+    assert out["jit refused"] == {"collectives": [], "complete": False, "maps": [
+        {"kind": "jit", "mesh": ["data", "model"], "in": [], "out": [[["data", "model"], None]]}]}
+    assert out["in_specs refused"]["complete"] is False
+    assert out["in_specs refused"]["maps"] == [{"kind": "shard_map", "mesh": ["data", "model"], "in": [[[], [4, 3]]],
+                                                "out": [[]]}]

@@ -193,3 +193,30 @@ def test_an_untiled_psum_scatter_is_told_from_jaxs_words_where_the_call_spans_li
     told = mistake(text, "ValueError", Situation(2, "return jax.shard_map(lambda a, b: lax.psum_scatter(a @ b,"))
     assert told.startswith("lax.psum_scatter without tiled=True gives each device one slice of scatter_dimension, ")
     assert mistake(text, "ValueError", Situation(2, 'lax.psum_scatter(v, "i", tiled=True)')) is None
+
+
+LAID_OUT = ("your shard_map's in_specs entry for its input 1, of shape (8, 4), is P() (whole on every device); the "
+            "reference's is P('model') (rows split over 'model')")
+
+
+def test_a_measured_layout_difference_replaces_the_advice_that_guesses_which_side_is_wrong():
+    """JAX says a declared layout and the one an input arrives in differ; the reference's trace says which one is
+    the student's mistake, so the advice to move the input to the declared layout is not given."""
+    failure = _failure("w_not_placed_on_the_mesh", "sharded_matmul")
+    failure.measured = LAID_OUT
+    said = explain(failure, devices=4)
+    assert "laid out as P('model', None), but it arrives as P(None, None)" in said
+    assert "jax.device_put" not in said and said.endswith(f"traced the same way: {LAID_OUT}")
+    failure = _failure("rows_that_do_not_split_over_the_mesh", "no_collective")
+    failure.measured = LAID_OUT
+    said = explain(failure, devices=4)
+    assert "array axis 0 has size 3" in said and "Compare the PartitionSpec" not in said and LAID_OUT in said
+
+
+def test_an_error_no_rule_knows_is_told_with_a_measured_difference():
+    failure = StudentFailure("raised", "f() raised TypeError: some words of JAX", "f.py:3", "TypeError", "jax",
+                             "some words of JAX about a type", "y = f(x)")
+    assert explain(failure) is None
+    failure.measured = LAID_OUT
+    assert explain(failure) == f"f() raised TypeError: JAX refused it (some words of JAX about a type). Compared with " \
+                               f"the reference's function, traced the same way: {LAID_OUT}"
