@@ -106,7 +106,7 @@ class Student:
         except StudentFailure as failure:
             if failure.kind == "raised" and failure.raised_in == "submission":
                 failure.called_as = called_as(name, args, kwargs)
-            if failure.kind == "raised" and specs is not None:
+            if failure.kind == "raised" and failure.raised_in == "jax" and specs is not None:
                 failure.measure = functools.partial(self._traced, target, specs, kwargs, f"{name}()", timeout_s)
             raise
         if specs is not None and not self.layout.processes:
@@ -156,7 +156,7 @@ class Student:
         except StudentFailure as failure:
             if failure.kind == "raised" and failure.raised_in == "submission":
                 failure.called_as = f"{what} with inputs {', '.join(map(_value_text, args))}"
-            if failure.kind == "raised":  # a program JAX refused to build
+            if failure.kind == "raised" and failure.raised_in == "jax":  # a program JAX refused to build
                 failure.measure = functools.partial(self._traced, target, specs, kwargs, self._what(target),
                                                     timeout_s)
             raise
