@@ -26,6 +26,7 @@ from typing import Callable
 import numpy as np
 
 from grader.layout import plural
+from grader.suite import dependence
 from grader.suite.value_patterns import close, entries_that_tell, factor
 
 MAX_PAIRS = 4  # pairs of blocks a sentence lists before it says "..."
@@ -67,6 +68,11 @@ class Probe:
     rerun: Callable | None = None
     out: Split | None = None
     counts: dict = field(default_factory=dict)
+    names: tuple[str, ...] = ()  # the inputs' names in the statement, for a sentence about one of them
+
+    def name(self, k: int) -> str | None:
+        """Input k's name: given, or its split's."""
+        return self.names[k] if k < len(self.names) else next((s.name for s in self.splits if s.arg == k), None)
 
     @classmethod
     def per_device(cls, reference: Callable, x, rerun: Callable, name: str = "x") -> Probe:
@@ -241,6 +247,9 @@ def relation(got, expected, *, counts: dict | None = None, starts: tuple = (), r
         return changed
     if got.ndim == 2 and got.shape[0] == got.shape[1] > 1 and close(got, expected.T, rtol, atol):
         return "is the answer transposed: entry (i, j) holds what (j, i) should"
+    if (expected < -atol).any() and close(got, np.maximum(expected, 0), rtol, atol):
+        return (f"is the answer with each of its {int((expected < -atol).sum())} negative entries set to 0 and the "
+                "others right: a relu applied to the result itself")
     offset = got - expected
     if got.size >= 2 and entries_that_tell(expected, atol) >= 2 and np.allclose(offset, offset.flat[0], rtol=0,
                                                                         atol=atol + rtol * np.abs(expected).max()):
@@ -253,7 +262,16 @@ def relation(got, expected, *, counts: dict | None = None, starts: tuple = (), r
             axis, where = found
             return f"{_blocks_held(where, parts, _axis_word(got.ndim, axis))}: " \
                    f"{_pairs_text(_moves(got.shape, axis, parts, where))}"
-    return _permutation_per_block(got, expected, sizes, rtol, atol)
+    return _permutation_per_block(got, expected, sizes, rtol, atol) or _never_negative(got, expected, atol)
+
+
+def _never_negative(got, expected, atol) -> str | None:
+    """A result with no negative entry where the answer has several: something clips it at 0 (a relu)."""
+    negative = int((expected < -atol).sum())
+    if negative < 2 or (got < 0).any():
+        return None
+    return (f"has no negative entry, where the answer has {negative}: every entry of yours is clipped at 0, as a "
+            "relu clips what it is applied to")
 
 
 def _blocks_held(where: dict[int, int], parts: int, word: str) -> str:
@@ -471,12 +489,22 @@ def reordered(probe: Probe, got, rtol: float = 1e-4, atol: float = 1e-5) -> str 
             f"consecutive {word}")
 
 
+def reach(probe: Probe, atol: float = 1e-5) -> str | None:
+    """Which entries of the result a change of one slice of an input reaches, the student's function against the
+    reference (grader.suite.dependence), where the two differ; None without a rerun and a reference."""
+    if probe.rerun is None or probe.reference is None:
+        return None
+    names = tuple(probe.name(k) or "" for k in range(len(probe.inputs)))
+    return dependence.told(probe.reference, probe.rerun, probe.inputs, names, atol)
+
+
 def measured(got, expected, *, counts: dict | None = None, probe: Probe | None = None, starts: tuple = (),
              rtol: float = 1e-4, atol: float = 1e-5) -> str | None:
     """How a wrong value differs: a relation on every entry, else what one block at a time shows, else an input
-    the answer is right for taken in strided order; or None."""
+    the answer is right for taken in strided order, else how far a change of one slice of an input reaches; or
+    None."""
     counts = {**(probe.counts if probe else {}), **(counts or {})}
     starts = starts or (probe.inputs if probe else ())
     return (relation(got, expected, counts=counts, starts=starts, rtol=rtol, atol=atol)
             or (probe and probed(Probe(**{**probe.__dict__, "counts": counts}), got, rtol, atol))
-            or (probe and reordered(probe, got, rtol, atol)) or None)
+            or (probe and reordered(probe, got, rtol, atol)) or (probe and reach(probe, atol)) or None)

@@ -11,6 +11,7 @@ import pytest
 
 from grader.suite import as_array, expect_close, expect_sequence, expect_shape, feedback, hlo, work
 from grader.suite.bypass import Asks
+from grader.suite.differences import Probe
 
 RTOL, ATOL = 1e-4, 1e-4
 PRIMITIVE = {"total": "psum", "mean": "pmean", "maximum": "pmax"}
@@ -28,16 +29,17 @@ def _close(a, b) -> bool:
     return a.shape == b.shape and np.allclose(a, b, rtol=RTOL, atol=ATOL)
 
 
-def _expect_global(got, expected, what, alternatives, causes):
+def _expect_global(got, expected, what, alternatives, causes, probe):
     """``got`` must equal ``expected``; if it equals a known wrong answer instead, say which mistake that is;
-    ``causes``: what a pattern of its values (grader.suite.value_patterns) means here."""
+    ``causes``: what a pattern of its values (grader.suite.value_patterns) means here; ``probe``: the reference
+    as a function and the student's function again, for what a change of one part of x reaches."""
     if _close(got, expected):
         return
     for wrong, mistake in alternatives:
         if _close(got, wrong):
             raise AssertionError(f"{what}: {mistake}")
     expect_close(got, expected, what=what, rtol=RTOL, atol=ATOL, dtype=np.float32, devices=len(got), device_axis=True,
-                 causes=causes)
+                 causes=causes, probe=probe)
 
 
 def _stat_mistakes(name, x, ref):
@@ -61,7 +63,7 @@ def _check_all_reduce_stats(student, rng, devices, width):
     ref = {"total": ones * x64.sum(0), "mean": ones * x64.mean(0), "maximum": ones * x64.max(0)}
     got = expect_sequence(student.call("collectives.all_reduce_stats", x), 3,
                           "all_reduce_stats(x) (total, mean, maximum)")
-    for (name, expected), value in zip(ref.items(), got):
+    for k, ((name, expected), value) in enumerate(zip(ref.items(), got)):
         what = f"the {name} from all_reduce_stats(x) with x of shape {x.shape}"
         value = as_array(value, what)
         if value.shape == (devices,):
@@ -73,9 +75,11 @@ def _check_all_reduce_stats(student, rng, devices, width):
             if not _close(value[d], value[0]) and _close(value[d], x64[d]):
                 raise AssertionError(f"every device should hold the same {name}; device {d} holds its own local "
                                      f"{name}: did you use {LOCAL[name]} instead of lax.{PRIMITIVE[name]}?")
+        probe = Probe(reference=lambda v, k=k: _reference("all_reduce_stats")(v)[k], inputs=(x,), names=("x",),
+                      rerun=lambda v, k=k: student.call("collectives.all_reduce_stats", v)[k])
         _expect_global(value, expected, what, _stat_mistakes(name, x64, ref),
                        {"disagree": f"an all-reduce, lax.{PRIMITIVE[name]}(v, 'i'), hands every device the same "
-                                    f"{name}"})
+                                    f"{name}"}, probe)
 
 
 @pytest.mark.devices(1, 2, 4)
@@ -172,7 +176,9 @@ def _check_standardize(student, rng, devices, width):
     expected = _standardized(x64, x64.mean(), x64.var())
     if not _close(got, expected) and not any(_close(got, wrong) for wrong, _ in _standardize_mistakes(x64)):
         _measured_standardisation(x64, np.asarray(expect_shape(got, x.shape, what), np.float64), what)
-    _expect_global(expect_shape(got, x.shape, what), expected, what, _standardize_mistakes(x64), causes)
+    probe = Probe(reference=_reference("standardize_across_devices"), inputs=(x,), names=("x",),
+                  rerun=lambda v: student.call("collectives.standardize_across_devices", v))
+    _expect_global(expect_shape(got, x.shape, what), expected, what, _standardize_mistakes(x64), causes, probe)
 
 
 @pytest.mark.devices(1, 2, 4)

@@ -1,0 +1,78 @@
+"""What a change of one slice of an input reaches in the student's result and in the answer
+(grader.suite.dependence)."""
+
+import numpy as np
+
+from grader.suite import dependence
+from grader.suite.differences import Probe, measured
+
+X = np.random.default_rng(0).normal(size=(4, 6)).astype(np.float32)
+
+
+def total(x):  # every device's row replaced by the sum over the devices: an all-reduce
+    return np.broadcast_to(x.astype(np.float64).sum(0), x.shape)
+
+
+def test_a_device_that_never_sees_the_others_is_told_by_what_its_row_reaches():
+    said = dependence.told(total, lambda x: x.astype(np.float64) * 2, (X,), ("x",), 1e-5)
+    assert said == ("depends on x otherwise than the answer: changing only x[0, :] changes your result at [0, :] "
+                    "only; it changes the answer at every entry")
+
+
+def test_a_statistic_over_everything_where_one_per_column_belongs():
+    said = dependence.told(total, lambda x: np.full(x.shape, x.astype(np.float64).sum()), (X,), ("x",), 1e-5)
+    assert said.endswith("changing only x[:, 0] changes your result at every entry; it changes the answer at [:, 0] "
+                         "only")
+
+
+def test_a_change_that_is_the_same_along_the_slice_would_vanish_in_a_centred_result():
+    """A column's own mean removed: a change by one constant along the column is invisible, so the change varies."""
+    def centred(x):
+        return x - x.mean(0)
+
+    def centred_globally(x):
+        return x - x.mean()
+    said = dependence.told(centred_globally, centred, (X,), ("x",), 1e-5)
+    assert "changing only x[:, 0] changes your result at [:, 0] only; it changes the answer at every entry" in said
+
+
+def test_the_same_reach_a_failing_rerun_or_another_shape_says_nothing():
+    assert dependence.told(total, lambda x: 3 * total(x), (X,), ("x",), 1e-5) is None  # a factor: reach is the same
+
+    def raises(x):
+        raise RuntimeError("time-out")
+    assert dependence.told(total, raises, (X,), ("x",), 1e-5) is None
+    assert dependence.told(total, lambda x: x.sum(0), (X,), ("x",), 1e-5) is None
+
+
+def test_at_most_so_many_reruns_however_large_the_input():
+    calls = []
+
+    def counted(x):
+        calls.append(1)
+        return total(x)
+    big = np.ones((40, 50), np.float32)
+    assert dependence.told(total, counted, (big,), ("x",), 1e-5) is None
+    assert len(calls) <= dependence.MOST + 1
+
+
+def test_a_wrong_value_is_told_by_its_reach_when_no_relation_holds():
+    probe = Probe(reference=total, inputs=(X,), rerun=lambda x: x.astype(np.float64) ** 3, names=("x",))
+    said = measured(X.astype(np.float64) ** 3, total(X), probe=probe)
+    assert said.startswith("depends on x otherwise than the answer: changing only x[0, :] changes your result at "
+                           "[0, :] only")
+
+
+def test_a_relu_applied_to_the_answer_is_a_relation_said_before_any_rerun():
+    y = np.array([[1.5, -2.0], [-0.5, 3.0]])
+    said = measured(np.maximum(y, 0), y, probe=Probe(reference=lambda: y, rerun=lambda: 1 / 0))
+    assert said == ("is the answer with each of its 2 negative entries set to 0 and the others right: a relu applied "
+                    "to the result itself")
+
+
+def test_a_result_never_negative_where_the_answer_is_is_said():
+    y = np.array([[1.5, -2.0], [-0.5, 3.0]])
+    got = np.array([[0.2, 0.0], [1.0, 0.0]])
+    assert measured(got, y) == ("has no negative entry, where the answer has 2: every entry of yours is clipped at 0, "
+                                "as a relu clips what it is applied to")
+    assert measured(-got, y) is None
