@@ -28,6 +28,9 @@ class Case:
     processes: int | None = None  # set for a multi-process layout; devices is then per process
     feedback: list[dict] = field(default_factory=list)  # what the test attached (grader.suite.feedback)
     cut_short: bool = False  # not run: an earlier case of its task timed out at the same layout (see budget)
+    # how much its message measured: 2 a difference, 1 a factor that two mesh axes share (which one is not
+    # told), 0 only where values differ (grader.suite.checks.Unexplained); a report leads with the most
+    told: int = 2
 
     @property
     def label(self) -> str:

@@ -26,7 +26,7 @@ from grader.grading.reference_figures import ReferenceFigures
 from grader.grading.student import Student
 from grader.layout import Layout
 from grader.suite import differences, feedback, jax_errors
-from grader.suite.checks import Bypass
+from grader.suite.checks import Bypass, Unexplained, WrongProgram
 from grader.workers import timeline
 from grader.workers.pool import WorkerPool
 
@@ -73,9 +73,9 @@ def explain(exc: BaseException, devices: int | None = None, rules=jax_errors.RUL
 
 
 def with_layout(message: str, said: str) -> str:
-    """A wrong value's ``message`` completed by how a function of the case lays out inputs or results otherwise
-    than the reference's (Student.laid_out): the measured difference replaces a guess of where to look, and is
-    kept whole where the message is cut."""
+    """A wrong value's ``message`` completed by how a function of the case, traced again, differs from the
+    reference's (Student.laid_out): the measured difference replaces a guess of where to look, and is kept
+    whole where the message is cut."""
     addition = f"Traced again, {said}"
     cut = message.endswith("...")
     head = message[:-3] if cut else differences.without_guess(message)
@@ -83,6 +83,15 @@ def with_layout(message: str, said: str) -> str:
     if cut or len(head) > room:
         return _one_line(f"{head[: room - 3].rstrip()}... {addition}")
     return _one_line(f"{head}. {addition}")
+
+
+def _told(exc: BaseException, message: str, laid_out: bool) -> int:
+    """How much a failed case's message measured (Case.told)."""
+    unexplained = isinstance(exc, Unexplained) or (isinstance(exc, WrongProgram) and exc.unexplained
+                                                   and not exc.measured)
+    if unexplained and not laid_out:
+        return 0
+    return 1 if differences.ambiguous(message) else 2
 
 
 def _measure(exc: StudentFailure) -> None:
@@ -269,9 +278,11 @@ class GraderPlugin(CasePlan):
                     _measure(exc)
                 case.kind, case.message, case.where = explain(exc, case.devices, rules)
                 student = getattr(item, "funcargs", {}).get("student")
+                said = None
                 if isinstance(exc, AssertionError) and not isinstance(exc, Bypass) and isinstance(student, Student):
                     said = student.laid_out()
                     case.message = with_layout(case.message, said) if said else case.message
+                case.told = _told(exc, case.message, bool(said))
                 case.error = (getattr(exc, "detail", None) or "") if isinstance(exc, StudentFailure) else ""
                 case.cut_short = item.nodeid in self._cut_short
                 if case.devices:

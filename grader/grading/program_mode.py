@@ -27,7 +27,7 @@ from grader.errors import GraderError
 from grader.layout import plural
 from grader.protocol import ArraySpec
 from grader.suite import structure
-from grader.suite.checks import WrongProgram, expect_close, expect_sequence
+from grader.suite.checks import Unexplained, WrongProgram, expect_close, expect_sequence
 
 FRESH_SETS = 1  # input sets drawn per program besides the test's own
 NEVER_SEEN = "a second set of inputs drawn by the grader that your code never saw"
@@ -170,4 +170,6 @@ def check_values(program: Program, values: list, input_sets: list[tuple], expect
         except AssertionError as wrong:
             message = str(wrong) if i == 0 else (f"{wrong}; it was right for the test's inputs only: a program must "
                                                  "compute its result from its inputs, not have it built in")
-            raise WrongProgram(message, program) from None
+            failure = WrongProgram(message, program)
+            failure.unexplained = i == 0 and isinstance(wrong, Unexplained)
+            raise failure from None

@@ -17,7 +17,7 @@ from grader.grading import github_classroom, gradescope, junit
 from grader.grading.confinement import describe
 from grader.grading.printed import printed
 from grader.grading.runner import RunResult
-from grader.grading.scoring import Score
+from grader.grading.scoring import Score, headline
 from grader.layout import number, summary
 from grader.grading.sanitise import terminal
 
@@ -134,10 +134,15 @@ def to_dict(run: RunResult, score: Score, course_name: str, notes=()) -> dict:
 
 
 def _shown_case(ts):
-    """The case whose pictures (grader.suite.feedback) a task shows: its first failed case that has some,
-    else its last case that has some, else None."""
+    """The case whose pictures (grader.suite.feedback) a task shows: the case its report leads with
+    (scoring.headline) where that has some, else its first failed case that has some, else its last case
+    that has some, else None."""
     with_notes = [c for c in ts.cases if c.feedback]
     failed = [c for c in with_notes if c.outcome == "failed"]
+    all_failed = [c for c in ts.cases if c.outcome == "failed"]
+    first = headline(all_failed) if all_failed else None
+    if first is not None and first.feedback:
+        return first
     return failed[0] if failed else (with_notes[-1] if with_notes else None)
 
 

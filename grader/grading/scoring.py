@@ -94,12 +94,13 @@ def _reason(case: Case) -> str:
 
 
 def _other_failures(task_cases: list[Case], functions: tuple[str, ...]) -> list[str]:
-    """The first failure of each function the task's first failure is not about, in the cases' order."""
+    """The first failure of each function the task's headline failure is not about, in the cases' order."""
     failed = [c for c in task_cases if c.outcome == "failed"]
     if not failed or not functions:
         return []
-    seen, others = {named_function(failed[0].message, functions)}, []
-    for case in failed[1:]:
+    first = headline(failed)
+    seen, others = {named_function(first.message, functions)}, []
+    for case in failed:
         function = named_function(case.message, functions)
         if function and function not in seen:
             seen.add(function)
@@ -107,13 +108,16 @@ def _other_failures(task_cases: list[Case], functions: tuple[str, ...]) -> list[
     return others
 
 
-def _headline(failed: list[Case]) -> Case:
-    """The failure a task's report leads with: the first failing test's, at its first case on more than one
-    device where it has one. On one device every collective is the identity, so a mistake in how the work
-    is split shows there only in a degenerate form ("2 times the answer", "0 at every entry") that the
-    same test on two devices measures as what it is ("counts x's block 0 twice")."""
-    test = [c for c in failed if c.test == failed[0].test]
-    return next((c for c in test if (c.devices or 1) > 1 and c.kind == failed[0].kind), failed[0])
+def headline(failed: list[Case]) -> Case:
+    """The failure a task's report leads with: among the failed cases whose messages measured the most
+    (Case.told: a difference, over a factor two mesh axes share, over only where values differ), the first
+    failing test's, at its first case on more than one device where it has one. On one device every
+    collective is the identity, so a mistake in how the work is split shows there only in a degenerate form
+    ("2 times the answer", "0 at every entry") that the same test on two devices measures as what it is
+    ("counts x's block 0 twice")."""
+    most = [c for c in failed if c.told == max(c.told for c in failed)]
+    test = [c for c in most if c.test == most[0].test]
+    return next((c for c in test if (c.devices or 1) > 1 and c.kind == most[0].kind), most[0])
 
 
 def _status(task_cases: list[Case], score: float, max_score: float) -> tuple[str, str]:
@@ -125,7 +129,7 @@ def _status(task_cases: list[Case], score: float, max_score: float) -> tuple[str
     failed = [c for c in counted if c.outcome != "passed"]
     if not failed:
         return "passed", ""
-    first = _headline(failed)
+    first = headline(failed)
     reason = _reason(first)
     if all(c.kind == "not_started" for c in failed) and len(failed) == len(counted):
         return "not started", reason

@@ -19,7 +19,7 @@ from grader.grading import program_mode
 from grader.grading.program_mode import Program
 from grader.grading.reference_figures import ReferenceFigures
 from grader.layout import Layout
-from grader.suite import bypass, differences, feedback, mapped, traced, work
+from grader.suite import bypass, differences, feedback, traced, work
 from grader.suite.checks import Bypass, WrongProgram
 from grader.suite.differences import Probe
 from grader.workers.pool import WorkerPool
@@ -61,19 +61,16 @@ class Student:
     def _ask(self, op: str, target: str, args, kwargs, what: str, timeout_s: float | None):
         return self._pool.request(self.layout, op, target, args, kwargs, what, timeout_s or self.timeout_s)
 
-    def _traced(self, target: str, specs, kwargs, what: str, timeout_s: float | None, laid_out: bool = False):
+    def _traced(self, target: str, specs, kwargs, what: str, timeout_s: float | None):
         """How the student's function, traced again, differs from the reference's traced the same way
-        (grader.suite.traced; only how its per-device computations lay out inputs and results where
-        ``laid_out``), or None where either trace is not at hand."""
+        (grader.suite.traced), or None where either trace is not at hand."""
         if self._references is None:
             return None
         timeout_s = timeout_s or self.timeout_s
         theirs = self._references.traced(self.layout, target, specs, kwargs, what, timeout_s)
         mine = None if theirs is None else self._pool.traced_collectives(self.layout, target, specs, kwargs, what,
                                                                          timeout_s)
-        if mine is None:
-            return None
-        return mapped.difference(mine, theirs) if laid_out else traced.measured(mine, theirs)
+        return None if mine is None else traced.measured(mine, theirs)
 
     def _keep_trace(self, target: str, specs, kwargs, what: str, label: str, timeout_s: float | None) -> None:
         """Where the reference is at hand, keep its trace for this call (a release carries it), and remember the
@@ -85,12 +82,13 @@ class Student:
         self._asked.insert(0, (target, specs, kwargs, what, label))
 
     def laid_out(self, timeout_s: float | None = None) -> str | None:
-        """After a wrong value: the first input or result that a function this case called lays out otherwise
-        than the reference's (grader.suite.mapped), the last one called asked first (two at most); None where
-        none does."""
+        """After a wrong value: how a function this case called, traced again, differs from the reference's
+        traced the same way: the first input or result it lays out otherwise (grader.suite.mapped), else the
+        first collective it asks for otherwise (grader.suite.traced); the last function called asked first (two
+        at most); None where none differs."""
         for target, specs, kwargs, what, label in self._asked:
-            said = self._traced(target, specs, kwargs, what, timeout_s, laid_out=True)
-            if said:
+            said = self._traced(target, specs, kwargs, what, timeout_s)
+            if said and said != traced.SAME:
                 return f"{label}: {said}"
         return None
 

@@ -28,6 +28,11 @@ class ProgramFailure(AssertionError):
         self.program = program
 
 
+class Unexplained(AssertionError):
+    """A wrong value of which nothing was measured but where it differs: a report leads with another case of the
+    task whose message measured more (grader.grading.scoring), where there is one."""
+
+
 class WrongProgram(ProgramFailure):
     """The program's values did not match the reference on one of its input sets (the message says which):
     a test may explain the failure better from its ``value`` or ``hlo`` before failing; a program with
@@ -38,6 +43,7 @@ class WrongProgram(ProgramFailure):
     def __init__(self, message: str, program, measured: str | None = None):
         super().__init__(message, program)
         self.measured = measured
+        self.unexplained = False  # nothing measured but where the values differ (as Unexplained)
 
 
 class Bypass(ProgramFailure):
@@ -172,9 +178,9 @@ def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-
             raise AssertionError(f"{what} returned {arr64.item():.6g}, expected {expected.item():.6g}{rounded}")
         bad = np.argwhere(~close)
         idx = tuple(int(i) for i in bad[0])
-        raise AssertionError(f"{what} is wrong at {len(bad)} of {plural(arr.size, 'entry', 'entries')}; first at index "
-                             f"{idx}: got {arr64[idx]:.6g}, expected {expected[idx]:.6g}{rounded}"
-                             f"{_left_at_zero(arr64, expected, close)}")
+        raise Unexplained(f"{what} is wrong at {len(bad)} of {plural(arr.size, 'entry', 'entries')}; first at index "
+                          f"{idx}: got {arr64[idx]:.6g}, expected {expected[idx]:.6g}{rounded}"
+                          f"{_left_at_zero(arr64, expected, close)}")
     return arr
 
 

@@ -19,6 +19,7 @@ suite's call into the student's worker.
 from __future__ import annotations
 
 import functools
+import re
 
 from dataclasses import dataclass, field
 from typing import Callable
@@ -94,6 +95,15 @@ def _counted(value: float, counts: dict) -> tuple[int, str] | None:
     """(n, "the number of devices and of rows") where ``value`` is n, a count of the task, or None."""
     names = [name for name, n in counts.items() if n > 1 and _near(value, n)]
     return (counts[names[0]], f"{counts[names[0]]} is the number of {' and of '.join(names)}") if names else None
+
+
+_TWO_AXES = re.compile(r"is the number of [^()]*?along '[^']+'[^()]*? and of [^()]*?along '")
+
+
+def ambiguous(message: str) -> bool:
+    """Whether a sentence names a factor that is the size of two mesh axes at once (a 2 x 2 mesh): true, but it
+    cannot say which of the two axes the mistake is about."""
+    return bool(_TWO_AXES.search(message))
 
 
 def named_factor(c: float, counts: dict, of: str = "the answer") -> str:

@@ -41,16 +41,33 @@ class Asked:
     axes: tuple[str, ...]
     dimension: int | None
     shape: tuple[int, ...] | None
+    origin: tuple[tuple[int, tuple[int, ...]], ...] | None = None  # inputs of its computation its operand is made of
 
     @property
     def key(self) -> tuple[str, tuple[str, ...]]:
         return self.name, self.axes
 
 
-def _asked(item) -> Asked | None:
-    if not (isinstance(item, (list, tuple)) and len(item) == 4 and item[0] in NAMES):
+def _shape(raw) -> tuple[int, ...] | None:
+    if not (isinstance(raw, (list, tuple)) and len(raw) <= 8 and all(isinstance(d, int) and 0 <= d < 2 ** 40
+                                                                     for d in raw)):
         return None
-    name, axes, dimension, shape = item
+    return tuple(raw)
+
+
+def _origin(raw) -> tuple | None:
+    """[[k, shape], ...] as read, or None (also for one not of that form)."""
+    if not isinstance(raw, (list, tuple)) or len(raw) > 64:
+        return None
+    read = [(k, _shape(shape)) for k, shape in (item for item in raw if isinstance(item, (list, tuple))
+                                                and len(item) == 2) if isinstance(k, int) and 0 <= k < 64]
+    return tuple(read) if len(read) == len(raw) and all(shape is not None for _, shape in read) else None
+
+
+def _asked(item) -> Asked | None:
+    if not (isinstance(item, (list, tuple)) and len(item) in (4, 5) and item[0] in NAMES):
+        return None
+    name, axes, dimension, shape = item[:4]
     if not (isinstance(axes, (list, tuple)) and len(axes) <= 4
             and all(isinstance(a, str) and _AXIS.fullmatch(a) for a in axes)):
         return None
@@ -59,7 +76,10 @@ def _asked(item) -> Asked | None:
     if shape is not None and not (isinstance(shape, (list, tuple)) and len(shape) <= 8
                                   and all(isinstance(d, int) and 0 <= d < 2 ** 40 for d in shape)):
         return None
-    return Asked(name, tuple(axes), dimension, None if shape is None else tuple(shape))
+    origin = _origin(item[4]) if len(item) == 5 else None
+    if len(item) == 5 and origin is None:
+        return None
+    return Asked(name, tuple(axes), dimension, None if shape is None else tuple(shape), origin)
 
 
 def read(trace) -> tuple[list[Asked], bool] | None:
@@ -87,9 +107,17 @@ def _times(n: int) -> str:
     return {0: "never", 1: "once", 2: "twice"}.get(n, f"{n} times")
 
 
+def _made_of(origin) -> str:
+    if not origin:
+        return "no input (a constant)"
+    said = [f"{k} {shape}" for k, shape in origin]
+    return f"input {said[0]} alone" if len(said) == 1 else f"inputs {', '.join(said[:-1])} and {said[-1]}"
+
+
 def _otherwise(mine: list[Asked], theirs: list[Asked]) -> str | None:
     """The first of the student's collectives whose counterpart in the reference's (the same collective over
-    the same axes, the same time it occurs) runs along another dimension or returns another shape."""
+    the same axes, the same time it occurs) runs along another dimension or returns another shape, or runs on
+    a value made of other inputs of its per-device computation."""
     seen: Counter = Counter()
     for a in mine:
         k = seen[a.key]
@@ -97,6 +125,10 @@ def _otherwise(mine: list[Asked], theirs: list[Asked]) -> str | None:
         same = [r for r in theirs if r.key == a.key]
         if k < len(same) and (a.dimension, a.shape) != (same[k].dimension, same[k].shape):
             return f"your {_call(a)} {_returns(a)}; the reference's {_returns(same[k])}"
+        if k < len(same) and None not in (a.origin, same[k].origin) and \
+                {i for i, _ in a.origin} != {i for i, _ in same[k].origin}:
+            return (f"your {_call(a)} runs on a value made of {_made_of(a.origin)} of its per-device computation; "
+                    f"the reference's on one made of {_made_of(same[k].origin)}")
     return None
 
 

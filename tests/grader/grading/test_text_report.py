@@ -96,6 +96,35 @@ def test_the_headline_is_the_first_failing_tests_case_on_more_than_one_device_wh
     assert score_task(task, [one, raised]).reason.startswith("[1 device]")  # of the first failure's kind
 
 
+def test_the_headline_is_a_case_whose_message_measured_the_most():
+    """A wrong value told only where it differs yields to another case of the task that measured how; a factor that
+    two mesh axes share (a 2 x 2 mesh) yields to one that names its axis."""
+    task = course.Task(id="two_d", title="2-D", points=5, hint="", devices=(4, 8), timeout_s=30,
+                       files=("test_two_d.py",))
+    where = _failed("a", 4, "train_step is wrong at 3 of 3 entries")
+    where.told = 0
+    shared = _failed("b", 4, "result[0] is 2 times the change (2 is the number of devices along 'data' and of devices "
+                             "along 'model')")
+    shared.told = 1
+    named = _failed("b", 8, "result[0] is 2 times the change (2 is the number of devices along 'data')")
+    assert score_task(task, [where, shared, named]).reason == f"[8 devices] {named.message}"
+    assert score_task(task, [where, shared]).reason == f"[4 devices] {shared.message}"
+    assert score_task(task, [where]).reason == f"[4 devices] {where.message}"
+
+
+def test_a_case_is_told_by_how_much_its_message_measured():
+    from grader.grading.plugin import _told
+    from grader.suite.checks import Unexplained, WrongProgram
+    assert _told(Unexplained("f is wrong at 3 of 3 entries"), "f is wrong at 3 of 3 entries", False) == 0
+    assert _told(Unexplained("f is wrong"), "f is wrong. Traced again, ...", True) == 2  # a layout measured after
+    program = WrongProgram("f is wrong at 3 of 3 entries", None)
+    program.unexplained = True
+    assert _told(program, str(program), False) == 0
+    assert _told(AssertionError("f is 2 times the answer"), "f is 2 times the answer (2 is the number of devices "
+                 "along 'data' and of devices along 'model')", False) == 1
+    assert _told(AssertionError("devices hold different values"), "devices hold different values", False) == 2
+
+
 def test_the_total_counts_extra_credit_beside_the_maximum_never_as_a_share_of_zero():
     def scored(task_id, points, extra):
         task = course.Task(id=task_id, title=task_id, points=points, hint="", devices=(1,), timeout_s=30,

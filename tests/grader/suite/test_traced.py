@@ -75,3 +75,18 @@ def test_the_reference_s_own_collectives_put_the_blame_on_the_out_specs():
     told = jax_errors.mistake(text, "ValueError", jax_errors.Situation(measured=traced.SAME))
     assert told.endswith("the out_specs are what is wrong; name 'data' in out_specs where each device's block of the "
                          "result goes") and "lax.psum adds" not in told
+
+
+def test_a_collective_run_on_a_value_made_of_other_inputs_is_said():
+    """The same gather over the same axis, returning the same shape, of the product x @ w where the reference
+    gathers w: what its operand is made of tells them apart."""
+    theirs = trace(("all_gather", ["model"], 1, [4, 6], [[1, [4, 6]]]))
+    mine = trace(("all_gather", ["model"], 1, [4, 6], [[0, [8, 4]], [1, [4, 6]]]))
+    assert traced.difference(mine, theirs) == (
+        "your lax.all_gather over 'model' runs on a value made of inputs 0 (8, 4) and 1 (4, 6) of its per-device "
+        "computation; the reference's on one made of input 1 (4, 6) alone")
+    assert not traced.same(mine, theirs)
+    unknown = trace(("all_gather", ["model"], 1, [4, 6]))  # read from a trace that failed: no origin
+    assert traced.difference(unknown, theirs) is None
+    for hostile in ([[1, "x"]], [["1", [4, 6]]], "input 1", [[1, [4, 6]]] * 65):
+        assert traced.read(trace(("all_gather", ["model"], 1, [4, 6], hostile))) is None, hostile
