@@ -106,15 +106,32 @@ def ambiguous(message: str) -> bool:
     return bool(_TWO_AXES.search(message))
 
 
-def named_factor(c: float, counts: dict, of: str = "the answer") -> str:
-    """"4 times the answer" / "1/4 of the answer", and which of the task's ``counts`` (name -> number) 4 is."""
+def named_factor(c: float, counts: dict, of: str = "the answer", lengths: dict | None = None) -> str:
+    """"4 times the answer" / "1/4 of the answer", and which of the task's ``counts`` (name -> number) 4 is; else
+    "2/7 of the answer" where it is one count over another, ``lengths`` (the inputs' axes) counted too."""
     for value, form in ((c, "{n} times"), (1 / c if c else 0.0, "1/{n} of")):
         counted = _counted(value, counts)
         if counted:
             return f"{form.format(n=counted[0])} {of} ({counted[1]})"
     if _near(c, -1.0):
         return f"{of} with its sign flipped"
-    return f"{c:.4g} times {of}"
+    ratio = _ratio(c, {**counts, **(lengths or {})})
+    return f"{ratio[0]} {of} ({ratio[1]})" if ratio else f"{c:.4g} times {of}"
+
+
+def _ratio(c: float, counts: dict) -> tuple[str, str] | None:
+    """("2/7 of", "2 is the number of devices, 7 the length of x's axis 1") where c is one count of the task over
+    another (a division by the wrong count), else None."""
+    named: dict[int, str] = {}
+    for name, n in counts.items():  # a count's names in the order given, the task's own last wins first place
+        if n > 1:
+            named[n] = name if n not in named else f"{named[n]} and of {name}"
+    for p, q in ((p, q) for p in named for q in named if p < q):
+        if _near(c, p / q):
+            return f"{p}/{q} of", f"{p} is the number of {named[p]}, {q} the number of {named[q]}"
+        if _near(c, q / p):
+            return f"{q}/{p} times", f"{q} is the number of {named[q]}, {p} the number of {named[p]}"
+    return None
 
 
 def shape_relation(got_shape, expected_shape, counts: dict) -> str | None:
@@ -237,7 +254,7 @@ def _change(got, expected, starts: tuple, counts: dict, rtol, atol) -> str | Non
 
 
 def relation(got, expected, *, counts: dict | None = None, starts: tuple = (), rtol: float = 1e-4,
-             atol: float = 1e-5) -> str | None:
+             atol: float = 1e-5, lengths: dict | None = None) -> str | None:
     """A relation between ``got`` and ``expected`` (same shape, not close) that holds on every entry, as
     the end of a sentence about the call ("is 2 times the answer (2 is the number of devices)"), or None.
     ``starts``: the call's inputs, for a result that is one of them changed (a training step's parameters)."""
@@ -249,7 +266,7 @@ def relation(got, expected, *, counts: dict | None = None, starts: tuple = (), r
     if c is not None and entries_that_tell(expected, atol) >= 2 and abs(c) <= CLOSE:
         return "is 0 at every entry, where the answer is not"
     if c is not None and entries_that_tell(expected, atol) >= 2 and abs(c - 1) > CLOSE:
-        return f"is {named_factor(c, counts)} at every entry"
+        return f"is {named_factor(c, counts, lengths=lengths)} at every entry"
     if c is not None and c and (_counted(c, counts) or _counted(1 / c, counts)):
         return f"is {named_factor(c, counts)}"  # one value: said only when the factor is a count of the task
     changed = _change(got, expected, starts, counts, rtol, atol)
@@ -499,6 +516,13 @@ def reordered(probe: Probe, got, rtol: float = 1e-4, atol: float = 1e-5) -> str 
             f"consecutive {word}")
 
 
+def _lengths(probe: Probe) -> dict:
+    """The lengths of the named inputs' axes, as counts a wrong factor may be (a mean divided by a row's length):
+    {"entries along axis 1 of x": 7}."""
+    return {f"entries along axis {a} of {probe.name(k)}": n for k, x in enumerate(probe.inputs) if probe.name(k)
+            for a, n in enumerate(np.shape(x))}
+
+
 def reach(probe: Probe, atol: float = 1e-5) -> str | None:
     """Which entries of the result a change of one slice of an input reaches, the student's function against the
     reference (grader.suite.dependence), where the two differ; None without a rerun and a reference."""
@@ -515,6 +539,7 @@ def measured(got, expected, *, counts: dict | None = None, probe: Probe | None =
     None."""
     counts = {**(probe.counts if probe else {}), **(counts or {})}
     starts = starts or (probe.inputs if probe else ())
-    return (relation(got, expected, counts=counts, starts=starts, rtol=rtol, atol=atol)
+    return (relation(got, expected, counts=counts, starts=starts, rtol=rtol, atol=atol,
+                     lengths=_lengths(probe) if probe else None)
             or (probe and probed(Probe(**{**probe.__dict__, "counts": counts}), got, rtol, atol))
             or (probe and reordered(probe, got, rtol, atol)) or (probe and reach(probe, atol)) or None)

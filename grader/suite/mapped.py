@@ -165,6 +165,17 @@ def _renamed(m: Mapped, names: tuple[str, ...]) -> Mapped:
     return Mapped(m.kind, names, tuple((rename(s), shape) for s, shape in m.ins), tuple(map(rename, m.outs)))
 
 
+def pmap_names(mine, theirs) -> dict[str, str]:
+    """{student's axis name: the reference's} where both traces build only jax.pmaps, as many, one axis each,
+    named otherwise (the name is the writer's choice); {} elsewhere."""
+    mine, theirs = read(mine), read(theirs)
+    if mine is None or theirs is None or len(mine) != len(theirs) or \
+            not all(m.kind == t.kind == "pmap" and len(m.mesh) == len(t.mesh) == 1 for m, t in zip(mine, theirs)):
+        return {}
+    names = {m.mesh[0]: t.mesh[0] for m, t in zip(mine, theirs)}
+    return names if len(set(names.values())) == len(names) and any(a != b for a, b in names.items()) else {}
+
+
 def _comparable(m: Mapped, t: Mapped) -> bool:
     """Whether two computations are one asked for alike: per-device ones (shard_map and pmap count as one kind)
     or jits, over the same mesh axes, on as many inputs where both say their inputs."""

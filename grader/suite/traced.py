@@ -155,10 +155,21 @@ def measured(mine, theirs) -> str | None:
     return difference(mine, theirs) or (SAME if same(mine, theirs) else None)
 
 
+def _both(mine, theirs):
+    """Both traces read, the reference's pmap axes called by the student's names (the name is the writer's
+    choice, grader.suite.mapped.pmap_names)."""
+    names = {ref: student for student, ref in mapped.pmap_names(mine, theirs).items()}
+    mine, theirs = read(mine), read(theirs)
+    if theirs is not None and names:
+        theirs = ([Asked(a.name, tuple(names.get(x, x) for x in a.axes), a.dimension, a.shape, a.origin)
+                   for a in theirs[0]], theirs[1])
+    return mine, theirs
+
+
 def same(mine, theirs) -> bool:
     """Whether two whole traces ask for the same collectives (over the same axes, as often, along the same
-    dimensions, returning the same shapes), in any order."""
-    mine, theirs = read(mine), read(theirs)
+    dimensions, returning the same shapes, made of the same inputs), in any order."""
+    mine, theirs = _both(mine, theirs)
     return (mine is not None and theirs is not None and mine[1] and theirs[1]
             and Counter(mine[0]) == Counter(theirs[0]))
 
@@ -170,7 +181,7 @@ def difference(mine, theirs) -> str | None:
     laid_out = mapped.difference(mine, theirs)
     if laid_out:
         return laid_out
-    mine, theirs = read(mine), read(theirs)
+    mine, theirs = _both(mine, theirs)
     if mine is None or theirs is None or not theirs[1]:
         return None
     (asked, complete), (wanted, _) = mine, theirs

@@ -97,8 +97,12 @@ def _check_questions(student, shape, spec, rows, cols):
     got = out["copies"]
     if not isinstance(got, np.ndarray) or got.shape != () or int(got) != copies:
         said = got.tolist() if isinstance(got, np.ndarray) else got.get("text")
-        raise AssertionError(f"copies(x) returned {said} for {about}, expected {copies}: the devices along the mesh "
-                             "axes the PartitionSpec leaves out hold the same block")
+        blocks = rows * cols // copies
+        measured = (f"; {blocks} is how many different blocks the {rows * cols} devices hold, not how many devices "
+                    "hold each element" if said == blocks and blocks != copies else "")
+        why = ("the devices along the mesh axes the PartitionSpec leaves out hold the same block" if copies > 1 else
+               "the PartitionSpec splits over every mesh axis larger than 1, so each element is on one device")
+        raise AssertionError(f"copies(x) returned {said} for {about}, expected {copies}: {why}{measured}")
     for (pos, device), answer in zip(np.ndenumerate(meshes.device_ids(sizes)), out["blocks"]):
         block = meshes.block_of(shape, spec, AXES, sizes, pos)
         if _pairs(answer) != block:

@@ -76,3 +76,14 @@ def test_a_result_never_negative_where_the_answer_is_is_said():
     assert measured(got, y) == ("has no negative entry, where the answer has 2: every entry of yours is clipped at 0, "
                                 "as a relu clips what it is applied to")
     assert measured(-got, y) is None
+
+
+def test_a_factor_that_is_one_count_over_another_names_both():
+    """A mean divided by the row's length where the device count belongs: 2/7 of the answer."""
+    x = np.arange(14, dtype=np.float64).reshape(2, 7) + 1
+    answer = np.broadcast_to(x.mean(0), x.shape)
+    probe = Probe(reference=lambda v: answer, inputs=(x,), names=("x",), counts={"devices": 2})
+    assert measured(answer * 2 / 7, answer, probe=probe) == (
+        "is 2/7 of the answer (2 is the number of devices and of entries along axis 0 of x, 7 the number of entries "
+        "along axis 1 of x) at every entry")
+    assert measured(answer * 0.31, answer, probe=probe) == "is 0.31 times the answer at every entry"

@@ -90,3 +90,14 @@ def test_a_collective_run_on_a_value_made_of_other_inputs_is_said():
     assert traced.difference(unknown, theirs) is None
     for hostile in ([[1, "x"]], [["1", [4, 6]]], "input 1", [[1, [4, 6]]] * 65):
         assert traced.read(trace(("all_gather", ["model"], 1, [4, 6], hostile))) is None, hostile
+
+
+def test_a_pmaps_axis_name_is_the_students_to_choose():
+    def pmapped(axis, *collectives):
+        return {**trace(*collectives), "maps": [{"kind": "pmap", "mesh": [axis], "in": [[[[axis]], [2, 7]]],
+                                                 "out": [[[axis]]]}]}
+    theirs = pmapped("devices", ("psum", ["devices"], None, [7], [[0, [2, 7]]]))
+    assert traced.difference(pmapped("i", ("psum", ["i"], None, [7], [[0, [2, 7]]])), theirs) is None
+    assert traced.same(pmapped("i", ("psum", ["i"], None, [7], [[0, [2, 7]]])), theirs)
+    assert traced.difference(pmapped("i", ("pmean", ["i"], None, [7], [[0, [2, 7]]])), theirs) == (
+        "your function averages with lax.pmean over 'i'; the reference's adds up (lax.psum)")
