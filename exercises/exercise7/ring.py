@@ -8,7 +8,8 @@ device's block. The grader wraps them itself, with an axis name of its choosing:
 
 So use the ``axis_name`` you are given (not 'batch' or 'i'), and ask the axis how big it is with
 ``lax.axis_size(axis_name)`` (your position on it is ``lax.axis_index(axis_name)``); never assume 4
-devices. The grader runs on 1, 2, 4 and 8.
+devices. The grader runs on 1, 2, 4 and 8, and also on a ring of some of the machine's devices (x with
+3 rows on a machine of 4): the axis is as long as x, whatever jax.device_count() says.
 
 1. ``ring_shift(x, axis_name, shift=1)``: device i's block lands on device (i + shift) mod n, for
    any integer shift, negative ones too. Seen from outside pmap, on 4 devices:

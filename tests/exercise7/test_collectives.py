@@ -167,13 +167,24 @@ def _measured_standardisation(x, got, what):
                          "uses the mean and standard deviation of all the numbers on every device (lax.pmean)")
 
 
-def _check_standardize(student, rng, devices, width):
-    x = _per_device_data(rng, devices, width)
+def _spread_factor(x, got, expected) -> str:
+    """The "factor" cause of a standardisation off by one factor c: the spread it divides by is 1/c times the
+    global one; where c < 1, that is the variance with e added, e measured."""
+    ratio = got[np.abs(expected) > 1e-3] / expected[np.abs(expected) > 1e-3] if got.shape == expected.shape else []
+    added = x.var() * (1 / ratio.mean() ** 2 - 1) if len(ratio) and 0 < ratio.mean() < 1 else None
+    said = STANDARDIZE["factor"]
+    return said if added is None else f"{said}; it is what dividing by sqrt(variance + {added:.2g}) gives: the task " \
+                                      "adds nothing to the variance"
+
+
+def _check_standardize(student, rng, devices, width, scale=1.0):
+    x = (_per_device_data(rng, devices, width) * np.float32(scale)).astype(np.float32)
     x64 = x.astype(np.float64)
     got = as_array(student.call("collectives.standardize_across_devices", x), "standardize_across_devices(x)")
     what = f"standardize_across_devices(x) with x of shape {x.shape}"
     causes = STANDARDIZE if width == 1 else {k: v for k, v in STANDARDIZE.items() if k != "nan"}
     expected = _standardized(x64, x64.mean(), x64.var())
+    causes = {**causes, "factor": _spread_factor(x64, np.asarray(got, np.float64), expected)}
     if not _close(got, expected) and not any(_close(got, wrong) for wrong, _ in _standardize_mistakes(x64)):
         _measured_standardisation(x64, np.asarray(expect_shape(got, x.shape, what), np.float64), what)
     probe = Probe(reference=_reference("standardize_across_devices"), inputs=(x,), names=("x",),
@@ -187,9 +198,11 @@ def test_standardize_across_devices(student, rng, devices):
 
 
 def test_standardize_other_width(student, rng, devices):
-    """One number per device (from 2 devices on: a device's own variance is then 0), and two."""
+    """One number per device (from 2 devices on: a device's own variance is then 0), and two; and numbers a
+    thousandth as large, whose variance an epsilon added to it would swamp (the task adds none)."""
     for width in (1, 2) if devices > 1 else (2,):
         _check_standardize(student, rng, devices, width)
+    _check_standardize(student, rng, devices, 5, scale=1e-3)
 
 
 def _reference(name):

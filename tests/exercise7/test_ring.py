@@ -118,6 +118,14 @@ def test_ring_allreduce_block_of_another_shape(student, rng, devices):
     _check_ring_allreduce(student, rng, devices, (3, 2), np.int32)
 
 
+@pytest.mark.devices(4, 8)
+def test_a_ring_of_some_of_the_devices(student, rng, devices):
+    """x with one row fewer than the machine has devices: jax.pmap maps over that many, so the ring is as long as
+    x; a perm built from jax.device_count() names a device the ring does not have."""
+    _check_ring_shift(student, rng, devices - 1, 1)
+    _check_ring_allreduce(student, rng, devices - 1, (5,))
+
+
 # On one device a ring has no neighbour: XLA drops every collective, so the program cannot tell one from another.
 @pytest.mark.devices(2, 4, 8)
 def test_ring_allreduce_uses_ppermute_only(student, rng, devices):
