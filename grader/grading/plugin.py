@@ -23,7 +23,7 @@ from grader.grading.budget import TimeBudget
 from grader.grading.case import Case
 from grader.grading.progress import RunProgress
 from grader.grading.reference_figures import ReferenceFigures
-from grader.grading.student import Student
+from grader.grading.student import COMMUNICATION, Student
 from grader.layout import Layout
 from grader.suite import differences, feedback, jax_errors
 from grader.suite.checks import Bypass, Unexplained, WrongProgram
@@ -75,12 +75,14 @@ def explain(exc: BaseException, devices: int | None = None, rules=jax_errors.RUL
 def with_layout(message: str, said: str) -> str:
     """A wrong value's ``message`` completed by how a function of the case, traced again, differs from the
     reference's (Student.laid_out): the measured difference replaces a guess of where to look, and is kept
-    whole where the message is cut."""
+    whole where the message is cut, unless the cut would take the compiled programs' difference."""
     addition = f"Traced again, {said}"
     cut = message.endswith("...")
     head = message[:-3] if cut else differences.without_guess(message)
     room = MESSAGE_CHARS - len(addition) - 2
     if cut or len(head) > room:
+        if COMMUNICATION in head:  # a measured difference of the compiled programs is not cut for another
+            return message
         return _one_line(f"{head[: room - 3].rstrip()}... {addition}")
     return _one_line(f"{head}. {addition}")
 

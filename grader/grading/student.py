@@ -24,6 +24,9 @@ from grader.suite.checks import Bypass, WrongProgram
 from grader.suite.differences import Probe
 from grader.workers.pool import WorkerPool
 
+# How a wrong program's message says that its compiled communication differs from the reference's.
+COMMUNICATION = "Its communication differs from the reference's"
+
 
 class Student:
     def __init__(self, pool: WorkerPool, layout: Layout, timeout_s: float, fresh_rng: np.random.Generator,
@@ -185,8 +188,8 @@ class Student:
             if not differs:
                 raise
             feedback.communication(program, by_student=False)  # the whole listing, where a long message is cut
-            raise WrongProgram(f"{differences.without_guess(str(wrong))}. Its communication differs from the "
-                               f"reference's: {differs}", program, differs) from None
+            raise WrongProgram(f"{differences.without_guess(str(wrong))}. {COMMUNICATION}: {differs}", program,
+                               differs) from None
         return program
 
     def probe(self, target: str, *args, timeout_s: float | None = None, **kwargs):

@@ -19,3 +19,12 @@ def test_a_long_message_is_cut_before_the_measured_layout_and_never_through_it()
     assert len(told) <= MESSAGE_CHARS and told.endswith(f"... Traced again, {SAID}") and "...." not in told
     cut = message[: MESSAGE_CHARS - 3] + "..."  # a message the check itself cut already
     assert with_layout(cut, SAID).endswith(f"... Traced again, {SAID}") and "...." not in with_layout(cut, SAID)
+
+
+def test_the_compiled_programs_difference_is_never_cut_for_the_traced_one():
+    from grader.grading.student import COMMUNICATION
+    message = ("ring_reduce_scatter(x) holds rows in another order " * 8 + f". {COMMUNICATION}: your program runs 2 "
+               "collective-permutes over 'model'; the reference's runs 1")
+    assert with_layout(message, SAID) == message
+    short = f"f(x) is wrong. {COMMUNICATION}: yours runs 2; the reference's 1"
+    assert with_layout(short, SAID) == f"{short}. Traced again, {SAID}"
