@@ -101,7 +101,8 @@ class Student:
         JAX raised while it traced the student's code can be measured against the reference's trace
         (``measure``, asked only for a failure that ends a case)."""
         name = target.rpartition(".")[2]
-        specs = program_mode.specs(args) if args and all(isinstance(a, np.ndarray) for a in args) else None
+        traceable = args and all(isinstance(a, np.ndarray) and a.dtype.kind in "biufc" for a in args)
+        specs = program_mode.specs(args) if traceable else None
         try:
             value = self._ask("call", target, args, kwargs, f"{name}()", timeout_s)
         except StudentFailure as failure:
