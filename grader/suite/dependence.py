@@ -22,6 +22,8 @@ from typing import Callable
 
 import numpy as np
 
+from grader.layout import plural
+
 MOST = 16  # changed inputs tried at most, over all inputs and axes
 _PER_AXIS = 6  # slices of one axis tried at most: the first ones, the middle and the last
 _RTOL = 1e-5
@@ -78,7 +80,7 @@ def _where(mask: np.ndarray) -> str:
             hit = np.flatnonzero(along)
             if len(hit) <= 3:
                 return "at " + " and ".join(_slice_text(mask.ndim, axis, int(i)) for i in hit) + " only"
-    return f"at {int(mask.sum())} of its {mask.size} entries"
+    return f"at {int(mask.sum())} of its {plural(mask.size, 'entry', 'entries')}"
 
 
 def told(reference: Callable, rerun: Callable, inputs: tuple, names: tuple[str, ...], atol: float) -> str | None:
