@@ -162,21 +162,27 @@ def _jit_map(eqn) -> dict | None:
     return _map("jit", mesh, ins, [v.aval.shape for v in eqn.invars], outs)
 
 
-def _add(found: list, name: str, params: dict, shape, origin: list | None = None) -> None:
+def _add(found: list, name: str, params: dict, shape, read: tuple = ()) -> None:
+    """One collective; ``read``: (origin, looped) where it was read from a whole trace."""
     if len(found) >= LIMIT:
         return
     axes = params.get("axes", params.get("axis_name", ()))
     dimension = params.get(_DIMENSION.get(name, ""))
     found.append([name, [str(a) for a in (axes if isinstance(axes, (tuple, list)) else (axes,))],
                   None if dimension is None else int(dimension),
-                  None if shape is None else [int(d) for d in shape]] + ([] if origin is None else [origin]))
+                  None if shape is None else [int(d) for d in shape], *read])
 
 
-def _walk(jaxpr, found: list, maps: list, origin: dict | None = None, inputs: list | None = None) -> None:
+_LOOPS = ("while", "scan")  # primitives whose body runs a number of times a trace does not count
+
+
+def _walk(jaxpr, found: list, maps: list, origin: dict | None = None, inputs: list | None = None,
+          looped: bool = False) -> None:
     """Read ``jaxpr``'s collectives and computations into ``found`` and ``maps``. Inside a per-device computation,
     ``origin`` maps each variable to the inputs of that computation it is computed from (``inputs``: their
     global shapes), so each collective says what it runs on; a nested jaxpr (a loop's body, a jit) takes every
-    input of its equation as the origin of each of its own (more than it may use, never less)."""
+    input of its equation as the origin of each of its own (more than it may use, never less). ``looped``: inside
+    a loop's body, where a collective asked once may run many times."""
     from jax._src import core
 
     divided = {v for eqn in jaxpr.eqns if eqn.primitive.name == "div" for v in eqn.invars[:1]
@@ -188,7 +194,7 @@ def _walk(jaxpr, found: list, maps: list, origin: dict | None = None, inputs: li
         if name:
             averaged = name == "psum" and any(v in divided for v in eqn.outvars)
             _add(found, "pmean" if averaged else name, eqn.params, eqn.outvars[0].aval.shape,
-                 None if came is None else [[k, [int(d) for d in inputs[k]]] for k in sorted(came)])
+                 (None if came is None else [[k, [int(d) for d in inputs[k]]] for k in sorted(came)], looped))
         if eqn.primitive.name == "shard_map":
             if len(maps) < MAPS:
                 maps.append(_map("pmap" if _by_pmap(eqn.params["jaxpr"]) else "shard_map", eqn.params["mesh"],
@@ -196,24 +202,26 @@ def _walk(jaxpr, found: list, maps: list, origin: dict | None = None, inputs: li
             body = eqn.params["jaxpr"]
             body = getattr(body, "jaxpr", body)
             _walk(body, found, maps, {v: frozenset({k}) for k, v in enumerate(body.invars)},
-                  [v.aval.shape for v in eqn.invars])
+                  [v.aval.shape for v in eqn.invars], looped)
         else:
             if eqn.primitive.name == "jit" and len(maps) < MAPS and _jit_map(eqn):
                 maps.append(_jit_map(eqn))
             for inner in core.jaxprs_in_params(eqn.params):
-                _walk(inner, found, maps, None if came is None else {v: came for v in inner.invars}, inputs)
+                _walk(inner, found, maps, None if came is None else {v: came for v in inner.invars}, inputs,
+                      looped or eqn.primitive.name in _LOOPS)
         if came is not None:
             origin.update((v, came) for v in eqn.outvars)
 
 
 def collectives(fn, specs) -> dict:
-    """{"collectives": [[name, [axis, ...], dimension or None, result shape, (origin)], ...], "complete": bool, "maps":
+    """{"collectives": [[name, [axis, ...], dimension or None, result shape, (origin, looped)], ...], "complete":
+    bool, "maps":
     [{"kind": "shard_map" | "pmap" | "jit", "mesh": [axis, ...], "in": [[spec, shape], ...], "out": [spec, ...]},
     ...]}: the
     collectives of ``fn`` traced on ``specs`` (shapes and dtypes) with shard_map's replication check off,
-    in the order the trace holds them, a psum whose result is divided read as pmean, each inside a per-device
-    computation with its origin: [[k, shape of input k], ...] for the inputs of that computation its operand
-    is computed from; where the trace
+    in the order the trace holds them, a psum whose result is divided read as pmean, each with its origin
+    (inside a per-device computation: [[k, shape of input k], ...] for the inputs of that computation its
+    operand is computed from; else None) and whether it sits in a loop's body; where the trace
     fails, those bound before it failed, in the order they were bound, and ``complete`` False. ``maps``:
     the per-device computations, and the jax.jit calls given shardings, asked for, in order, a spec as its
     entries (each None or a list of mesh axes); an input's or result's spec None where it is given none (a

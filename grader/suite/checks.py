@@ -15,7 +15,6 @@ from grader import protocol
 from grader.errors import StudentFailure
 from grader.layout import plural
 from grader.suite import differences
-from grader.suite.feedback import ranges
 from grader.suite.value_patterns import PATTERNS, find, recognise
 
 
@@ -180,19 +179,8 @@ def expect_close(got, expected, what: str, rtol: float = 1e-4, atol: float = 1e-
         bad = np.argwhere(~close)
         idx = tuple(int(i) for i in bad[0])
         raise Unexplained(f"{what} is wrong at {len(bad)} of {plural(arr.size, 'entry', 'entries')}; first at index "
-                          f"{idx}: got {arr64[idx]:.6g}, expected {expected[idx]:.6g}{rounded}"
-                          f"{_left_at_zero(arr64, expected, close)}")
+                          f"{idx}: got {arr64[idx]:.6g}, expected {expected[idx]:.6g}{rounded}")
     return arr
-
-
-def _left_at_zero(arr64, expected, close) -> str:
-    """Where every wrong entry is 0 and the answer is not, and the rest is right: which rows (a part of the
-    result that nothing wrote, or wrote zeros to)."""
-    wrong = ~close
-    if arr64.ndim == 0 or not wrong.any() or wrong.all() or np.any(arr64[wrong] != 0) or np.any(expected[wrong] == 0):
-        return ""
-    rows = sorted({int(i) for i in np.argwhere(wrong)[:, 0]})
-    return f"; every wrong entry is 0 (in row{'s' if len(rows) > 1 else ''} {ranges(rows)}), and every other is right"
 
 
 # Past this relative error a narrow result is wrong for another reason than its rounding.

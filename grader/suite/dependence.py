@@ -83,6 +83,12 @@ def _where(mask: np.ndarray) -> str:
     return f"at {int(mask.sum())} of its {plural(mask.size, 'entry', 'entries')}"
 
 
+def _told_plainly(mask: np.ndarray) -> bool:
+    """Whether :func:`_where` names the entries (every, none, whole slices) rather than only counting them: a
+    count of scattered entries says how much moved, not which communication is missing."""
+    return not _where(mask).startswith("at ") or _where(mask).endswith(" only") or _where(mask) == "at every entry"
+
+
 def told(reference: Callable, rerun: Callable, inputs: tuple, names: tuple[str, ...], atol: float) -> str | None:
     """The first change of one slice of one input whose reach in the student's result differs from its reach in
     the reference's, in words; None where every change reaches the same entries, where a rerun fails, or
@@ -103,7 +109,7 @@ def told(reference: Callable, rerun: Callable, inputs: tuple, names: tuple[str, 
             return None
         if mine.shape != theirs.shape:
             return None
-        if (mine != theirs).any():
+        if (mine != theirs).any() and _told_plainly(mine) and _told_plainly(theirs):
             name = names[k] if k < len(names) and names[k] else f"argument {k}"
             return (f"depends on {name} otherwise than the answer: changing only {name}"
                     f"{_slice_text(inputs[k].ndim, axis, i)} changes your result {_where(mine)}; it changes the "

@@ -28,6 +28,7 @@ import numpy as np
 
 from grader.layout import plural
 from grader.suite import dependence
+from grader.suite.feedback import ranges
 from grader.suite.value_patterns import close, entries_that_tell, factor
 
 MAX_PAIRS = 4  # pairs of blocks a sentence lists before it says "..."
@@ -523,6 +524,20 @@ def _lengths(probe: Probe) -> dict:
             for a, n in enumerate(np.shape(x))}
 
 
+def left_at_zero(got, expected, rtol: float = 1e-4, atol: float = 1e-5) -> str | None:
+    """Where every wrong entry is 0 and the answer is not, and the rest is right: which rows (a part of the result
+    that nothing wrote, or wrote zeros to)."""
+    got, expected = np.asarray(got, np.float64), np.asarray(expected, np.float64)
+    if got.shape != expected.shape or got.ndim == 0:
+        return None
+    wrong = ~np.isclose(got, expected, rtol=rtol, atol=atol)
+    if not wrong.any() or wrong.all() or np.any(got[wrong] != 0) or np.any(expected[wrong] == 0):
+        return None
+    rows = sorted({int(i) for i in np.argwhere(wrong)[:, 0]})
+    return (f"is 0 at each of its {int(wrong.sum())} wrong entries (in row{'s' if len(rows) > 1 else ''} "
+            f"{ranges(rows)}), and right at every other")
+
+
 def reach(probe: Probe, atol: float = 1e-5) -> str | None:
     """Which entries of the result a change of one slice of an input reaches, the student's function against the
     reference (grader.suite.dependence), where the two differ; None without a rerun and a reference."""
@@ -535,11 +550,12 @@ def reach(probe: Probe, atol: float = 1e-5) -> str | None:
 def measured(got, expected, *, counts: dict | None = None, probe: Probe | None = None, starts: tuple = (),
              rtol: float = 1e-4, atol: float = 1e-5) -> str | None:
     """How a wrong value differs: a relation on every entry, else what one block at a time shows, else an input
-    the answer is right for taken in strided order, else how far a change of one slice of an input reaches; or
-    None."""
+    the answer is right for taken in strided order, else its wrong entries all 0, else how far a change of one
+    slice of an input reaches; or None."""
     counts = {**(probe.counts if probe else {}), **(counts or {})}
     starts = starts or (probe.inputs if probe else ())
     return (relation(got, expected, counts=counts, starts=starts, rtol=rtol, atol=atol,
                      lengths=_lengths(probe) if probe else None)
             or (probe and probed(Probe(**{**probe.__dict__, "counts": counts}), got, rtol, atol))
-            or (probe and reordered(probe, got, rtol, atol)) or (probe and reach(probe, atol)) or None)
+            or (probe and reordered(probe, got, rtol, atol)) or left_at_zero(got, expected, rtol, atol)
+            or (probe and reach(probe, atol)) or None)

@@ -42,6 +42,7 @@ class Asked:
     dimension: int | None
     shape: tuple[int, ...] | None
     origin: tuple[tuple[int, tuple[int, ...]], ...] | None = None  # inputs of its computation its operand is made of
+    looped: bool = False  # in a loop's body: asked once, run as often as the loop turns
 
     @property
     def key(self) -> tuple[str, tuple[str, ...]]:
@@ -65,7 +66,7 @@ def _origin(raw) -> tuple | None:
 
 
 def _asked(item) -> Asked | None:
-    if not (isinstance(item, (list, tuple)) and len(item) in (4, 5) and item[0] in NAMES):
+    if not (isinstance(item, (list, tuple)) and len(item) in (4, 6) and item[0] in NAMES):
         return None
     name, axes, dimension, shape = item[:4]
     if not (isinstance(axes, (list, tuple)) and len(axes) <= 4
@@ -76,10 +77,11 @@ def _asked(item) -> Asked | None:
     if shape is not None and not (isinstance(shape, (list, tuple)) and len(shape) <= 8
                                   and all(isinstance(d, int) and 0 <= d < 2 ** 40 for d in shape)):
         return None
-    origin = _origin(item[4]) if len(item) == 5 else None
-    if len(item) == 5 and origin is None:
+    origin = _origin(item[4]) if len(item) == 6 and item[4] is not None else None
+    if len(item) == 6 and ((item[4] is not None and origin is None) or not isinstance(item[5], bool)):
         return None
-    return Asked(name, tuple(axes), dimension, None if shape is None else tuple(shape), origin)
+    return Asked(name, tuple(axes), dimension, None if shape is None else tuple(shape), origin,
+                 len(item) == 6 and item[5])
 
 
 def read(trace) -> tuple[list[Asked], bool] | None:
@@ -114,21 +116,38 @@ def _made_of(origin) -> str:
     return f"input {said[0]} alone" if len(said) == 1 else f"inputs {', '.join(said[:-1])} and {said[-1]}"
 
 
+def _inputs(a: Asked) -> frozenset | None:
+    return None if a.origin is None else frozenset(k for k, _ in a.origin)
+
+
+def _alike(a: Asked, r: Asked) -> bool:
+    """Whether two collectives of one key run alike: along the same dimension, returning the same shape, on a
+    value made of the same inputs where both say."""
+    return (a.dimension, a.shape) == (r.dimension, r.shape) and None in (_inputs(a), _inputs(r)) or \
+        (a.dimension, a.shape, _inputs(a)) == (r.dimension, r.shape, _inputs(r))
+
+
 def _otherwise(mine: list[Asked], theirs: list[Asked]) -> str | None:
-    """The first of the student's collectives whose counterpart in the reference's (the same collective over
-    the same axes, the same time it occurs) runs along another dimension or returns another shape, or runs on
-    a value made of other inputs of its per-device computation."""
+    """The first of the student's collectives that no collective of the reference's of the same kind over the same
+    axes runs alike, told against its counterpart: the one made of the same inputs (it runs along another
+    dimension or returns another shape), else one of the same form (it runs on a value made of other inputs),
+    else, where what it is made of is not known, the one that occurs the same time."""
     seen: Counter = Counter()
     for a in mine:
         k = seen[a.key]
         seen[a.key] += 1
         same = [r for r in theirs if r.key == a.key]
-        if k < len(same) and (a.dimension, a.shape) != (same[k].dimension, same[k].shape):
-            return f"your {_call(a)} {_returns(a)}; the reference's {_returns(same[k])}"
-        if k < len(same) and None not in (a.origin, same[k].origin) and \
-                {i for i, _ in a.origin} != {i for i, _ in same[k].origin}:
+        if not same or any(_alike(a, r) for r in same):
+            continue
+        made = [r for r in same if _inputs(a) is not None and _inputs(r) == _inputs(a)]
+        formed = [r for r in same if (r.dimension, r.shape) == (a.dimension, a.shape) and None not in
+                  (_inputs(a), _inputs(r))]
+        if made or (_inputs(a) is None and k < len(same)):
+            r = made[0] if made else same[k]
+            return f"your {_call(a)} {_returns(a)}; the reference's {_returns(r)}"
+        if formed:
             return (f"your {_call(a)} runs on a value made of {_made_of(a.origin)} of its per-device computation; "
-                    f"the reference's on one made of {_made_of(same[k].origin)}")
+                    f"the reference's on one made of {_made_of(formed[0].origin)}")
     return None
 
 
@@ -161,8 +180,8 @@ def _both(mine, theirs):
     names = {ref: student for student, ref in mapped.pmap_names(mine, theirs).items()}
     mine, theirs = read(mine), read(theirs)
     if theirs is not None and names:
-        theirs = ([Asked(a.name, tuple(names.get(x, x) for x in a.axes), a.dimension, a.shape, a.origin)
-                   for a in theirs[0]], theirs[1])
+        theirs = ([Asked(a.name, tuple(names.get(x, x) for x in a.axes), a.dimension, a.shape, a.origin,
+                         a.looped) for a in theirs[0]], theirs[1])
     return mine, theirs
 
 
@@ -189,8 +208,16 @@ def difference(mine, theirs) -> str | None:
     if said or not complete:
         return said
     have, want = Counter(a.key for a in asked), Counter(r.key for r in wanted)
-    told = [f"the reference's function runs {_call(r)} {_times(want[r.key])}, yours {_times(have[r.key])}"
-            for r in wanted if want[r.key] > have[r.key]][:1]
-    told += [f"your function runs {_call(a)} {_times(have[a.key])}, the reference's {_times(want[a.key])}"
-             for a in asked if have[a.key] > want[a.key]][:1]
+    # How often a loop runs its body no trace counts: for a collective in one, only whether it runs at all.
+    looped = {a.key for a in (*asked, *wanted) if a.looped}
+    have, want = ({k: min(n, 1) if k in looped else n for k, n in c.items()} for c in (have, want))
+    told = [f"the reference's function runs {_call(r)} {_times_in(r.key, want, looped)}, yours "
+            f"{_times_in(r.key, have, looped)}" for r in wanted if want[r.key] > have.get(r.key, 0)][:1]
+    told += [f"your function runs {_call(a)} {_times_in(a.key, have, looped)}, the reference's "
+             f"{_times_in(a.key, want, looped)}" for a in asked if have[a.key] > want.get(a.key, 0)][:1]
     return "; ".join(told) or None
+
+
+def _times_in(key, counts: dict, looped: set) -> str:
+    n = counts.get(key, 0)
+    return "in a loop" if key in looped and n else _times(n)

@@ -53,14 +53,15 @@ def test_a_refused_shard_map_is_read_with_its_collectives_axes_and_shapes_and_th
     out = run_json(RUN)
     whole = lambda *found: {"collectives": [list(f) for f in found], "complete": True}  # noqa: E731
     b = [[0, [4, 6]]]  # made of the per-device computation's one input, of global shape (4, 6)
-    assert out["psum over the other axis"] == whole(["psum", ["data"], None, [2, 3], b])  # one device's block
-    assert out["pmean"] == whole(["pmean", ["model"], None, [2, 3], b])  # a psum whose result is divided
-    assert out["a count divided by"] == whole(["psum", ["model"], None, [], []], ["psum", ["model"], None, [2, 3], b])
-    # nested jaxprs are read, their collectives made of what their equation is given
-    assert out["a gather in a loop's body"] == whole(["all_gather", ["model"], 1, [2, 6], b])
+    assert out["psum over the other axis"] == whole(["psum", ["data"], None, [2, 3], b, False])  # one device's block
+    assert out["pmean"] == whole(["pmean", ["model"], None, [2, 3], b, False])  # a psum whose result is divided
+    assert out["a count divided by"] == whole(["psum", ["model"], None, [], [], False],
+                                              ["psum", ["model"], None, [2, 3], b, False])
+    # nested jaxprs are read, their collectives made of what their equation is given, a loop's marked as such
+    assert out["a gather in a loop's body"] == whole(["all_gather", ["model"], 1, [2, 6], b, True])
     # the gradient of a sum is ones, made of no input
-    assert out["grad of a gather"] == whole(["all_gather", ["data"], 0, [4, 3], b],
-                                            ["psum_scatter", ["data"], 0, [2, 3], []])
+    assert out["grad of a gather"] == whole(["all_gather", ["data"], 0, [4, 3], b, False],
+                                            ["psum_scatter", ["data"], 0, [2, 3], [], False])
     assert out["a gather along the wrong axis"] == {"collectives": [["all_gather", ["data"], 1, [2, 6]]],
                                                     "complete": False}  # what was asked before the trace failed
     assert out["checked again after"]  # JAX's own check is back once the trace is read

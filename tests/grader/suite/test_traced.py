@@ -80,8 +80,8 @@ def test_the_reference_s_own_collectives_put_the_blame_on_the_out_specs():
 def test_a_collective_run_on_a_value_made_of_other_inputs_is_said():
     """The same gather over the same axis, returning the same shape, of the product x @ w where the reference
     gathers w: what its operand is made of tells them apart."""
-    theirs = trace(("all_gather", ["model"], 1, [4, 6], [[1, [4, 6]]]))
-    mine = trace(("all_gather", ["model"], 1, [4, 6], [[0, [8, 4]], [1, [4, 6]]]))
+    theirs = trace(("all_gather", ["model"], 1, [4, 6], [[1, [4, 6]]], False))
+    mine = trace(("all_gather", ["model"], 1, [4, 6], [[0, [8, 4]], [1, [4, 6]]], False))
     assert traced.difference(mine, theirs) == (
         "your lax.all_gather over 'model' runs on a value made of inputs 0 (8, 4) and 1 (4, 6) of its per-device "
         "computation; the reference's on one made of input 1 (4, 6) alone")
@@ -89,15 +89,37 @@ def test_a_collective_run_on_a_value_made_of_other_inputs_is_said():
     unknown = trace(("all_gather", ["model"], 1, [4, 6]))  # read from a trace that failed: no origin
     assert traced.difference(unknown, theirs) is None
     for hostile in ([[1, "x"]], [["1", [4, 6]]], "input 1", [[1, [4, 6]]] * 65):
-        assert traced.read(trace(("all_gather", ["model"], 1, [4, 6], hostile))) is None, hostile
+        assert traced.read(trace(("all_gather", ["model"], 1, [4, 6], hostile, False))) is None, hostile
 
 
 def test_a_pmaps_axis_name_is_the_students_to_choose():
     def pmapped(axis, *collectives):
         return {**trace(*collectives), "maps": [{"kind": "pmap", "mesh": [axis], "in": [[[[axis]], [2, 7]]],
                                                  "out": [[[axis]]]}]}
-    theirs = pmapped("devices", ("psum", ["devices"], None, [7], [[0, [2, 7]]]))
-    assert traced.difference(pmapped("i", ("psum", ["i"], None, [7], [[0, [2, 7]]])), theirs) is None
-    assert traced.same(pmapped("i", ("psum", ["i"], None, [7], [[0, [2, 7]]])), theirs)
-    assert traced.difference(pmapped("i", ("pmean", ["i"], None, [7], [[0, [2, 7]]])), theirs) == (
+    theirs = pmapped("devices", ("psum", ["devices"], None, [7], [[0, [2, 7]]], False))
+    assert traced.difference(pmapped("i", ("psum", ["i"], None, [7], [[0, [2, 7]]], False)), theirs) is None
+    assert traced.same(pmapped("i", ("psum", ["i"], None, [7], [[0, [2, 7]]], False)), theirs)
+    assert traced.difference(pmapped("i", ("pmean", ["i"], None, [7], [[0, [2, 7]]], False)), theirs) == (
         "your function averages with lax.pmean over 'i'; the reference's adds up (lax.psum)")
+
+
+def test_a_collective_in_a_loop_is_never_counted_against_one_asked_several_times():
+    """A fori_loop asks for its ppermute once and runs it n - 1 times; a Python loop asks n - 1 times."""
+    loop = trace(("ppermute", ["ring"], None, [6], [[0, [4, 6]]], True))
+    unrolled = trace(*[("ppermute", ["ring"], None, [6], [[0, [4, 6]]], False)] * 3)
+    assert traced.difference(unrolled, loop) is None and traced.difference(loop, unrolled) is None
+    assert traced.difference(trace(), loop) == "the reference's function runs lax.ppermute over 'ring' in a loop, " \
+                                              "yours never"
+    assert traced.read(trace(("ppermute", ["ring"], None, [6], [[0, [4, 6]]], "yes"))) is None
+
+
+def test_collectives_are_matched_by_what_they_run_on_not_by_the_order_they_come_in():
+    """The reference gathers w2 before w1, the student w1 before w2 and w2 over the wrong axis: the gather of w1
+    is the reference's own, and the one difference is where w2's runs."""
+    w1 = ("all_gather", ["data"], 0, [4, 3], [[0, [2, 3]]], False)
+    theirs = trace(("all_gather", ["data"], 1, [3, 4], [[1, [3, 2]]], False), w1)
+    mine = trace(w1, ("all_gather", ["model"], 1, [3, 4], [[1, [3, 2]]], False))
+    assert traced.difference(mine, theirs) == ("your function's lax.all_gather runs over 'model'; the reference's runs "
+                                               "over 'data'")
+    failed = trace(("all_gather", ["data"], 0, [4, 3]), complete=False)  # no origins: read as it was bound
+    assert traced.difference(failed, theirs) is None  # the reference runs one alike, whatever its place
