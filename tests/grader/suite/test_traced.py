@@ -119,7 +119,8 @@ def test_collectives_are_matched_by_what_they_run_on_not_by_the_order_they_come_
     w1 = ("all_gather", ["data"], 0, [4, 3], [[0, [2, 3]]], False)
     theirs = trace(("all_gather", ["data"], 1, [3, 4], [[1, [3, 2]]], False), w1)
     mine = trace(w1, ("all_gather", ["model"], 1, [3, 4], [[1, [3, 2]]], False))
-    assert traced.difference(mine, theirs) == ("your function's lax.all_gather runs over 'model'; the reference's runs "
-                                               "over 'data'")
+    assert traced.difference(mine, theirs) == ("the reference's function runs lax.all_gather over 'data' twice, yours "
+                                               "once; your function runs lax.all_gather over 'model' once, the "
+                                               "reference's never")
     failed = trace(("all_gather", ["data"], 0, [4, 3]), complete=False)  # no origins: read as it was bound
     assert traced.difference(failed, theirs) is None  # the reference runs one alike, whatever its place
