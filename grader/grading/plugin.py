@@ -72,9 +72,9 @@ def explain(exc: BaseException, devices: int | None = None, rules=jax_errors.RUL
     return "wrong", f"the result could not be checked ({type(exc).__name__}: {_one_line(exc, 200)})", None
 
 
-def with_layout(message: str, said: str) -> str:
+def with_traced(message: str, said: str) -> str:
     """A wrong value's ``message`` completed by how a function of the case, traced again, differs from the
-    reference's (Student.laid_out): the measured difference replaces a guess of where to look, and is kept
+    reference's (Student.traced_difference): the measured difference replaces a guess of where to look, and is kept
     whole where the message is cut, unless the cut would take the compiled programs' difference."""
     addition = f"Traced again, {said}"
     cut = message.endswith("...")
@@ -87,11 +87,11 @@ def with_layout(message: str, said: str) -> str:
     return _one_line(f"{head}. {addition}")
 
 
-def _told(exc: BaseException, message: str, laid_out: bool) -> int:
+def _told(exc: BaseException, message: str, traced_after: bool) -> int:
     """How much a failed case's message measured (Case.told)."""
     unexplained = isinstance(exc, Unexplained) or (isinstance(exc, WrongProgram) and exc.unexplained
                                                    and not exc.measured)
-    if unexplained and not laid_out:
+    if unexplained and not traced_after:
         return 0
     return 1 if differences.ambiguous(message) else 2
 
@@ -282,8 +282,8 @@ class GraderPlugin(CasePlan):
                 student = getattr(item, "funcargs", {}).get("student")
                 said = None
                 if isinstance(exc, AssertionError) and not isinstance(exc, Bypass) and isinstance(student, Student):
-                    said = student.laid_out()
-                    case.message = with_layout(case.message, said) if said else case.message
+                    said = student.traced_difference()
+                    case.message = with_traced(case.message, said) if said else case.message
                 case.told = _told(exc, case.message, bool(said))
                 case.error = (getattr(exc, "detail", None) or "") if isinstance(exc, StudentFailure) else ""
                 case.cut_short = item.nodeid in self._cut_short

@@ -77,14 +77,14 @@ class Student:
 
     def _keep_trace(self, target: str, specs, kwargs, what: str, label: str, timeout_s: float | None) -> None:
         """Where the reference is at hand, keep its trace for this call (a release carries it), and remember the
-        call, as the student knows it (``label``), for :meth:`laid_out`."""
+        call, as the student knows it (``label``), for :meth:`traced_difference`."""
         references = self._references
         if references and references.can_measure:
             references.traced(self.layout, target, specs, kwargs, what, timeout_s or self.timeout_s)
         self._asked = [a for a in self._asked if a[0] != target][:1]
         self._asked.insert(0, (target, specs, kwargs, what, label))
 
-    def laid_out(self, timeout_s: float | None = None) -> str | None:
+    def traced_difference(self, timeout_s: float | None = None) -> str | None:
         """After a wrong value: how a function this case called, traced again, differs from the reference's
         traced the same way: the first input or result it lays out otherwise (grader.suite.mapped), else the
         first collective it asks for otherwise (grader.suite.traced); the last function called asked first (two
