@@ -1,4 +1,4 @@
-A wrong value's message completed by how a called function, traced again, differs from the
+"""A wrong value's message completed by how a called function, traced again, differs from the
 reference's (Student.traced_difference, plugin.with_traced)."""
 
 from grader.grading.plugin import MESSAGE_CHARS, with_traced
