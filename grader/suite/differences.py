@@ -303,8 +303,14 @@ def _never_negative(got, expected, atol) -> str | None:
 
 
 def _blocks_held(where: dict[int, int], parts: int, word: str) -> str:
-    """How the answer's blocks are held: each once in another order, or some more than once (others never)."""
+    """How the answer's blocks are held: each once in another order (turned round by k places, where that is the
+    order: block b holding what block b + k should, an index off by k), or some more than once (others never)."""
     if len(set(where.values())) == len(where):
+        turned = {(p - b) % parts for b, p in where.items()}
+        if len(where) == parts and len(turned) == 1 and parts > 2:
+            k = turned.pop()
+            return (f"holds the right {parts} blocks of {word} turned round by {k} place{'s' if k > 1 else ''}: block b "
+                    f"holds what block (b + {k}) mod {parts} should")
         return f"holds the right {parts} blocks of {word} in the wrong order"
     return f"holds in each of its {parts} blocks of {word} one of the answer's, but not each once"
 

@@ -87,3 +87,14 @@ def test_a_factor_that_is_one_count_over_another_names_both():
         "is 2/7 of the answer (2 is the number of devices and of entries along axis 0 of x, 7 the number of entries "
         "along axis 1 of x) at every entry")
     assert measured(answer * 0.31, answer, probe=probe) == "is 0.31 times the answer at every entry"
+
+
+def test_blocks_turned_round_by_k_places_are_said_as_such():
+    from grader.suite.differences import relation
+    expected = np.arange(8.0).reshape(4, 2) + 1
+    said = relation(np.roll(expected, -1, axis=0), expected, counts={"devices": 4})
+    assert said.startswith("holds the right 4 blocks of rows turned round by 1 place: block b holds what block "
+                           "(b + 1) mod 4 should")
+    swapped = expected[[1, 0, 3, 2]]
+    assert relation(swapped, expected, counts={"devices": 4}).startswith("holds the right 4 blocks of rows in the "
+                                                                          "wrong order")
