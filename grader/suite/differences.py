@@ -295,8 +295,9 @@ def relation(got, expected, *, counts: dict | None = None, starts: tuple = (), r
 
 def _never_negative(got, expected, atol) -> str | None:
     """A result with no negative entry where the answer has several: something clips it at 0 (a relu)."""
-    negative = int((expected < -atol).sum())
-    if negative < 2 or (got < 0).any():
+    below = expected < -atol
+    negative = int(below.sum())
+    if negative < 2 or (got < 0).any() or (got[below] == 0).sum() * 2 < negative:  # zeros, not squares or sizes
         return None
     return (f"has no negative entry, where the answer has {negative}: every entry of yours is clipped at 0, as a "
             "relu clips what it is applied to")

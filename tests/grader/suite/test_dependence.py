@@ -76,6 +76,7 @@ def test_a_result_never_negative_where_the_answer_is_is_said():
     assert measured(got, y) == ("has no negative entry, where the answer has 2: every entry of yours is clipped at 0, "
                                 "as a relu clips what it is applied to")
     assert measured(-got, y) is None
+    assert measured(y ** 2, y) is None  # never negative, but not clipped: squares say nothing of a relu
 
 
 def test_a_factor_that_is_one_count_over_another_names_both():
