@@ -127,27 +127,38 @@ def _alike(a: Asked, r: Asked) -> bool:
         (a.dimension, a.shape, _inputs(a)) == (r.dimension, r.shape, _inputs(r))
 
 
+def _form(a: Asked) -> tuple:
+    return a.dimension, a.shape
+
+
 def _otherwise(mine: list[Asked], theirs: list[Asked]) -> str | None:
     """The first of the student's collectives that no collective of the reference's of the same kind over the same
     axes runs alike, told against its counterpart: the one made of the same inputs (it runs along another
-    dimension or returns another shape), else one of the same form (it runs on a value made of other inputs),
-    else, where what it is made of is not known, the one that occurs the same time."""
-    seen: Counter = Counter()
+    dimension or returns another shape), else one of the same form (it runs on a value made of other inputs);
+    where what they are made of is not known (a trace that failed), a form of the student's collectives the
+    reference's never take, told against one of the reference's forms the student's never take."""
     for a in mine:
-        k = seen[a.key]
-        seen[a.key] += 1
         same = [r for r in theirs if r.key == a.key]
         if not same or any(_alike(a, r) for r in same):
             continue
         made = [r for r in same if _inputs(a) is not None and _inputs(r) == _inputs(a)]
-        formed = [r for r in same if (r.dimension, r.shape) == (a.dimension, a.shape) and None not in
-                  (_inputs(a), _inputs(r))]
-        if made or (_inputs(a) is None and k < len(same)):
-            r = made[0] if made else same[k]
-            return f"your {_call(a)} {_returns(a)}; the reference's {_returns(r)}"
+        if made:
+            return f"your {_call(a)} {_returns(a)}; the reference's {_returns(made[0])}"
+        formed = [r for r in same if _form(r) == _form(a) and None not in (_inputs(a), _inputs(r))]
         if formed:
             return (f"your {_call(a)} runs on a value made of {_made_of(a.origin)} of its per-device computation; "
                     f"the reference's on one made of {_made_of(formed[0].origin)}")
+    for key in dict.fromkeys(a.key for a in mine if a.origin is None):
+        # forms, not counts: a trace that failed reads a collective once per level of JAX's tracing (a gradient's)
+        have = {_form(a) for a in mine if a.key == key}
+        want = {_form(r) for r in theirs if r.key == key}
+        extra, lacking = have - want, want - have
+        if want and extra and lacking:
+            a = next(a for a in mine if a.key == key and _form(a) in extra)
+            # its counterpart: a lacking one of the same dimension before one of the same shape before any
+            r = min((r for r in theirs if r.key == key and _form(r) in lacking),
+                    key=lambda r: (r.dimension != a.dimension, r.shape != a.shape))
+            return f"your {_call(a)} {_returns(a)}; the reference's {_returns(r)}"
     return None
 
 
@@ -165,6 +176,10 @@ def _elsewhere(mine: list[Asked], theirs: list[Asked]) -> str | None:
         same = [r for r in theirs if r.name == a.name and r.key not in {m.key for m in mine}]
         if same:
             return f"your function's lax.{a.name} runs {over_text(a.axes)}; the reference's runs {over_text(same[0].axes)}"
+        elsewhere = list(dict.fromkeys(r.axes for r in theirs if r.name == a.name))
+        if len(elsewhere) == 1:  # the reference runs this collective, but never over these axes
+            return (f"your function runs lax.{a.name} {over_text(a.axes)}, which the reference's never does: its "
+                    f"lax.{a.name} runs {over_text(elsewhere[0])} only")
     return None
 
 
@@ -204,7 +219,7 @@ def difference(mine, theirs) -> str | None:
     if mine is None or theirs is None or not theirs[1]:
         return None
     (asked, complete), (wanted, _) = mine, theirs
-    said = _otherwise(asked, wanted) or _elsewhere(asked, wanted)
+    said = _elsewhere(asked, wanted) or _otherwise(asked, wanted)  # over which axes, before what a form follows
     if said or not complete:
         return said
     have, want = Counter(a.key for a in asked), Counter(r.key for r in wanted)

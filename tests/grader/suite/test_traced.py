@@ -119,8 +119,21 @@ def test_collectives_are_matched_by_what_they_run_on_not_by_the_order_they_come_
     w1 = ("all_gather", ["data"], 0, [4, 3], [[0, [2, 3]]], False)
     theirs = trace(("all_gather", ["data"], 1, [3, 4], [[1, [3, 2]]], False), w1)
     mine = trace(w1, ("all_gather", ["model"], 1, [3, 4], [[1, [3, 2]]], False))
-    assert traced.difference(mine, theirs) == ("the reference's function runs lax.all_gather over 'data' twice, yours "
-                                               "once; your function runs lax.all_gather over 'model' once, the "
-                                               "reference's never")
+    assert traced.difference(mine, theirs) == ("your function runs lax.all_gather over 'model', which the reference's "
+                                               "never does: its lax.all_gather runs over 'data' only")
     failed = trace(("all_gather", ["data"], 0, [4, 3]), complete=False)  # no origins: read as it was bound
     assert traced.difference(failed, theirs) is None  # the reference runs one alike, whatever its place
+
+
+def test_a_trace_that_failed_is_told_by_a_form_its_collectives_take_that_the_references_never_do():
+    """Without what they are made of, the student's gathers over 'data' are compared as a whole with the
+    reference's, whatever the order, and whatever the count (a failed trace reads a collective once per level of
+    JAX's tracing): a form the reference never takes, against one the student's never takes."""
+    theirs = trace(("all_gather", ["data"], 1, [3, 4], [[1, [3, 2]]], False),
+                   ("all_gather", ["data"], 0, [4, 3], [[0, [2, 3]]], False))
+    failed = trace(*[("all_gather", ["data"], 0, [4, 3])] * 4, ("all_gather", ["data"], 0, [6, 2]), complete=False)
+    assert traced.difference(failed, theirs) == ("your lax.all_gather over 'data' gathers along axis 0 and returns "
+                                                 "(6, 2) on each device; the reference's gathers along axis 1 and "
+                                                 "returns (3, 4) on each device")
+    repeated = trace(*[("all_gather", ["data"], 0, [4, 3])] * 4, complete=False)
+    assert traced.difference(repeated, theirs) is None  # every form it takes is one of the reference's
