@@ -110,8 +110,9 @@ def told(reference: Callable, rerun: Callable, inputs: tuple, names: tuple[str, 
         if mine.shape != theirs.shape:
             return None
         if (mine != theirs).any() and _told_plainly(mine) and _told_plainly(theirs):
-            name = names[k] if k < len(names) and names[k] else f"argument {k}"
-            return (f"depends on {name} otherwise than the answer: changing only {name}"
-                    f"{_slice_text(inputs[k].ndim, axis, i)} changes your result {_where(mine)}; it changes the "
-                    f"answer {_where(theirs)}")
+            name = names[k] if k < len(names) and names[k] else None
+            where = _slice_text(inputs[k].ndim, axis, i)
+            changed = f"{name}{where}" if name else f"{where} of input {k}"
+            return (f"depends on {name or f'input {k}'} otherwise than the answer: changing only {changed} changes your "
+                    f"result {_where(mine)}; it changes the answer {_where(theirs)}")
     return None

@@ -295,12 +295,11 @@ def relation(got, expected, *, counts: dict | None = None, starts: tuple = (), r
 
 def _never_negative(got, expected, atol) -> str | None:
     """A result with no negative entry where the answer has several: something clips it at 0 (a relu)."""
-    below = expected < -atol
-    negative = int(below.sum())
-    if negative < 2 or (got < 0).any() or (got[below] == 0).sum() * 2 < negative:  # zeros, not squares or sizes
+    negative, zeros = int((expected < -atol).sum()), int((got == 0).sum())
+    if negative < 2 or (got < 0).any() or zeros < 2:  # exact zeros: clipped, not squares or sizes
         return None
-    return (f"has no negative entry, where the answer has {negative}: every entry of yours is clipped at 0, as a "
-            "relu clips what it is applied to")
+    return (f"has no negative entry, where the answer has {negative}, and {zeros} entries exactly 0: it is clipped at "
+            "0, as a relu clips what it is applied to")
 
 
 def _blocks_held(where: dict[int, int], parts: int, word: str) -> str:

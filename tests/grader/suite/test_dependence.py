@@ -73,8 +73,8 @@ def test_a_relu_applied_to_the_answer_is_a_relation_said_before_any_rerun():
 def test_a_result_never_negative_where_the_answer_is_is_said():
     y = np.array([[1.5, -2.0], [-0.5, 3.0]])
     got = np.array([[0.2, 0.0], [1.0, 0.0]])
-    assert measured(got, y) == ("has no negative entry, where the answer has 2: every entry of yours is clipped at 0, "
-                                "as a relu clips what it is applied to")
+    assert measured(got, y) == ("has no negative entry, where the answer has 2, and 2 entries exactly 0: it is "
+                                "clipped at 0, as a relu clips what it is applied to")
     assert measured(-got, y) is None
     assert measured(y ** 2, y) is None  # never negative, but not clipped: squares say nothing of a relu
 
@@ -99,3 +99,8 @@ def test_blocks_turned_round_by_k_places_are_said_as_such():
     swapped = expected[[1, 0, 3, 2]]
     assert relation(swapped, expected, counts={"devices": 4}).startswith("holds the right 4 blocks of rows in the "
                                                                           "wrong order")
+
+
+def test_an_input_without_a_name_is_called_by_its_place():
+    said = dependence.told(total, lambda x: x.astype(np.float64) * 2, (X,), ("",), 1e-5)
+    assert said.startswith("depends on input 0 otherwise than the answer: changing only [0, :] of input 0 changes")
