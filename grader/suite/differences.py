@@ -298,8 +298,8 @@ def _never_negative(got, expected, atol) -> str | None:
     negative, zeros = int((expected < -atol).sum()), int((got == 0).sum())
     if negative < 2 or (got < 0).any() or zeros < 2:  # exact zeros: clipped, not squares or sizes
         return None
-    return (f"has no negative entry, where the answer has {negative}, and {zeros} entries exactly 0: it is clipped at "
-            "0, as a relu clips what it is applied to")
+    return (f"has no negative entry, where the answer has {negative}, and {plural(zeros, 'entry', 'entries')} exactly "
+            "0: it is clipped at 0, as a relu clips what it is applied to")
 
 
 def _blocks_held(where: dict[int, int], parts: int, word: str) -> str:
