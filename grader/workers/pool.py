@@ -16,6 +16,8 @@ clean worker forks it early the same way (:meth:`WorkerPool.prestart_clean`).
 
 from __future__ import annotations
 
+import time
+
 from grader.errors import GraderError, StudentFailure
 from grader.layout import Layout
 from grader.workers.group import WorkerGroup
@@ -24,6 +26,8 @@ from grader.workers.spares import Spares
 from grader.workers.worker import STARTUP_TIMEOUT_S, Handle, RunSettings, Worker
 
 ENVIRONMENT_KINDS = ("died", "memory")  # failures the machine can cause as well as the student's code
+TRACE_S = 10.0  # one trace of the student's function for a message waits this long at most
+TRACES_S = 60.0  # and a run spends this long at most on all of them
 
 
 class WorkerPool:
@@ -44,6 +48,7 @@ class WorkerPool:
         self.student_output: dict[str, str] = {}
         self.worker_seconds = 0.0
         self._sound: set[Layout] = set()  # layouts whose workers ran the grader's own program (_rule_out_environment)
+        self._trace_left_s = TRACES_S  # the student's traces a run may still spend (messages only)
 
     def worker(self, layout: Layout) -> Handle:
         if layout not in self._workers:
@@ -177,16 +182,24 @@ class WorkerPool:
     def traced_collectives(self, layout: Layout, target: str, specs, kwargs, what: str, timeout_s=None,
                            reference: bool = False) -> dict | None:
         """The collectives of ``target`` (the student's, or the ``reference``'s) traced on ``specs`` with
-        shard_map's replication check off (grader.sandbox.traced_collectives), for the message of a program
-        that could not be built; None where the trace fails. The student's list is the student's
-        process's word: for a message only."""
+        shard_map's replication check off (grader.sandbox.traced_collectives), for the message of a failure;
+        None where the trace fails. The student's list is the student's process's word: for a message only,
+        so one trace waits TRACE_S at most, and a run spends TRACES_S at most on them: a function slow only
+        when traced for a message cannot slow a run down by more."""
         if layout.processes or (reference and not self.run.reference):
             return None
         try:
             if reference:
                 return self._reference_worker(layout).request("collectives", target, specs, kwargs, what,
                                                               timeout_s)[0]
-            return self.request(layout, "collectives", target, specs, kwargs, what, timeout_s)
+            if self._trace_left_s <= 0:
+                return None
+            began = time.monotonic()
+            try:
+                return self.request(layout, "collectives", target, specs, kwargs, what,
+                                    min(timeout_s or TRACE_S, TRACE_S, self._trace_left_s))
+            finally:
+                self._trace_left_s -= time.monotonic() - began
         except StudentFailure:
             return None
 
