@@ -167,14 +167,24 @@ def _measured_standardisation(x, got, what):
                          "uses the mean and standard deviation of all the numbers on every device (lax.pmean)")
 
 
+EPSILONS = (1e-10, 1e-2)  # what an epsilon added to a variance is, in practice
+
+
 def _spread_factor(x, got, expected) -> str:
     """The "factor" cause of a standardisation off by one factor c: the spread it divides by is 1/c times the
-    global one; where c < 1, that is the variance with e added, e measured."""
+    global standard deviation s, measured: the variance itself where 1/c is s (it divides by s twice); the variance
+    with e added where that e is an epsilon's size."""
     ratio = got[np.abs(expected) > 1e-3] / expected[np.abs(expected) > 1e-3] if got.shape == expected.shape else []
-    added = x.var() * (1 / ratio.mean() ** 2 - 1) if len(ratio) and 0 < ratio.mean() < 1 else None
+    c, s = (float(np.mean(ratio)) if len(ratio) else None), float(x.std())
     said = STANDARDIZE["factor"]
-    return said if added is None else f"{said}; it is what dividing by sqrt(variance + {added:.2g}) gives: the task " \
-                                      "adds nothing to the variance"
+    if c is None or c <= 0:
+        return said
+    if abs(1 / c - s) <= 1e-3 * s:  # (x - mean) / s**2 is the answer divided by s once more
+        return f"{said}; it divides by the variance itself ({s * s:.4g}), not its square root"
+    added = x.var() * (1 / c ** 2 - 1)
+    if EPSILONS[0] <= added <= EPSILONS[1]:
+        return f"{said}; it is what dividing by sqrt(variance + {added:.2g}) gives: the task adds nothing to the variance"
+    return said
 
 
 def _check_standardize(student, rng, devices, width, scale=1.0):

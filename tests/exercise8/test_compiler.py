@@ -79,8 +79,10 @@ def test_one_reduction_runs_one_sum_over_model(student, rng, devices):
         raise AssertionError(f"one_reduction's program runs {_ran(moved, sizes)} {where}, and no sum over 'model'"
                              + (f": {differs}" if differs else ""))
     if len(moved) > 1:
+        gathered = any(c.op == "all-gather" and meshes.axes_of(c, AXES, sizes) == ("data",) for c in moved)
+        rows_whole = " Gathered over 'data', all of y's rows end up on every device;" if gathered else ""
         raise AssertionError(f"one_reduction's program runs {_ran(moved, sizes)} {where}: besides the sum over 'model' "
-                             "it moves y. A y whole on every device needs every device's rows as well; keep y's rows "
-                             "split over 'data', as x's are, and the sum over 'model' is all that remains")
+                             f"it moves y.{rows_whole} keep y's rows split over 'data', as x's are, and the sum over "
+                             "'model' is all that remains")
     work.expect_share_of_work(program, "one_reduction", "each device multiplies only the blocks of x and w it holds, "
                               "and the sum over 'model' adds the partial products", rows * cols, where)
