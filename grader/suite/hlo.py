@@ -329,6 +329,23 @@ def collectives(text: str) -> list[Collective]:
     return found
 
 
+def idle_note(text: str, ops=COLLECTIVES) -> str:
+    """"; 2 more collective-permutes it runs carry nothing the answer needs ..." where the program runs idle
+    collectives of these kinds, else "": a count of the needed ones ("runs 0 ppermutes") is not mistaken for
+    what the program runs."""
+    ops = (ops,) if isinstance(ops, str) else tuple(ops)
+    idle = [c for c in collectives(text) if c.op in ops and c.idle]
+    if not idle:
+        return ""
+    runs = sum(c.times or 1 for c in idle)
+    kinds = " and ".join(dict.fromkeys(c.op for c in idle)) + ("s" if runs > 1 else "")
+    if runs == 1:
+        return (f"; the 1 more {kinds} it runs carries nothing the answer needs (the answer does not change "
+                "without it), so it is not counted")
+    return (f"; the {runs} more {kinds} it runs carry nothing the answer needs (the answer does not change "
+            "without them), so they are not counted")
+
+
 def select(text: str, ops=COLLECTIVES, by_student: bool = False) -> list[Collective]:
     """The collectives of the given opcode(s) that are not idle, only the program's own if ``by_student``."""
     ops = (ops,) if isinstance(ops, str) else tuple(ops)

@@ -72,7 +72,8 @@ def test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes(student, rng, device
     if steps != cols - 1:
         extra = ": after n - 1 steps every block has been multiplied; the last one needs no sending" \
             if steps == cols else ""
-        raise AssertionError(f"collective_matmul runs {steps} ppermutes {where}, expected n - 1 = {cols - 1}{extra}")
+        raise AssertionError(f"collective_matmul runs {steps} ppermutes the answer needs {where}, expected n - 1 = "
+                             f"{cols - 1}{extra}{hlo.idle_note(program.hlo, 'collective-permute')}")
     rings.expect_ring(program.hlo, "collective_matmul", "block of x", where)
     work.expect_share_of_work(program, "collective_matmul", "each device multiplies the block of x it holds by its "
                               "block of w, then each block that arrives, once", rows * cols, where)

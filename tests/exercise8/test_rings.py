@@ -145,7 +145,8 @@ def _expect_ring(program, function, rows, cols, unit_bytes, unit):
                              "(lax.while_loop?): use a Python for loop or lax.fori_loop(1, n, ...)")
     if count != steps:
         extra = (": the n-th step sends every " + unit + " back to where it started") if count == cols else ""
-        raise AssertionError(f"{function} runs {count} ppermutes {where}, expected n - 1 = {steps}{extra}")
+        raise AssertionError(f"{function} runs {count} ppermutes the answer needs {where}, expected n - 1 = "
+                             f"{steps}{extra}{hlo.idle_note(program.hlo, 'collective-permute')}")
     heavy = next((c for c in moved if c.bytes > unit_bytes), None)
     if heavy:
         raise AssertionError(f"{function}'s ppermutes carry {heavy.bytes} bytes per step {where}; a {unit} is "

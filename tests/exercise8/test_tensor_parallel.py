@@ -72,9 +72,9 @@ def test_mlp_runs_one_all_reduce_over_model(student, rng, devices):
                              "relu(x @ w1_block) gives each device its own columns of the activations, and w2's rows "
                              "match them: multiply, then add the partial sums over 'model'")
     if [c.op for c in moved] != ["all-reduce"]:
-        ran = " and ".join(meshes.phrase(c, AXES, sizes) for c in moved) or "no collective"
-        raise AssertionError(f"mlp runs {ran} {where}; a forward pass needs exactly one all-reduce over 'model', of "
-                             "the partial sums h_block @ w2_block")
+        ran = " and ".join(meshes.phrase(c, AXES, sizes) for c in moved) or "no collective the answer needs"
+        raise AssertionError(f"mlp runs {ran} {where}{hlo.idle_note(program.hlo)}; a forward pass needs exactly one "
+                             "all-reduce over 'model', of the partial sums h_block @ w2_block")
     axes = meshes.axes_of(moved[0], AXES, sizes)
     if axes != ("model",):
         raise AssertionError(f"mlp's all-reduce runs {meshes.over_text(axes)} {where}: the partial sums to add are "
