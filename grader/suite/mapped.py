@@ -184,6 +184,21 @@ def _comparable(m: Mapped, t: Mapped) -> bool:
     return same_kind and m.mesh == t.mesh and (not m.ins or not t.ins or len(m.ins) == len(t.ins))
 
 
+def _handed_whole(mine: Mapped, theirs: Mapped) -> str | None:
+    """Where the student's computation is handed more inputs than the reference's, an extra one it gets whole on
+    every device that the reference's gets split (the same array given twice, once whole, once split)."""
+    if not mine.ins or not theirs.ins or len(mine.ins) <= len(theirs.ins):
+        return None
+    what, arg_in, _ = _ARGUMENTS[mine.kind]
+    for k, (spec, shape) in enumerate(mine.ins):
+        split = next((s for s, their_shape in theirs.ins if their_shape == shape and s), None)
+        if spec == () and split:
+            return (f"your {what} is handed {len(mine.ins)} inputs, the reference's {len(theirs.ins)}: your input {k}, "
+                    f"of shape {shape}, is whole on every device ({arg_in} entry P()), where the reference's "
+                    f"computation gets an input of that shape split ({_written(split)})")
+    return None
+
+
 def _reshaped(mine: Mapped, theirs: Mapped) -> str | None:
     """The first input the two computations are handed in different shapes (a reshape or pad before it)."""
     for k, ((_, shape), (_, their_shape)) in enumerate(zip(mine.ins, theirs.ins)):
@@ -207,7 +222,7 @@ def difference(mine, theirs) -> str | None:
         if m.kind == t.kind == "pmap" and len(m.mesh) == len(t.mesh) == 1:
             t = _renamed(t, m.mesh)
         if not _comparable(m, t):
-            return None
+            return _handed_whole(m, t) if m.mesh == t.mesh else None
         told = _reshaped(m, t) or _told(m, t)
         if told:
             return told

@@ -90,3 +90,15 @@ def test_the_layout_difference_comes_before_the_collectives_in_a_traced_differen
     mine = {**trace(one(ins=[(ROWS, (6, 3)), ([], (6, 3))], outs=[ROWS])),
             "collectives": [["all_gather", ["data"], 0, [6, 3]]]}
     assert traced.difference(mine, TP).startswith("your shard_map's in_specs entry for its input 1")
+
+
+def test_an_extra_input_handed_whole_where_the_reference_splits_one_of_its_shape_is_said():
+    """x handed twice, once split and once whole (P()), beside w: every device holds all of x."""
+    theirs = trace(one(ins=[([["model"]], (4, 5)), ([[], ["model"]], (5, 6))], outs=[[[], ["model"]]]))
+    mine = trace(one(ins=[([["model"]], (4, 5)), ([], (4, 5)), ([[], ["model"]], (5, 6))], outs=[[[], ["model"]]]))
+    assert mapped.difference(mine, theirs) == (
+        "your shard_map is handed 3 inputs, the reference's 2: your input 1, of shape (4, 5), is whole on every "
+        "device (in_specs entry P()), where the reference's computation gets an input of that shape split "
+        "(P('model'))")
+    fewer = trace(one(ins=[([["model"]], (4, 5))], outs=[[[], ["model"]]]))
+    assert mapped.difference(fewer, theirs) is None  # fewer inputs: no pair to compare
