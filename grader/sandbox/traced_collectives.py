@@ -81,7 +81,7 @@ def _spec(spec) -> list | None:
 
 
 def _leaves(specs) -> list:
-    """The PartitionSpecs of a prefix tree of them (a PartitionSpec is a tuple, so it is told apart first)."""
+    """The PartitionSpecs of a prefix tree of them (tuples, lists and dicts of specs), in JAX's order."""
     from jax.sharding import PartitionSpec
 
     if specs is None or isinstance(specs, PartitionSpec):
@@ -98,7 +98,7 @@ def _by_pmap(f) -> bool:
     shard_map): read from where the function is written, or where its trace says it was."""
     code = getattr(f, "__code__", None)
     where = code.co_filename if code is not None else str(getattr(getattr(f, "debug_info", None), "func_src_info", ""))
-    return where.replace("\\", "/").rpartition(" at ")[2].startswith(_PMAP) or _PMAP in where.replace("\\", "/")
+    return _PMAP in where.replace("\\", "/")
 
 
 def _map(kind: str, mesh, in_specs, shapes, out_specs) -> dict:
@@ -156,7 +156,7 @@ def _jit_map(eqn) -> dict | None:
     """A jit given shardings (in_shardings or out_shardings naming a mesh), as a map; None for one given none."""
     mesh_in, ins = _named(eqn.params["in_shardings"])
     mesh_out, outs = _named(eqn.params["out_shardings"])
-    mesh = mesh_in or mesh_out
+    mesh = mesh_in if mesh_in is not None else mesh_out
     if mesh is None:
         return None
     return _map("jit", mesh, ins, [v.aval.shape for v in eqn.invars], outs)
@@ -204,8 +204,9 @@ def _walk(jaxpr, found: list, maps: list, origin: dict | None = None, inputs: li
             _walk(body, found, maps, {v: frozenset({k}) for k, v in enumerate(body.invars)},
                   [v.aval.shape for v in eqn.invars], looped)
         else:
-            if eqn.primitive.name == "jit" and len(maps) < MAPS and _jit_map(eqn):
-                maps.append(_jit_map(eqn))
+            jitted = _jit_map(eqn) if eqn.primitive.name == "jit" and len(maps) < MAPS else None
+            if jitted:
+                maps.append(jitted)
             for inner in core.jaxprs_in_params(eqn.params):
                 _walk(inner, found, maps, None if came is None else {v: came for v in inner.invars}, inputs,
                       looped or eqn.primitive.name in _LOOPS)
@@ -214,15 +215,17 @@ def _walk(jaxpr, found: list, maps: list, origin: dict | None = None, inputs: li
 
 
 def collectives(fn, specs) -> dict:
-    """{"collectives": [[name, [axis, ...], dimension or None, result shape, (origin, looped)], ...], "complete":
-    bool, "maps":
-    [{"kind": "shard_map" | "pmap" | "jit", "mesh": [axis, ...], "in": [[spec, shape], ...], "out": [spec, ...]},
-    ...]}: the
-    collectives of ``fn`` traced on ``specs`` (shapes and dtypes) with shard_map's replication check off,
-    in the order the trace holds them, a psum whose result is divided read as pmean, each with its origin
-    (inside a per-device computation: [[k, shape of input k], ...] for the inputs of that computation its
-    operand is computed from; else None) and whether it sits in a loop's body; where the trace
-    fails, those bound before it failed, in the order they were bound, and ``complete`` False. ``maps``:
+    """What ``fn`` traced on ``specs`` (shapes and dtypes) with shard_map's replication check off asks for::
+
+        {"collectives": [[name, [axis, ...], dimension or None, result shape, (origin, looped)], ...],
+         "complete": bool,
+         "maps": [{"kind": "shard_map" | "pmap" | "jit", "mesh": [axis, ...], "in": [[spec, shape], ...],
+                   "out": [spec, ...]}, ...]}
+
+    The collectives in the order the trace holds them, a psum whose result is divided read as pmean, each with
+    its origin (inside a per-device computation: [[k, shape of input k], ...] for the inputs of that computation
+    its operand is computed from; else None) and whether it sits in a loop's body; where the trace fails, those
+    bound before it failed, in the order they were bound (without origin), and ``complete`` False. ``maps``:
     the per-device computations, and the jax.jit calls given shardings, asked for, in order, a spec as its
     entries (each None or a list of mesh axes); an input's or result's spec None where it is given none (a
     static input of shard_map, a jit's unspecified sharding)."""
