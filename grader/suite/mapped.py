@@ -8,9 +8,11 @@ spec of each input with the input's shape, the spec of each result. Where the st
 reference's number of computations, of the same kinds, over the same mesh axes with inputs of the same
 shapes, the first input or result laid out otherwise is the difference this module says, in the
 argument's own terms (in_specs, in_axes or out_shardings, as the student wrote it) and in words of the
-layout it gives ("rows split over 'data'", "whole on every device"). It claims no cause: the sentence states how the two programs differ, which the student can
-check against the task's layout. The student's maps come from the student's process: each is checked for
-form (mesh axes are identifiers) before a word of it is used.
+layout it gives ("rows split over 'data'", "whole on every device"). It claims no cause: the sentence
+states how the two programs differ, which the student can check against the task's layout. The student's
+maps come from the student's process: each is checked for form (mesh axes are identifiers, shapes small
+whole numbers) before a word of it is used; grader.suite.traced checks its collectives with the same
+:data:`AXIS` and :func:`read_shape`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 
 _MOST = 16  # per-device computations read from one trace at most
 _ARGS = 64  # inputs or results of one read at most
-_AXIS = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
+AXIS = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")  # a mesh axis name as a student's trace may report one
 
 Spec = tuple  # a PartitionSpec's entries, each a tuple of mesh axes (empty: that array axis is not split)
 
@@ -52,7 +54,7 @@ def _spec(raw) -> Spec | None:
     for entry in raw:
         names = () if entry is None else entry
         if not isinstance(names, (list, tuple)) or len(names) > 4 or \
-                not all(isinstance(a, str) and _AXIS.fullmatch(a) for a in names):
+                not all(isinstance(a, str) and AXIS.fullmatch(a) for a in names):
             raise ValueError(entry)
         entries.append(tuple(names))
     while entries and not entries[-1]:
@@ -60,10 +62,11 @@ def _spec(raw) -> Spec | None:
     return tuple(entries)
 
 
-def _shape(raw) -> tuple[int, ...]:
+def read_shape(raw) -> tuple[int, ...] | None:
+    """An array shape as a trace reports it (at most 8 whole numbers below 2**40), else None."""
     if not isinstance(raw, (list, tuple)) or len(raw) > 8 or \
             not all(isinstance(d, int) and 0 <= d < 2 ** 40 for d in raw):
-        raise ValueError(raw)
+        return None
     return tuple(raw)
 
 
@@ -71,14 +74,17 @@ def _mapped(raw) -> Mapped:
     if not isinstance(raw, dict) or raw.get("kind") not in KINDS:
         raise ValueError(raw)
     mesh, ins, outs = raw.get("mesh"), raw.get("in"), raw.get("out")
-    if not (isinstance(mesh, list) and len(mesh) <= 4 and all(isinstance(a, str) and _AXIS.fullmatch(a) for a in mesh)
+    if not (isinstance(mesh, list) and len(mesh) <= 4 and all(isinstance(a, str) and AXIS.fullmatch(a) for a in mesh)
             and isinstance(ins, list) and len(ins) <= _ARGS and isinstance(outs, list) and len(outs) <= _ARGS):
         raise ValueError(raw)
     read_ins = []
     for item in ins:
         if not (isinstance(item, list) and len(item) == 2):
             raise ValueError(item)
-        read_ins.append((_spec(item[0]), _shape(item[1])))
+        shape = read_shape(item[1])
+        if shape is None:
+            raise ValueError(item)
+        read_ins.append((_spec(item[0]), shape))
     return Mapped(raw["kind"], tuple(mesh), tuple(read_ins), tuple(_spec(o) for o in outs))
 
 
@@ -151,7 +157,8 @@ def _told(mine: Mapped, theirs: Mapped) -> str | None:
                     f"{_how(theirs, their_spec, _input_layout(their_spec, len(shape), their_pmap))}")
     if len(mine.outs) == len(theirs.outs):
         for k, (spec, their_spec) in enumerate(zip(mine.outs, theirs.outs)):
-            if spec != their_spec and (spec, their_spec) != (None, ()) and (spec, their_spec) != ((), None):
+            # a jit's result given no sharding (None) is not told from one given P() (): XLA may well replicate it
+            if spec != their_spec and {spec, their_spec} != {None, ()}:
                 return (f"your {what}'s {arg_out} entry for its result {k} is "
                         f"{_how(mine, spec, _result_layout(spec, mine.kind))}; the reference's is "
                         f"{_how(theirs, their_spec, _result_layout(their_spec, theirs.kind))}")
@@ -210,10 +217,11 @@ def _reshaped(mine: Mapped, theirs: Mapped) -> str | None:
 
 
 def difference(mine, theirs) -> str | None:
-    """The first input or result a computation of the student's trace lays out otherwise than the reference's,
-    in words; None where the two ask for different numbers of computations (a trace that failed: more than
-    the reference's), of other kinds, over other mesh axes or on inputs of other shapes (no pair to compare),
-    where they lay everything out alike, or where either trace is not of its form."""
+    """The first difference between the computations of the student's trace and the reference's, in words: an
+    extra input handed whole where the reference's splits one of its shape, an input handed over in another
+    shape, an input or result laid out otherwise; None where the two ask for different numbers of computations
+    (a trace that failed: more than the reference's), of other kinds or over other mesh axes (no pair to
+    compare), where they lay everything out alike, or where either trace is not of its form."""
     complete = isinstance(mine, dict) and mine.get("complete") is True
     mine, theirs = read(mine), read(theirs)
     if mine is None or theirs is None or len(mine) > len(theirs) or (complete and len(mine) != len(theirs)):

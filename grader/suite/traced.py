@@ -1,13 +1,14 @@
 """How the collectives a student's function asks for differ from the reference's, read from their traces
-where the program cannot be built (grader.sandbox.traced_collectives).
+(grader.sandbox.traced_collectives): for a program JAX refuses to build, and after any wrong value.
 
 A shard_map whose out_specs JAX rejects, or a gather along the wrong axis that a product then rejects,
-leaves no compiled program to compare, and JAX's words name a type or a shape, not a mistake. Traced
-again with shard_map's check off, both functions say which collectives they ask for: over which mesh
-axes, along which dimension, returning which shape. The first difference is what the student's function
-does that the reference's does not: one of its collectives along another dimension or returning another
-shape, over other axes, combining otherwise; and where the student's trace ran to its end, one missing
-or one too many. A trace that failed further on says only what it asked for before it failed, so no
+leaves no compiled program to compare, and JAX's words name a type or a shape, not a mistake; a wrong
+value says nothing of the code behind it. Traced again with shard_map's check off, both functions say
+which collectives they ask for: over which mesh axes, along which dimension, returning which shape, made
+of which inputs of their per-device computation, in a loop's body or not. The first difference is what
+the student's function does that the reference's does not: a collective over axes the reference never
+runs it over, combining otherwise, along another dimension, returning another shape, on a value made of
+other inputs; and where the student's trace ran to its end, one missing or one too many. A trace that failed further on says only what it asked for before it failed, so no
 collective is called missing from it. Before the collectives, the per-device computations' layouts are
 compared (grader.suite.mapped): a wrong in_specs or in_axes changes what every collective after it sees.
 The student's list comes from the student's process: it is checked for form and used in a message only.
@@ -15,11 +16,11 @@ The student's list comes from the student's process: it is checked for form and 
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass
 
 from grader.suite import mapped
+from grader.suite.mapped import AXIS, read_shape
 from grader.suite.meshes import over_text
 
 # The collectives a trace can name, as the code asks for them.
@@ -28,7 +29,6 @@ NAMES = ("psum", "pmean", "pmax", "pmin", "ppermute", "all_gather", "psum_scatte
 _COMBINES = {"psum": "adds up", "pmean": "averages", "pmax": "takes the maximum", "pmin": "takes the minimum"}
 _ALONG = {"all_gather": "gathers along", "psum_scatter": "splits", "all_to_all": "exchanges along"}
 _MOST = 64  # collectives read from one trace at most
-_AXIS = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")  # a mesh axis name as the student's trace may report one
 # What a refused function is told where, traced again, it asks for the reference's own collectives.
 SAME = "the same collectives as the reference's"
 
@@ -49,20 +49,13 @@ class Asked:
         return self.name, self.axes
 
 
-def _shape(raw) -> tuple[int, ...] | None:
-    if not (isinstance(raw, (list, tuple)) and len(raw) <= 8 and all(isinstance(d, int) and 0 <= d < 2 ** 40
-                                                                     for d in raw)):
-        return None
-    return tuple(raw)
-
-
 def _origin(raw) -> tuple | None:
     """[[k, shape], ...] as read, or None (also for one not of that form)."""
-    if not isinstance(raw, (list, tuple)) or len(raw) > 64:
+    if not isinstance(raw, (list, tuple)) or len(raw) > 64 or \
+            not all(isinstance(item, (list, tuple)) and len(item) == 2 for item in raw):
         return None
-    read = [(k, _shape(shape)) for k, shape in (item for item in raw if isinstance(item, (list, tuple))
-                                                and len(item) == 2) if isinstance(k, int) and 0 <= k < 64]
-    return tuple(read) if len(read) == len(raw) and all(shape is not None for _, shape in read) else None
+    read = tuple((k, read_shape(shape)) for k, shape in raw)
+    return read if all(isinstance(k, int) and 0 <= k < 64 and shape is not None for k, shape in read) else None
 
 
 def _asked(item) -> Asked | None:
@@ -70,12 +63,11 @@ def _asked(item) -> Asked | None:
         return None
     name, axes, dimension, shape = item[:4]
     if not (isinstance(axes, (list, tuple)) and len(axes) <= 4
-            and all(isinstance(a, str) and _AXIS.fullmatch(a) for a in axes)):
+            and all(isinstance(a, str) and AXIS.fullmatch(a) for a in axes)):
         return None
     if dimension is not None and not (isinstance(dimension, int) and 0 <= dimension < 16):
         return None
-    if shape is not None and not (isinstance(shape, (list, tuple)) and len(shape) <= 8
-                                  and all(isinstance(d, int) and 0 <= d < 2 ** 40 for d in shape)):
+    if shape is not None and read_shape(shape) is None:
         return None
     origin = _origin(item[4]) if len(item) == 6 and item[4] is not None else None
     if len(item) == 6 and ((item[4] is not None and origin is None) or not isinstance(item[5], bool)):
@@ -123,8 +115,8 @@ def _inputs(a: Asked) -> frozenset | None:
 def _alike(a: Asked, r: Asked) -> bool:
     """Whether two collectives of one key run alike: along the same dimension, returning the same shape, on a
     value made of the same inputs where both say."""
-    return (a.dimension, a.shape) == (r.dimension, r.shape) and None in (_inputs(a), _inputs(r)) or \
-        (a.dimension, a.shape, _inputs(a)) == (r.dimension, r.shape, _inputs(r))
+    known = None not in (_inputs(a), _inputs(r))
+    return _form(a) == _form(r) and (not known or _inputs(a) == _inputs(r))
 
 
 def _form(a: Asked) -> tuple:
@@ -184,8 +176,8 @@ def _elsewhere(mine: list[Asked], theirs: list[Asked]) -> str | None:
 
 
 def measured(mine, theirs) -> str | None:
-    """What a function JAX refused to build is told from the two traces: their first :func:`difference`, or
-    :data:`SAME` where the student's asks for the reference's own collectives; None where neither is known."""
+    """What a failing function is told from the two traces: their first :func:`difference`, or :data:`SAME`
+    where the student's asks for the reference's own collectives; None where neither is known."""
     return difference(mine, theirs) or (SAME if same(mine, theirs) else None)
 
 
