@@ -22,7 +22,6 @@ from typing import Callable
 
 import numpy as np
 
-from grader.layout import plural
 
 MOST = 16  # changed inputs tried at most, over all inputs and axes
 _PER_AXIS = 6  # slices of one axis tried at most: the first ones, the middle and the last
@@ -66,9 +65,10 @@ def _moved(after: np.ndarray, before: np.ndarray, atol: float) -> np.ndarray:
     return ~np.isclose(after, before, rtol=_RTOL, atol=atol)
 
 
-def _where(mask: np.ndarray) -> str:
-    """The entries a mask holds, as a student reads them: every entry, none, whole slices along one axis
-    ([:, 3], [1, :]), or how many and in which slices of axis 0."""
+def _where(mask: np.ndarray) -> str | None:
+    """The entries a mask holds, as a student reads them: every entry, none, or up to three whole slices along
+    one axis ([:, 3], [1, :]); None for scattered entries, whose count says how much moved, not which
+    communication is missing."""
     if mask.all():
         return "at every entry"
     if not mask.any():
@@ -80,24 +80,16 @@ def _where(mask: np.ndarray) -> str:
             hit = np.flatnonzero(along)
             if len(hit) <= 3:
                 return "at " + " and ".join(_slice_text(mask.ndim, axis, int(i)) for i in hit) + " only"
-    return f"at {int(mask.sum())} of its {plural(mask.size, 'entry', 'entries')}"
+    return None
 
 
-def _told_plainly(mask: np.ndarray) -> bool:
-    """Whether :func:`_where` names the entries (every, none, whole slices) rather than only counting them: a
-    count of scattered entries says how much moved, not which communication is missing."""
-    return not _where(mask).startswith("at ") or _where(mask).endswith(" only") or _where(mask) == "at every entry"
-
-
-def told(reference: Callable, rerun: Callable, inputs: tuple, names: tuple[str, ...], atol: float) -> str | None:
+def told(reference: Callable, rerun: Callable, inputs: tuple, names: tuple[str, ...], got, expected,
+         atol: float) -> str | None:
     """The first change of one slice of one input whose reach in the student's result differs from its reach in
-    the reference's, in words; None where every change reaches the same entries, where a rerun fails, or
-    where the results are not arrays of the reference's shape."""
-    base_ref = np.asarray(reference(*inputs), np.float64)
-    try:
-        base = np.asarray(rerun(*inputs), np.float64)
-    except Exception:  # noqa: BLE001 - a rerun that fails (the student's raise, a time-out) explains nothing
-        return None
+    the reference's, in words, measured from ``got`` and ``expected`` (the two results on ``inputs``, which the
+    test has already); None where every change reaches the same entries, or no reach can be named, where a
+    rerun fails, or where the results are not arrays of the reference's shape."""
+    base, base_ref = np.asarray(got, np.float64), np.asarray(expected, np.float64)
     if base.shape != base_ref.shape or base.ndim == 0 or not np.isfinite(base).all():
         return None
     scale = atol * max(1.0, float(np.abs(base_ref).max(initial=0)))
@@ -105,11 +97,11 @@ def told(reference: Callable, rerun: Callable, inputs: tuple, names: tuple[str, 
         theirs = _moved(np.asarray(reference(*moved), np.float64), base_ref, scale)
         try:
             mine = _moved(np.asarray(rerun(*moved), np.float64), base, scale)
-        except Exception:  # noqa: BLE001 - as above
+        except Exception:  # noqa: BLE001 - a rerun that fails (the student's raise, a time-out) explains nothing
             return None
         if mine.shape != theirs.shape:
             return None
-        if (mine != theirs).any() and _told_plainly(mine) and _told_plainly(theirs):
+        if (mine != theirs).any() and _where(mine) and _where(theirs):
             name = names[k] if k < len(names) and names[k] else None
             where = _slice_text(inputs[k].ndim, axis, i)
             changed = f"{name}{where}" if name else f"{where} of input {k}"

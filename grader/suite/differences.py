@@ -544,13 +544,13 @@ def left_at_zero(got, expected, rtol: float = 1e-4, atol: float = 1e-5) -> str |
             f"{ranges(rows)}), and right at every other")
 
 
-def reach(probe: Probe, atol: float = 1e-5) -> str | None:
+def reach(probe: Probe, got, expected, atol: float = 1e-5) -> str | None:
     """Which entries of the result a change of one slice of an input reaches, the student's function against the
     reference (grader.suite.dependence), where the two differ; None without a rerun and a reference."""
     if probe.rerun is None or probe.reference is None:
         return None
     names = tuple(probe.name(k) or "" for k in range(len(probe.inputs)))
-    return dependence.told(probe.reference, probe.rerun, probe.inputs, names, atol)
+    return dependence.told(probe.reference, probe.rerun, probe.inputs, names, got, expected, atol)
 
 
 def measured(got, expected, *, counts: dict | None = None, probe: Probe | None = None, starts: tuple = (),
@@ -564,4 +564,4 @@ def measured(got, expected, *, counts: dict | None = None, probe: Probe | None =
                      lengths=_lengths(probe) if probe else None)
             or (probe and probed(Probe(**{**probe.__dict__, "counts": counts}), got, rtol, atol))
             or (probe and reordered(probe, got, rtol, atol)) or left_at_zero(got, expected, rtol, atol)
-            or (probe and reach(probe, atol)) or None)
+            or (probe and reach(probe, got, expected, atol)) or None)
