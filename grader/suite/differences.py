@@ -124,7 +124,7 @@ def _ratio(c: float, counts: dict) -> tuple[str, str] | None:
     """("2/7 of", "2 is the number of devices, 7 the length of x's axis 1") where c is one count of the task over
     another (a division by the wrong count), else None."""
     named: dict[int, str] = {}
-    for name, n in counts.items():  # a count's names in the order given, the task's own last wins first place
+    for name, n in counts.items():  # each count once, with all its names in the order given
         if n > 1:
             named[n] = name if n not in named else f"{named[n]} and of {name}"
     for p, q in ((p, q) for p in named for q in named if p < q):
@@ -275,9 +275,9 @@ def relation(got, expected, *, counts: dict | None = None, starts: tuple = (), r
         return changed
     if got.ndim == 2 and got.shape[0] == got.shape[1] > 1 and close(got, expected.T, rtol, atol):
         return "is the answer transposed: entry (i, j) holds what (j, i) should"
-    if (expected < -atol).any() and close(got, np.maximum(expected, 0), rtol, atol):
-        return (f"is the answer with each of its {int((expected < -atol).sum())} negative entries set to 0 and the "
-                "others right: a relu applied to the result itself")
+    clipped = _clipped(got, expected, rtol, atol)
+    if clipped:
+        return clipped
     offset = got - expected
     if got.size >= 2 and entries_that_tell(expected, atol) >= 2 and np.allclose(offset, offset.flat[0], rtol=0,
                                                                         atol=atol + rtol * np.abs(expected).max()):
@@ -290,13 +290,19 @@ def relation(got, expected, *, counts: dict | None = None, starts: tuple = (), r
             axis, where = found
             return f"{_blocks_held(where, parts, _axis_word(got.ndim, axis))}: " \
                    f"{_pairs_text(_moves(got.shape, axis, parts, where))}"
-    return _permutation_per_block(got, expected, sizes, rtol, atol) or _never_negative(got, expected, atol)
+    return _permutation_per_block(got, expected, sizes, rtol, atol)
 
 
-def _never_negative(got, expected, atol) -> str | None:
-    """A result with no negative entry where the answer has several: something clips it at 0 (a relu)."""
+def _clipped(got, expected, rtol, atol) -> str | None:
+    """A result clipped at 0 where the answer has negative entries: no negative entry and exact zeros (clipped, not
+    squared); said as the answer itself clipped where it is, else as clipped values of another computation."""
     negative, zeros = int((expected < -atol).sum()), int((got == 0).sum())
-    if negative < 2 or (got < 0).any() or zeros < 2:  # exact zeros: clipped, not squares or sizes
+    if not negative or (got < 0).any() or not zeros:
+        return None
+    if close(got, np.maximum(expected, 0), rtol, atol):
+        return (f"is the answer with each of its {plural(negative, 'negative entry', 'negative entries')} set to 0 and "
+                "the others right: a relu applied to the result itself")
+    if negative < 2 or zeros < 2:
         return None
     return (f"has no negative entry, where the answer has {negative}, and {plural(zeros, 'entry', 'entries')} exactly "
             "0: it is clipped at 0, as a relu clips what it is applied to")
