@@ -17,7 +17,7 @@ from grader.grading import github_classroom, gradescope, junit
 from grader.grading.confinement import describe
 from grader.grading.printed import printed
 from grader.grading.runner import RunResult
-from grader.grading.scoring import Score, headline
+from grader.grading.scoring import Score
 from grader.layout import number, summary
 from grader.grading.sanitise import terminal
 
@@ -135,14 +135,12 @@ def to_dict(run: RunResult, score: Score, course_name: str, notes=()) -> dict:
 
 def _shown_case(ts):
     """The case whose pictures (grader.suite.feedback) a task shows: the case its report leads with
-    (scoring.headline) where that has some, else its first failed case that has some, else its last case
+    (TaskScore.led_by) where that has some, else its first failed case that has some, else its last case
     that has some, else None."""
+    if ts.led_by is not None and ts.led_by.feedback:
+        return ts.led_by
     with_notes = [c for c in ts.cases if c.feedback]
     failed = [c for c in with_notes if c.outcome == "failed"]
-    all_failed = [c for c in ts.cases if c.outcome == "failed"]
-    first = headline(all_failed) if all_failed else None
-    if first is not None and first.feedback:
-        return first
     return failed[0] if failed else (with_notes[-1] if with_notes else None)
 
 

@@ -27,6 +27,7 @@ class TaskScore:
     reason: str = ""
     cases: list[Case] = field(default_factory=list)
     other_failures: list[str] = field(default_factory=list)  # the first failure of each other broken function
+    led_by: Case | None = None  # the failed case the report leads with (headline), whose pictures it shows
 
     @property
     def passed(self) -> int:
@@ -93,12 +94,11 @@ def _reason(case: Case) -> str:
     return reason + (f" ({case.where})" if case.where else "")
 
 
-def _other_failures(task_cases: list[Case], functions: tuple[str, ...]) -> list[str]:
-    """The first failure of each function the task's headline failure is not about, in the cases' order."""
-    failed = [c for c in task_cases if c.outcome == "failed"]
-    if not failed or not functions:
+def _other_failures(failed: list[Case], first: Case, functions: tuple[str, ...]) -> list[str]:
+    """The first failure of each function the task's headline failure ``first`` is not about, in the cases'
+    order."""
+    if not functions:
         return []
-    first = headline(failed)
     seen, others = {named_function(first.message, functions)}, []
     for case in failed:
         function = named_function(case.message, functions)
@@ -115,21 +115,20 @@ def headline(failed: list[Case]) -> Case:
     collective is the identity, so a mistake in how the work is split shows there only in a degenerate form
     ("2 times the answer", "0 at every entry") that the same test on two devices measures as what it is
     ("counts x's block 0 twice")."""
-    most = [c for c in failed if c.told == max(c.told for c in failed)]
+    told = max(c.told for c in failed)
+    most = [c for c in failed if c.told == told]
     test = [c for c in most if c.test == most[0].test]
     return next((c for c in test if (c.devices or 1) > 1 and c.kind == most[0].kind), most[0])
 
 
-def _status(task_cases: list[Case], score: float, max_score: float) -> tuple[str, str]:
+def _status(task_cases: list[Case], failed: list[Case], first: Case | None, score: float) -> tuple[str, str]:
     counted = [c for c in task_cases if c.outcome != "skipped"]
     if not task_cases:
         return "no tests", ""
     if not counted:
         return "not run here", task_cases[0].message
-    failed = [c for c in counted if c.outcome != "passed"]
-    if not failed:
+    if first is None:
         return "passed", ""
-    first = headline(failed)
     reason = _reason(first)
     if all(c.kind == "not_started" for c in failed) and len(failed) == len(counted):
         return "not started", reason
@@ -146,10 +145,13 @@ def score_task(task: Task, cases: list[Case], functions: tuple[str, ...] = ()) -
     passed_weight = sum(task.rule(c.test).weight for c in cases if c.outcome == "passed")
     share = counted_weight / full_weight if full_weight else 1.0
     score = task.points * passed_weight / full_weight if full_weight else 0.0
-    status, reason = _status(cases, score, task.points)
+    failed = [c for c in cases if c.outcome == "failed"]
+    first = headline(failed) if failed else None
+    status, reason = _status(cases, failed, first, score)
     return TaskScore(task=task, score=round(score, 4), max_score=round(task.points * share, 4),
-                     status=status, reason=reason, cases=cases,
-                     other_failures=_other_failures(cases, functions) if status != "not started" else [])
+                     status=status, reason=reason, cases=cases, led_by=first,
+                     other_failures=_other_failures(failed, first, functions) if first and status != "not started"
+                     else [])
 
 
 def unfinished_task(task: Task, cases: list[Case]) -> TaskScore:
