@@ -171,12 +171,11 @@ class ReferenceFigures:
         return figures
 
     def traced(self, layout: Layout, target: str, specs, kwargs, what: str, timeout_s: float | None) -> dict | None:
-        """The collectives the reference's function asks for, traced on ``specs`` with shard_map's replication
-        check off (grader.sandbox.traced_collectives): what a student's program that JAX refused to build is
-        compared with, for its message. Kept like a figure (a trace, no compile, measured for every program a
-        run asks for where the reference is at hand, so ``grade check`` keeps them all); None where it is
-        neither kept nor measurable: the message then goes without it. Read once per run (every program call
-        of a run with the reference at hand asks)."""
+        """What the reference's function asks for, traced on ``specs`` with shard_map's replication check off
+        (grader.sandbox.traced_collectives: collectives and per-device computations): what a failing student
+        function is compared with, for its message. Kept like a figure (a trace, no compile, measured for every
+        call and program a run makes where the reference is at hand, so ``grade check`` keeps them all); None
+        where it is neither kept nor measurable: the message then goes without it. Read once per run."""
         path = os.path.join(self.folder, self._key(layout, target, specs, kwargs, None) + TRACED)
         if path not in self._traced:
             self._traced[path] = self._read_or_trace(path, layout, target, specs, kwargs, what, timeout_s)

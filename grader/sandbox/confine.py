@@ -7,9 +7,9 @@ enough). The layers, by the names the record and the reports use:
 
 - ``files``: Landlock. Read-only the Python installation, site-packages, the engine, the system
   programs (/bin, /usr/bin: a program it runs is confined the same way) and libraries, /dev/null,
-  /dev/urandom, the CPU topology JAX and XNNPACK read (/proc/cpuinfo too) and the worker's own /proc entry; read-write the
-  scratch only (in watch mode, also its own compile cache), with no right to make device nodes,
-  FIFOs or sockets there. Nothing else: not the course, the suites, /tmp, another process's /proc
+  /dev/urandom, the CPU topology JAX and XNNPACK read (/proc/cpuinfo too) and the worker's own /proc
+  entry; read-write the scratch only (in watch mode, also its own compile cache), with no right to make
+  device nodes, FIFOs or sockets there. Nothing else: not the course, the suites, /tmp, another process's /proc
   entry, a classmate's scratch.
 - ``network``: no socket but the TCP a multi-process group needs (seccomp), and TCP only to the
   ports given (Landlock, ABI 4); abstract unix sockets outside the worker are out of reach

@@ -339,11 +339,9 @@ def idle_note(text: str, ops=COLLECTIVES) -> str:
         return ""
     runs = sum(c.times or 1 for c in idle)
     kinds = " and ".join(dict.fromkeys(c.op for c in idle)) + ("s" if runs > 1 else "")
-    if runs == 1:
-        return (f"; the 1 more {kinds} it runs carries nothing the answer needs (the answer does not change "
-                "without it), so it is not counted")
-    return (f"; the {runs} more {kinds} it runs carry nothing the answer needs (the answer does not change "
-            "without them), so they are not counted")
+    carry, it, is_ = ("carries", "it", "it is") if runs == 1 else ("carry", "them", "they are")
+    return (f"; the {runs} more {kinds} it runs {carry} nothing the answer needs (the answer does not change "
+            f"without {it}), so {is_} not counted")
 
 
 def select(text: str, ops=COLLECTIVES, by_student: bool = False) -> list[Collective]:

@@ -33,7 +33,7 @@ class Situation:
     devices: int | None = None  # devices of the case (per process in a multi-process layout)
     line: str = ""              # the student's source line that raised, if known
     raised_in: str | None = None  # "jax", "submission" or "library" (StudentFailure.raised_in), if known
-    measured: str | None = None  # traced again with JAX's check off, how its collectives differ from the reference's
+    measured: str | None = None  # traced again with JAX's check off, how it differs from the reference's (traced)
 
 
 @dataclass(frozen=True)
@@ -182,8 +182,8 @@ def _reshape(match: re.Match, s: Situation) -> str:
     lead, each = (dims[0], math.prod(dims[1:])) if dims else (0, 0)
     if lead and each and int(size) % lead == 0:  # it splits into the parts; their length is what differs
         return (f"an array of {size} elements cannot be reshaped to ({shape}): it does split into "
-                f"{plural(lead, 'equal part')}, of {int(size) // lead} elements each, but the shape gives each part {each}: the length "
-                "per part your code computed does not match the array it reshapes")
+                f"{plural(lead, 'equal part')}, of {int(size) // lead} elements each, but the shape gives each part "
+                f"{each}: the length per part your code computed does not match the array it reshapes")
     return (f"an array of {size} elements cannot be reshaped to ({shape}): the new shape must hold exactly as many; "
             "pad to a multiple of the device count first")
 
@@ -568,7 +568,9 @@ def _first_words(text: str, most: int = 120) -> str:
 
 
 def explain(failure: StudentFailure, devices: int | None = None, rules: tuple[Rule, ...] = RULES) -> str | None:
-    """``failure``'s message with JAX's text replaced by the mistake behind it, or None if no rule knows it."""
+    """``failure``'s message with JAX's text replaced by the mistake behind it, completed by how the function,
+    traced again, differs from the reference's (``measured``); None if no rule knows it and nothing is
+    measured."""
     text = failure.message if failure.detail is None else failure.detail
     measured = getattr(failure, "measured", None)
     said = mistake(text, failure.exc_type, Situation(devices, failure.line or "", failure.raised_in, measured), rules)

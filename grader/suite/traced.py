@@ -8,8 +8,8 @@ which collectives they ask for: over which mesh axes, along which dimension, ret
 of which inputs of their per-device computation, in a loop's body or not. The first difference is what
 the student's function does that the reference's does not: a collective over axes the reference never
 runs it over, combining otherwise, along another dimension, returning another shape, on a value made of
-other inputs; and where the student's trace ran to its end, one missing or one too many. A trace that failed further on says only what it asked for before it failed, so no
-collective is called missing from it. Before the collectives, the per-device computations' layouts are
+other inputs; and where the student's trace ran to its end, one missing or one too many. A trace that
+failed further on says only what it asked for before it failed, so no collective is called missing from it. Before the collectives, the per-device computations' layouts are
 compared (grader.suite.mapped): a wrong in_specs or in_axes changes what every collective after it sees.
 The student's list comes from the student's process: it is checked for form and used in a message only.
 """
