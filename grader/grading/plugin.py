@@ -25,7 +25,7 @@ from grader.grading.progress import RunProgress
 from grader.grading.reference_figures import ReferenceFigures
 from grader.grading.student import COMMUNICATION, Student
 from grader.layout import Layout
-from grader.suite import differences, feedback, jax_errors
+from grader.suite import differences, feedback, jax_errors, traced
 from grader.suite.checks import Bypass, Unexplained, WrongProgram
 from grader.workers import timeline
 from grader.workers.pool import WorkerPool
@@ -76,7 +76,7 @@ def with_traced(message: str, said: str) -> str:
     """A wrong value's ``message`` completed by how a function of the case, traced again, differs from the
     reference's (Student.traced_difference): the measured difference replaces a guess of where to look, and is kept
     whole where the message is cut, unless the cut would take the compiled programs' difference."""
-    addition = f"Traced again, {said}"
+    addition = f"{traced.COMPARED}: {said}"
     cut = message.endswith("...")
     head = message[:-3] if cut else differences.without_guess(message)
     room = MESSAGE_CHARS - len(addition) - 2

@@ -92,7 +92,7 @@ class Student:
         for target, specs, kwargs, what, label in self._asked:
             said = self._traced(target, specs, kwargs, what, timeout_s)
             if said and said != traced.SAME:
-                return f"{label}: {said}"
+                return f"in {label}, {said}"
         return None
 
     def call(self, target: str, *args, timeout_s: float | None = None, **kwargs):

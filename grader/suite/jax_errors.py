@@ -23,7 +23,7 @@ from typing import Callable
 from grader.errors import StudentFailure
 from grader.layout import plural
 from grader.suite.call_arguments import argument, call_with
-from grader.suite.traced import SAME
+from grader.suite.traced import COMPARED, SAME
 
 
 @dataclass(frozen=True)
@@ -579,7 +579,7 @@ def explain(failure: StudentFailure, devices: int | None = None, rules: tuple[Ru
     if said is None:
         return None
     if measured and measured != SAME and measured not in said:
-        said = f"{said}. Compared with the reference's function, traced the same way: {measured}"
+        said = f"{said}. {COMPARED}: {measured}"
     start = failure.message.find(" ".join(text.split())[:40])  # where JAX's text begins in the one-line message
     head = failure.message[:start] if start > 0 else failure.message.partition(": ")[0]
     if failure.detail == "":  # an exception with no message of its own: the worker said so after the line

@@ -31,6 +31,8 @@ _ALONG = {"all_gather": "gathers along", "psum_scatter": "splits", "all_to_all":
 _MOST = 64  # collectives read from one trace at most
 # What a refused function is told where, traced again, it asks for the reference's own collectives.
 SAME = "the same collectives as the reference's"
+# How a student reads a difference measured from the two traces: words of the task, not of the machinery.
+COMPARED = "Compared with the reference solution"
 
 
 @dataclass(frozen=True)

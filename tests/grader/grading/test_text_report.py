@@ -116,7 +116,7 @@ def test_a_case_is_told_by_how_much_its_message_measured():
     from grader.grading.plugin import _told
     from grader.suite.checks import Unexplained, WrongProgram
     assert _told(Unexplained("f is wrong at 3 of 3 entries"), "f is wrong at 3 of 3 entries", False) == 0
-    assert _told(Unexplained("f is wrong"), "f is wrong. Traced again, ...", True) == 2  # a layout measured after
+    assert _told(Unexplained("f is wrong"), "f is wrong. Compared with the reference solution: ...", True) == 2  # a layout measured after
     program = WrongProgram("f is wrong at 3 of 3 entries", None)
     program.unexplained = True
     assert _told(program, str(program), False) == 0

@@ -206,7 +206,7 @@ def test_a_measured_layout_difference_replaces_the_advice_that_guesses_which_sid
     failure.measured = LAID_OUT
     said = explain(failure, devices=4)
     assert "laid out as P('model', None), but it arrives as P(None, None)" in said
-    assert "jax.device_put" not in said and said.endswith(f"traced the same way: {LAID_OUT}")
+    assert "jax.device_put" not in said and said.endswith(f"Compared with the reference solution: {LAID_OUT}")
     failure = _failure("rows_that_do_not_split_over_the_mesh", "no_collective")
     failure.measured = LAID_OUT
     said = explain(failure, devices=4)
@@ -219,4 +219,4 @@ def test_an_error_no_rule_knows_is_told_with_a_measured_difference():
     assert explain(failure) is None
     failure.measured = LAID_OUT
     assert explain(failure) == f"f() raised TypeError: JAX refused it (some words of JAX about a type). Compared with " \
-                               f"the reference's function, traced the same way: {LAID_OUT}"
+                               f"the reference solution: {LAID_OUT}"
