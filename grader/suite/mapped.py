@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from grader.suite.meshes import over_text
+
 _MOST = 16  # per-device computations read from one trace at most
 _ARGS = 64  # inputs or results of one read at most
 AXIS = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")  # a mesh axis name as a student's trace may report one
@@ -100,10 +102,6 @@ def read(trace) -> list[Mapped] | None:
         return None
 
 
-def _quoted(names: tuple[str, ...]) -> str:
-    return " and ".join(repr(a) for a in names)
-
-
 def _axis_word(ndim: int, axis: int) -> str:
     return {0: "rows", 1: "columns"}.get(axis, f"axis {axis}") if ndim == 2 else f"axis {axis}"
 
@@ -121,7 +119,8 @@ def _axes_written(spec: Spec, pmap_axis: str) -> str:
 
 
 def _splits(spec: Spec, ndim: int, pmap: bool) -> list[str]:
-    return [f"{_axis_word(ndim, d)} split over {'the devices' if pmap else _quoted(e)}" for d, e in enumerate(spec) if e]
+    return [f"{_axis_word(ndim, d)} split {'over the devices' if pmap else over_text(e)}" for d, e in enumerate(spec)
+            if e]
 
 
 def _input_layout(spec: Spec, ndim: int, pmap: bool) -> str:
@@ -134,7 +133,7 @@ def _result_layout(spec: Spec | None, kind: str) -> str:
     if kind == "jit":
         return _input_layout(spec, len(spec), False)
     pmap = kind == "pmap"
-    joined = [f"the devices' blocks joined along axis {d} {'' if pmap else 'over ' + _quoted(e)}".rstrip()
+    joined = [f"the devices' blocks joined along axis {d}{'' if pmap else ' ' + over_text(e)}"
               for d, e in enumerate(spec) if e]
     return "; ".join(joined) or "one device's result taken as the whole, as if every device held the same"
 
