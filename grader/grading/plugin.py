@@ -23,7 +23,7 @@ from grader.grading.budget import TimeBudget
 from grader.grading.case import Case
 from grader.grading.progress import RunProgress
 from grader.grading.reference_figures import ReferenceFigures
-from grader.grading.student import COMMUNICATION, Student
+from grader.grading.student import Student
 from grader.layout import Layout
 from grader.suite import differences, feedback, jax_errors, traced
 from grader.suite.checks import Bypass, Unexplained, WrongProgram
@@ -72,26 +72,28 @@ def explain(exc: BaseException, devices: int | None = None, rules=jax_errors.RUL
     return "wrong", f"the result could not be checked ({type(exc).__name__}: {_one_line(exc, 200)})", None
 
 
-def with_traced(message: str, said: str) -> str:
+def with_traced(message: str, said: str, unexplained: bool) -> str:
     """A wrong value's ``message`` completed by how a function of the case, traced again, differs from the
-    reference's (Student.traced_difference): the measured difference replaces a guess of where to look, and is kept
-    whole where the message is cut, unless the cut would take the compiled programs' difference."""
+    reference's (Student.traced_difference): the measured difference replaces a guess of where to look. Where
+    both do not fit, an ``unexplained`` message (only where values differ) is cut for it; one that measured
+    something (a suite's reading, the compiled programs' difference) is kept whole and goes without it."""
     addition = f"{traced.COMPARED}: {said}"
     cut = message.endswith("...")
     head = message[:-3] if cut else differences.without_guess(message)
     room = MESSAGE_CHARS - len(addition) - 2
-    if cut or len(head) > room:
-        if COMMUNICATION in head:  # a measured difference of the compiled programs is not cut for another
-            return message
-        return _one_line(f"{head[: room - 3].rstrip()}... {addition}")
-    return _one_line(f"{head}. {addition}")
+    if not cut and len(head) <= room:
+        return _one_line(f"{head}. {addition}")
+    return _one_line(f"{head[: room - 3].rstrip()}... {addition}") if unexplained else message
+
+
+def _unexplained(exc: BaseException) -> bool:
+    """Whether a failure's message says only where values differ (grader.suite.checks.Unexplained)."""
+    return isinstance(exc, Unexplained) or (isinstance(exc, WrongProgram) and exc.unexplained and not exc.measured)
 
 
 def _told(exc: BaseException, message: str, traced_after: bool) -> int:
     """How much a failed case's message measured (Case.told)."""
-    unexplained = isinstance(exc, Unexplained) or (isinstance(exc, WrongProgram) and exc.unexplained
-                                                   and not exc.measured)
-    if unexplained and not traced_after:
+    if _unexplained(exc) and not traced_after:
         return 0
     return 1 if differences.ambiguous(message) else 2
 
@@ -283,7 +285,7 @@ class GraderPlugin(CasePlan):
                 said = None
                 if isinstance(exc, AssertionError) and not isinstance(exc, Bypass) and isinstance(student, Student):
                     said = student.traced_difference()
-                    case.message = with_traced(case.message, said) if said else case.message
+                    case.message = with_traced(case.message, said, _unexplained(exc)) if said else case.message
                 case.told = _told(exc, case.message, bool(said))
                 case.error = (getattr(exc, "detail", None) or "") if isinstance(exc, StudentFailure) else ""
                 case.cut_short = item.nodeid in self._cut_short
