@@ -12,9 +12,19 @@ student's process exported can: every ``jax.pmap`` and ``jax.shard_map`` is an
 So for each input of the program (an argument of its ``main``) this follows the values computed
 from it, through calls of the module's functions and into nested regions, to the operands of every
 manual computation, and gives the largest share of that input one device receives as such an
-operand: the operand's per-device bytes over the bytes of the inputs it is computed from (a block
-of x: 1/n; x padded and handed over whole: a little more than 1). An input that reaches no manual
-computation has no share (None). grader.suite.work compares the shares with the reference's.
+operand (a block of x: 1/n; x padded and handed over whole: a little more than 1). An input that
+reaches no manual computation has no share (None). grader.suite.work compares the shares with the
+reference's.
+
+What a value holds of an input is an upper bound, not a pattern: for each input it comes from, the
+part of the value's bytes that may carry it (its *density*). An input itself, and anything
+computed from one input alone, is all that input (1). Only an operation that places its operands'
+elements side by side (``concatenate``: ``jnp.stack([x, y])``) leaves each its own part; a
+rearrangement of one value (reshape, transpose, broadcast, pad, ...) keeps the parts; a slice may
+gather one input's part into a smaller value, so its density grows by as much; and any other
+operation on values of several inputs may carry every one of them in every element (``x + 0 * y``,
+``jnp.where(x != x, y, x)``: the whole of x, and of y, in x's bytes), so each gets density 1. A
+device handed such a value whole receives all of each input it is made of, however they were mixed.
 """
 
 from __future__ import annotations
@@ -41,6 +51,52 @@ def _bytes(type_) -> int:
     return size * max(1, (int(bits.group()) if bits else 32) // 8)
 
 
+CONCATENATE = "stablehlo.concatenate"
+SLICE = "stablehlo.slice"
+# operations whose result holds each element of their one operand the same number of times, or
+# constants beside them: each input keeps its part of the bytes
+REARRANGE = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.reverse", "stablehlo.convert",
+                       "stablehlo.bitcast_convert", "stablehlo.copy", "stablehlo.broadcast_in_dim", "stablehlo.pad"})
+
+Held = tuple  # ((input index, density), ...) sorted by input: what a value holds of each input
+
+
+def _merge(*helds: Held) -> Held:
+    """The inputs any of ``helds`` holds, each at its largest density."""
+    out: dict[int, float] = {}
+    for held in helds:
+        for i, density in held:
+            out[i] = max(out.get(i, 0.0), density)
+    return tuple(sorted(out.items()))
+
+
+def _whole(held: Held) -> Held:
+    """Every input of ``held``, each possibly in every element (density 1)."""
+    return tuple((i, 1.0) for i, _ in held)
+
+
+def _result(op, ins: list[Held], size: int) -> Held:
+    """What a result of ``size`` bytes holds of the inputs, computed by ``op`` from operands holding ``ins``."""
+    carried = [(k, held) for k, held in enumerate(ins) if held]
+    if not carried:
+        return ()
+    if op.name == CONCATENATE and size:
+        parts: dict[int, float] = {}
+        for k, held in carried:
+            for i, density in held:
+                parts[i] = parts.get(i, 0.0) + density * _bytes(op.operands[k].type)
+        return tuple(sorted((i, min(1.0, part / size)) for i, part in parts.items()))
+    if len(carried) > 1:
+        return _whole(_merge(*(held for _, held in carried)))
+    k, held = carried[0]
+    if op.name in REARRANGE and k == 0:
+        return held
+    if op.name == SLICE and size:
+        grown = _bytes(op.operands[0].type) / size
+        return tuple((i, min(1.0, density * grown)) for i, density in held)
+    return _whole(held)
+
+
 class _Flow:
     """The inputs of ``main`` each value is computed from, and what manual computations receive of them."""
 
@@ -50,8 +106,8 @@ class _Flow:
         self.shares: list[float | None] = []
         self._called: dict = {}
 
-    def function(self, name: str, sources: tuple) -> list[frozenset]:
-        """The sources of function ``name``'s results, its arguments computed from ``sources``."""
+    def function(self, name: str, sources: tuple) -> list[Held]:
+        """What function ``name``'s results hold, its arguments holding ``sources``."""
         key = (name, sources)
         if key not in self._called:
             self._called[key] = []  # a recursive call sees no sources: no module of jax.export recurses
@@ -63,21 +119,23 @@ class _Flow:
             self._called[key] = self.block(block, env)
         return self._called[key]
 
-    def block(self, block, env: dict) -> list[frozenset]:
-        """Walk ``block``'s operations; the sources of what its terminator returns."""
+    def block(self, block, env: dict) -> list[Held]:
+        """Walk ``block``'s operations; what its terminator returns holds."""
         from jaxlib.mlir import ir
 
-        returned: list[frozenset] = []
+        returned: list[Held] = []
         for op in block.operations:
             op = op.operation
-            ins = [env.get(v, frozenset()) for v in op.operands]
-            everything = frozenset().union(*ins)
+            ins = [env.get(v, ()) for v in op.operands]
+            everything = _whole(_merge(*ins))
             if op.name == CALL:
                 outs = self.function(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, tuple(ins))
             else:
                 if op.name == MANUAL:
                     self._receive(op, ins)
                 outs = self._regions(op, ins, everything, env)
+                if not op.regions:
+                    outs = [_result(op, ins, _bytes(r.type)) for r in op.results]
             if len(outs) != len(op.results):
                 outs = [everything] * len(op.results)
             env.update(zip(op.results, outs))
@@ -85,11 +143,11 @@ class _Flow:
                 returned = ins
         return returned
 
-    def _regions(self, op, ins: list[frozenset], everything: frozenset, env: dict) -> list[frozenset]:
-        """Walk the regions of ``op``; the sources of its results where they are a loop's carry. A region
-        whose arguments match the operands one to one (a loop's carry) gets each its operand's sources,
-        and what the region returns is fed back until nothing new arrives; any other, all of them."""
-        carried: list[frozenset] = []
+    def _regions(self, op, ins: list[Held], everything: Held, env: dict) -> list[Held]:
+        """Walk the regions of ``op``; what its results hold where they are a loop's carry. A region whose
+        arguments match the operands one to one (a loop's carry) gets what each operand holds, and what the
+        region returns is fed back until nothing new arrives; any other, all of them, whole."""
+        carried: list[Held] = []
         for region in op.regions:
             for inner in region.blocks:
                 arguments = list(inner.arguments)
@@ -101,22 +159,29 @@ class _Flow:
                     returned = self.block(inner, {**env, **dict(zip(arguments, sources))})
                     if len(returned) != len(sources):
                         break
-                    grown = [a | r for a, r in zip(sources, returned)]
+                    grown = [_merge(a, r) for a, r in zip(sources, returned)]
                     if grown == sources:
                         break
                     sources = grown
                 carried = sources
         return carried
 
-    def _receive(self, op, ins: list[frozenset]) -> None:
+    def _receive(self, op, ins: list[Held]) -> None:
+        """Each input's share one device receives of it through the manual computation's arguments: the
+        argument's bytes that may carry it over the input's bytes. Where an argument is made of several inputs,
+        no input's share is counted above all of it, unless the argument is larger than all of them together
+        (padded): a scalar of one input mixed into a block of another is not hundreds of copies of it."""
         body = op.regions[0].blocks[0]
-        for sources, argument in zip(ins, body.arguments):
-            whole = sum(self.inputs[i] for i in sources)
+        for held, argument in zip(ins, body.arguments):
+            whole = sum(self.inputs[i] for i, _ in held)
             if not whole:
                 continue
-            share = _bytes(argument.type) / whole
-            for i in sources:
-                self.shares[i] = max(self.shares[i] or 0.0, share)
+            size = _bytes(argument.type)
+            bound = max(1.0, size / whole) if len(held) > 1 else float("inf")
+            for i, density in held:
+                if self.inputs[i]:
+                    share = min(bound, size * density / self.inputs[i])
+                    self.shares[i] = max(self.shares[i] or 0.0, share)
 
 
 def _name(argument, index: int) -> str:
@@ -139,7 +204,7 @@ def shares(module) -> list[tuple[str, float | None]] | None:
         flow.inputs = [_bytes(a.type) for a in arguments]
         flow.shares = [None] * len(arguments)
         try:
-            flow.function("main", tuple(frozenset({i}) for i in range(len(arguments))))
+            flow.function("main", tuple(((i, 1.0),) for i in range(len(arguments))))
         except RecursionError:
             return None
         return [(_name(a, i), None if s is None else round(s, 6)) for i, (a, s) in enumerate(zip(arguments, flow.shares))]

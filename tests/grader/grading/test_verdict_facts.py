@@ -28,7 +28,8 @@ wants a structural point without the algorithm, each in one way a rule of the en
   with its collectives right and the batch whole on every device (the work, grader.suite.work);
 * the vectors or FSDP's parameters handed whole to every device's pmap or shard_map, which slices its
   part out: the reference's arithmetic and collectives, but the input is not split; each device's
-  per-device computation receives n times the reference's share of it (grader.sandbox.program_held);
+  per-device computation receives n times the reference's share of it (grader.sandbox.program_held), also
+  where each vector is first mixed with the other by a select that never picks it (all of both, in x's bytes);
 * exercise 8's compiler with x and w copied whole to every device by ``jax.device_put`` before the
   product: jit drops that, so the program is exported as the code runs outside jit, the copies kept
   (grader.sandbox.program_as_written);
@@ -238,6 +239,28 @@ jax.export.export = _for_three_numbers
                                 "i")
 
             return jax.pmap(part, axis_name="i", in_axes=(0, None, None))(jnp.zeros(n), x, y)[0]
+        ''',
+    # ... and the same with each vector mixed with the other by operations that compute nothing (a select that
+    # never picks the other), so that a count of each input's bytes a value comes from sees half of each: each
+    # value still carries all of both (grader.sandbox.program_held: what a value may hold of each input).
+    "dot_mixed_whole": '''
+        import jax
+        import jax.numpy as jnp
+        from jax import lax
+
+
+        def distributed_dot(x, y):
+            n = jax.device_count()
+            x, y = (jnp.pad(v, (0, -v.shape[0] % n)) for v in (x, y))
+            per = x.shape[0] // n
+
+            def part(_, x, y):
+                start = lax.axis_index("i") * per
+                return lax.psum(jnp.dot(lax.dynamic_slice_in_dim(x, start, per), lax.dynamic_slice_in_dim(y, start, per)),
+                                "i")
+
+            mixed = jax.pmap(part, axis_name="i", in_axes=(0, None, None))
+            return mixed(jnp.zeros(n), jnp.where(x != x, y, x), jnp.where(y != y, x, y))[0]
         ''',
     # ... and the whole dot product on every device, one slice at a time, each slice's dot its own small
     # instruction, then the psum the answer needs adds up those per-slice dots (each device holds them all).
@@ -620,6 +643,7 @@ TASKS = {
     "dot_psum_of_difference": ([2], "dot", {"test_dot_uses_one_all_reduce": NO_PMAP}),
     "dot_loop_of_elements": ([2], "dot", {"test_dot_uses_one_all_reduce": NO_PMAP}),
     "dot_whole_vectors_sliced": ([2], "dot", {"test_dot_uses_one_all_reduce": HELD}),
+    "dot_mixed_whole": ([2], "dot", {"test_dot_uses_one_all_reduce": HELD}),
     "dot_psum_of_whole_work": ([2], "dot", {"test_dot_uses_one_all_reduce": WHOLE_WORK}),
     "dot_whole_in_chunks": ([2], "dot", {"test_dot_uses_one_all_reduce": WHOLE_WORK}),
     "ring_learned": ([2], "after a probe", {"test_ring_allreduce_after_a_probe": NEVER_SAW}),

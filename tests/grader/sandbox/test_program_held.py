@@ -41,13 +41,41 @@ def no_per_device_function(x, y):
     return jnp.dot(x, y)
 
 
+def part(_, a, b):
+    start = lax.axis_index("i") * 10
+    return lax.psum(jnp.dot(lax.dynamic_slice_in_dim(a, start, 10), lax.dynamic_slice_in_dim(b, start, 10)), "i")
+
+
+whole = jax.pmap(part, axis_name="i", in_axes=(0, None, None))
+
+
+def mixed_whole(x, y):
+    return whole(jnp.zeros(4), jnp.where(x != x, y, x), y + 0 * x)[0]
+
+
+def stacked_then_taken_apart_whole(x, y):
+    both = jnp.stack([x, y])
+    return whole(jnp.zeros(4), both[0], both[1])[0]
+
+
+def stacked_blocks(x, y):
+    both = jnp.stack([x, y], axis=1).reshape(4, -1, 2)
+    return jax.pmap(lambda v: lax.psum(jnp.dot(v[:, 0], v[:, 1]), "i"), axis_name="i")(both)[0]
+
+
+def scaled_blocks(x, y):
+    return blocks(x * y[0], y)
+
+
 def shares(fn):
     shape = jax.ShapeDtypeStruct((40,), jnp.float32)
     return program_held.shares(parse(jax.export.export(jax.jit(fn))(shape, shape).mlir_module()))
 
 
 print(json.dumps({{fn.__name__: shares(fn) for fn in (blocks, whole_then_sliced, y_whole_in_a_jit_in_a_loop,
-                                                     no_per_device_function)}}))
+                                                     no_per_device_function, mixed_whole,
+                                                     stacked_then_taken_apart_whole, stacked_blocks,
+                                                     scaled_blocks)}}))
 """
 
 
@@ -57,6 +85,17 @@ def test_each_input_is_followed_to_what_a_device_receives():
     assert found["whole_then_sliced"] == [["x", 1.0], ["y", 1.0]]
     assert found["y_whole_in_a_jit_in_a_loop"] == [["x", 0.25], ["y", 1.0]]
     assert found["no_per_device_function"] == [["x", None], ["y", None]]
+
+
+def test_inputs_mixed_into_one_value_are_each_received_whole():
+    """x mixed with y into x's bytes (arithmetic by 0, a select that never picks y) still carries all of x and
+    all of y, and so does each half of their stack taken apart again; stacked and split in blocks they are
+    not, nor are x's blocks scaled by an element of y (each device's block may carry a block's bytes of y)."""
+    found = run_json(RUN)
+    assert found["mixed_whole"] == [["x", 1.0], ["y", 1.0]]
+    assert found["stacked_then_taken_apart_whole"] == [["x", 1.0], ["y", 1.0]]
+    assert found["stacked_blocks"] == [["x", 0.25], ["y", 0.25]]
+    assert found["scaled_blocks"] == [["x", 0.25], ["y", 0.25]]
 
 
 DEEP = """
