@@ -16,7 +16,8 @@ pytest of the same checks (bench/peer_dot.py: no worker, no sandbox), interleave
 ``--extra-run`` only what program mode's second run of each program costs (bench/extra_run.py);
 ``--memory`` only the peak PSS of ``grade exercise7``'s whole process tree (bench/memory.py). ``--peer``
 grades with the shared compile cache off, filled by clean workers only, and filled by ``grade check``,
-and in the same rounds times one plain process doing only the checks' work (bench/plain_dot.py: no
+and as a student grades their own exercises (their own compile cache, the same code every round and a
+new edit of the function every round), and in the same rounds times one plain process doing only the checks' work (bench/plain_dot.py: no
 pytest either) and, with ``--otter OTTER`` (the ``otter`` command of a separate venv where
 otter-grader is installed; never this project's dependency), ``otter run`` of the same checks
 (bench/otter_dot/tests/dot.py).
@@ -192,11 +193,46 @@ def _otter_score(folder: Path) -> float:
     return sum(t.get("score") or 0 for t in results["tests"])
 
 
-# The shared compile cache (grader.workers.compile_cache) in the three states a grading meets it:
-# off; filled only by the clean workers of earlier runs (a student's machine: its first run starts
-# empty); and filled by ``grade check`` from the reference solutions first (what the autograder image
-# carries, and CI or a batch after its check).
-CACHE_STATES = ("off", "clean workers only", "after grade check")
+# The compile caches (grader.workers.compile_cache) in the states a grading meets them: off; the shared
+# one filled only by the clean workers of earlier runs; the shared one filled by ``grade check`` from the
+# reference solutions first (what the autograder image carries, and CI or a batch after its check); and
+# a student's own runs of their exercises (no --submission: the local limits, and the student's own
+# cache beside the shared one their clean workers fill), again with the same code and after an edit of
+# the task's function every round (a constant changed: its own programs compile anew).
+CACHE_STATES = ("off", "clean workers only", "after grade check", "a student's own runs",
+                "a student's own runs, after an edit")
+OWN_STATES = CACHE_STATES[3:]
+EDITED = "lax.psum(jnp.dot(a, b)"  # in the solution's dot.py: the product an edit changes
+
+
+def own_course(folder: Path) -> Path:
+    """A copy of the course whose exercise 7 is solved (the solutions as the student's exercises), with
+    the reference figures this checkout has, graded as a student grades their own exercises."""
+    folder.mkdir()
+    for name in ("course.yaml", "tests", "solutions", ".grade"):
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, folder / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif (ROOT / name).exists():
+            shutil.copy(ROOT / name, folder / name)
+    shutil.copytree(ROOT / "solutions" / "exercise7", folder / "exercises" / "exercise7",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+def own_run(course: Path, seed: int, env: dict[str, str], edit: int | None = None) -> dict:
+    """One ``grade exercise7 --task dot --devices 4`` of ``course``'s own exercises; with ``edit``, its dot.py
+    first edited so (the product plus an empty sum times the round's number) that its programs are new."""
+    if edit is not None:
+        dot = course / "exercises" / "exercise7" / "dot.py"
+        source = (ROOT / "solutions" / "exercise7" / "dot.py").read_text()
+        if EDITED not in source:
+            raise SystemExit(f"bench: the solution's dot.py no longer holds {EDITED!r}, which the edit changes")
+        dot.write_text(source.replace(EDITED, f"lax.psum(jnp.dot(a, b) + a[:0].sum() * {edit + 1}"))
+    args = [*GRADE, "exercise7", "--course", str(course), "--format", "json", "--seed", str(seed), *PEER_ARGS]
+    wall, proc = timed(args, env)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
+    return floor_figures(wall, json.loads(proc.stdout))
 
 
 def _median(values: list[float]) -> float:
@@ -223,13 +259,19 @@ def peer(repeat: int, seed: int, otter: str | None = None) -> dict:
         check = [*GRADE, "check", "exercise7", "--devices", "4"]
         if timed(check, {"GRADE_COMPILE_CACHE": folders["after grade check"]})[1].returncode not in (0, 1):
             raise SystemExit(f"{' '.join(check)} failed")  # exit 1: unsound at --devices 4 (multihost), expected
+        courses = {state: own_course(Path(tmp) / f"course{i}") for i, state in enumerate(OWN_STATES)}
+        own_env = {state: {"GRADE_COMPILE_CACHE": os.path.join(tmp, f"shared{i}"),
+                           "GRADE_OWN_COMPILE_CACHE": os.path.join(tmp, f"own{i}")} for i, state in enumerate(OWN_STATES)}
         grades: dict[str, list[dict]] = {state: [] for state in CACHE_STATES}
         pytests, loads, plain, otters = [], [], [], []
-        for _ in range(repeat):
+        for round_ in range(repeat):
             loads.append(os.getloadavg()[0])
             for state in CACHE_STATES:
                 cpu = cpu_seconds()
-                run = grade_once(ROOT / "solutions", PEER_ARGS, seed, {"GRADE_COMPILE_CACHE": folders[state]})
+                if state in OWN_STATES:
+                    run = own_run(courses[state], seed, own_env[state], round_ if state == OWN_STATES[1] else None)
+                else:
+                    run = grade_once(ROOT / "solutions", PEER_ARGS, seed, {"GRADE_COMPILE_CACHE": folders[state]})
                 grades[state].append({**run, "cpu_s": cpu_seconds() - cpu})
             for args, runs in ((PEER, pytests), (PLAIN, plain), *(((otter_run, otters),) if otter else ())):
                 wall, cpu, proc = _timed_cpu(args, {"PEER_DEVICES": "4", "JAX_NUM_CPU_DEVICES": "4"})
@@ -253,6 +295,7 @@ def peer(repeat: int, seed: int, otter: str | None = None) -> dict:
         return {state: _median([g[what] / r[i] for g, r in zip(grades[state], runs)]) for state in CACHE_STATES}
 
     out = {"command": " ".join(["grade", "exercise7", "--submission", "solutions", *PEER_ARGS]),
+           "own_command": " ".join(["grade", "exercise7", *PEER_ARGS]) + " (the solutions as the student's exercises)",
            "peer": " ".join(["python", "-m", "pytest", "bench/peer_dot.py"]), "peer_s": peer_s,
            "peer_runs": peers, "states": states, "load_averages": loads,
            "grade_s": states["after grade check"]["grade_s"], "ratio": states["after grade check"]["ratio"],
@@ -267,10 +310,14 @@ def peer(repeat: int, seed: int, otter: str | None = None) -> dict:
     return out
 
 
+def _command(p: dict, state: str) -> str:
+    return p.get("own_command", p["command"]) if state in OWN_STATES else p["command"]
+
+
 def peer_rows(p: dict) -> list[tuple[str, str, str]]:
     rows = []
     for state, s in p["states"].items():
-        rows += [(f"{p['command']}, cache {state}: wall / in-process pytest",
+        rows += [(f"{_command(p, state)}, cache {state}: wall / in-process pytest",
                   f"{s['ratio']:.2f}  ({s['grade_s']:.2f} s / {p['peer_s']:.2f} s; floor {s['floor_s']:.2f} s)",
                   verdict("peer_ratio", s["ratio"])),
                  (f"  per round: {', '.join(f'{r:.2f}' for r in s['ratios'])}",
@@ -281,7 +328,7 @@ def peer_rows(p: dict) -> list[tuple[str, str, str]]:
                               ("otter", "otter-grader (otter run, the same checks)", "otter_ratio")):
         if key in p:
             o = p[key]
-            rows += [(f"{p['command']}, cache {state}: wall / {what}",
+            rows += [(f"{_command(p, state)}, cache {state}: wall / {what}",
                       f"{r:.2f}  (CPU {o['cpu_ratios'][state]:.2f})", verdict(target, r))
                      for state, r in o["ratios"].items()]
             rows.append((f"  {o['command']}", f"{o['wall_s']:.2f} s, CPU {o['cpu_s']:.2f} s", ""))

@@ -49,12 +49,15 @@ def _grade(name, *, course=None, submission, tasks, devices, seed, fmt, output, 
     from grader.cli.options import find_exercise, parse_devices, parse_tasks
     from grader.course import find_course
     from grader.grading import zygote_first
+    from grader.workers import compile_cache
 
     course = course or find_course(explicit=course_path)
     exercise = find_exercise(course, name, lambda owner, task: f"grade {owner} --task {task}").only(parse_tasks(tasks))
     graded = exercise if submission else exercise.local()  # a student's own run: the local time limits
+    # ... and their own compile cache, which counts for nothing that is a grade (GitHub Classroom's report is one)
+    own_cache = compile_cache.own_folder() if not submission and fmt != "classroom" else ""
     # the zygote starts importing JAX now, while the pipeline is imported (watch mode keeps its own)
-    first = None if watch else zygote_first.start(course, graded, parse_devices(devices), backend, timeout)
+    first = None if watch else zygote_first.start(course, graded, parse_devices(devices), backend, timeout, own_cache)
     try:
         began = time.monotonic()
         from grader.errors import Interrupted
@@ -83,7 +86,8 @@ def _grade(name, *, course=None, submission, tasks, devices, seed, fmt, output, 
                            notes=report.notes + ([] if timeout else _local_limit_note(report, exercise)))
 
         if watch:
-            return _watch(grade, course, exercise, path, fmt=fmt, output=output, fail_under=fail_under, show_output=show_output)
+            return _watch(grade, course, exercise, path, fmt=fmt, output=output, fail_under=fail_under,
+                          show_output=show_output, own_cache=own_cache)
         report = replace(grade(), show_output=show_output)
         drawing = time.monotonic()
         text = report.render(fmt)
@@ -106,7 +110,7 @@ def _grade(name, *, course=None, submission, tasks, devices, seed, fmt, output, 
             first.close()
 
 
-def _watch(grade, course, exercise, path, *, fmt, output, fail_under, show_output):
+def _watch(grade, course, exercise, path, *, fmt, output, fail_under, show_output, own_cache):
     """--watch: regrade on every save until Ctrl-C (which run_safely turns into exit 130)."""
     from grader import submission as submissions
     from grader.errors import UsageError
@@ -116,7 +120,7 @@ def _watch(grade, course, exercise, path, *, fmt, output, fail_under, show_outpu
         raise UsageError("--watch draws the text report on the terminal; leave out --format, --output and --fail-under")
     watched = path if os.path.isfile(path) else submissions.find(path, exercise.name,
                                                                  os.path.join(course.root, exercise.stubs)).found
-    watch(grade, lambda report: replace(report, show_output=show_output).render("text"), watched)
+    watch(grade, lambda report: replace(report, show_output=show_output).render("text"), watched, own_cache=own_cache)
 
 
 def exercise_command(name: str) -> click.Command:

@@ -109,14 +109,15 @@ class _Interrupts:
 
 
 def watch(grade: Callable[[Workspace], Report], render: Callable[[Report], str], watched: str,
-          out=None, poll_s: float = POLL_S, quiet_s: float = QUIET_S) -> None:
+          out=None, poll_s: float = POLL_S, quiet_s: float = QUIET_S, own_cache: str = "") -> None:
     """Grade with ``grade(workspace)`` now and after every save of ``watched`` (the submission's folder,
     or a notebook), writing ``render(report)`` to ``out``; returns only by KeyboardInterrupt (Ctrl-C),
-    after ending every process it started."""
+    after ending every process it started. ``own_cache``: the student's own compile cache, where the
+    student watches their own exercises (grader.grading.workspace)."""
     out = out or sys.stdout
     clear = CLEAR if out.isatty() else "\n"
     where = os.path.relpath(watched) if not os.path.relpath(watched).startswith("..") else watched
-    workspace = Workspace(prefix="grade-watch-", warm=True)
+    workspace = Workspace(prefix="grade-watch-", warm=True, own_cache=own_cache)
     previous, saved = None, ""
     try:
         with _Interrupts() as interrupts:

@@ -6,12 +6,14 @@ workers. One grading run normally has its own and closes it at the end. The fold
 (grader.grading.held_folder): a run that was killed cannot remove it, so the next workspace made
 with the same prefix does.
 
-Watch mode keeps one ``warm`` for a whole session: its zygote, which has imported JAX and never
-runs student code, stays up between runs, and so do two things that hold no state of a run:
+A student's own run of their exercises gives its student workers a compile cache of their own, by a
+hash of each program (grader.workers.compile_cache.own_folder; why that is safe to keep:
+grader.sandbox.compile_cache), kept across runs and emptied if it ever grows past
+COMPILE_CACHE_LIMIT_BYTES. Watch mode keeps one ``warm`` for a whole session: its zygote, which has
+imported JAX and never runs student code, stays up between runs, and so do two things that hold no
+state of a run:
 
-- a compile cache for the student's workers, by a hash of each program (why that is safe to keep:
-  grader.sandbox.compile_cache), emptied if it ever grows past
-  COMPILE_CACHE_LIMIT_BYTES;
+- that compile cache, or, where the student's own cannot be had, one of the session's own;
 - spare workers (grader.workers.spares), forked once a run's workers are all gone, its report is
   drawn and the folders have been emptied (:meth:`Workspace.ready_next`), which wait, without
   student code, for the next run.
@@ -121,10 +123,12 @@ def _give_to_workers(folder: str) -> None:
 
 
 class Workspace:
-    def __init__(self, prefix: str = "grade-", warm: bool = False, trusted: bool = False):
-        """``warm``: keep a compile cache and spare workers between runs (watch mode). ``trusted``: the
-        submissions graded here are the course's own (``grade check``), so every worker's programs go to
-        the shared compile cache (grader.workers.compile_cache), not only the clean workers'."""
+    def __init__(self, prefix: str = "grade-", warm: bool = False, trusted: bool = False, own_cache: str = ""):
+        """``own_cache``: the student's own compile cache, for the student's workers of a run of their own
+        exercises (grader.workers.compile_cache.own_folder). ``warm``: keep a compile cache (``own_cache``, else
+        one in the workspace) and spare workers between runs (watch mode). ``trusted``: the submissions graded
+        here are the course's own (``grade check``), so every worker's programs go to the shared compile
+        cache (grader.workers.compile_cache), not only the clean workers'."""
         held_folder.remove_stale(prefix)  # what runs that were killed (SIGKILL, a crash) left behind
         self._held = held_folder.HeldFolder(prefix)
         self.root = self._held.path
@@ -134,7 +138,7 @@ class Workspace:
         self.probes, self.clean = os.path.join(self.root, PROBES), os.path.join(self.root, CLEAN)
         self.reference = os.path.join(self.root, REFERENCE)
         self._has_reference = False
-        self.compile_cache = os.path.join(self.root, COMPILE_CACHE) if warm else ""
+        self.compile_cache = own_cache or (os.path.join(self.root, COMPILE_CACHE) if warm else "")
         self.spares = Spares() if warm else None
         self.trusted = trusted
         self.launcher = Launcher(self.engine, use_zygote(), STARTUP_TIMEOUT_S)
@@ -146,7 +150,8 @@ class Workspace:
         _make_removable(self.root)
         cache = self.compile_cache
         if cache and os.path.isdir(cache) and _size(cache) > COMPILE_CACHE_LIMIT_BYTES:
-            shutil.rmtree(cache)
+            _make_removable(cache)  # a student's code may have closed its folder
+            shutil.rmtree(cache, ignore_errors=True)
         kept = {self.code, self.probes, self.clean, self.reference}
         for name in os.listdir(self.root):
             path = os.path.join(self.root, name)

@@ -34,12 +34,13 @@ def environments(space: Workspace, exercise: Exercise, devices, backend: Backend
 
 
 def start(course: Course, exercise: Exercise, devices=None, backend: str | None = None,
-          timeout_s: float | None = None) -> Workspace:
+          timeout_s: float | None = None, own_cache: str = "") -> Workspace:
     """A new workspace, its folders ready, whose zygote for this run's workers is already starting; the
-    caller passes it to the grading (grader.grading.pipeline.grade_submission) and closes it after."""
+    caller passes it to the grading (grader.grading.pipeline.grade_submission) and closes it after.
+    ``own_cache``: the student's own compile cache, for a run of their own exercises (grader.grading.workspace)."""
     with timeline.timed("grader", "start the zygote first"):
         resolved = resolve(backend or course.backend)  # a backend this machine lacks is refused before any folder
-        space = Workspace()
+        space = Workspace(own_cache=own_cache)
         try:
             space.make_ready()  # the engine's link must be there before the zygote imports from it
             for env in environments(space, exercise, devices, resolved, timeout_s):

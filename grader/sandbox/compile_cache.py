@@ -9,11 +9,11 @@ A worker may look up compiled programs in two folders and write to at most one:
   to it (Landlock: read files, not folders; as root, a folder of mode 0711 owned by the grader).
 - ``own``: the worker's own folder, which it may write (a ``kept`` folder of its confinement): a
   trusted worker's outbox (a clean worker, or a worker of ``grade check`` running the reference
-  solutions), which the grader publishes to ``shared`` once the worker is gone, or, in watch mode, the
-  session's cache of one student's own workers.
+  solutions), which the grader publishes to ``shared`` once the worker is gone, or, in a student's own
+  run of their exercises, that student's own cache (grader.workers.compile_cache.own_folder).
 
-A student's worker gets no ``own`` outside watch mode, so JAX never even serialises what it
-compiles. Before any of this, :func:`protected` checks that the worker cannot create a file in
+A student's worker in any other run (``--submission``, a batch, GitHub Classroom) gets no ``own``, so
+JAX never even serialises what it compiles. Before any of this, :func:`protected` checks that the worker cannot create a file in
 ``shared``: where it can (a machine whose confinement does not hold), the worker does not read it.
 
 JAX 0.10 has one cache folder per process; this module installs a cache of its own through JAX's
@@ -23,6 +23,7 @@ whole (a temporary name, then a rename), so an entry that exists is never half-w
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 SUFFIX = "-cache"  # JAX's file name for an entry: <key>-cache (jax._src.lru_cache)
@@ -71,9 +72,13 @@ def _cache_class():
                 return
             final = os.path.join(self._write, key + SUFFIX)
             partial = os.path.join(self._write, f".{key}.{os.getpid()}.partial")
-            with open(partial, "wb") as f:
-                f.write(value)
-            os.replace(partial, final)
+            try:  # a full disk, or a student's own cache emptied by another of their runs: the program still runs
+                with open(partial, "wb") as f:
+                    f.write(value)
+                os.replace(partial, final)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.unlink(partial)
 
         def clear(self) -> None:
             raise NotImplementedError("a worker never clears a compile cache")

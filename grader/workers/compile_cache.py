@@ -21,6 +21,14 @@ Where it lives (``GRADE_COMPILE_CACHE``: a folder, or ``off``):
   solutions' programs (the student's workers read them, never list them).
 
 A run with a sandbox mechanism switched off (measuring only) uses no shared cache at all.
+
+A student's own runs (``grade EXERCISE`` on their own exercises, and watch mode) also keep a cache of
+their own workers' programs (:func:`own_folder`), which those workers write: what a student's code
+could plant there reaches only that student's later runs of their own exercises, whose reports count
+for nothing. No clean worker, no ``--submission``, batch, check or GitHub Classroom run (whose report is
+a grade) reads or writes it, and nothing in it is ever published to the shared folder. It is what makes
+an edit-and-grade loop compile only what the edit changed: the pads, reshapes and slices at the suite's
+shapes, and everything the student did not touch, are found there from the second run on.
 """
 
 from __future__ import annotations
@@ -29,8 +37,11 @@ import contextlib
 import os
 import re
 import shutil
+import stat
+import tempfile
 
 VARIABLE = "GRADE_COMPILE_CACHE"
+OWN_VARIABLE = "GRADE_OWN_COMPILE_CACHE"  # a folder, or off; off too when GRADE_COMPILE_CACHE is off
 ENTRY = re.compile(r"[A-Za-z0-9_.-]{1,200}-[0-9a-f]{64}-cache")  # JAX's name for an entry: <module>-<sha256>-cache
 LIMIT_BYTES = 2 << 30  # past this, nothing more is published (each run's new programs are mostly a student's own)
 ENTRY_LIMIT_BYTES = 64 << 20  # an entry larger than any program of a course is not published
@@ -46,12 +57,40 @@ def shared_folder(sandbox_off=()) -> str:
     "" when it is off (``GRADE_COMPILE_CACHE=off``, a sandbox mechanism switched off, or no such folder
     can be made)."""
     chosen = os.environ.get(VARIABLE, "")
-    if chosen.lower() in ("off", "0") or sandbox_off:
+    if _off(chosen) or sandbox_off:
         return ""
     folder = os.path.abspath(chosen or default_folder())
     try:
         os.makedirs(folder, mode=0o711, exist_ok=True)
         os.chmod(folder, 0o711)
+    except OSError:
+        return ""
+    return folder
+
+
+def _off(value: str) -> bool:
+    return value.lower() in ("off", "0")
+
+
+def own_folder() -> str:
+    """The folder of a student's own compile cache (see the module's docstring), made if needed; "" when
+    it is off (``GRADE_OWN_COMPILE_CACHE=off``, or ``GRADE_COMPILE_CACHE=off``) or cannot be had.
+
+    By default it is ``pmap-course-own-cache-UID`` in the temporary folder, where every worker's uid can
+    pass (a home folder of mode 0700 would keep a worker of another uid out), and it is used only if it
+    is a real folder of this user that nobody else may write: another user of the machine could make
+    that name first, to have their programs run in this user's workers.
+    """
+    chosen = os.environ.get(OWN_VARIABLE, "")
+    if _off(chosen) or _off(os.environ.get(VARIABLE, "")):
+        return ""
+    folder = os.path.abspath(chosen or os.path.join(tempfile.gettempdir(), f"pmap-course-own-cache-{os.geteuid()}"))
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        st = os.lstat(folder)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            return ""
+        os.chmod(folder, 0o711)  # a worker of another uid passes to its own folder, and lists none
     except OSError:
         return ""
     return folder

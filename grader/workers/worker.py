@@ -46,8 +46,8 @@ class RunSettings:
     """What every worker of one grading run shares: the scratch copy of the submission (``code``),
     the folder its probes come from, the backend, the memory limit, the per-call time limit, the
     sandbox mechanisms to leave out (for measuring only; grader.grading.confinement.switched_off), the
-    folder clean workers start in (``clean_home``, which program mode needs), in watch mode the folder
-    of the session's compile caches, the shared compile cache every worker reads, the run's
+    folder clean workers start in (``clean_home``, which program mode needs), in a student's own run the
+    folder of their own compile caches (``compile_cache``), the shared compile cache every worker reads, the run's
     ``outbox`` where trusted workers leave what they compiled for the grader to publish there,
     whether every worker of the run is trusted (``grade check``; see :meth:`Worker.compile_cache`), and
     the folder holding a copy of the course's reference solution ("" where the course ships none: a
@@ -223,9 +223,9 @@ class Worker:
 
         A trusted worker (a clean one, which never runs student code, a reference worker, or any worker
         of a trusted run: ``grade check``) writes to its own folder of the run's outbox, which the grader publishes to
-        the shared cache once the run's workers are gone (grader.workers.compile_cache). In watch mode
-        a student's worker writes the session's cache of its device count, which only that student's
-        later workers read. A process of a multi-process group writes none (its programs span the group).
+        the shared cache once the run's workers are gone (grader.workers.compile_cache). In a student's own
+        run (and in watch mode) a student's worker writes the student's own cache of its device count,
+        which only that student's later workers of such runs read. A process of a multi-process group writes none (its programs span the group).
         """
         clean = self.clean_dir is not None
         if self.distributed:
