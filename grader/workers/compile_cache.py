@@ -16,9 +16,9 @@ Where it lives (``GRADE_COMPILE_CACHE``: a folder, or ``off``):
 
 - a student's machine, CI and ``grade batch``: ``$XDG_CACHE_HOME/pmap-course/compile-cache``
   (``~/.cache/...``), kept across runs and shared by a batch's jobs;
-- Gradescope: the folder ``grade release`` fills by running ``grade check`` with
-  ``GRADE_COMPILE_CACHE`` pointing into the autograder bundle, so the image carries the reference
-  solutions' programs (the student's workers read them, never list them).
+- Gradescope: the same default folder in each submission's container, which starts empty: the image
+  cannot run ``grade check`` (it has no solutions), and machine code compiled on the release machine
+  is refused by XLA on a processor of other features (docs/sandbox.md, "The shared compile cache").
 
 A run with a sandbox mechanism switched off (measuring only) uses no shared cache at all.
 
