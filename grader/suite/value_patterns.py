@@ -106,14 +106,78 @@ def _shifted(got, expected, rtol, atol) -> tuple[str, str] | None:
     return None
 
 
+MISPLACED_MAX = 4096  # entries of one device's result compared with every entry of the answer (a square of bools)
+
+
+def _runs(wrong: np.ndarray, matches: np.ndarray) -> list[tuple[int, int, int | None]]:
+    """The wrong entries as runs (first, last, offset): consecutive entries that each equal the one entry of
+    the answer ``offset`` places along (None: entries that equal none of the answer's). An entry whose value
+    the answer holds at several entries (a zero, a repeated small integer) tells nothing and ends a run."""
+    runs: list[tuple[int, int, int | None]] = []
+    for i in np.flatnonzero(wrong):
+        found = np.flatnonzero(matches[i])
+        if len(found) > 1:
+            continue
+        offset = int(found[0]) - int(i) if len(found) else None
+        if runs and runs[-1][1] == i - 1 and runs[-1][2] == offset:
+            runs[-1] = (runs[-1][0], int(i), offset)
+        else:
+            runs.append((int(i), int(i), offset))
+    return runs
+
+
+def _span(first: int, last: int) -> str:
+    return str(first) if first == last else f"{first}-{last}"
+
+
+def _entries(runs: list[tuple[int, int]]) -> str:
+    """``entry 5 holds``, ``entries 4-7 hold``, ``entries 0-3, 9 and 2 more hold``: the subject and its verb."""
+    spans = [_span(a, b) for a, b in runs[:2]] + ([f"{len(runs) - 2} more"] if len(runs) > 2 else [])
+    if len(runs) == 1 and runs[0][0] == runs[0][1]:
+        return f"entry {spans[0]} holds"
+    return f"entries {' and '.join(spans) if len(spans) < 3 else f'{spans[0]}, {spans[1]} and {spans[2]}'} hold"
+
+
+def misplaced(got, expected, rtol: float = 1e-4, atol: float = 1e-5) -> str | None:
+    """Where one device's result (``got``, against ``expected``, both flattened) is wrong, measured entry by
+    entry: which runs of its entries hold the values the answer has at other entries ("entries 4-7 hold what
+    entries 8-11 should"), and which hold values the answer has nowhere. None where every entry is right,
+    or the result is too large to compare every pair."""
+    g, e = np.asarray(got, np.float64).reshape(-1), np.asarray(expected, np.float64).reshape(-1)
+    if g.size != e.size or g.size > MISPLACED_MAX:
+        return None
+    wrong = ~np.isclose(g, e, rtol=rtol, atol=atol)
+    if not wrong.any():
+        return None
+    runs = _runs(wrong, np.isclose(g[:, None], e[None, :], rtol=rtol, atol=atol))
+    moved = [(a, b, k) for a, b, k in runs if k is not None]
+    nowhere = [(a, b) for a, b, k in runs if k is None]
+    said = [f"{_entries([(a, b)])} what {_entries([(a + k, b + k)]).rsplit(' ', 1)[0]} should" for a, b, k in moved[:2]]
+    if len(moved) > 2:
+        said.append(f"{plural(len(moved) - 2, 'more run')} {'holds' if len(moved) == 3 else 'hold'} what other "
+                    "entries should")
+    if nowhere:
+        one = len(nowhere) == 1 and nowhere[0][0] == nowhere[0][1]
+        said.append(f"{_entries(nowhere)} {'a value' if one else 'values'} the answer has nowhere")
+    if not said:
+        return None
+    count = "the one" if g.size == 1 else f"all {g.size}" if wrong.all() else f"{int(wrong.sum())} of the {g.size}"
+    flat = " (flattened)" if np.ndim(got) > 1 else ""
+    noun = "entry" if g.size == 1 else "entries"
+    return f"{count} {noun}{flat} {'is' if wrong.sum() == 1 else 'are'} wrong: {'; '.join(said)}"
+
+
 def _disagree(got, expected, rtol, atol) -> tuple[str, str] | None:
     if not all(close(row, expected[0], rtol, atol) for row in expected[1:]):
         return None  # the devices are not meant to agree
     other = next((d for d in range(1, len(got)) if not close(got[d], got[0], rtol, atol)), None)
     if other is None:
         return None
-    return "disagree", (f"differs between devices (device 0 and device {other} hold different values), but every "
-                        "device should hold the same value")
+    fact = (f"differs between devices (device 0 and device {other} hold different values), but every device should "
+            "hold the same value")
+    wrong = next(d for d in range(len(got)) if not close(got[d], expected[d], rtol, atol))
+    where = misplaced(got[wrong], expected[wrong], rtol, atol)
+    return "disagree", fact + (f"; on device {wrong}, {where}" if where else "")
 
 
 def _epsilon(got, expected, rtol, atol) -> tuple[str, str] | None:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from grader.suite import expect_close
-from grader.suite.value_patterns import find, recognise
+from grader.suite.value_patterns import find, misplaced, recognise
 
 RNG = np.random.default_rng(0)
 PARTS = RNG.normal(size=(4, 5))            # what each of 4 devices adds
@@ -57,6 +57,26 @@ def test_a_result_shifted_by_one_device_is_named():
 def test_devices_that_disagree_on_a_global_value_are_named_without_advice():
     said = recognise(PARTS, REPLICATED, devices=4, device_axis=True)
     assert "device 0 and device 1 hold different values" in said and "collective" not in said
+
+
+def test_a_device_holding_the_answers_values_in_other_places_is_told_where():
+    """One device of four holds chunk 2 of the sum where chunk 1 belongs, and its own stale values in chunk 0
+    (a ring's all-gather writing each arriving chunk one place off): measured entry by entry, said as such."""
+    total = RNG.normal(size=12)
+    got = np.tile(total, (4, 1))
+    got[2, 4:8], got[2, 0:4], got[2, 11] = total[8:12], RNG.normal(size=4), total[0]
+    said = recognise(got, np.tile(total, (4, 1)), devices=4, device_axis=True)
+    assert "device 0 and device 2 hold different values" in said, said
+    assert ("on device 2, 9 of the 12 entries are wrong: entries 4-7 hold what entries 8-11 should; entry 11 holds "
+            "what entry 0 should; entries 0-3 hold values the answer has nowhere") in said, said
+
+
+def test_values_the_answer_repeats_are_never_said_to_be_misplaced():
+    """A zero where the answer has zeros at several entries says nothing of where it came from."""
+    expected = np.array([0.0, 0.0, 1.5, 0.0, 2.5, 0.0])
+    assert misplaced(np.array([0.0, 0.0, 0.0, 0.0, 2.5, 0.0]), expected) is None
+    assert misplaced(np.array([0.0, 0.0, 1.5, 0.0, 1.5, 0.0]), expected) == (
+        "1 of the 6 entries is wrong: entry 4 holds what entry 2 should")
 
 
 def test_disagreement_is_not_claimed_where_devices_are_meant_to_differ():
