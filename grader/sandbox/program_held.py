@@ -54,9 +54,11 @@ def _bytes(type_) -> int:
 CONCATENATE = "stablehlo.concatenate"
 SLICE = "stablehlo.slice"
 # operations whose result holds each element of their one operand the same number of times, or
-# constants beside them: each input keeps its part of the bytes
+# constants beside them (and layouts asked for, jax.lax.with_sharding_constraint, jax.sharding.reshard):
+# each input keeps its part of the bytes
 REARRANGE = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.reverse", "stablehlo.convert",
-                       "stablehlo.bitcast_convert", "stablehlo.copy", "stablehlo.broadcast_in_dim", "stablehlo.pad"})
+                       "stablehlo.bitcast_convert", "stablehlo.copy", "stablehlo.broadcast_in_dim", "stablehlo.pad",
+                       "sdy.sharding_constraint", "sdy.reshard"})
 
 Held = tuple  # ((input index, density), ...) sorted by input: what a value holds of each input
 

@@ -67,6 +67,12 @@ def scaled_blocks(x, y):
     return blocks(x * y[0], y)
 
 
+def stacked_and_laid_out(x, y):
+    both = lax.with_sharding_constraint(jnp.stack([x, y], axis=1), jax.sharding.NamedSharding(mesh, P("i", None)))
+    return jax.shard_map(lambda v: lax.psum(jnp.dot(v[:, 0], v[:, 1]), "i"), mesh=mesh, in_specs=P("i", None),
+                         out_specs=P())(both)
+
+
 def shares(fn):
     shape = jax.ShapeDtypeStruct((40,), jnp.float32)
     return program_held.shares(parse(jax.export.export(jax.jit(fn))(shape, shape).mlir_module()))
@@ -75,7 +81,7 @@ def shares(fn):
 print(json.dumps({{fn.__name__: shares(fn) for fn in (blocks, whole_then_sliced, y_whole_in_a_jit_in_a_loop,
                                                      no_per_device_function, mixed_whole,
                                                      stacked_then_taken_apart_whole, stacked_blocks,
-                                                     scaled_blocks)}}))
+                                                     scaled_blocks, stacked_and_laid_out)}}))
 """
 
 
@@ -90,11 +96,13 @@ def test_each_input_is_followed_to_what_a_device_receives():
 def test_inputs_mixed_into_one_value_are_each_received_whole():
     """x mixed with y into x's bytes (arithmetic by 0, a select that never picks y) still carries all of x and
     all of y, and so does each half of their stack taken apart again; stacked and split in blocks they are
-    not, nor are x's blocks scaled by an element of y (each device's block may carry a block's bytes of y)."""
+    not (laid out by a sharding constraint or not), nor are x's blocks scaled by an element of y (each device's
+    block may carry a block's bytes of y)."""
     found = run_json(RUN)
     assert found["mixed_whole"] == [["x", 1.0], ["y", 1.0]]
     assert found["stacked_then_taken_apart_whole"] == [["x", 1.0], ["y", 1.0]]
     assert found["stacked_blocks"] == [["x", 0.25], ["y", 0.25]]
+    assert found["stacked_and_laid_out"] == [["x", 0.25], ["y", 0.25]]  # a layout asked for moves no element
     assert found["scaled_blocks"] == [["x", 0.25], ["y", 0.25]]
 
 
