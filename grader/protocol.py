@@ -73,9 +73,12 @@ PROGRAM_COLLECTIVES = frozenset({
 LABEL_SEPARATOR = ":"
 # A collective of the program is named ``KIND:LABEL:cN`` (N: its place in the module, so that the compiled
 # instructions it became map back to what was measured of it), and ``KIND:LABEL:cN:idle`` in the text the
-# clean worker returns when replacing its result changed nothing of the answer (grader.sandbox.program_ablation).
+# clean worker returns when replacing its result changed nothing of the answer (grader.sandbox.program_ablation),
+# ``KIND:LABEL:cN:fresh`` for a ppermute measured to send nothing an earlier one brought
+# (grader.sandbox.program_ring_steps).
 COLLECTIVE_INDEX = "c"
 IDLE_MARK = "idle"
+FRESH_MARK = "fresh"
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,9 @@ standardize_across_devices(x) -> shape (n, m)
 
 Write both with jax.pmap, an axis_name and jax.numpy / lax only. The grader compiles them with
 jax.jit and reads the program: it should communicate with all-reduces (psum, pmean, pmax), not
-gather the whole array onto every device (lax.all_gather), nor compute on one device alone: no
+gather the whole array onto every device (lax.all_gather, or an all-reduce of each row written
+into zeros: no device may put as many bytes into its collectives as the whole x holds, if that is
+more than 1.5 times what the reference's device puts in), nor compute on one device alone: no
 device does more than 1.5 times the arithmetic one device of the reference solution does (the
 report gives both counts; the same bound
 holds for the share of each input a device's pmap or shard_map receives).

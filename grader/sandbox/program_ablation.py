@@ -50,7 +50,7 @@ TOGETHER = 8
 _INDEX = re.compile(re.escape(index_suffix(0)[:-1]) + r'(\d+)"')
 
 
-def _collectives(module) -> dict[int, object]:
+def collectives(module) -> dict[int, object]:
     """The program's collectives by index, read from the names program_labels gave them."""
     from jaxlib.mlir import ir
 
@@ -83,7 +83,7 @@ def groups(bytecode: bytes, kept: list[int]) -> dict[int, list[int]]:
 
     with context():
         module = ir.Module.parse(bytecode)  # kept while its operations are read
-        ops = _collectives(module)
+        ops = collectives(module)
         signatures = {i: _signature(op) for i, op in ops.items()}
     lost = [i for i in ops if i not in kept]
     return {k: [k, *(i for i in lost if signatures[i] == signatures.get(k))] for k in kept}
@@ -128,7 +128,7 @@ def without(bytecode: bytes, indices: list[int], manual: bool = False) -> bytes 
 
     with context():
         module = ir.Module.parse(bytecode)
-        ops = _manual_computations(module) if manual else [_collectives(module)[i] for i in indices]
+        ops = _manual_computations(module) if manual else [collectives(module)[i] for i in indices]
         if not ops:
             return None
         for op in ops:
@@ -241,14 +241,14 @@ def _known_to_change(variant: bytes, baselines: list) -> bool:
     known without running it: an output that :func:`zero_outputs` proves zeros where a baseline is not."""
     outputs = zero_outputs(variant)
     for baseline in baselines:
-        leaves = _leaves(baseline)
-        if len(outputs) == len(leaves) and any(
-                zero and not same_answer(np.zeros_like(leaf), leaf) for zero, leaf in zip(outputs, leaves)):
+        answer = leaves(baseline)
+        if len(outputs) == len(answer) and any(
+                zero and not same_answer(np.zeros_like(leaf), leaf) for zero, leaf in zip(outputs, answer)):
             return True
     return False
 
 
-def _leaves(value) -> list[np.ndarray]:
+def leaves(value) -> list[np.ndarray]:
     import jax
 
     return [np.asarray(leaf) for leaf in jax.tree.leaves(value)]
@@ -256,7 +256,7 @@ def _leaves(value) -> list[np.ndarray]:
 
 def same_answer(got, baseline) -> bool:
     """Whether ``got`` is ``baseline`` up to :data:`TOLERANCE` (integers and bools exactly)."""
-    for a, b in zip(_leaves(got), _leaves(baseline)):
+    for a, b in zip(leaves(got), leaves(baseline)):
         if a.shape != b.shape:
             return False
         if b.dtype.kind in "biu":

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from grader.protocol import COLLECTIVE_INDEX, IDLE_MARK, LABEL_SEPARATOR, PROGRAM_COLLECTIVES
+from grader.protocol import COLLECTIVE_INDEX, LABEL_SEPARATOR, PROGRAM_COLLECTIVES
 from grader.sandbox.program_check import context
 
 _FIRST_NAME = re.compile(r'"([^"]*)"')
@@ -74,10 +74,10 @@ def surviving(hlo_text: str, collectives: int) -> list[int]:
     return [i for i in range(collectives) if re.search(re.escape(index_suffix(i)) + r'["/:)]', hlo_text)]
 
 
-def mark_idle(hlo_text: str, idle) -> str:
-    """``hlo_text`` with the name of each collective in ``idle`` ending in ``:idle``: the measurement
-    travels with the text the suites read (grader.suite.hlo)."""
-    for i in idle:
-        hlo_text = re.sub(re.escape(index_suffix(i)) + r'(?=["/:)])', index_suffix(i) + LABEL_SEPARATOR + IDLE_MARK,
+def mark(hlo_text: str, indices, word: str) -> str:
+    """``hlo_text`` with the name of each collective in ``indices`` ending in ``:word`` (IDLE_MARK, FRESH_MARK):
+    the measurement travels with the text the suites read (grader.suite.hlo, grader.suite.rings)."""
+    for i in indices:
+        hlo_text = re.sub(re.escape(index_suffix(i)) + r'(?=["/:)])', index_suffix(i) + LABEL_SEPARATOR + word,
                           hlo_text)
     return hlo_text

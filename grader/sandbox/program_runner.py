@@ -8,8 +8,9 @@ the test's inputs, names every operation by what it is (:mod:`grader.sandbox.pro
 compiles it once for this worker's devices and runs it on each set of inputs the grader sent: the
 test's, and at least one the grader drew for this run, which the student's process never saw. It
 then measures which of the program's collectives, and whether its per-device computations, the
-answer depends on (:mod:`grader.sandbox.program_ablation`) and returns every set's values, the
-compiled HLO text with the idle collectives marked, and whether the program holds a per-device
+answer depends on (:mod:`grader.sandbox.program_ablation`), and which of its ppermutes send nothing an
+earlier one brought (:mod:`grader.sandbox.program_ring_steps`), and returns every set's values, the
+compiled HLO text with those collectives marked (idle, fresh), and whether the program holds a per-device
 computation (jax.pmap or jax.shard_map) that the answer needs: the structural checks and the value checks of a case read the same program, and
 every fact about it comes from this process.
 
@@ -26,10 +27,11 @@ import numpy as np
 
 from grader.errors import StudentFailure
 from grader.layout import plural
-from grader.sandbox import program_held
+from grader.protocol import FRESH_MARK, IDLE_MARK
+from grader.sandbox import program_held, program_ring_steps
 from grader.sandbox.program_check import holds_manual_computation, module_operations, parse, refusal
 from grader.sandbox.program_ablation import measure
-from grader.sandbox.program_labels import mark_idle, relabel, surviving
+from grader.sandbox.program_labels import mark, relabel, surviving
 from grader.sandbox.student_code import first_line
 
 
@@ -206,7 +208,9 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
         answers = [runnable(*inputs) for inputs in input_sets]
         return [[answer[i] for answer in answers] for i in range(len(calls))]
 
-    idle, manual_needed = measure(labelled, surviving(text, held), run_variants, sets, values)
+    kept = surviving(text, held)
+    idle, manual_needed = measure(labelled, kept, run_variants, sets, values)
+    starts = program_ring_steps.fresh(labelled, [i for i in kept if i not in idle], run_variants, sets, values)
     holds = holds_manual_computation(operations)
-    return {"values": values, "hlo": mark_idle(text, idle), "manual": holds and manual_needed, "holds_manual": holds,
-            "held": shares}
+    return {"values": values, "hlo": mark(mark(text, idle, IDLE_MARK), starts, FRESH_MARK),
+            "manual": holds and manual_needed, "holds_manual": holds, "held": shares}

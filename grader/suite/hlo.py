@@ -51,7 +51,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from grader.protocol import COLLECTIVE_INDEX, IDLE_MARK, LABEL_SEPARATOR, PROGRAM_COLLECTIVES
+from grader.protocol import COLLECTIVE_INDEX, FRESH_MARK, IDLE_MARK, LABEL_SEPARATOR, PROGRAM_COLLECTIVES
 from grader.suite import replica_groups
 from grader.suite.hlo_flow import VARIES, Flow, level
 from grader.suite import hlo_platforms
@@ -220,7 +220,7 @@ def _trip_count(rest: str) -> int | None:
 
 
 _MEMBER = re.compile(rf"([\w.]+){LABEL_SEPARATOR}(\w*){LABEL_SEPARATOR}{COLLECTIVE_INDEX}\d+"
-                     rf"({LABEL_SEPARATOR}{IDLE_MARK})?")
+                     rf"({LABEL_SEPARATOR}{IDLE_MARK})?(?:{LABEL_SEPARATOR}{FRESH_MARK})?")
 
 
 def _origin(rest: str) -> tuple[str, str, list[bool]]:

@@ -14,12 +14,16 @@ Read from the compiled HLO the clean worker returns, over the program's own pper
 needs (grader.suite.hlo.select): a ppermute reads what another one brought if one of its operands is
 computed from that one's result, within its computation, through fusions and calls, and across a loop
 when it reads a value of the loop's carry that its own result (or another ppermute's) is written back to.
+A flow is not enough where it is worth nothing (``x + 0 * prev``): a ppermute the clean worker measured
+to carry the same whatever the earlier ones brought is marked ``fresh`` (grader.sandbox.program_ring_steps)
+and starts afresh, whatever its flow.
 """
 
 from __future__ import annotations
 
 import re
 
+from grader.protocol import FRESH_MARK, LABEL_SEPARATOR
 from grader.suite import hlo, replica_groups
 
 PERMUTE = "collective-permute"
@@ -65,6 +69,11 @@ def _sources(comps: dict, name: str) -> tuple[dict[str, set], dict[str, set[int]
     return permutes, carried
 
 
+def _fresh(ins) -> bool:
+    """Whether the clean worker measured this ppermute to send nothing an earlier one brought."""
+    return re.search(rf'op_name="[^"]*{LABEL_SEPARATOR}{FRESH_MARK}["/)]', ins.rest) is not None
+
+
 def _root_elements(comps: dict, name: str) -> list[str]:
     """The instructions a computation's root tuple is made of (the root itself if it is no tuple)."""
     root = comps[name][-1] if comps[name] else None
@@ -89,7 +98,7 @@ def starts(text: str) -> list[tuple[tuple[int, int], ...] | None]:
         for ins in mine:
             reads = set().union(set(), *(permutes.get(op, set()) for op in ins.operands))
             loops_back = any(carried.get(op, set()) & written_back for op in ins.operands)
-            if not reads and not loops_back:
+            if (not reads and not loops_back) or _fresh(ins):
                 groups = replica_groups.parse(ins.rest)
                 found.append(tuple(tuple(pair) for pair in groups) if groups else None)
     return found

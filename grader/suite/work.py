@@ -79,6 +79,33 @@ def whole_on_every_device(program, what: str, devices: int) -> str | None:
             "computing its share: that is another design, not a detail to fix")
 
 
+def _moved(steps) -> int | None:
+    """Bytes one device puts into ``steps`` (grader.suite.structure.Step) over a run; None for a loop of unknown length."""
+    if any(s.times is None for s in steps):
+        return None
+    return sum(s.bytes * s.times for s in steps)
+
+
+def expect_no_whole_input_moved(program, what: str, devices: int, whole_bytes: int, of: str, share: str,
+                                where: str = "") -> None:
+    """AssertionError where one device puts into its collectives as many bytes as the whole of ``of`` (every
+    device's part together, ``whole_bytes``) and more than SLACK times what one device of the reference puts
+    into its own: each device then receives the equivalent of the whole input, whatever the collective is
+    called (an all-reduce of a zero-padded copy of the array gathers it as surely as an all-gather), which
+    a task whose statement keeps the data split avoids. On one device a device's part is the whole input."""
+    if devices < 2:
+        return
+    moved, reference = _moved(structure.steps(program.hlo)), _moved(program.reference_collectives())
+    if moved is None or reference is None or moved < whole_bytes or moved <= SLACK * reference:
+        return
+    where = where or f"on {plural(devices, 'device')}"
+    raise AssertionError(f"in {what} each device puts {plural(moved, 'byte')} into its collectives {where}, as many as "
+                         f"the whole of {of} ({plural(whole_bytes, 'byte')}, every device's part together), where one "
+                         f"device of the reference program puts {plural(reference, 'byte')}: so every device receives "
+                         f"the equivalent of the whole input, which the task avoids, whatever the collective (an "
+                         f"all-reduce of a zero-padded copy of it carries it as surely as an all-gather). {share}")
+
+
 def expect_share_of_work(program, what: str, share: str, devices: int, where: str = "") -> None:
     """AssertionError unless one device of ``program`` performs at most SLACK times the arithmetic one
     device of the reference performs, and its per-device computation receives at most SLACK times the

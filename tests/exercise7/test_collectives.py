@@ -237,6 +237,6 @@ def test_communicates_with_all_reduce(student, rng, devices, name):
     if not hlo.count(text, "all-reduce", by_student=True):
         raise AssertionError(f"{name} runs no all-reduce of its own: it computes on one device what the devices "
                              "should compute together; call lax.psum / lax.pmean / lax.pmax inside jax.pmap")
-    work.expect_share_of_work(program, name,
-                              "every device should work on its own row inside jax.pmap, and the all-reduces combine "
-                              "what the devices found", devices)
+    share = "every device should work on its own row inside jax.pmap, and the all-reduces combine what the devices found"
+    work.expect_no_whole_input_moved(program, name, devices, x.nbytes, "x", share)
+    work.expect_share_of_work(program, name, share, devices)

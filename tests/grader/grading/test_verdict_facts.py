@@ -14,6 +14,8 @@ wants a structural point without the algorithm, each in one way a rule of the en
 * a collective for show next to a computation done whole on every device: a psum of a constant, of
   ``x * 0`` or ``x - x``, or one whose result is multiplied by 0 is idle and not counted: the clean
   worker replaced its result by zeros and the answer did not change (grader.sandbox.program_ablation);
+* an all-reduce of each device's row written into zeros, which gathers the whole array onto every device: its
+  bytes are the whole input's, five times the reference's, and the sums over it are the whole work;
 * the right collective on the wrong data, a psum of the whole dot product each device took divided
   by the device count, or of the dots of every slice taken one by one on every device; exercise 8's
   case 3 reduce-scattering rows of x @ w each device multiplied whole: each device does n times the
@@ -34,7 +36,9 @@ wants a structural point without the algorithm, each in one way a rule of the en
   product: jit drops that, so the program is exported as the code runs outside jit, the copies kept
   (grader.sandbox.program_as_written);
 * a ring of direct sends (both exercises): n - 1 ppermutes of one block each, every one needed, each sending the
-  device's own block k places along instead of passing on what arrived (grader.suite.rings).
+  device's own block k places along instead of passing on what arrived (grader.suite.rings), also where each
+  send's operand reads the one before in a way worth nothing (``x + (arrived - arrived)``, ``x + 0 * sent``): the
+  clean worker measures that it carries the same whatever arrived (grader.sandbox.program_ring_steps).
 
 They are graded by the exercises' own structural tests (their test functions cut out of the suites,
 the module names changed), and by two tests of this file's own in which the student's process sees
@@ -378,6 +382,32 @@ jax.export.export = _for_three_numbers
         def standardize_across_devices(x):
             return (x - x.mean()) / x.std() + _nothing(x)
         ''',
+    # Every device's row written into zeros and the copies added up: an all-reduce that gathers the whole array onto
+    # every device. all_reduce_stats then takes its sums and maxima whole on each device (the work); standardize's
+    # all-reduces carry as many bytes as the whole x, five times the reference's (grader.suite.work).
+    "collectives_psum_gathers": '''
+        import jax
+        import jax.numpy as jnp
+        from jax import lax
+
+
+        def _gathered(row):
+            n, me = lax.axis_size("i"), lax.axis_index("i")
+            return lax.psum(jnp.zeros((n,) + row.shape, row.dtype).at[me].set(row), "i")
+
+
+        def _stats(row):
+            full = _gathered(row)
+            return full.sum(0), full.mean(0), full.max(0)
+
+
+        def all_reduce_stats(x):
+            return jax.pmap(_stats, axis_name="i")(x)
+
+
+        def standardize_across_devices(x):
+            return jax.pmap(lambda row: (row - jnp.mean(_gathered(row))) / jnp.std(_gathered(row)), axis_name="i")(x)
+        ''',
     # The full-batch step on every device, and a pmean of (params - params) added for show.
     "train_replicated": '''
         import jax
@@ -420,6 +450,18 @@ def ring_allreduce(x, axis_name):
     total = x
     for k in range(1, lax.axis_size(axis_name)):
         total = total + ring_shift(x, axis_name, shift=k)
+    return total
+''',
+    # The same sends, each made to read the step before in a way worth nothing (its operand plus the arrival minus
+    # itself), so that the compiled program's flow runs from each ppermute to the next: measured, each carries the
+    # same whatever the one before brought (grader.sandbox.program_ring_steps).
+    "ring_direct_sends_disguised": (ROOT / "solutions" / EXERCISE / "ring.py").read_text() + '''
+
+def ring_allreduce(x, axis_name):
+    total, arrived = x, jnp.zeros_like(x)
+    for k in range(1, lax.axis_size(axis_name)):
+        arrived = ring_shift(x + (arrived - arrived), axis_name, shift=k)
+        total = total + arrived
     return total
 ''',
     "ring_optimal_long_chunks": (ROOT / "solutions" / EXERCISE / "ring.py").read_text().replace(
@@ -523,6 +565,18 @@ def _per_device(x_block, w_block):
     products = jnp.zeros((n, x_block.shape[0], w_block.shape[1]), x_block.dtype).at[me].set(x_block @ w_block)
     for k in range(1, n):
         sent = lax.ppermute(x_block, "model", perm=[(i, (i + k) % n) for i in range(n)])
+        products = products.at[(me - k) % n].set(sent @ w_block)
+    return products.reshape(n * x_block.shape[0], w_block.shape[1])
+''',
+    # ... and with each send's operand made to read the block that arrived before, times zero.
+    "collective_matmul_direct_sends_disguised": (ROOT / "solutions" / "exercise8" / "collective_matmul.py").read_text() + '''
+
+def _per_device(x_block, w_block):
+    n, me = lax.axis_size("model"), lax.axis_index("model")
+    products = jnp.zeros((n, x_block.shape[0], w_block.shape[1]), x_block.dtype).at[me].set(x_block @ w_block)
+    sent = jnp.zeros_like(x_block)
+    for k in range(1, n):
+        sent = lax.ppermute(x_block + 0 * sent, "model", perm=[(i, (i + k) % n) for i in range(n)])
         products = products.at[(me - k) % n].set(sent @ w_block)
     return products.reshape(n * x_block.shape[0], w_block.shape[1])
 ''',
@@ -653,9 +707,11 @@ TASKS = {
     "basics_idle_pmap": ([2], "basics", {"test_each_function_runs_a_pmap": "square_plus_one: its program has no "
                                                                           "jax.pmap"}),
     "collectives_replicated": ([2], "collectives", {"test_communicates_with_all_reduce": NO_PMAP}),
+    "collectives_psum_gathers": ([2], "collectives", {"test_communicates_with_all_reduce": "the whole"}),
     "train_replicated": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": NO_PMAP}),
     "mesh_replicated": ([2], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": NO_SHARD_MAP}),
     "ring_direct_sends": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": "are not a ring"}),
+    "ring_direct_sends_disguised": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": "are not a ring"}),
     "ring_optimal_long_chunks": ([4], "ring_optimal", {"test_optimal_sends_2_n_minus_1_chunks": "each device sends "
                                                                                                   "6024 bytes"}),
     "collective_matmul_replicated": ([4], "exercise8/collective_matmul", {
@@ -674,6 +730,8 @@ TASKS = {
     # At 8 devices the rings are 4 long: 3 ppermutes, each of the device's own block.
     "rings_direct_sends": ([8], "exercise8/rings", {"test_ring_all_gather_sends_n_minus_1_blocks": "are not a ring"}),
     "collective_matmul_direct_sends": ([8], "exercise8/collective_matmul", {
+        "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": "are not a ring"}),
+    "collective_matmul_direct_sends_disguised": ([8], "exercise8/collective_matmul", {
         "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": "are not a ring"}),
     "tensor_parallel_replicated": ([4], "exercise8/tensor_parallel", {
         "test_mlp_runs_one_all_reduce_over_model": "mlp runs no collective"}),

@@ -1,0 +1,76 @@
+"""Which of a program's ppermutes send something an earlier ppermute brought: measured, not read from the flow.
+
+A ring passes on, at each step after the first, what arrived at the step before (as it came, or with the
+device's own part added); direct sends each carry the device's own block. The compiled program's data
+flow tells them apart (grader.suite.rings) until the program makes a step's operand depend on the step
+before in a way that is worth nothing: ``x + (prev - prev)``, ``x + 0 * prev``, and every other form of
+zero nobody lists. So the clean worker measures the dependence, for the program's ppermutes that are not
+idle and not inside a loop (a loop's one ppermute passes its carry on; it needs no measure), in the order
+the program holds them.
+
+For ppermute b, compare what it adds to the answer when nothing is changed (the answer, against the
+answer with b's result replaced by zeros) with what it adds when every ppermute before it carried zeros
+(the answer with those replaced, against the answer with those and b replaced). If b's operand does not
+depend on what the earlier ppermutes brought, b carries the same thing either way, and both differences
+are the same: b starts afresh (``fresh``). On a ring the second is another: b passes on what arrived,
+and what arrived was zeros. That takes one variant of the program per ppermute after the first and one per prefix of
+them (2k - 1 for k ppermutes, compiled together as grader.sandbox.program_ablation compiles its variants); a
+variant that does not run leaves its ppermute unmeasured, which counts as not fresh (the flow decides).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grader.sandbox.program_ablation import answers_of, collectives, groups, leaves, same_answer, without
+from grader.sandbox.program_check import context
+
+PERMUTE = "stablehlo.collective_permute"
+
+
+def _outside_loops(bytecode: bytes, indices: list[int]) -> list[int]:
+    """Those of ``indices`` that are ppermutes not inside a loop's body, in their order."""
+    from jaxlib.mlir import ir
+
+    with context():
+        ops = collectives(ir.Module.parse(bytecode))
+        found = []
+        for i in sorted(indices):
+            op = ops.get(i)
+            if op is None or op.name != PERMUTE:
+                continue
+            parent, looped = op.parent, False
+            while parent is not None and parent.name != "builtin.module":
+                looped = looped or parent.name == "stablehlo.while"
+                parent = parent.parent
+            if not looped:
+                found.append(i)
+        return found
+
+
+def _difference(a, b) -> list[np.ndarray]:
+    return [np.asarray(x, np.float64) - np.asarray(y, np.float64) for x, y in zip(leaves(a), leaves(b))]
+
+
+def fresh(bytecode: bytes, kept: list[int], run_variants, inputs: list, baselines: list) -> list[int]:
+    """The ppermutes among ``kept`` (the program's collectives left in its compiled form and needed by the
+    answer) that send nothing an earlier ppermute brought, measured as the module's docstring says."""
+    permutes = _outside_loops(bytecode, kept)
+    if len(permutes) < 2:
+        return []
+    merged = groups(bytecode, permutes)
+    variants = {}
+    for i, b in enumerate(permutes):
+        if i:
+            variants[("one", b)] = without(bytecode, merged[b])
+        variants[("upto", i + 1)] = without(bytecode, [m for p in permutes[:i + 1] for m in merged[p]])
+    answers = answers_of(run_variants, {k: v for k, v in variants.items() if v is not None}, inputs)
+    found = []
+    for i, b in enumerate(permutes[1:], start=1):
+        before, both, alone = answers.get(("upto", i)), answers.get(("upto", i + 1)), answers.get(("one", b))
+        if before is None or both is None or alone is None:
+            continue
+        if all(same_answer(_difference(u, w), _difference(a0, a))
+               for a0, a, u, w in zip(baselines, alone, before, both)):
+            found.append(b)
+    return found
