@@ -37,23 +37,23 @@ def child(n: int, repeat: int) -> None:
     jax.config.update("jax_num_cpu_devices", n)
     sys.path[:0] = [str(ROOT)]
     from grader import protocol
-    from grader.sandbox import program_runner, worker
+    from grader.sandbox import program_ring_steps, program_runner, worker
     from grader.sandbox.program_export import export_program
     from grader.sandbox.student_code import use_submission
 
     worker._probes_folder = str(ROOT / "tests" / "exercise7")
     use_submission(str(ROOT / "solutions" / "exercise7"))
-    measure, variants, compiled = program_runner.measure, [], []
+    measure, steps, variants, compiled = program_runner.measure, program_ring_steps.variants, [], []
 
-    def counting(bytecode, kept, run_variants, *rest):
-        variants.append(len(kept))
+    def counting(bytecode, kept, run_variants, *rest, also=None):
+        variants.append(len(kept) + len(also or {}))
         compiled.clear()
 
         def compiling(programs, inputs):  # one compile of these variants
             compiled.append(len(programs))
             return run_variants(programs, inputs)
 
-        return measure(bytecode, kept, compiling, *rest)
+        return measure(bytecode, kept, compiling, *rest, also=also)
 
     out = {}
     for name, cases, target, args, fixed in programs(n):
@@ -63,7 +63,8 @@ def child(n: int, repeat: int) -> None:
         took = {True: [], False: []}
         for _ in range(repeat):
             for on in took:
-                program_runner.measure = counting if on else (lambda *a: ([], True))
+                program_runner.measure = counting if on else (lambda *a, also=None: ([], True, {}))
+                program_ring_steps.variants = steps if on else (lambda *a: {})
                 began = time.perf_counter()
                 program_runner.run_program(blob, sets, name)
                 took[on].append(time.perf_counter() - began)

@@ -322,25 +322,29 @@ def _within_manual(bytecode: bytes) -> set[int]:
     return inside
 
 
-def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baselines: list) -> tuple[list[int], bool]:
+def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baselines: list,
+            also: dict | None = None) -> tuple[list[int], bool, dict]:
     """(the collectives in ``kept`` whose replacement by zeros leaves the answer to every set of ``inputs``
     as it was, ``baselines`` (one per set); whether the answers depend on the program's per-device
     computations, its jax.pmap or jax.shard_map: a pmap that computes nothing the answer needs runs for
-    show). ``run_variants(bytecodes, inputs)`` compiles the variants as one program (each a function of
+    show; the answers of the variants ``also`` of another measurement, keyed as given, compiled with these).
+    ``run_variants(bytecodes, inputs)`` compiles the variants as one program (each a function of
     it) and returns each one's answers, one per set of ``inputs``. A collective the answer needs inside a per-device computation
     says the answer needs that computation too, so the variant without every per-device computation is
     compiled only when none does (a second, smaller compile). A variant whose answer is known to differ
     from ``baseline`` without running it (:func:`_known_to_change`) is not compiled."""
+    also = also or {}
     variants = {k: without(bytecode, replaced) for k, replaced in groups(bytecode, kept).items()}
     variants = {k: v for k, v in variants.items() if v is not None}
     unknown = {k: v for k, v in variants.items() if not _known_to_change(v, baselines)}
-    answers = answers_of(run_variants, unknown, inputs) if unknown else {}
+    answers = answers_of(run_variants, {**unknown, **also}, inputs) if unknown or also else {}
+    others = {k: answers.pop(k) for k in also if k in answers}
     idle = [k for k, got in answers.items() if same_answers(got, baselines)]
     inside = _within_manual(bytecode) if variants else set()
     if any(k not in idle for k in variants if k in inside):
-        return idle, True
+        return idle, True, others
     manual = without(bytecode, [], manual=True)
     if manual is None or _known_to_change(manual, baselines):
-        return idle, True
+        return idle, True, others
     got = answers_of(run_variants, {MANUAL: manual}, inputs)
-    return idle, not (MANUAL in got and same_answers(got[MANUAL], baselines))
+    return idle, not (MANUAL in got and same_answers(got[MANUAL], baselines)), others

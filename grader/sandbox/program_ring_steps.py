@@ -14,7 +14,7 @@ answer with b's result replaced by zeros) with what it adds when every ppermute 
 depend on what the earlier ppermutes brought, b carries the same thing either way, and both differences
 are the same: b starts afresh (``fresh``). On a ring the second is another: b passes on what arrived,
 and what arrived was zeros. That takes one variant of the program per ppermute after the first and one per prefix of
-them (2k - 1 for k ppermutes, compiled together as grader.sandbox.program_ablation compiles its variants); a
+them (2k - 1 for k ppermutes, compiled together with grader.sandbox.program_ablation's own variants); a
 variant that does not run leaves its ppermute unmeasured, which counts as not fresh (the flow decides).
 """
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.sandbox.program_ablation import answers_of, collectives, groups, leaves, same_answer, without
+from grader.sandbox.program_ablation import collectives, groups, leaves, same_answer, without
 from grader.sandbox.program_check import context
 
 PERMUTE = "stablehlo.collective_permute"
@@ -52,22 +52,32 @@ def _difference(a, b) -> list[np.ndarray]:
     return [np.asarray(x, np.float64) - np.asarray(y, np.float64) for x, y in zip(leaves(a), leaves(b))]
 
 
-def fresh(bytecode: bytes, kept: list[int], run_variants, inputs: list, baselines: list) -> list[int]:
-    """The ppermutes among ``kept`` (the program's collectives left in its compiled form and needed by the
-    answer) that send nothing an earlier ppermute brought, measured as the module's docstring says."""
+def variants(bytecode: bytes, kept: list[int]) -> dict:
+    """The variants the measurement runs, for the ppermutes among ``kept`` (the program's collectives left in
+    its compiled form) outside loops, in their order: ("upto", i, p) without the first i + 1 of them (p the
+    last), ("one", i, p) without the i-th alone (after the first); none for fewer than two."""
     permutes = _outside_loops(bytecode, kept)
     if len(permutes) < 2:
-        return []
+        return {}
     merged = groups(bytecode, permutes)
-    variants = {}
+    found = {}
     for i, b in enumerate(permutes):
         if i:
-            variants[("one", b)] = without(bytecode, merged[b])
-        variants[("upto", i + 1)] = without(bytecode, [m for p in permutes[:i + 1] for m in merged[p]])
-    answers = answers_of(run_variants, {k: v for k, v in variants.items() if v is not None}, inputs)
+            found[("one", i, b)] = without(bytecode, merged[b])
+        found[("upto", i, b)] = without(bytecode, [m for p in permutes[:i + 1] for m in merged[p]])
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def fresh(planned: dict, answers: dict, baselines: list, idle) -> list[int]:
+    """The ppermutes (by index) that send nothing an earlier ppermute brought, from ``answers`` to the variants
+    ``planned`` (:func:`variants`; a variant that did not run has none) and the program's own ``baselines``;
+    those measured idle are left out (they add nothing either way)."""
+    upto = {i: answers.get(k) for k in planned if k[0] == "upto" for i in [k[1]]}
     found = []
-    for i, b in enumerate(permutes[1:], start=1):
-        before, both, alone = answers.get(("upto", i)), answers.get(("upto", i + 1)), answers.get(("one", b))
+    for kind, i, b in planned:
+        if kind != "one" or b in idle:
+            continue
+        before, both, alone = upto.get(i - 1), upto.get(i), answers.get((kind, i, b))
         if before is None or both is None or alone is None:
             continue
         if all(same_answer(_difference(u, w), _difference(a0, a))

@@ -209,8 +209,9 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
         return [[answer[i] for answer in answers] for i in range(len(calls))]
 
     kept = surviving(text, held)
-    idle, manual_needed = measure(labelled, kept, run_variants, sets, values)
-    starts = program_ring_steps.fresh(labelled, [i for i in kept if i not in idle], run_variants, sets, values)
+    steps = program_ring_steps.variants(labelled, kept)
+    idle, manual_needed, answers = measure(labelled, kept, run_variants, sets, values, also=steps)
+    starts = program_ring_steps.fresh(steps, answers, values, idle)
     holds = holds_manual_computation(operations)
     return {"values": values, "hlo": mark(mark(text, idle, IDLE_MARK), starts, FRESH_MARK),
             "manual": holds and manual_needed, "holds_manual": holds, "held": shares}
