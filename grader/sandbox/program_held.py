@@ -146,15 +146,18 @@ class _Flow:
         return returned
 
     def _regions(self, op, ins: list[Held], everything: Held, env: dict) -> list[Held]:
-        """Walk the regions of ``op``; what its results hold where they are a loop's carry. A region whose
-        arguments match the operands one to one (a loop's carry) gets what each operand holds, and what the
-        region returns is fed back until nothing new arrives; any other, all of them, whole."""
+        """Walk the regions of ``op``; what its results hold. A region whose arguments match the operands one
+        to one (a loop's carry) gets what each operand holds, and what the region returns is fed back until
+        nothing new arrives; any other gets all of them, whole, and what each returns (a branch's result,
+        made of whatever values in scope it closes over) is merged into the results."""
         carried: list[Held] = []
         for region in op.regions:
             for inner in region.blocks:
                 arguments = list(inner.arguments)
-                if len(arguments) != len(ins):
-                    self.block(inner, {**env, **{a: everything for a in arguments}})
+                if len(arguments) != len(ins):  # a branch (which may use any value in scope), a reducer
+                    returned = self.block(inner, {**env, **{a: everything for a in arguments}})
+                    if len(returned) == len(op.results):
+                        carried = [_merge(c, r, everything) for c, r in zip(carried or [()] * len(returned), returned)]
                     continue
                 sources = list(ins)
                 for _ in range(len(ins) + 1):
@@ -174,6 +177,8 @@ class _Flow:
         no input's share is counted above all of it, unless the argument is larger than all of them together
         (padded): a scalar of one input mixed into a block of another is not hundreds of copies of it."""
         body = op.regions[0].blocks[0]
+        whole_pieces: dict[int, list[float]] = {}  # each argument's share of the input, as if all of it
+        parts: dict[int, float] = {}  # ... and its part of the argument's bytes, shared among what it is made of
         for held, argument in zip(ins, body.arguments):
             whole = sum(self.inputs[i] for i, _ in held)
             if not whole:
@@ -182,8 +187,12 @@ class _Flow:
             bound = max(1.0, size / whole) if len(held) > 1 else float("inf")
             for i, density in held:
                 if self.inputs[i]:
-                    share = min(bound, size * density / self.inputs[i])
-                    self.shares[i] = max(self.shares[i] or 0.0, share)
+                    whole_pieces.setdefault(i, []).append(min(bound, size * density / self.inputs[i]))
+                    parts[i] = parts.get(i, 0.0) + size / whole
+        # an input handed over in several arguments (its pieces, mixed with others or not) adds up, to all of it
+        # at most unless one argument alone holds more (padded)
+        for i, pieces in whole_pieces.items():
+            self.shares[i] = max(self.shares[i] or 0.0, max(*pieces, min(parts[i], max(1.0, *pieces))))
 
 
 def _name(argument, index: int) -> str:

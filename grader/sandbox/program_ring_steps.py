@@ -33,7 +33,8 @@ def _outside_loops(bytecode: bytes, indices: list[int]) -> list[int]:
     from jaxlib.mlir import ir
 
     with context():
-        ops = collectives(ir.Module.parse(bytecode))
+        module = ir.Module.parse(bytecode)  # kept while its operations are read
+        ops = collectives(module)
         found = []
         for i in sorted(indices):
             op = ops.get(i)

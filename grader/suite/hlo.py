@@ -390,11 +390,21 @@ def _dims(shape: str) -> list[int]:
     return [int(d) for d in found.group(2).split(",") if d.strip()] if found else []
 
 
-def _operations(ins: _Instr, shapes: dict[str, str]) -> int:
+def _reducer_operations(ins: _Instr, comps: dict) -> int:
+    """The arithmetic instructions of the reducer a reduction applies at each element (at least one): a
+    reduction of several inputs at once can compute a whole product in its reducer."""
+    reducer = next((comps.get(callee, []) for attr, callee in ins.calls if attr == "to_apply"), [])
+    return max(1, sum(1 for i in reducer if i.opcode not in NOT_WORK))
+
+
+def _operations(ins: _Instr, shapes: dict[str, str], comps: dict) -> int:
     """Arithmetic operations one run of ``ins`` performs: a dot's or a convolution's multiply-adds (two
-    each: a product and a sum), a reduction's inputs, an elementwise instruction's results; any other
-    its largest array."""
+    each: a product and a sum), a reduction's elements times its reducer's arithmetic, an elementwise
+    instruction's results; any other its largest array."""
     out = _elements(ins.shape)
+    if ins.opcode in ("reduce", "reduce-window") and ins.operands:
+        data = ins.operands[:max(1, len(ins.operands) // 2)]  # then as many initial values
+        return max(_elements(shapes.get(op, "")) for op in data) * _reducer_operations(ins, comps)
     operands = [_dims(shapes.get(op, "")) for op in ins.operands[:2]]
     if ins.opcode == "dot" and operands and operands[0]:
         contracting = _CONTRACTING.search(ins.rest)  # none printed (a cuBLAS call without its config): a matmul's
@@ -430,7 +440,7 @@ def operations(text: str) -> int | None:
                 continue
             if runs.get(name) is None:
                 return None
-            total += _operations(ins, shapes) * runs[name]
+            total += _operations(ins, shapes, comps) * runs[name]
     return total
 
 

@@ -114,9 +114,11 @@ def test_dot_uses_one_all_reduce(student, rng, devices):
     assert gathers == 0, (f"distributed_dot gathers whole vectors onto every device ({gathers} all-gather); "
                           "each device only needs its own slices and one psum of the partial dot products")
     reduces = hlo.select(text, "all-reduce", by_student=True)
-    assert reduces, ("distributed_dot runs no all-reduce of its own: the partial dot products were added up on "
-                     "one device (a Python loop over the slices, or jnp.dot of the whole vectors), not by the "
-                     "devices; jax.pmap the local dot and finish with one lax.psum over the axis name")
+    others = hlo.select(text, by_student=True)
+    instead = (f"; it communicates with {' and '.join(sorted({c.op + 's' for c in others}))} instead" if others
+               else ": no collective of its own adds up the devices' partial dot products")
+    assert reduces, (f"distributed_dot runs no all-reduce of its own{instead}. jax.pmap the local dot and finish "
+                     "with one lax.psum over the axis name")
     assert len(reduces) == 1, (f"distributed_dot runs {len(reduces)} all-reduce operations of its own, expected "
                                "exactly 1: take the local dot on each device, then one lax.psum")
     numbers = reduces[0].bytes // 4

@@ -67,6 +67,19 @@ def scaled_blocks(x, y):
     return blocks(x * y[0], y)
 
 
+def in_pieces(x, y):
+    def part(_, *pieces):
+        me = lax.axis_index("i")
+        return lax.psum(jnp.dot(jnp.stack(pieces[:4])[me], jnp.stack(pieces[4:])[me]), "i")
+    xs, ys = x.reshape(4, -1), y.reshape(4, -1)
+    return jax.pmap(part, axis_name="i", in_axes=(0,) + (None,) * 8)(jnp.zeros(4), *xs, *ys)[0]
+
+
+def laundered_through_a_branch(x, y):
+    x, y = lax.cond(lax.iota(jnp.int32, 2)[1] > 0, lambda: (x, y), lambda: (y, x))
+    return whole(jnp.zeros(4), x, y)[0]
+
+
 def stacked_and_laid_out(x, y):
     both = lax.with_sharding_constraint(jnp.stack([x, y], axis=1), jax.sharding.NamedSharding(mesh, P("i", None)))
     return jax.shard_map(lambda v: lax.psum(jnp.dot(v[:, 0], v[:, 1]), "i"), mesh=mesh, in_specs=P("i", None),
@@ -81,7 +94,8 @@ def shares(fn):
 print(json.dumps({{fn.__name__: shares(fn) for fn in (blocks, whole_then_sliced, y_whole_in_a_jit_in_a_loop,
                                                      no_per_device_function, mixed_whole,
                                                      stacked_then_taken_apart_whole, stacked_blocks,
-                                                     scaled_blocks, stacked_and_laid_out)}}))
+                                                     scaled_blocks, stacked_and_laid_out, in_pieces,
+                                                     laundered_through_a_branch)}}))
 """
 
 
@@ -96,14 +110,22 @@ def test_each_input_is_followed_to_what_a_device_receives():
 def test_inputs_mixed_into_one_value_are_each_received_whole():
     """x mixed with y into x's bytes (arithmetic by 0, a select that never picks y) still carries all of x and
     all of y, and so does each half of their stack taken apart again; stacked and split in blocks they are
-    not (laid out by a sharding constraint or not), nor are x's blocks scaled by an element of y (each device's
-    block may carry a block's bytes of y)."""
+    not (laid out by a sharding constraint or not); x's blocks scaled by an element of y add, beside y's own
+    block, their part of y: half a block's bytes each (within 1.5 times a block)."""
     found = run_json(RUN)
     assert found["mixed_whole"] == [["x", 1.0], ["y", 1.0]]
     assert found["stacked_then_taken_apart_whole"] == [["x", 1.0], ["y", 1.0]]
     assert found["stacked_blocks"] == [["x", 0.25], ["y", 0.25]]
     assert found["stacked_and_laid_out"] == [["x", 0.25], ["y", 0.25]]  # a layout asked for moves no element
-    assert found["scaled_blocks"] == [["x", 0.25], ["y", 0.25]]
+
+
+def test_an_input_handed_over_in_pieces_or_through_a_branch_is_received_whole():
+    """Each device handed all the blocks of x and y as separate arguments receives them whole, as it does
+    when x and y come out of a lax.cond whose branches close over them (its operand, the predicate, holds none)."""
+    found = run_json(RUN)
+    assert found["in_pieces"] == [["x", 1.0], ["y", 1.0]]
+    assert found["laundered_through_a_branch"] == [["x", 1.0], ["y", 1.0]]
+    assert found["scaled_blocks"] == [["x", 0.25], ["y", 0.375]]
 
 
 DEEP = """

@@ -171,6 +171,20 @@ def test_operations_add_up_every_instruction_so_a_computation_in_pieces_counts_w
     assert hlo.operations(one) == hlo.operations(halves) == 2 * 8 * 2 * 4  # 64 multiply-adds either way
 
 
+def test_a_reduction_counts_its_reducers_arithmetic_at_every_element():
+    """A reduction of two inputs at once whose reducer multiplies and adds computes a dot product: counted as
+    its elements times the reducer's arithmetic, not as its largest input once."""
+    text = ("HloModule m\n\n%red (a: f32[], b: f32[], c: f32[], d: f32[]) -> (f32[], f32[]) {\n"
+            "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n  %c = f32[] parameter(2)\n"
+            "  %d = f32[] parameter(3)\n  %p = f32[] multiply(f32[] %c, f32[] %d)\n"
+            "  %s = f32[] add(f32[] %a, f32[] %p)\n  ROOT %t = (f32[], f32[]) tuple(f32[] %s, f32[] %b)\n}\n\n"
+            "ENTRY %main (x: f32[16], y: f32[16]) -> (f32[], f32[]) {\n"
+            "  %x = f32[16]{0} parameter(0)\n  %y = f32[16]{0} parameter(1)\n  %z = f32[] constant(0)\n"
+            "  ROOT %r = (f32[], f32[]) reduce(f32[16]{0} %x, f32[16]{0} %y, f32[] %z, f32[] %z), dimensions={0}, "
+            "to_apply=%red\n}\n")
+    assert hlo.operations(text) == 16 * 2  # a product and a sum at each of 16 elements
+
+
 def test_the_partitioners_groups_read_in_their_iota_and_mesh_axes_forms():
     gather, reduce = hlo.collectives(program("jit_contraction"))
     assert "replica_groups=[2,2]<=[2,2]T(1,0)" in program("jit_contraction")
