@@ -4,9 +4,10 @@ A ring passes on, at each step after the first, what arrived at the step before 
 device's own part added); direct sends each carry the device's own block. The compiled program's data
 flow tells them apart (grader.suite.rings) until the program makes a step's operand depend on the step
 before in a way that is worth nothing: ``x + (prev - prev)``, ``x + 0 * prev``, and every other form of
-zero nobody lists. So the clean worker measures the dependence, for the program's ppermutes that are not
-idle and not inside a loop (a loop's one ppermute passes its carry on; it needs no measure), in the order
-the program holds them.
+zero nobody lists. So the clean worker measures the dependence, for the program's ppermutes, in the order the program
+holds them; one inside a loop is replaced at every step of it (a loop whose steps pick among direct sends
+with lax.switch or jnp.where is measured like their unrolled form; a loop's one ppermute alone is never
+measured: fewer than two).
 
 For ppermute b, compare what it adds to the answer when nothing is changed (the answer, against the
 answer with b's result replaced by zeros) with what it adds when every ppermute before it carried zeros
@@ -28,25 +29,14 @@ from grader.sandbox.program_check import context
 PERMUTE = "stablehlo.collective_permute"
 
 
-def _outside_loops(bytecode: bytes, indices: list[int]) -> list[int]:
-    """Those of ``indices`` that are ppermutes not inside a loop's body, in their order."""
+def _permutes(bytecode: bytes, indices: list[int]) -> list[int]:
+    """Those of ``indices`` that are ppermutes, in their order."""
     from jaxlib.mlir import ir
 
     with context():
         module = ir.Module.parse(bytecode)  # kept while its operations are read
         ops = collectives(module)
-        found = []
-        for i in sorted(indices):
-            op = ops.get(i)
-            if op is None or op.name != PERMUTE:
-                continue
-            parent, looped = op.parent, False
-            while parent is not None and parent.name != "builtin.module":
-                looped = looped or parent.name == "stablehlo.while"
-                parent = parent.parent
-            if not looped:
-                found.append(i)
-        return found
+        return [i for i in sorted(indices) if i in ops and ops[i].name == PERMUTE]
 
 
 def _difference(a, b) -> list[np.ndarray]:
@@ -55,9 +45,9 @@ def _difference(a, b) -> list[np.ndarray]:
 
 def variants(bytecode: bytes, kept: list[int]) -> dict:
     """The variants the measurement runs, for the ppermutes among ``kept`` (the program's collectives left in
-    its compiled form) outside loops, in their order: ("upto", i, p) without the first i + 1 of them (p the
+    its compiled form), in their order: ("upto", i, p) without the first i + 1 of them (p the
     last), ("one", i, p) without the i-th alone (after the first); none for fewer than two."""
-    permutes = _outside_loops(bytecode, kept)
+    permutes = _permutes(bytecode, kept)
     if len(permutes) < 2:
         return {}
     merged = groups(bytecode, permutes)

@@ -464,6 +464,23 @@ def ring_allreduce(x, axis_name):
         total = total + arrived
     return total
 ''',
+    # ... and the same sends inside one loop, every step running all of them and picking its own with jnp.where,
+    # each reading the block that arrived times zero: the loop's ppermutes are measured like their unrolled form.
+    "ring_direct_sends_in_a_loop": (ROOT / "solutions" / EXERCISE / "ring.py").read_text() + '''
+
+def ring_allreduce(x, axis_name):
+    n = lax.axis_size(axis_name)
+
+    def step(carry):
+        s, total, passing = carry
+        sent = [ring_shift(x + 0 * passing, axis_name, shift=k) for k in range(1, n)]
+        got = sent[0]
+        for k in range(2, n):
+            got = jnp.where(s == k - 1, sent[k - 1], got)
+        return s + 1, total + got, got
+
+    return lax.while_loop(lambda c: c[0] < n - 1, step, (0, x, x))[1]
+''',
     "ring_optimal_long_chunks": (ROOT / "solutions" / EXERCISE / "ring.py").read_text().replace(
         "chunk = -(-size // n)", "chunk = size // n + 1"),
     # Exercise 8. x @ w whole on every device, and n - 1 ppermutes of x's blocks whose results are multiplied away.
@@ -712,6 +729,7 @@ TASKS = {
     "mesh_replicated": ([2], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": NO_SHARD_MAP}),
     "ring_direct_sends": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": "are not a ring"}),
     "ring_direct_sends_disguised": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": "are not a ring"}),
+    "ring_direct_sends_in_a_loop": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": "are not a ring"}),
     "ring_optimal_long_chunks": ([4], "ring_optimal", {"test_optimal_sends_2_n_minus_1_chunks": "each device sends "
                                                                                                   "6024 bytes"}),
     "collective_matmul_replicated": ([4], "exercise8/collective_matmul", {
