@@ -61,6 +61,26 @@ from release_helpers import EXERCISE, checked, copy_course, release, run_autogra
 
 SUITES = ROOT / "tests" / EXERCISE
 
+# The whole vectors handed to every device's pmap, each slicing its part (two hostiles below start from it).
+WHOLE_SLICED = '''
+        import jax
+        import jax.numpy as jnp
+        from jax import lax
+
+
+        def distributed_dot(x, y):
+            n = jax.device_count()
+            x, y = (jnp.pad(v, (0, -v.shape[0] % n)) for v in (x, y))
+            per = x.shape[0] // n
+
+            def part(_, x, y):
+                start = lax.axis_index("i") * per
+                return lax.psum(jnp.dot(lax.dynamic_slice_in_dim(x, start, per), lax.dynamic_slice_in_dim(y, start, per)),
+                                "i")
+
+            return jax.pmap(part, axis_name="i", in_axes=(0, None, None))(jnp.zeros(n), x, y)[0]
+        '''
+
 # Values seen once in the student's process, kept; a program that returns them as a constant next to
 # a psum of (slice - slice), which no reading of HLO calls idle, each device's work only its slices.
 # Only values on inputs the process never saw tell it from a distributed dot.
@@ -226,46 +246,12 @@ jax.export.export = _for_three_numbers
         "jnp.dot(x, y) + token", "token"),
     # The whole vectors handed to every device (in_axes=None), each slicing its part by axis_index: the arithmetic,
     # the psum and its bytes of the reference, and no vector split (grader.sandbox.program_held).
-    "dot_whole_vectors_sliced": '''
-        import jax
-        import jax.numpy as jnp
-        from jax import lax
-
-
-        def distributed_dot(x, y):
-            n = jax.device_count()
-            x, y = (jnp.pad(v, (0, -v.shape[0] % n)) for v in (x, y))
-            per = x.shape[0] // n
-
-            def part(_, x, y):
-                start = lax.axis_index("i") * per
-                return lax.psum(jnp.dot(lax.dynamic_slice_in_dim(x, start, per), lax.dynamic_slice_in_dim(y, start, per)),
-                                "i")
-
-            return jax.pmap(part, axis_name="i", in_axes=(0, None, None))(jnp.zeros(n), x, y)[0]
-        ''',
+    "dot_whole_vectors_sliced": WHOLE_SLICED,
     # ... and the same with each vector mixed with the other by operations that compute nothing (a select that
     # never picks the other), so that a count of each input's bytes a value comes from sees half of each: each
     # value still carries all of both (grader.sandbox.program_held: what a value may hold of each input).
-    "dot_mixed_whole": '''
-        import jax
-        import jax.numpy as jnp
-        from jax import lax
-
-
-        def distributed_dot(x, y):
-            n = jax.device_count()
-            x, y = (jnp.pad(v, (0, -v.shape[0] % n)) for v in (x, y))
-            per = x.shape[0] // n
-
-            def part(_, x, y):
-                start = lax.axis_index("i") * per
-                return lax.psum(jnp.dot(lax.dynamic_slice_in_dim(x, start, per), lax.dynamic_slice_in_dim(y, start, per)),
-                                "i")
-
-            mixed = jax.pmap(part, axis_name="i", in_axes=(0, None, None))
-            return mixed(jnp.zeros(n), jnp.where(x != x, y, x), jnp.where(y != y, x, y))[0]
-        ''',
+    "dot_mixed_whole": WHOLE_SLICED.replace("(jnp.zeros(n), x, y)",
+                                           "(jnp.zeros(n), jnp.where(x != x, y, x), jnp.where(y != y, x, y))"),
     # ... and the whole dot product on every device, one slice at a time, each slice's dot its own small
     # instruction, then the psum the answer needs adds up those per-slice dots (each device holds them all).
     "dot_whole_in_chunks": '''
