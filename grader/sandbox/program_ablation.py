@@ -16,8 +16,9 @@ the collective the instruction kept, so that the pair is measured as the one ins
 program runs. Only collectives left in the compiled program are measured: those are the ones a
 structural rule can count. A variant that fails to compile or run counts the collective as needed.
 The same measurement says whether the answer needs the program's per-device computations at all
-(all of them replaced by zeros at once): a jax.pmap that does nothing beside a computation that does
-everything holds no per-device computation that counts; a collective inside one that the answer needs
+(all of them replaced by zeros at once, and, where that changes the answer, by the identity): a jax.pmap
+that does nothing beside a computation that does everything, or that only passes on what was computed
+around it, holds no per-device computation that counts; a collective inside one that the answer needs
 already says so, and then that variant is not compiled. The variants of a program are compiled as one
 program, each a function of it: one compile per program, whatever the number of collectives (a second
 one only for a program none of whose needed collectives runs in a per-device computation).
@@ -139,6 +140,26 @@ def without(bytecode: bytes, indices: list[int], manual: bool = False) -> bytes 
                 return None
             for result, zero in zip(op.results, zeros):
                 result.replace_all_uses_with(zero)
+            op.erase()
+        return mlir.module_to_bytecode(module)
+
+
+def as_identity(bytecode: bytes) -> bytes | None:
+    """The program with each of its per-device computations replaced by the identity (its results by its
+    operands), as bytecode; None where one's results are not of its operands' types."""
+    from jax._src.interpreters import mlir
+
+    with context():
+        from jaxlib.mlir import ir
+
+        module = ir.Module.parse(bytecode)
+        ops = _manual_computations(module)
+        if not ops or any(len(op.operands) != len(op.results) or
+                          any(str(a.type) != str(r.type) for a, r in zip(op.operands, op.results)) for op in ops):
+            return None
+        for op in ops:
+            for result, operand in zip(op.results, op.operands):
+                result.replace_all_uses_with(operand)
             op.erase()
         return mlir.module_to_bytecode(module)
 
@@ -332,7 +353,8 @@ def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baseli
     ``run_variants(bytecodes, inputs)`` compiles the variants as one program (each a function of
     it) and returns each one's answers, one per set of ``inputs``. A collective the answer needs inside a per-device computation
     says the answer needs that computation too, so the variant without every per-device computation is
-    compiled only when none does (a second, smaller compile). A variant whose answer is known to differ
+    compiled only when none does (a second, smaller compile; then, where zeros changed the answer, a third with
+    each per-device computation replaced by the identity: one that only passes on what was computed around it counts as not needed). A variant whose answer is known to differ
     from ``baseline`` without running it (:func:`_known_to_change`) is not compiled."""
     also = also or {}
     variants = {k: without(bytecode, replaced) for k, replaced in groups(bytecode, kept).items()}
@@ -345,7 +367,11 @@ def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baseli
     if any(k not in idle for k in variants if k in inside):
         return idle, True, others
     manual = without(bytecode, [], manual=True)
-    if manual is None or _known_to_change(manual, baselines):
-        return idle, True, others
-    got = answers_of(run_variants, {MANUAL: manual}, inputs)
+    if manual is not None and not _known_to_change(manual, baselines):
+        got = answers_of(run_variants, {MANUAL: manual}, inputs)
+        if MANUAL in got and same_answers(got[MANUAL], baselines):
+            return idle, False, others
+    # needed, but perhaps only as a pass-through: the work done around it, on inputs the partitioner splits
+    identity = as_identity(bytecode)
+    got = answers_of(run_variants, {MANUAL: identity}, inputs) if identity is not None else {}
     return idle, not (MANUAL in got and same_answers(got[MANUAL], baselines)), others

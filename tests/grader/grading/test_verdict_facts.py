@@ -350,6 +350,34 @@ jax.export.export = _for_three_numbers
             return _spread(jnp.matmul(X, Y) + jax.pmap(lambda a, b: (a - a) @ b)(X, Y))
         ''',
     # The statistics of the whole array on every device, and a psum of (row - row) added for show.
+    # The arithmetic written outside any pmap, on inputs laid out in rows (XLA's partitioner splits it), then a
+    # pmap that only passes the result on: zeroing the pmap's output changes the answer, the identity in its place
+    # does not (grader.sandbox.program_ablation). At 4 devices: the 2-device worker also runs a module that patches JAX.
+    "basics_pass_through_pmap": '''
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+        _through = jax.pmap(lambda a: a)
+
+
+        def _rows(a):
+            return jax.device_put(jnp.asarray(a), NamedSharding(Mesh(np.array(jax.devices()), ("rows",)), P("rows")))
+
+
+        def square_plus_one(x):
+            return _through(_rows(x) ** 2 + 1)
+
+
+        def per_device_sum(x):
+            x = _rows(x)
+            return _through(jnp.sum(x.reshape(x.shape[0], -1), axis=1))
+
+
+        def per_device_matmul(X, Y):
+            return _through(jnp.matmul(_rows(X), _rows(Y)))
+        ''',
     "collectives_replicated": '''
         import jax
         import jax.numpy as jnp
@@ -709,6 +737,8 @@ TASKS = {
                                                                               "jax.pmap"}),
     "basics_idle_pmap": ([2], "basics", {"test_each_function_runs_a_pmap": "square_plus_one: its program has no "
                                                                           "jax.pmap"}),
+    "basics_pass_through_pmap": ([4], "basics", {"test_each_function_runs_a_pmap": "square_plus_one: its program has "
+                                                                                  "no jax.pmap"}),
     "collectives_replicated": ([2], "collectives", {"test_communicates_with_all_reduce": NO_PMAP}),
     "collectives_psum_gathers": ([2], "collectives", {"test_communicates_with_all_reduce": "the whole"}),
     "train_replicated": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": NO_PMAP}),
