@@ -63,7 +63,7 @@ def fresh(planned: dict, answers: dict, baselines: list, idle) -> list[int]:
     """The ppermutes (by index) that send nothing an earlier ppermute brought, from ``answers`` to the variants
     ``planned`` (:func:`variants`; a variant that did not run has none) and the program's own ``baselines``;
     those measured idle are left out (they add nothing either way)."""
-    upto = {i: answers.get(k) for k in planned if k[0] == "upto" for i in [k[1]]}
+    upto = {k[1]: answers.get(k) for k in planned if k[0] == "upto"}
     found = []
     for kind, i, b in planned:
         if kind != "one" or b in idle:

@@ -119,7 +119,9 @@ def _rank(shape: str) -> int:
     return len([d for d in found.group(1).split(",") if d.strip()]) if found else 0
 
 
-def _total(found: list[Step], bytes_: bool) -> int | None:
+def total(found: list[Step], bytes_: bool) -> int | None:
+    """How many times (or, with ``bytes_``, how many bytes) one device runs ``found`` over a run; None for a loop
+    of unknown length."""
     if any(s.times is None for s in found):
         return None
     return sum((s.bytes if bytes_ else 1) * s.times for s in found)
@@ -245,12 +247,12 @@ def difference(student: list[Step], reference: list[Step], mesh: tuple | None = 
                 return said
     for op, mine, theirs in placed:  # 4. how many times
         for place, found in mine.items():
-            times, want = _total(found, False), _total(theirs[place], False)
+            times, want = total(found, False), total(theirs[place], False)
             if times is not None and want is not None and times != want:
                 return f"your program runs {plural(times, op)}{where.over(found[0])}; the reference's runs {want}"
     for op, mine, theirs in placed:  # 5. more bytes per device
         for place, found in mine.items():
-            sent, want = _total(found, True), _total(theirs[place], True)
+            sent, want = total(found, True), total(theirs[place], True)
             if sent is not None and want is not None and sent > want:
                 return f"your {op}s{where.over(found[0])} move {sent} bytes per device; the reference's move {want}"
     for op, mine, theirs in placed:  # 6. the same collectives, combining what they carry otherwise

@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.layout import plural
+from grader.suite.feedback import ranges
 
 PATTERNS = ("n_times", "1/n", "padding", "factor", "missing_part", "extra_part", "shifted", "disagree", "epsilon")
 
@@ -126,16 +127,11 @@ def _runs(wrong: np.ndarray, matches: np.ndarray) -> list[tuple[int, int, int | 
     return runs
 
 
-def _span(first: int, last: int) -> str:
-    return str(first) if first == last else f"{first}-{last}"
-
-
 def _entries(runs: list[tuple[int, int]]) -> str:
-    """``entry 5 holds``, ``entries 4-7 hold``, ``entries 0-3, 9 and 2 more hold``: the subject and its verb."""
-    spans = [_span(a, b) for a, b in runs[:2]] + ([f"{len(runs) - 2} more"] if len(runs) > 2 else [])
+    """``entry 5 holds``, ``entries 4-7 hold``, ``entries 0-3, 9 hold``: the subject and its verb."""
     if len(runs) == 1 and runs[0][0] == runs[0][1]:
-        return f"entry {spans[0]} holds"
-    return f"entries {' and '.join(spans) if len(spans) < 3 else f'{spans[0]}, {spans[1]} and {spans[2]}'} hold"
+        return f"entry {runs[0][0]} holds"
+    return f"entries {ranges([i for a, b in runs for i in range(a, b + 1)])} hold"
 
 
 def misplaced(got, expected, rtol: float = 1e-4, atol: float = 1e-5) -> str | None:

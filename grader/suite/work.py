@@ -79,13 +79,6 @@ def whole_on_every_device(program, what: str, devices: int) -> str | None:
             "computing its share: that is another design, not a detail to fix")
 
 
-def _moved(steps) -> int | None:
-    """Bytes one device puts into ``steps`` (grader.suite.structure.Step) over a run; None for a loop of unknown length."""
-    if any(s.times is None for s in steps):
-        return None
-    return sum(s.bytes * s.times for s in steps)
-
-
 def expect_no_whole_input_moved(program, what: str, devices: int, whole_bytes: int, of: str, share: str,
                                 where: str = "") -> None:
     """AssertionError where one device puts into its collectives as many bytes as the whole of ``of`` (every
@@ -95,7 +88,8 @@ def expect_no_whole_input_moved(program, what: str, devices: int, whole_bytes: i
     a task whose statement keeps the data split avoids. On one device a device's part is the whole input."""
     if devices < 2:
         return
-    moved, reference = _moved(structure.steps(program.hlo)), _moved(program.reference_collectives())
+    moved = structure.total(structure.steps(program.hlo), True)
+    reference = structure.total(program.reference_collectives(), True)
     if moved is None or reference is None or moved < whole_bytes or moved <= SLACK * reference:
         return
     where = where or f"on {plural(devices, 'device')}"
