@@ -28,6 +28,8 @@ devices. The grader runs on 1, 2, 4 and 8, and also on a ring of some of the mac
    it at the step before (a shift of 1); sending its own block k places along at step k
    (``shift=k``) gives the same sum but is not a ring (on real links the k-th send crosses k of
    them), and the grader, which follows the data from one ppermute to the next, tells it apart.
+   Every step sends to the same neighbour: recursive doubling (partners 1, 2, 4 places away) is
+   another all-reduce, not this one, and the grader reads each ppermute's pairs.
    No psum, pmean or all_gather:
    the grader reads the compiled program and finds them. It counts only the ppermutes your answer
    depends on, and those must send at least 2(n - 1)/n of the block per device (what any ring
@@ -44,8 +46,9 @@ devices. The grader runs on 1, 2, 4 and 8, and also on a ring of some of the mac
    instead of (n - 1)x. The grader checks the bytes your ppermutes send (read from the compiled
    program, loops included, counting only those your answer depends on) are at most
    2(n - 1) * ceil(size / n) and at least 2(n - 1) * (size // n) elements, on a size the device
-   count divides (1000) and one it does not (1001).
-   Like ring_allreduce, it keeps x's dtype.
+   count divides (1000) and one it does not (1001). Like ring_allreduce, it keeps x's dtype and is
+   a ring: every step shifts by the same 1 (or -1), passing on what arrived; recursive halving and
+   doubling sends as few bytes but is another algorithm.
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """

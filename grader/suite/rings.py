@@ -6,9 +6,16 @@ with the device's own part added): n - 1 steps of one hop each. The same number 
 size can do something else: each device sending its *own* block 1, 2, ... n - 1 places along (direct
 sends, k hops for the k-th on a real ring of links), which ``count`` and ``bytes_moved`` cannot tell
 from a ring. The data flow of the compiled program can: :func:`starts` counts the ppermutes that send
-nothing an earlier ppermute brought, and :func:`expect_ring` fails a program with more than a ring's. A ring has one (none for one in a loop, which passes its carry on
-from step to step), a ring that runs both ways at once two, one per direction; direct sends have one
-per step.
+nothing an earlier ppermute brought, and :func:`expect_ring` fails a program with more than a ring's. A
+ring has one (none for one in a loop, which passes its carry on from step to step), a ring that runs
+both ways at once two, one per direction; direct sends have one per step.
+A ring also sends every step along the same route: each device to the same neighbour (or, in a ring that
+runs both ways at once, to the other one). :func:`routes` reads each ppermute's (source, target) pairs,
+and :func:`expect_ring` fails a program whose ppermutes take a route that is neither the first one's nor
+its reverse: recursive doubling (partners 1, 2, 4 apart), recursive halving (partners swapped in pairs),
+hops that grow.
+Pairs are devices as the compiled program numbers them, so a ring along one axis of a mesh is one route
+like any other.
 
 Read from the compiled HLO the clean worker returns, over the program's own ppermutes that the answer
 needs (grader.suite.hlo.select): a ppermute reads what another one brought if one of its operands is
@@ -104,14 +111,45 @@ def starts(text: str) -> list[tuple[tuple[int, int], ...] | None]:
     return found
 
 
+def routes(text: str) -> list[frozenset[tuple[int, int]] | None]:
+    """The (source, target) pairs of each of the program's own ppermutes the answer needs (None where the pairs
+    cannot be read)."""
+    return [frozenset(tuple(pair) for pair in c.groups) if c.groups else None
+            for c in hlo.select(text, PERMUTE, by_student=True)]
+
+
+def _other_route(taken: list) -> tuple[int, int | None, int | None] | None:
+    """Where one of the routes ``taken`` is neither the first nor its reverse: a device, where the first route
+    sends it and where the other one does (None: nowhere). None if there is no such route, or a route cannot
+    be read (never a guess)."""
+    if not taken or None in taken:
+        return None
+    first = dict(taken[0])
+    back = frozenset((t, s) for s, t in taken[0])
+    for route in taken[1:]:
+        if route not in (taken[0], back):
+            there = dict(route)
+            device = next(d for d in sorted(first.keys() | there.keys()) if first.get(d) != there.get(d))
+            return device, first.get(device), there.get(device)
+    return None
+
+
 def expect_ring(text: str, what: str, sent: str, where: str) -> None:
     """AssertionError unless the program's ppermutes form a ring: at most one per direction starts from the
-    devices' own data (:func:`starts`: one start, or two whose pairs run opposite ways, a ring both ways at once).
-    The message says how many send the device's own ``sent`` (a block, a chunk) rather than what arrived."""
+    devices' own data (:func:`starts`: one start, or two whose pairs run opposite ways, a ring both ways at
+    once), and all take the first one's route or its reverse (:func:`routes`). The message says how many
+    send the device's own ``sent`` (a block, a chunk) rather than what arrived, or where a device sends in
+    two routes."""
     begun = starts(text)
-    if len(begun) <= 1 or (len(begun) == 2 and None not in begun
-                           and {(t, s) for s, t in begun[0]} == set(begun[1])):
-        return
-    raise AssertionError(f"{what}'s ppermutes are not a ring {where}: {len(begun)} of them send the device's own "
-                         f"{sent}, not the one the step before brought. A ring passes on the {sent} that arrived "
-                         "(adding its own part where it sums), one hop per step")
+    if len(begun) > 1 and not (len(begun) == 2 and None not in begun
+                               and {(t, s) for s, t in begun[0]} == set(begun[1])):
+        raise AssertionError(f"{what}'s ppermutes are not a ring {where}: {len(begun)} of them send the device's own "
+                             f"{sent}, not the one the step before brought. A ring passes on the {sent} that arrived "
+                             "(adding its own part where it sums), one hop per step")
+    other = _other_route(routes(text))
+    if other is not None:
+        device, first, then = ("nowhere" if d is None else f"device {d}" for d in other)
+        raise AssertionError(f"{what}'s ppermutes are not a ring {where}: {device} sends to {first} in one "
+                             f"step and to {then} in another. A ring sends every step along the same ring, each "
+                             "device to its neighbour ((i + 1) % n; a ring that runs both ways at once also the "
+                             "other way), and passes on what arrived: a sum grows as it travels, it does not jump")

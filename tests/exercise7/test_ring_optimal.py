@@ -4,7 +4,9 @@ The sum must equal psum, and the bytes each device sends through the ppermutes t
 on, read from the compiled program with loop trip counts, must stay within 2(n - 1) chunks of
 ceil(size / n) elements and reach 2(n - 1) chunks of size // n, on a size no device count divides
 and one they all divide. The visible test runs one block at 4 devices; the hidden ones (course.yaml)
-run int32 blocks of another shape at 4 and 8 devices, and count the bytes.
+run int32 blocks of another shape at 4 and 8 devices, and count the bytes. The ppermutes must also be
+a ring (grader.suite.rings): one route and its reverse, each step passing on what arrived, so recursive
+halving and doubling, which send as few bytes, are not the ring the task teaches.
 """
 
 import math
@@ -12,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from grader.suite import expect_close, expect_shape, feedback, hlo
+from grader.suite import expect_close, expect_shape, feedback, hlo, rings
 from grader.suite.differences import Probe
 from grader.suite.jax_errors import PERM_OFF_THE_RING
 
@@ -96,3 +98,4 @@ def test_optimal_sends_2_n_minus_1_chunks(student, rng, devices, size):
                              f"{sent} bytes per device; the reduce-scatter + all-gather ring sends 2(n - 1) chunks of "
                              f"at least size // n = {size // devices} elements, {least} bytes: the chunks that arrive "
                              "must be what you add up and pass on")
+    rings.expect_ring(text, "ring_allreduce_optimal", "chunk", f"on {devices} devices")

@@ -56,6 +56,12 @@ RIGHT = {
         "ring", ("n = lax.axis_size(axis_name)\n\n    def step", "n = lax.psum(1, axis_name)\n\n    def step"),
         (LOOP, "total = passing = x\n    for _ in range(n - 1):\n        passing = ring_shift(passing, axis_name)\n"
                "        total = total + passing\n    return total"))}),
+    # Half the blocks travel one way and half the other: two routes, each the other's reverse, two starts.
+    "a ring that runs both ways at once": Right({"ring": mutate(
+        "ring", (LOOP, "total = right = left = x\n    for _ in range(n // 2):\n"
+                       "        right = ring_shift(right, axis_name)\n        total = total + right\n"
+                       "    for _ in range((n - 1) // 2):\n        left = ring_shift(left, axis_name, shift=-1)\n"
+                       "        total = total + left\n    return total"))}),
 }
 
 

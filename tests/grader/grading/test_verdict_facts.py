@@ -38,7 +38,10 @@ wants a structural point without the algorithm, each in one way a rule of the en
 * a ring of direct sends (both exercises): n - 1 ppermutes of one block each, every one needed, each sending the
   device's own block k places along instead of passing on what arrived (grader.suite.rings), also where each
   send's operand reads the one before in a way worth nothing (``x + (arrived - arrived)``, ``x + 0 * sent``): the
-  clean worker measures that it carries the same whatever arrived (grader.sandbox.program_ring_steps).
+  clean worker measures that it carries the same whatever arrived (grader.sandbox.program_ring_steps);
+* an all-reduce or all-gather by recursive doubling, and exercise 7's optimal ring by recursive halving and
+  doubling: each step passes on what arrived, in as many bytes as a ring or fewer, but to a partner 1, 2, 4
+  places away: the ppermutes take more routes than a ring's one and its reverse (grader.suite.rings).
 
 They are graded by the exercises' own structural tests (their test functions cut out of the suites,
 the module names changed), and by two tests of this file's own in which the student's process sees
@@ -495,6 +498,37 @@ def ring_allreduce(x, axis_name):
 
     return lax.while_loop(lambda c: c[0] < n - 1, step, (0, x, x))[1]
 ''',
+    # Recursive doubling: log2(n) steps, each adding what the partner 1, 2, 4 places along has summed so far.
+    "ring_recursive_doubling": (ROOT / "solutions" / EXERCISE / "ring.py").read_text() + '''
+
+def ring_allreduce(x, axis_name):
+    n, total, step = lax.axis_size(axis_name), x, 1
+    while step < n:
+        total = total + lax.ppermute(total, axis_name, perm=[(i, (i + step) % n) for i in range(n)])
+        step *= 2
+    return total
+''',
+    # The optimal ring's bytes by recursive halving (reduce-scatter with the partner me ^ d) and doubling (gather back).
+    "ring_optimal_halving": (ROOT / "solutions" / EXERCISE / "ring.py").read_text() + '''
+
+def ring_allreduce_optimal(x, axis_name):
+    n, me, size = lax.axis_size(axis_name), lax.axis_index(axis_name), x.size
+    chunk = -(-size // n)
+    buf, lo, width, d = jnp.pad(x.reshape(-1), (0, n * chunk - size)), 0, n * chunk, n // 2
+    while d >= 1:
+        half, upper = width // 2, (me & d) != 0
+        keep, send = jnp.where(upper, lo + half, lo), jnp.where(upper, lo, lo + half)
+        got = lax.ppermute(lax.dynamic_slice(buf, (send,), (half,)), axis_name, [(i, i ^ d) for i in range(n)])
+        buf = lax.dynamic_update_slice(buf, lax.dynamic_slice(buf, (keep,), (half,)) + got, (keep,))
+        lo, width, d = keep, half, d // 2
+    d = 1
+    while d < n:
+        got = lax.ppermute(lax.dynamic_slice(buf, (lo,), (width,)), axis_name, [(i, i ^ d) for i in range(n)])
+        other = jnp.where((me & d) != 0, lo - width, lo + width)
+        buf = lax.dynamic_update_slice(buf, got, (other,))
+        lo, width, d = jnp.minimum(lo, other), width * 2, d * 2
+    return buf[:size].reshape(x.shape)
+''',
     "ring_optimal_long_chunks": (ROOT / "solutions" / EXERCISE / "ring.py").read_text().replace(
         "chunk = -(-size // n)", "chunk = size // n + 1"),
     # Exercise 8. x @ w whole on every device, and n - 1 ppermutes of x's blocks whose results are multiplied away.
@@ -587,6 +621,21 @@ def ring_all_gather(block, axis_name):
     for k in range(1, n):
         sent = lax.ppermute(block, axis_name, perm=[(i, (i + k) % n) for i in range(n)])
         gathered = gathered.at[(me - k) % n].set(sent)
+    return gathered.reshape(n * block.shape[0], *block.shape[1:])
+''',
+    # Exercise 8's all-gather by recursive doubling: at step d each device swaps the d blocks it has with device me ^ d,
+    # one ppermute per block: n - 1 ppermutes of one block each, as a ring's, to partners 1, 2, 4 places away.
+    "rings_recursive_doubling": (ROOT / "solutions" / "exercise8" / "rings.py").read_text() + '''
+
+def ring_all_gather(block, axis_name):
+    n, me = lax.axis_size(axis_name), lax.axis_index(axis_name)
+    gathered, d = jnp.zeros((n, *block.shape), block.dtype).at[me].set(block), 1
+    while d < n:
+        lo = (me // d) * d
+        for k in range(d):
+            got = lax.ppermute(gathered[lo + k], axis_name, [(i, i ^ d) for i in range(n)])
+            gathered = gathered.at[(lo ^ d) + k].set(got)
+        d *= 2
     return gathered.reshape(n * block.shape[0], *block.shape[1:])
 ''',
     "collective_matmul_direct_sends": (ROOT / "solutions" / "exercise8" / "collective_matmul.py").read_text() + '''
@@ -711,6 +760,8 @@ NEVER_SAW = "a second set of inputs drawn by the grader that your code never saw
 MORE_WORK = "times the reference's"  # one device's arithmetic against one device's of the reference program
 HELD = "hand each device only its block of"  # a device's pmap or shard_map handed whole inputs
 WHOLE_WORK = "times the reference's (about the whole computation's work, done on every device)"
+OWN_BLOCK = "of them send the device's own"  # direct sends: more ppermutes than a ring's start afresh
+OTHER_ROUTE = "in one step and to device"  # a partner other than the ring's neighbour
 NO_PMAP, NO_SHARD_MAP = (f"its program has no {tool} that its answer depends on" for tool in ("jax.pmap", "jax.shard_map"))
 # module: (device counts, its suite: an exercise 7 task's or one of OWN_SUITES, {structural test: what it says})
 TASKS = {
@@ -743,9 +794,11 @@ TASKS = {
     "collectives_psum_gathers": ([2], "collectives", {"test_communicates_with_all_reduce": "the whole"}),
     "train_replicated": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": NO_PMAP}),
     "mesh_replicated": ([2], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": NO_SHARD_MAP}),
-    "ring_direct_sends": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": "are not a ring"}),
-    "ring_direct_sends_disguised": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": "are not a ring"}),
-    "ring_direct_sends_in_a_loop": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": "are not a ring"}),
+    "ring_direct_sends": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": OWN_BLOCK}),
+    "ring_direct_sends_disguised": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": OWN_BLOCK}),
+    "ring_direct_sends_in_a_loop": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": OWN_BLOCK}),
+    "ring_recursive_doubling": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": OTHER_ROUTE}),
+    "ring_optimal_halving": ([4], "ring_optimal", {"test_optimal_sends_2_n_minus_1_chunks": OTHER_ROUTE}),
     "ring_optimal_long_chunks": ([4], "ring_optimal", {"test_optimal_sends_2_n_minus_1_chunks": "each device sends "
                                                                                                   "6024 bytes"}),
     "collective_matmul_replicated": ([4], "exercise8/collective_matmul", {
@@ -762,11 +815,12 @@ TASKS = {
     "compiler_device_put_whole": ([4], "exercise8/compiler", {
         "test_one_reduction_runs_one_sum_over_model": "and no sum over 'model'"}),
     # At 8 devices the rings are 4 long: 3 ppermutes, each of the device's own block.
-    "rings_direct_sends": ([8], "exercise8/rings", {"test_ring_all_gather_sends_n_minus_1_blocks": "are not a ring"}),
+    "rings_direct_sends": ([8], "exercise8/rings", {"test_ring_all_gather_sends_n_minus_1_blocks": OWN_BLOCK}),
+    "rings_recursive_doubling": ([8], "exercise8/rings", {"test_ring_all_gather_sends_n_minus_1_blocks": OTHER_ROUTE}),
     "collective_matmul_direct_sends": ([8], "exercise8/collective_matmul", {
-        "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": "are not a ring"}),
+        "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": OWN_BLOCK}),
     "collective_matmul_direct_sends_disguised": ([8], "exercise8/collective_matmul", {
-        "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": "are not a ring"}),
+        "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": OWN_BLOCK}),
     "tensor_parallel_replicated": ([4], "exercise8/tensor_parallel", {
         "test_mlp_runs_one_all_reduce_over_model": "mlp runs no collective"}),
     "two_d_replicated": ([4], "exercise8/two_d", {
