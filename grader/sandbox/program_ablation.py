@@ -11,6 +11,14 @@ grader drew for this run). If no answer changes beyond a rounding error, the col
 earns nothing: one set whose answer happens to be near zero cannot tell a zeroed collective from a
 needed one, the others can. On one device a psum is the identity, and zeros still tell.
 
+Zeros are a value no honest result takes, and a program can test for it: ``jnp.where(psum != 0, x, 0)``
+uses the psum only to pass x on, while XLA's partitioner does the communication. So each collective zeros
+did not find idle is also measured with its results negated: if the answers are then the program's own,
+or those zeros gave, the answer depends on the collective only through a test that its value and its
+negation pass alike, or that zeros and its negation fail alike (not zero, equal to what a copy beside it
+computed), and it is idle too. An honest result reaches the answer by value: a sum, a block passed on, a
+mean subtracted, each changes sign with it.
+
 Duplicates that XLA merged into one instruction (``psum(v) - psum(v)``) are replaced together with
 the collective the instruction kept, so that the pair is measured as the one instruction the
 program runs. Only collectives left in the compiled program are measured: those are the ones a
@@ -141,6 +149,31 @@ def without(bytecode: bytes, indices: list[int], manual: bool = False) -> bytes 
             for result, zero in zip(op.results, zeros):
                 result.replace_all_uses_with(zero)
             op.erase()
+        return mlir.module_to_bytecode(module)
+
+
+def negated(bytecode: bytes, indices: list[int], manual: bool = False) -> bytes | None:
+    """The program with the results of its collectives ``indices`` (or, if ``manual``, of every per-device
+    computation it holds) negated, as bytecode; None if one of them is not of a signed type (bools, unsigned
+    integers) or there is nothing to negate."""
+    from jax._src.interpreters import mlir
+    from jaxlib.mlir import ir
+
+    with context():
+        module = ir.Module.parse(bytecode)
+        ops = _manual_computations(module) if manual else [collectives(module)[i] for i in indices]
+        if not ops:
+            return None
+        for op in ops:
+            for result in op.results:
+                element = ir.RankedTensorType(result.type).element_type
+                if not (isinstance(element, ir.FloatType) or (isinstance(element, ir.IntegerType) and
+                                                              ir.IntegerType(element).width > 1 and
+                                                              not ir.IntegerType(element).is_unsigned)):
+                    return None
+                with ir.InsertionPoint.after(op), ir.Location.unknown():
+                    negative = ir.Operation.create("stablehlo.negate", results=[result.type], operands=[result])
+                result.replace_all_uses_except(negative.result, negative)
         return mlir.module_to_bytecode(module)
 
 
@@ -344,34 +377,58 @@ def _within_manual(bytecode: bytes) -> set[int]:
     return inside
 
 
+def _gated(run_variants, variants: dict, inputs: list, baselines: list, zeroed: dict) -> list:
+    """Those of ``variants`` (negated results, by key) whose answers are the program's own (``baselines``) or
+    those with the same results replaced by zeros (``zeroed``, by key): the answer then depends on what the
+    collective (or per-device computation) returns only through a test that both fail or both pass (is it
+    not zero, is it what a copy computed beside it gives), never on the value it carries."""
+    got = answers_of(run_variants, variants, inputs) if variants else {}
+    return [k for k, answers in got.items()
+            if same_answers(answers, baselines) or (k in zeroed and same_answers(answers, zeroed[k]))]
+
+
 def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baselines: list,
             also: dict | None = None) -> tuple[list[int], bool, dict]:
-    """(the collectives in ``kept`` whose replacement by zeros leaves the answer to every set of ``inputs``
-    as it was, ``baselines`` (one per set); whether the answers depend on the program's per-device
-    computations, its jax.pmap or jax.shard_map: a pmap that computes nothing the answer needs runs for
-    show; the answers of the variants ``also`` of another measurement, keyed as given, compiled with these).
-    ``run_variants(bytecodes, inputs)`` compiles the variants as one program (each a function of
-    it) and returns each one's answers, one per set of ``inputs``. A collective the answer needs inside a per-device computation
-    says the answer needs that computation too, so the variant without every per-device computation is
-    compiled only when none does (a second, smaller compile; then, where zeros changed the answer, a third with
-    each per-device computation replaced by the identity: one that only passes on what was computed around it counts as not needed). A variant whose answer is known to differ
-    from ``baseline`` without running it (:func:`_known_to_change`) is not compiled."""
+    """(the collectives in ``kept`` the answer does not need, ``baselines`` the answers to each set of
+    ``inputs``; whether the answers depend on the program's per-device computations, its jax.pmap or
+    jax.shard_map: a pmap that computes nothing the answer needs runs for show; the answers of the
+    variants ``also`` of another measurement, keyed as given, compiled with these).
+    ``run_variants(bytecodes, inputs)`` compiles the variants as one program (each a function of it) and
+    returns each one's answers, one per set of ``inputs``. A collective is not needed if replacing its
+    results by zeros leaves every answer as it was, or if negating them leaves every answer as it was or as
+    zeros made it (:func:`_gated`: its value only decides a test, such as "not zero", that zeros and its
+    negation answer alike or that its negation passes as well). A collective the answer needs inside a
+    per-device computation says the answer needs that computation too, so the variant without every
+    per-device computation is compiled only when none does (a second, smaller compile; then, where zeros
+    changed the answer, a third with each per-device computation replaced by the identity and one with its
+    results negated: one that only passes on what was computed around it, or whose results only pass a
+    test, counts as not needed). A variant whose answer is known to differ from ``baseline`` without
+    running it (:func:`_known_to_change`) is not compiled, and neither is its negation: the answer is then
+    made of the results through operations that keep zeros zeros, and negating them negates it."""
     also = also or {}
-    variants = {k: without(bytecode, replaced) for k, replaced in groups(bytecode, kept).items()}
+    replaced = groups(bytecode, kept)
+    variants = {k: without(bytecode, r) for k, r in replaced.items()}
     variants = {k: v for k, v in variants.items() if v is not None}
     unknown = {k: v for k, v in variants.items() if not _known_to_change(v, baselines)}
     answers = answers_of(run_variants, {**unknown, **also}, inputs) if unknown or also else {}
     others = {k: answers.pop(k) for k in also if k in answers}
     idle = [k for k, got in answers.items() if same_answers(got, baselines)]
+    negations = {k: negated(bytecode, replaced[k]) for k in answers if k not in idle}
+    idle += _gated(run_variants, {k: v for k, v in negations.items() if v is not None}, inputs, baselines, answers)
     inside = _within_manual(bytecode) if variants else set()
     if any(k not in idle for k in variants if k in inside):
         return idle, True, others
     manual = without(bytecode, [], manual=True)
+    zeroed = {}
     if manual is not None and not _known_to_change(manual, baselines):
-        got = answers_of(run_variants, {MANUAL: manual}, inputs)
-        if MANUAL in got and same_answers(got[MANUAL], baselines):
+        zeroed = answers_of(run_variants, {MANUAL: manual}, inputs)
+        if MANUAL in zeroed and same_answers(zeroed[MANUAL], baselines):
             return idle, False, others
-    # needed, but perhaps only as a pass-through: the work done around it, on inputs the partitioner splits
+    # needed, but perhaps only as a pass-through of the work done around it, on inputs the partitioner splits,
+    # or only through a test of its results
     identity = as_identity(bytecode)
     got = answers_of(run_variants, {MANUAL: identity}, inputs) if identity is not None else {}
-    return idle, not (MANUAL in got and same_answers(got[MANUAL], baselines)), others
+    if MANUAL in got and same_answers(got[MANUAL], baselines):
+        return idle, False, others
+    negative = negated(bytecode, [], manual=True) if zeroed else None
+    return idle, not (negative is not None and _gated(run_variants, {MANUAL: negative}, inputs, baselines, zeroed)), others

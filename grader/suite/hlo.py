@@ -341,7 +341,7 @@ def idle_note(text: str, ops=COLLECTIVES) -> str:
     kinds = " and ".join(dict.fromkeys(c.op for c in idle)) + ("s" if runs > 1 else "")
     carry, it, is_ = ("carries", "it", "it is") if runs == 1 else ("carry", "them", "they are")
     return (f"; the {runs} more {kinds} it runs {carry} nothing the answer needs (the answer does not change "
-            f"without {it}), so {is_} not counted")
+            f"without {it}, or only tests {it}), so {is_} not counted")
 
 
 def select(text: str, ops=COLLECTIVES, by_student: bool = False) -> list[Collective]:
@@ -424,10 +424,13 @@ def _operations(ins: _Instr, shapes: dict[str, str], comps: dict) -> int:
 
 
 def operations(text: str) -> int | None:
-    """The arithmetic operations one device performs over a run of the program, on values computed from
-    its inputs: every arithmetic instruction counted once per run (a loop's body once per iteration), so a
+    """The arithmetic operations one device performs over a run of the program: every arithmetic instruction
+    it runs counted once per run (a loop's body once per iteration, every branch of a conditional), so a
     computation split into many small instructions counts as much as one large one; None if one is in a
     loop of unknown trip count. Moving, slicing, padding, comparing and selecting data are not arithmetic.
+    Nothing that runs is left out for what a reading of the data flow says of its values: a value that
+    looks constant or zero to such a reading (a reduction whose reducer turns zeros into ones, a sign bit)
+    can carry the whole computation, and what runs is what the device does.
     A device that computes on its own part of the data does about the reference program's work per
     device; one that computes the whole answer itself, at once or a slice at a time, about n times it."""
     comps, entry, flow = _program(text)
@@ -436,7 +439,7 @@ def operations(text: str) -> int | None:
     for name in flow.reachable:
         shapes = {ins.name: ins.shape for ins in comps[name]}
         for ins in comps[name]:
-            if ins.opcode in NOT_WORK or not _varies(flow.value(name, ins.name)):
+            if ins.opcode in NOT_WORK:
                 continue
             if runs.get(name) is None:
                 return None

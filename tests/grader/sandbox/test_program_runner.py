@@ -81,6 +81,11 @@ PROGRAMS = {{
         lambda a, b: jnp.where(jnp.sum(a * a) < -1, lax.psum(jnp.dot(a, b), "i"), 0.0))(x, y),
     "too_small_to_matter": lambda x, y: jnp.dot(x, y) + per_device(
         lambda a, b: lax.psum(jnp.dot(a, b), "i") * 1e-9)(x, y),
+    # the value only tested: negated it passes the test as it is; zeros and its negation fail it alike
+    "only_tested": lambda x, y: jnp.dot(x, y) * per_device(
+        lambda a, b: jnp.where(lax.psum(a[0] + 1000, "i") != 0, 1.0, 2.0))(x, y),
+    "tested_for_its_count": lambda x, y: jnp.dot(x, y) * per_device(
+        lambda a, b: jnp.where(lax.psum(jnp.sum(a * 0) + 1, "i") == n, 1.0, 2.0))(x, y),
 }}
 x, y, fx, fy = np.random.default_rng(0).normal(size=(4, 45)).astype(np.float32)
 specs = tuple(ArraySpec(a.shape, str(a.dtype)) for a in (x, y))
@@ -110,14 +115,14 @@ def test_a_collective_counts_only_if_the_answer_changes_without_it():
     found = _collectives_measured(2)
     assert found["honest"] == [["all-reduce", False]]
     for trick in ("of_difference", "multiplied_away", "subtracted_from_itself", "dead_branch", "never_selected",
-                  "too_small_to_matter"):
+                  "too_small_to_matter", "only_tested", "tested_for_its_count"):
         assert found[trick] and all(idle for _, idle in found[trick]), (trick, found[trick])
 
 
 def test_on_one_device_where_a_psum_is_the_identity_the_measurement_still_tells():
     found = _collectives_measured(1)
     assert found["honest"] == [["all-reduce", False]]
-    for trick in ("of_difference", "multiplied_away", "dead_branch"):
+    for trick in ("of_difference", "multiplied_away", "dead_branch", "only_tested", "tested_for_its_count"):
         assert all(idle for _, idle in found[trick]), (trick, found[trick])
 
 
@@ -196,6 +201,8 @@ PROGRAMS = {{
     # zeros on the last set of inputs: the pmap is needed all the same, as the other sets tell
     "pmap, its answer zeros on one set": lambda x: jax.pmap(lambda row: row ** 2)(x),
     "pmap under a sine, its answer zeros on one set": lambda x: jnp.sin(jax.pmap(lambda row: row ** 2)(x)),
+    # the pmap's answer only tested, the work beside it: negated, it fails the test as zeros do
+    "pmap only tested beside the work": lambda x: jnp.where(jax.pmap(lambda row: row * 0 + 1000)(x) > 0, x ** 2 + 1, 0),
 }}
 x, fresh = np.random.default_rng(0).normal(size=(2, 2, 3)).astype(np.float32)
 sets = [(x,), (fresh,), (np.zeros_like(x),)]
@@ -211,7 +218,8 @@ def test_a_pmap_counts_only_if_the_answer_needs_it():
     assert json.loads(proc.stdout) == {"pmap": True, "idle pmap beside the work": False,
                                        "pmap of nothing beside the work": False, "no pmap": False,
                                        "pmap, its answer zeros on one set": True,
-                                       "pmap under a sine, its answer zeros on one set": True}
+                                       "pmap under a sine, its answer zeros on one set": True,
+                                       "pmap only tested beside the work": False}
 
 
 def test_many_variants_are_compiled_a_few_at_a_time_and_one_that_fails_alone_is_left_out():
