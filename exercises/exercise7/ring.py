@@ -30,11 +30,10 @@ devices. The grader runs on 1, 2, 4 and 8, and also on a ring of some of the mac
    them), and the grader, which follows the data from one ppermute to the next, tells it apart.
    Every step sends to the same neighbour: recursive doubling (partners 1, 2, 4 places away) is
    another all-reduce, not this one, and the grader reads each ppermute's pairs.
-   No psum, pmean or all_gather:
-   the grader reads the compiled program and finds them. It counts only the ppermutes your answer
-   depends on, and those must send at least 2(n - 1)/n of the block per device (what any ring
-   all-reduce sends; n - 1 whole blocks is more). A ``lax.fori_loop(0, n - 1, ...)``
-   keeps the program small.
+   No psum, pmean or all_gather: the grader reads the compiled program and finds them. It counts
+   only the ppermutes your answer depends on, and those must send at least 2(n - 1)/n of the block
+   per device (what any ring all-reduce sends; n - 1 whole blocks is more) and at most n - 1
+   blocks. A ``lax.fori_loop(0, n - 1, ...)`` keeps the program small.
 
 3. Extra credit, ``ring_allreduce_optimal(x, axis_name)``: the same sum, as real all-reduce
    implementations do it. Task 2 sends the whole block n - 1 times. Instead, cut the flattened

@@ -155,6 +155,7 @@ def step_reference(params, batch, lr):
     return params - lr * grad, np.full(len(params), np.mean(residual ** 2))
 
 
+@pytest.mark.devices(2, 4, 8)  # on one device nothing is split: no structure to measure
 def test_train_step_sends_only_gradient_and_loss(student, rng, devices):
     def replicas(generator):  # params the same on every device, as train_step is given them
         params, X, y = problem(generator, devices * B)

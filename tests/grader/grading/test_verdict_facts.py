@@ -11,9 +11,15 @@ wants a structural point without the algorithm, each in one way a rule of the en
 * a program right only on the inputs a table knows, those the printed seed gave the test and the
   stream program mode once drew after it: the drawn inputs come from a per-run secret no report
   shows (grader.grading.plugin);
-* a collective for show next to a computation done whole on every device: a psum of a constant, of
-  ``x * 0`` or ``x - x``, or one whose result is multiplied by 0 is idle and not counted: the clean
-  worker replaced its result by zeros and the answer did not change (grader.sandbox.program_ablation);
+* a collective for show beside a computation done another way (XLA's partitioner adding up the devices'
+  dots): a psum of a constant, of ``x * 0``, or one whose result is multiplied by 0 is idle and not counted:
+  the clean worker replaced its result by zeros and the answer did not change; one whose value is only tested
+  (is it not zero) is not counted either: negated, it changes the answer just as zeros do, or not at all
+  (grader.sandbox.program_ablation); a pmap whose psum only decides whether the input is used, the dot left to
+  XLA, holds no per-device computation the answer needs, measured the same way;
+* the whole dot on every device on copies of the inputs a reading of the data flow takes for zeros (made
+  through a reduction whose reducer turns zeros into ones), beside a psum of the wrong data whose result cancels:
+  the work counted is what the device runs, whatever its values look like (grader.suite.hlo.operations);
 * an all-reduce of each device's row written into zeros, which gathers the whole array onto every device: its
   bytes are the whole input's, five times the reference's, and the sums over it are the whole work;
 * the right collective on the wrong data, a psum of the whole dot product each device took divided
@@ -39,6 +45,9 @@ wants a structural point without the algorithm, each in one way a rule of the en
   device's own block k places along instead of passing on what arrived (grader.suite.rings), also where each
   send's operand reads the one before in a way worth nothing (``x + (arrived - arrived)``, ``x + 0 * sent``): the
   clean worker measures that it carries the same whatever arrived (grader.sandbox.program_ring_steps);
+* a ring all-reduce whose devices each send their own block k hops by k ppermutes along the ring, the chains
+  tied to each other by a factor that is 1 whenever anything arrived: one route and no fresh start, but n(n - 1)/2
+  blocks sent, where a ring sends n - 1 (tests/exercise7/test_ring.py);
 * an all-reduce or all-gather by recursive doubling, and exercise 7's optimal ring by recursive halving and
   doubling: each step passes on what arrived, in as many bytes as a ring or fewer, but to a partner 1, 2, 4
   places away: the ppermutes take more routes than a ring's one and its reverse (grader.suite.rings).
@@ -122,6 +131,23 @@ def distributed_dot(x, y):
     row = jnp.broadcast_to(x[0], (n,))
     token = jax.pmap(lambda v: PSUM_OF, axis_name="i")(row)[0]
     return jnp.dot(x, y) + token
+'''
+# The devices' own dots in the pmap, their sum left to XLA's partitioner (an all-reduce of its own, not the
+# student's), and a psum beside them whose value the answer never uses: of nothing (zeros, a block times zero, a
+# result times zero), or only tested (is it not zero). Replaced by zeros, or negated, the psum changes nothing, or
+# changes the answer only as zeros do (grader.sandbox.program_ablation).
+DOT_SUMMED_BY_XLA = '''
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+
+def distributed_dot(x, y):
+    n = jax.device_count()
+    pad = -x.shape[0] % n
+    xs, ys = (jnp.pad(v, (0, pad)).reshape(n, -1) for v in (x, y))
+    local, token = jax.pmap(lambda v, w: (jnp.dot(v, w), PSUM_OF), axis_name="i")(xs, ys)
+    return ANSWER
 '''
 # ring_allreduce as one psum, and every exported module's psum renamed "squeeze", the name XLA's
 # partitioner gives the all-reduce it adds to read element 0 of a sharded result.
@@ -235,9 +261,52 @@ def _for_three_numbers(fn, **kw):
 
 jax.export.export = _for_three_numbers
 ''',
-    "dot_psum_of_zero": DOT_FOR_SHOW.replace("PSUM_OF", 'lax.psum(jnp.zeros((), v.dtype), "i")'),
-    "dot_psum_of_times_zero": DOT_FOR_SHOW.replace("PSUM_OF", 'lax.psum(v * 0, "i")'),
-    "dot_psum_times_zero": DOT_FOR_SHOW.replace("PSUM_OF", 'lax.psum(v, "i") * 0'),
+    "dot_psum_of_zero": DOT_SUMMED_BY_XLA.replace("PSUM_OF", 'lax.psum(jnp.zeros((), v.dtype), "i")').replace(
+        "ANSWER", "jnp.sum(local) + token[0]"),
+    "dot_psum_of_times_zero": DOT_SUMMED_BY_XLA.replace("PSUM_OF", 'lax.psum(v[0] * 0, "i")').replace(
+        "ANSWER", "jnp.sum(local) + token[0]"),
+    "dot_psum_times_zero": DOT_SUMMED_BY_XLA.replace("PSUM_OF", 'lax.psum(v[0], "i") * 0').replace(
+        "ANSWER", "jnp.sum(local) + token[0]"),
+    "dot_psum_as_a_test": DOT_SUMMED_BY_XLA.replace("PSUM_OF", 'lax.psum(v[0] + 1000, "i")').replace(
+        "ANSWER", "jnp.where(token[0] != 0, jnp.sum(local), 0)"),
+    # The whole dot left to XLA on inputs split over the devices; the pmap's psum only decides whether x is used.
+    "dot_pmap_as_a_test": '''
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+
+def distributed_dot(x, y):
+    n = jax.device_count()
+    split = NamedSharding(jax.make_mesh((n,), ("d",), axis_types=(jax.sharding.AxisType.Auto,)), P("d"))
+    pad = -x.shape[0] % n
+    xp, yp = jnp.pad(x, (0, pad)), jnp.pad(y, (0, pad))
+    gate = jax.pmap(lambda b: lax.psum(b[0], "i"), axis_name="i")(xp.reshape(n, -1) + 1000)
+    xp = jnp.where(gate[0] != 0, xp, 0)
+    return jnp.dot(lax.with_sharding_constraint(xp, split), lax.with_sharding_constraint(yp, split))
+''',
+    # The whole dot on every device, on copies of x and y made through a reduction whose reducer turns zeros into
+    # ones (a reading of the data flow takes them for zeros), and a psum of the wrong data whose result cancels:
+    # the work counted is what runs (grader.suite.hlo.operations).
+    "dot_whole_work_disguised": '''
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+
+def _one(x):
+    return lax.reduce((x * 0)[:2], jnp.zeros((), x.dtype), lambda a, b: jnp.cos(a * b).astype(x.dtype), (0,))
+
+
+def distributed_dot(x, y):
+    n = jax.device_count()
+    one = _one(x)
+    whole, hidden = jnp.sum((x * one) * (y * one)), jnp.sum(x * one)
+    pad = -x.shape[0] % n
+    total = jax.pmap(lambda b: lax.psum(jnp.sum(b), "i"), axis_name="i")(jnp.pad(x, (0, pad)).reshape(n, -1))
+    return whole + total[0] - hidden
+''',
     "dot_psum_of_difference": DOT_FOR_SHOW.replace("PSUM_OF", 'lax.psum(v - v, "i")'),
     # ... and the dot taken one element per step of a loop, so that no instruction holds the whole vector.
     "dot_loop_of_elements": DOT_FOR_SHOW.replace("PSUM_OF", 'lax.psum(v - v, "i")').replace(
@@ -497,6 +566,20 @@ def ring_allreduce(x, axis_name):
         return s + 1, total + got, got
 
     return lax.while_loop(lambda c: c[0] < n - 1, step, (0, x, x))[1]
+''',
+    # Each device's own block carried k hops by k ppermutes along the ring, for k = 1 .. n - 1, each chain's first send
+    # made to read the one before by a factor that is 1 whenever anything arrived: one route, no send measured to
+    # start afresh, but every block travels once per device it must reach, n(n - 1)/2 blocks, not n - 1.
+    "ring_chains_of_own_blocks": (ROOT / "solutions" / EXERCISE / "ring.py").read_text() + '''
+
+def ring_allreduce(x, axis_name):
+    total, previous = x, x
+    for k in range(1, lax.axis_size(axis_name)):
+        block = x * jnp.where(jnp.any(previous != 0), 1, 2).astype(x.dtype)
+        for _ in range(k):
+            block = ring_shift(block, axis_name)
+        total, previous = total + block, block
+    return total
 ''',
     # Recursive doubling: log2(n) steps, each adding what the partner 1, 2, 4 places along has summed so far.
     "ring_recursive_doubling": (ROOT / "solutions" / EXERCISE / "ring.py").read_text() + '''
@@ -771,10 +854,12 @@ TASKS = {
     "dot_export_patched": ([2], "after a call", {"test_dot_after_a_call": NEVER_SAW}),
     "dot_for_other_shapes": ([2], "dot", {"test_dot_uses_one_all_reduce": "it takes float32[3], float32[3], not the "
                                                                           "test's inputs"}),
-    # On one device each device's work is the whole input's: only the collective's own emptiness tells.
-    "dot_psum_of_zero": ([1], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
-    "dot_psum_of_times_zero": ([1], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
-    "dot_psum_times_zero": ([1], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
+    "dot_psum_of_zero": ([2], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
+    "dot_psum_of_times_zero": ([2], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
+    "dot_psum_times_zero": ([2], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
+    "dot_psum_as_a_test": ([2], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
+    "dot_pmap_as_a_test": ([2], "dot", {"test_dot_uses_one_all_reduce": NO_PMAP}),
+    "dot_whole_work_disguised": ([2], "dot", {"test_dot_uses_one_all_reduce": WHOLE_WORK}),
     # On more than one device a pmap the answer does not depend on is no pmap (grader.suite.bypass).
     "dot_psum_of_difference": ([2], "dot", {"test_dot_uses_one_all_reduce": NO_PMAP}),
     "dot_loop_of_elements": ([2], "dot", {"test_dot_uses_one_all_reduce": NO_PMAP}),
@@ -797,6 +882,7 @@ TASKS = {
     "ring_direct_sends": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": OWN_BLOCK}),
     "ring_direct_sends_disguised": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": OWN_BLOCK}),
     "ring_direct_sends_in_a_loop": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": OWN_BLOCK}),
+    "ring_chains_of_own_blocks": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": "more than the n - 1 blocks"}),
     "ring_recursive_doubling": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": OTHER_ROUTE}),
     "ring_optimal_halving": ([4], "ring_optimal", {"test_optimal_sends_2_n_minus_1_chunks": OTHER_ROUTE}),
     "ring_optimal_long_chunks": ([4], "ring_optimal", {"test_optimal_sends_2_n_minus_1_chunks": "each device sends "
