@@ -25,7 +25,7 @@ from typing import Callable, Protocol, TypeVar
 
 from grader.errors import GraderError, StudentFailure
 from grader.layout import Layout
-from grader.processes import WorkerProcess
+from grader.processes import WorkerProcess, python_path
 from grader.workers.backends import Backend
 from grader.workers import starvation, timeline
 from grader.workers.launch import Launcher
@@ -163,6 +163,8 @@ def worker_environment(scratch: str, backend: str, timeout_s: float) -> dict[str
     }
     if backend == "cpu":
         env["JAX_PLATFORMS"] = "cpu"
+    if python_path():  # where JAX is found through it (grader.processes.boot); student code's Pythons too
+        env["PYTHONPATH"] = os.pathsep.join(python_path())
     return env
 
 
