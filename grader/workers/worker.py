@@ -194,6 +194,7 @@ class Worker:
         self.info: dict = {}
         self.sandbox_records: list[dict] = []
         self._in_flight = ("", 0.0)  # the request awaiting its reply, and when it was sent (for the timeline)
+        self.before_start: Callable[[], None] | None = None  # run before each start (the pool's: the chip to itself)
 
     @property
     def name(self) -> str:
@@ -245,6 +246,8 @@ class Worker:
         """Start the process and send its settings; it reports ready (or why not) on the reply pipe."""
         from grader import protocol
 
+        if self.before_start is not None:
+            self.before_start()
         home = self.clean_dir or self.reference_dir or self.run.code
         os.makedirs(os.path.join(home, ".tmp"), exist_ok=True)
         with timeline.timed("grader", f"start {self.name}"):
