@@ -1,4 +1,4 @@
-"""One short check of grading on a real accelerator, ready for the rare minutes a GPU machine is at hand.
+"""One short check of grading on a real accelerator, ready for the rare minutes a GPU or TPU machine is at hand.
 
 On a machine with NVIDIA GPUs it creates a fresh venv, installs the project with the ``cuda`` extra
 (timed), then, under one time limit, grades through the CLI (``python -m grader``) and prints ONE
@@ -12,6 +12,14 @@ same on emulated CPU devices; the GPU memory each worker held (sampled with nvid
 processes with the workers' own GPU settings holding memory on one GPU at once. Every raw figure
 also goes to JSON (``--output``).
 
+``--backend tpu`` runs the same steps on a TPU VM (``--extra tpu``; where pip cannot reach PyPI,
+``--no-install`` with the project's needs on PYTHONPATH, docs/backends.md): the device files stand in
+for nvidia-smi, the hlo probe compiles for the TPU, and instead of the GPU's memory the processes
+that hold the chip are sampled (from /proc/PID/fd) during the TPU and the mixed gradings: one
+process at a time may open a chip, so at most one may ever hold it, and the pressure check, eight
+processes on one device, is left out. On every backend two rows say what confines student code here
+(grade check's survey) and whether ``--require-sandbox basic`` grades or refuses.
+
 ``--backend cpu --no-install`` runs the same steps on any machine with the current interpreter
 (the rows that need a GPU say why they are skipped); tests/grader/test_accelerator_check.py runs it
 that way so that it cannot rot. The exit code is 1 if any row is a PROBLEM or was left out by the time
@@ -21,12 +29,14 @@ limit (INCOMPLETE).
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import shlex
 import subprocess
 import sys
 import tempfile
+import re
 import threading
 import time
 import traceback
@@ -53,7 +63,8 @@ def version(name):
 devices = jax.devices()
 print(json.dumps({"default_backend": jax.default_backend(), "platform": devices[0].platform,
                   "device_kind": devices[0].device_kind, "count": len(devices),
-                  "packages": {n: version(n) for n in ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda13-plugin")}}))
+                  "packages": {n: version(n) for n in ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda13-plugin",
+                                                       "libtpu", "libtpu-nightly")}}))
 """
 
 # The environment the grader gives a worker on one device of this backend: asked of the engine itself.
@@ -76,12 +87,22 @@ x, w = jnp.ones((64, 128), jnp.float32), jnp.ones((128, 32), jnp.float32)
 matmul = jax.jit(lambda a, b: a @ b).lower(x, w).compile().as_text()
 n = jax.local_device_count()
 psum = jax.pmap(lambda a: lax.psum(a * 2, "i"), axis_name="i").lower(jnp.ones((n, 8))).compile().as_text()
-forms = {f: matmul.count(f) + psum.count(f) for f in ("custom-call(", "__cublas$", "__cudnn$", "fusion(", "-start(")}
+forms = {f: matmul.count(f) + psum.count(f) for f in ("custom-call(", "__cublas$", "__cudnn$", "fusion(", "-start(",
+                                                      "convolution(")}
 print(json.dumps({"platform": jax.devices()[0].platform, "devices": n, "matmul_work": hlo.operations(matmul),
                   "all_reduces": hlo.count(psum, "all-reduce"), "all_reduce_bytes": hlo.bytes_moved(psum, "all-reduce"),
                   "forms": forms, "matmul_hlo": matmul, "psum_hlo": psum}))
 """
 MATMUL_WORK = 2 * 64 * 32 * 128  # the multiply-adds of x (64 x 128) @ w (128 x 32), two operations each
+
+# What a worker could be confined by here, as grade check says it, and the strictest level that meets.
+SANDBOX_HERE = """
+import json
+from grader.grading import confinement as c
+record = c.survey(c.switched_off())
+meets = next(level for level in reversed(c.LEVELS) if not c.shortfall(level, record))
+print(json.dumps({"meets": meets, **record}))
+"""
 
 # One process of the pressure check: allocate, report JAX's memory figures, hold until told to exit.
 PRESSURE = """
@@ -176,17 +197,51 @@ def summarise(samples: list[dict], known: list[dict]) -> dict:
     return {"per_process_peak_mib": per_process, "per_gpu": per_gpu, "samples": len(samples)}
 
 
-class MemorySampler:
-    """Samples nvidia-smi in a thread while a grade process runs."""
+# ---- the processes holding a TPU chip ------------------------------------------------------------
 
-    def __init__(self, enabled: bool):
-        self.enabled, self.samples = enabled, []
+CHIP_FILES = re.compile(r"^/dev/(accel\d+|vfio/\d+)$|/libtpu_lockfile$")  # a chip's device file, libtpu's lock
+
+
+def chip_holders() -> list[int]:
+    """The processes with a TPU chip's device file, or libtpu's lockfile, open (those this user may look into)."""
+    holders = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:  # it ended, or is not ours to read
+            continue
+        for fd in fds:
+            try:
+                if CHIP_FILES.search(os.readlink(f"/proc/{pid}/fd/{fd}")):
+                    holders.append(int(pid))
+                    break
+            except OSError:
+                continue
+    return holders
+
+
+def holders_row(run: str, samples: list[list[int]]) -> tuple[str, str, str]:
+    """How many processes held the chip at once during a run: never more than one may."""
+    label = f"  processes holding the TPU at once ({run}, /proc/PID/fd)"
+    seen, most = {p for s in samples for p in s}, max(map(len, samples), default=0)
+    if not seen:
+        return label, f"none seen in {len(samples)} samples (libtpu kept no device file open?)", ""
+    return label, f"at most {most} ({len(seen)} processes held it in turn; {len(samples)} samples)", \
+        "ok" if most == 1 else PROBLEM
+
+
+class MemorySampler:
+    """Samples ``look`` (nvidia-smi's figures; on a TPU, :func:`chip_holders`) in a thread while a grade process
+    runs."""
+
+    def __init__(self, enabled: bool, look=sample):
+        self.enabled, self.look, self.samples = enabled, look, []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.samples.append(sample())
+            self.samples.append(self.look())
             self._stop.wait(SAMPLE_INTERVAL_S)
 
     def __enter__(self):
@@ -233,6 +288,13 @@ def ask_python(python: str, code: str, *args: str, env: dict | None = None,
     return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
 
 
+def fits(case: dict, report: dict) -> bool:
+    """Whether the machine's own devices take a case's (or a place's) configuration in the report's run: enough
+    of them and, on a TPU, one process (Backend.refuses)."""
+    here, need = report["devices_here"], case["devices"] * (case["processes"] or 1)
+    return here is None or (need <= here and not (case["processes"] and report.get("backend") == "tpu"))
+
+
 def case_problems(report: dict) -> list[str]:
     """Cases of a reference run that did not do what this machine allows: pass, or be not run here."""
     here = report["devices_here"]
@@ -240,10 +302,10 @@ def case_problems(report: dict) -> list[str]:
     for t in report["tasks"]:
         for c in t["cases"]:
             need = c["devices"] * (c["processes"] or 1)
-            fits = here is None or need <= here
-            if fits and c["outcome"] != "passed":
+            if fits(c, report) and c["outcome"] != "passed":
                 problems.append(f"{c['name']}: {c['outcome']} ({last_line(c['message'])})")
-            elif not fits and (c["kind"] != "not_run" or f"needs {need} devices" not in c["message"]):
+            elif not fits(c, report) and (c["kind"] != "not_run" or (
+                    need > here and f"needs {need} devices" not in c["message"])):
                 problems.append(f"{c['name']}: needs {need} devices of {here} but was {c['outcome']}")
     return problems
 
@@ -285,12 +347,12 @@ def layout_rows(report: dict) -> list[tuple[str, str, str]]:
     rows = []
     for (processes, devices), cases in sorted(layouts.items()):
         outcomes = sorted({c["outcome"] for c in cases})
-        fits = here is None or processes * devices <= here
-        if fits:
+        if fits(cases[0], report):
             text, ok = f"{', '.join(outcomes)} ({len(cases)} cases)", outcomes == ["passed"]
         else:
             text, ok = last_line(cases[0]["message"]), all(c["kind"] == "not_run" for c in cases)
-        unit = ("device" if here is None else "GPU") + ("s" if devices > 1 else "")
+        unit = ("device" if here is None else "chip" if report.get("backend") == "tpu" else "GPU") + (
+            "s" if devices > 1 else "")
         rows.append((f"multihost: {processes} processes x {devices} {unit} each", text, "ok" if ok else PROBLEM))
     return rows
 
@@ -308,8 +370,7 @@ def auto_rows(label: str, report: dict) -> list[tuple[str, str, str]]:
     for p in report["ran_on"]:
         layout = f"{p['processes']}x{p['devices']}" if p["processes"] else str(p["devices"])
         places.setdefault(p["where"], []).append(layout)
-        need = p["devices"] * (p["processes"] or 1)
-        expected = "cpu" if here is None or need > here else chose
+        expected = chose if here is not None and fits(p, report) else "cpu"
         if p["backend"] != expected:
             rows.append((f"  {layout} devices", f"ran on {p['backend']}, expected {expected}", PROBLEM))
     rows += [(f"  ran on {where}", f"devices: {', '.join(layouts)}", "") for where, layouts in places.items()]
@@ -448,9 +509,14 @@ class Check:
 
 def see(check: Check) -> None:
     """Rows: what the driver and JAX see, and what --backend auto chose."""
-    known = gpus()
+    known = [] if check.a.backend == "tpu" else gpus()
     check.raw["nvidia_smi"] = known
-    if known:
+    if check.a.backend == "tpu":
+        files = sorted(glob.glob("/dev/accel[0-9]*") + glob.glob("/dev/vfio/[0-9]*"))
+        kind = os.environ.get("TPU_ACCELERATOR_TYPE")
+        check.add(("the TPU's device files", (", ".join(files) or "none found") + (
+            f"; TPU_ACCELERATOR_TYPE={kind}" if kind else ""), ""))
+    elif known:
         names = sorted({g["name"] for g in known})
         check.add(("driver (nvidia-smi) sees", f"{len(known)} x {', '.join(names)}, "
                    f"{known[0]['total_mib']:.0f} MiB each", ""))
@@ -470,8 +536,8 @@ def see(check: Check) -> None:
     packages = ", ".join(f"{k} {v}" for k, v in view["packages"].items() if v)
     text = (f"{view['count']} x {view['device_kind']} ({view['platform']}, default backend "
             f"{view['default_backend']}); {packages}")
-    if check.a.backend == "gpu" and view["default_backend"] != "gpu":  # e.g. a jaxlib without CUDA
-        check.add(("JAX sees", f"{text}; {last_line(warnings) or 'no GPU'}", PROBLEM))  # JAX says why
+    if check.a.backend != "cpu" and view["default_backend"] != check.a.backend:  # e.g. a jaxlib without CUDA
+        check.add(("JAX sees", f"{text}; {last_line(warnings) or 'no ' + check.a.backend.upper()}", PROBLEM))
     else:
         check.add(("JAX sees", text, ""))
     fewest = (check.a.devices or "1").split(",")[0]
@@ -485,22 +551,29 @@ def see(check: Check) -> None:
 
 
 def grade_on_backend(check: Check, backend: str) -> None:
-    """Rows: solutions and stubs on the backend, the multi-process layouts, GPU memory."""
+    """Rows: solutions and stubs on the backend, the multi-process layouts, GPU memory (on a TPU: the processes
+    holding the chip), what confined the workers."""
     on_gpu = backend == "gpu"
     extra = [*check.tasks, *check.devices, "--backend", backend]
-    sampler = MemorySampler(on_gpu and bool(check.raw["nvidia_smi"]))
+    sampler = chip_sampler(check) or MemorySampler(on_gpu and bool(check.raw["nvidia_smi"]))
     label = f"grade --submission solutions --backend {backend}"
     solutions = check.run(f"solutions_{backend}", label, "solutions", extra, sampler)
     if solutions:
         check.add(*score_rows(label, solutions, expect_full=True))
         check.add(*(layout_rows(solutions) or [("multihost layouts", "skipped: task multihost was not graded", "")]))
+        held = solutions["sandbox"]
+        check.add(("  what confined its workers (report)", f"{', '.join(held['held']) or 'nothing'}; not: "
+                   f"{', '.join(held['missing']) or 'nothing'}", ""))
     label = f"grade --submission exercises (the stubs) --backend {backend}"
     stubs = check.run(f"stubs_{backend}", label, "exercises", extra)
     if stubs:
         check.add(*score_rows(label, stubs, expect_full=False))
     if solutions:
         check.add(("peak resident memory of one worker (report)", f"{solutions['timing']['worker_rss_mb']:.0f} MB", ""))
-    if sampler.enabled:
+    if sampler.look is chip_holders:
+        check.raw["tpu_holders"] = {"solutions": sampler.samples}
+        check.add(holders_row(f"--backend {backend}", sampler.samples))
+    elif sampler.enabled:
         check.raw["gpu_memory"] = summarise(sampler.samples, check.raw["nvidia_smi"])
         check.add(*memory_rows(check.raw["gpu_memory"]))
     else:
@@ -511,9 +584,49 @@ def grade_on_backend(check: Check, backend: str) -> None:
 def grade_mixed(check: Check) -> None:
     """Rows: the solutions graded with --backend auto, each configuration on the accelerators or emulated."""
     label = "grade --submission solutions --backend auto"
-    report = check.run("solutions_auto", label, "solutions", [*check.tasks, *check.devices, "--backend", "auto"])
+    sampler = chip_sampler(check)
+    report = check.run("solutions_auto", label, "solutions", [*check.tasks, *check.devices, "--backend", "auto"],
+                       sampler)
     if report:
         check.add(*auto_rows(label, report))
+    if sampler:  # the emulated workers run beside the one on the chip: none of them may open it
+        check.raw.setdefault("tpu_holders", {})["auto"] = sampler.samples
+        check.add(holders_row("--backend auto", sampler.samples))
+
+
+def chip_sampler(check: Check) -> MemorySampler | None:
+    """On a TPU, a sampler of the processes holding the chip; else None."""
+    return MemorySampler(True, chip_holders) if check.a.backend == "tpu" else None
+
+
+def sandbox_here(check: Check) -> None:
+    """Rows: what a worker can be confined by on this machine, and what ``--require-sandbox basic`` (the default of
+    grade batch and autograde, which grade other people's code) does here: grade, or refuse before any worker."""
+    label = "sandbox on this machine (grade check's survey)"
+    if check.budget.spent():
+        check.add((label, *check.budget.spent()))
+        return
+    try:
+        here, _ = ask_python(check.python, SANDBOX_HERE, timeout_s=min(60, check.budget.left()))
+    except GradeFailed as exc:
+        check.add((label, f"failed: {exc}", PROBLEM))
+        return
+    check.raw["sandbox_here"] = here
+    check.add((label, f"meets --require-sandbox {here['meets']}; held: {', '.join(here['held']) or 'nothing'}; "
+               f"not: {', '.join(here['missing']) or 'nothing'} (reasons in the JSON)", ""))
+    args = [*check.grade, "exercise7", "--submission", str(ROOT / "exercises"), "--task", "devices", "--devices", "1",
+            "--backend", "cpu", "--require-sandbox", "basic", "--format", "json"]
+    try:
+        _, proc = timed(args, timeout_s=min(120, check.budget.left()))
+    except subprocess.TimeoutExpired:
+        check.add(("  grade --require-sandbox basic", "ran past its time limit", INCOMPLETE))
+        return
+    refused = proc.returncode == 2 and "--require-sandbox basic" in proc.stderr
+    text = f"refused before any worker started: {last_line(proc.stderr)[:150]}" if refused else (
+        "graded" if proc.returncode == 0 else f"exit {proc.returncode}: {last_line(proc.stderr)}")
+    expected = here["meets"] == "none"
+    check.add(("  grade --require-sandbox basic", text, "ok" if refused == expected and proc.returncode in (0, 2)
+               else PROBLEM))
 
 
 def read_hlo(check: Check, backend: str) -> None:
@@ -523,7 +636,8 @@ def read_hlo(check: Check, backend: str) -> None:
     if skipped:
         check.add((label, *skipped))
         return
-    env = {"JAX_PLATFORMS": "cuda" if backend == "gpu" else "cpu", "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    env = {"JAX_PLATFORMS": {"gpu": "cuda", "tpu": "tpu"}.get(backend, "cpu"), "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+           "JAX_TRACEBACK_FILTERING": "off"}  # else the last line of a failure is JAX's note about filtering
     try:
         result, _ = ask_python(check.python, HLO_READ, backend, env=env, timeout_s=min(300, check.budget.left()))
     except GradeFailed as exc:
@@ -562,6 +676,10 @@ def check_pressure(check: Check, backend: str) -> None:
     """Row: many processes with the workers' one-device settings holding memory on one device at once."""
     n = check.a.workers
     label = f"{n} process{'es' if n != 1 else ''} with the workers' settings on one device"
+    if backend == "tpu":
+        check.add((label, "skipped: one process at a time may open a TPU chip (libtpu's lockfile); the rows of "
+                   "processes holding the TPU check that the workers take turns", ""))
+        return
     skipped = check.budget.spent()
     if skipped:
         check.add((label, *skipped))
@@ -576,10 +694,11 @@ def check_pressure(check: Check, backend: str) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--backend", choices=("gpu", "cpu"), default="gpu", help="where the checked grading runs")
+    p.add_argument("--backend", choices=("gpu", "tpu", "cpu"), default="gpu", help="where the checked grading runs")
     p.add_argument("--no-install", action="store_true", help="use the current interpreter instead of a fresh venv")
     p.add_argument("--venv", help="where to create the fresh venv (default: a new temporary folder, kept)")
-    p.add_argument("--extra", choices=("cuda", "cuda13"), default="cuda", help="the extra to install")
+    p.add_argument("--extra", choices=("cuda", "cuda13", "tpu"),
+                   help="the extra to install (default: tpu for --backend tpu, else cuda)")
     p.add_argument("--pip-args", default="", help="more pip install arguments, e.g. --pip-args='--no-index --find-links DIR'")
     p.add_argument("--task", action="append", default=[], help="grade only this task (repeatable; default: all)")
     p.add_argument("--devices", help="device counts passed to every grade run, e.g. 1,2 (default: course.yaml)")
@@ -589,6 +708,7 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--output", default=str(ROOT / "bench" / "results" / "accelerator.json"), help="where to write JSON")
     a = p.parse_args(argv)
+    a.extra = a.extra or ("tpu" if a.backend == "tpu" else "cuda")
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     if a.no_install:
         setup = {"python": sys.executable}
@@ -605,6 +725,7 @@ def main(argv=None) -> int:
     if "error" not in setup:
         try:
             see(check)
+            sandbox_here(check)
             grade_on_backend(check, a.backend)
             grade_mixed(check)
             read_hlo(check, a.backend)

@@ -72,6 +72,29 @@ def _kill(kill, pid: int) -> None:
         pass
 
 
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the engine's checkout: above grader/
+
+
+def holds_checkout(folder: str) -> bool:
+    """Whether ``folder`` is the engine's checkout or holds it (and with it the course's solutions and suites)."""
+    return os.path.commonpath([os.path.abspath(folder), CHECKOUT]) == os.path.abspath(folder)
+
+
+def python_path(environ=None) -> tuple[str, ...]:
+    """The folders of PYTHONPATH (the grader's own by default) that the engine's Pythons get back: each folder
+    that exists, in order, except the engine's checkout or a folder above it (workers reach the engine
+    through their workspace's link, never the solutions beside it)."""
+    value = (os.environ if environ is None else environ).get("PYTHONPATH", "")
+    return tuple(p for p in value.split(os.pathsep) if p and os.path.isdir(p) and not holds_checkout(p))
+
+
+def boot(engine_path: str, code: str) -> str:
+    """``python -I -c`` code that runs ``code`` with the engine first on sys.path, then the grader's PYTHONPATH
+    folders (:func:`python_path`): -I ignores PYTHONPATH, and where JAX is found only through it (a TPU VM's
+    image) a worker or the device probe would otherwise have no JAX."""
+    return f"import sys; sys.path[:0] = {[engine_path, *python_path()]!r}; {code}"
+
+
 started: set[int] = set()  # processes the engine started in this process (workers, zygotes); see kill_adopted
 _PR_SET_CHILD_SUBREAPER = 36
 

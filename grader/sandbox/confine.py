@@ -60,7 +60,7 @@ import sysconfig
 import time
 from dataclasses import dataclass, field
 
-from grader import cgroups
+from grader import cgroups, processes
 from grader.sandbox import landlock, mounts, namespaces, privileges, seccomp
 
 LAYERS = ("files", "network", "processes", "syscalls", "ipc", "uid", "lifetime", "limits", "memory", "cpu")
@@ -252,15 +252,17 @@ class _Record:
 
 @functools.lru_cache(maxsize=1)
 def python_paths() -> tuple[str, ...]:
-    """The Python installation, the environment's site-packages, and the folders their ``.pth`` files add to
-    sys.path, as ``site`` does (another environment's packages, a plugin's folder): never a folder on sys.path
-    like the cwd or the engine's checkout.
+    """The Python installation, the environment's site-packages, the folders their ``.pth`` files add to
+    sys.path, as ``site`` does (another environment's packages, a plugin's folder), and those of the worker's
+    PYTHONPATH (the grader's, where JAX may be: grader.processes.python_path): never a folder on sys.path like
+    the cwd or the engine's checkout.
 
     Cached: a zygote that calls it once hands the answer to every worker it forks.
     """
     sites = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
     paths = {sys.base_prefix, *sites, *(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib"))}
     paths.update(_pth_folders(sites))
+    paths.update(processes.python_path())
     return tuple(sorted(p for p in paths if os.path.exists(p)))
 
 
@@ -280,18 +282,9 @@ def _pth_folders(sites) -> set[str]:
             for line in lines:
                 if line.strip() and not line.startswith(("#", "import ", "import\t")):
                     folder = os.path.abspath(os.path.join(site, line.rstrip()))
-                    if os.path.isdir(folder) and not _holds_checkout(folder):
+                    if os.path.isdir(folder) and not processes.holds_checkout(folder):
                         found.add(folder)
     return found
-
-
-_CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # above grader/
-
-
-def _holds_checkout(folder: str) -> bool:
-    """Whether ``folder`` is the engine's checkout or holds it: an editable install's .pth names it, and with it
-    the course's solutions and suites; workers reach the engine through their workspace's link instead."""
-    return os.path.commonpath([folder, _CHECKOUT]) == folder
 
 
 def _threads() -> int:

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
+from grader import processes
 from grader.errors import GraderError, UsageError
 from grader.layout import plural
 
@@ -26,8 +27,11 @@ GPU_PLATFORMS = ("cuda", "rocm")
 VISIBLE_VARIABLE = {"cuda": "CUDA_VISIBLE_DEVICES", "rocm": "HIP_VISIBLE_DEVICES", "tpu": "TPU_VISIBLE_CHIPS"}
 # libtpu runs a process on a sub-rectangle of chips; these are the shapes of 1, 2 and 4 chips.
 TPU_CHIP_BOUNDS = {1: "1,1,1", 2: "1,2,1", 4: "2,2,1"}
-# Variables a real accelerator may need from the grader's own environment.
+# Variables a real accelerator may need from the grader's own environment: the libraries' folder and, on a TPU VM,
+# what describes its chips (TPU_TOPOLOGY, TPU_ACCELERATOR_TYPE, ...; without TPU_SKIP_MDS_QUERY libtpu asks a
+# metadata server for them, which a machine without network never answers) and libtpu's own settings.
 PASSTHROUGH = ("LD_LIBRARY_PATH",)
+PASSTHROUGH_PREFIXES = ("TPU_", "LIBTPU_")
 INSTALL_HINT = {
     "gpu": "install JAX's CUDA plugin with pip install 'pmap-course[cuda]'",
     "tpu": "on a TPU VM, install libtpu with pip install 'pmap-course[tpu]'",
@@ -104,8 +108,7 @@ class Backend:
         """Environment for worker ``process`` of a configuration: its own ``devices`` devices."""
         if self.emulated:
             return {}
-        env = {"JAX_PLATFORMS": self.platform}
-        env.update({k: os.environ[k] for k in PASSTHROUGH if k in os.environ})
+        env = {"JAX_PLATFORMS": self.platform, **passed_through(os.environ)}
         if self.platform in GPU_PLATFORMS:
             env[VISIBLE_VARIABLE[self.platform]] = ",".join(self.ids[process * devices:(process + 1) * devices])
             env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # workers for several device counts share GPUs
@@ -126,6 +129,11 @@ class Backend:
 
 
 EMULATED = Backend(name="cpu", platform="cpu", kind="cpu")
+
+
+def passed_through(environ) -> dict[str, str]:
+    """What of ``environ`` a process on a real accelerator gets (PASSTHROUGH, PASSTHROUGH_PREFIXES)."""
+    return {k: v for k, v in environ.items() if k in PASSTHROUGH or k.startswith(PASSTHROUGH_PREFIXES)}
 
 
 def _accelerator(inventory: Inventory, requested: str) -> str | None:
@@ -183,11 +191,10 @@ def report_devices() -> None:
 def probe() -> Inventory:
     """Ask a fresh Python process what JAX sees (the grader itself never imports JAX)."""
     engine_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    boot = f"import sys; sys.path.insert(0, {engine_parent!r}); from grader.workers.backends import report_devices; " \
-           "report_devices()"
-    keep = ("HOME", *PASSTHROUGH, *VISIBLE_VARIABLE.values())
+    boot = processes.boot(engine_parent, "from grader.workers.backends import report_devices; report_devices()")
     env = {"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8", "TF_CPP_MIN_LOG_LEVEL": "2",
-           "XLA_PYTHON_CLIENT_PREALLOCATE": "false", **{k: os.environ[k] for k in keep if k in os.environ}}
+           "XLA_PYTHON_CLIENT_PREALLOCATE": "false", **passed_through(os.environ),
+           **{k: os.environ[k] for k in ("HOME", *VISIBLE_VARIABLE.values()) if k in os.environ}}
     try:
         proc = subprocess.run([sys.executable, "-I", "-c", boot], env=env, capture_output=True, text=True,
                               timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL)

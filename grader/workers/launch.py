@@ -46,8 +46,8 @@ def spawn_fresh(engine_path: str, env: dict[str, str], cwd: str) -> Started:
     forked worker does: grader.sandbox.worker.run_then_exit)."""
     req_r, req_w = os.pipe()
     rep_r, rep_w = os.pipe()
-    boot = (f"{_die_with_grader()}import sys; sys.path.insert(0, {engine_path!r}); "
-            f"from grader.sandbox.worker import main, run_then_exit; run_then_exit(lambda: main({req_r}, {rep_w}))")
+    boot = _die_with_grader() + processes.boot(
+        engine_path, f"from grader.sandbox.worker import main, run_then_exit; run_then_exit(lambda: main({req_r}, {rep_w}))")
     try:
         popen = subprocess.Popen([sys.executable, "-I", "-c", boot], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, pass_fds=(req_r, rep_w), start_new_session=True)

@@ -2,7 +2,8 @@
 
 One worker per layout (e.g. 4 emulated CPU devices) serves every test of a run. A layout with
 ``processes`` gets a :class:`grader.workers.group.WorkerGroup`, which answers the same calls. On a
-backend whose devices cannot be shared (TPU), starting one layout's worker first stops the others.
+backend whose devices cannot be shared (TPU: one process at a time may open a chip), starting any worker
+there (a layout's, a clean one, the reference's) first stops every other that holds them.
 
 Program mode (:meth:`WorkerPool.program`) asks the student's worker for the program exported from the
 shapes and dtypes of its inputs, and a *clean* worker of the same layout (forked from the same
@@ -57,13 +58,27 @@ class WorkerPool:
                 self._workers[layout] = WorkerGroup(layout, run, self._engine_path,
                                                     self._launcher if run.backend.emulated else None)
             else:
-                self._workers[layout] = self._spare(layout, clean=False) or Worker(layout, run, self._launcher)
-        chosen = self._workers[layout]
-        if self.run.for_layout(layout).backend.exclusive and not chosen.alive:
-            for other in self._workers:
-                if other != layout and self._workers[other].alive:
-                    self._retire(other)
-        return chosen
+                self._workers[layout] = self._spare(layout, clean=False) or self._own(Worker(layout, run, self._launcher))
+        return self._workers[layout]
+
+    def _own(self, worker: Worker) -> Worker:
+        """``worker``, made to stop every other of this pool's workers that holds its devices before each start,
+        where two processes cannot hold them at once (Backend.exclusive)."""
+        if self._exclusive(worker.layout):
+            worker.before_start = lambda: self._make_room(worker)
+        return worker
+
+    def _exclusive(self, layout: Layout) -> bool:
+        return self.run.for_layout(layout).backend.exclusive
+
+    def _make_room(self, starting: Worker) -> None:
+        for layout, w in [*self._workers.items(), *self._clean.items(), *self._reference.items()]:
+            if w is not starting and w.alive and self._exclusive(w.layout):
+                if self._workers.get(layout) is w:
+                    self._retire(layout)  # what the student's code printed is kept
+                else:
+                    w.ask_to_exit()
+                    w.stop()
 
     def prestart_clean(self, layout: Layout) -> None:
         """Fork ``layout``'s clean worker now, as a spare that warms up while the student's calls run, for a
@@ -122,8 +137,8 @@ class WorkerPool:
         well, the failure is the environment's: a GraderError (exit 3) with the cause, never a verdict."""
         if failure.kind not in ENVIRONMENT_KINDS or layout.processes or layout in self._sound:
             return
-        canary = Worker(layout, self.run.for_layout(layout), self._launcher, clean_dir=self.run.clean_home or None,
-                        warm_up=True)
+        canary = self._own(Worker(layout, self.run.for_layout(layout), self._launcher,
+                                  clean_dir=self.run.clean_home or None, warm_up=True))
         try:
             canary.start()
         except GraderError as cause:
@@ -175,8 +190,8 @@ class WorkerPool:
 
     def _reference_worker(self, layout: Layout) -> Worker:
         if layout not in self._reference:
-            self._reference[layout] = Worker(layout, self.run.for_layout(layout), self._launcher,
-                                             reference_dir=self.run.reference)
+            self._reference[layout] = self._own(Worker(layout, self.run.for_layout(layout), self._launcher,
+                                                       reference_dir=self.run.reference))
         return self._reference[layout]
 
     def traced_collectives(self, layout: Layout, target: str, specs, kwargs, what: str, timeout_s=None,
@@ -208,8 +223,8 @@ class WorkerPool:
             if not self.run.clean_home:  # else a clean worker would start in the student's scratch
                 raise GraderError("program mode needs RunSettings.clean_home, a folder for clean workers")
             self._clean[layout] = (self._spare(layout, clean=True)
-                                   or Worker(layout, self.run.for_layout(layout), self._launcher,
-                                             clean_dir=self.run.clean_home))
+                                   or self._own(Worker(layout, self.run.for_layout(layout), self._launcher,
+                                                       clean_dir=self.run.clean_home)))
         return self._clean[layout]
 
     def info(self) -> dict:

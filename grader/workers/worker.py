@@ -25,7 +25,7 @@ from typing import Callable, Protocol, TypeVar
 
 from grader.errors import GraderError, StudentFailure
 from grader.layout import Layout
-from grader.processes import WorkerProcess
+from grader.processes import WorkerProcess, python_path
 from grader.workers.backends import Backend
 from grader.workers import starvation, timeline
 from grader.workers.launch import Launcher
@@ -163,6 +163,8 @@ def worker_environment(scratch: str, backend: str, timeout_s: float) -> dict[str
     }
     if backend == "cpu":
         env["JAX_PLATFORMS"] = "cpu"
+    if python_path():  # where JAX is found through it (grader.processes.boot); student code's Pythons too
+        env["PYTHONPATH"] = os.pathsep.join(python_path())
     return env
 
 
@@ -192,6 +194,7 @@ class Worker:
         self.info: dict = {}
         self.sandbox_records: list[dict] = []
         self._in_flight = ("", 0.0)  # the request awaiting its reply, and when it was sent (for the timeline)
+        self.before_start: Callable[[], None] | None = None  # run before each start (the pool's: the chip to itself)
 
     @property
     def name(self) -> str:
@@ -243,6 +246,8 @@ class Worker:
         """Start the process and send its settings; it reports ready (or why not) on the reply pipe."""
         from grader import protocol
 
+        if self.before_start is not None:
+            self.before_start()
         home = self.clean_dir or self.reference_dir or self.run.code
         os.makedirs(os.path.join(home, ".tmp"), exist_ok=True)
         with timeline.timed("grader", f"start {self.name}"):

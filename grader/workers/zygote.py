@@ -36,7 +36,7 @@ class Zygote:
 
     def __init__(self, engine_path: str, env: dict[str, str], cwd: str, startup_timeout_s: float):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        boot = f"import sys; sys.path.insert(0, {engine_path!r}); from grader.sandbox.forkserver import main; main()"
+        boot = processes.boot(engine_path, "from grader.sandbox.forkserver import main; main()")
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-I", "-c", boot, str(theirs.fileno())], cwd=cwd, env=env,

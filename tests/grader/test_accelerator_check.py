@@ -281,3 +281,58 @@ def test_the_nvidia_smi_queries_and_the_sampler_read_what_nvidia_smi_prints(tmp_
 def test_without_nvidia_smi_there_is_no_gpu_and_no_sample(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     assert ac.gpus() == [] and ac.sample() == {"gpus": {}, "apps": []}
+
+
+def test_asking_for_a_tpu_that_is_not_there_is_a_problem_and_no_chip_holder_or_pressure_is_claimed(tmp_path):
+    proc, raw = run_check(tmp_path, "--backend", "tpu", "--task", "dot", "--devices", "1")
+    assert proc.returncode == 1
+    table = rows(raw)
+    for label in ("grade --submission solutions --backend tpu", "grade --task dot --backend tpu"):
+        assert table[label][1] == ac.PROBLEM and "JAX sees no TPU" in table[label][0], label
+    assert table["JAX sees"][1] == ac.PROBLEM and table["JAX sees"][0].endswith("no TPU")
+    assert table["the TPU's device files"][0].startswith("none found")
+    assert table["grade --submission solutions --backend auto"] == ("15 / 15; every case graded", "ok")
+    assert table["  processes holding the TPU at once (--backend auto, /proc/PID/fd)"][1] == ""  # none seen
+    assert "skipped: one process at a time may open a TPU chip" in table[
+        "8 processes with the workers' settings on one device"][0]
+    assert "pressure" not in raw and raw["arguments"]["extra"] == "tpu"
+    here = raw["sandbox_here"]
+    assert table["sandbox on this machine (grade check's survey)"][0].startswith(f"meets --require-sandbox {here['meets']}")
+    assert table["  grade --require-sandbox basic"][1] == "ok"
+
+
+def test_the_processes_holding_a_chip_are_read_from_their_open_files(tmp_path):
+    lock = tmp_path / "libtpu_lockfile"  # what libtpu keeps open beside the chip's /dev/vfio/N or /dev/accelN
+    lock.write_text("")
+    holder = subprocess.Popen([sys.executable, "-c", f"f = open({str(lock)!r}); input()"], stdin=subprocess.PIPE)
+    try:
+        for _ in range(100):
+            if holder.pid in ac.chip_holders():
+                break
+            ac.time.sleep(0.05)
+        assert holder.pid in ac.chip_holders()
+    finally:
+        holder.communicate(b"\n")
+    assert holder.pid not in ac.chip_holders()
+    assert all(ac.CHIP_FILES.search(p) for p in ("/dev/vfio/3", "/dev/accel0"))
+    assert not any(ac.CHIP_FILES.search(p) for p in ("/dev/vfio/vfio", "/dev/null", "/tmp/libtpu_lockfile.txt"))
+
+
+def test_two_processes_holding_the_chip_at_once_are_a_problem():
+    label = "  processes holding the TPU at once (--backend tpu, /proc/PID/fd)"
+    assert ac.holders_row("--backend tpu", [[], [11], [12], []]) == (
+        label, "at most 1 (2 processes held it in turn; 4 samples)", "ok")
+    assert ac.holders_row("--backend tpu", [[11], [11, 12]])[2] == ac.PROBLEM
+    assert ac.holders_row("--backend tpu", [[], []])[2] == ""  # none seen: nothing to judge
+
+
+def test_on_a_tpu_multi_process_layouts_are_not_run_here_whatever_the_chip_count():
+    two_by_two = _case("m[2x2]", 2, "skipped", processes=2, message="multi-process layouts run on the cpu and gpu backends")
+    report = {**_report([ONE_GPU[0], two_by_two], here=8), "backend": "tpu"}
+    assert ac.case_problems(report) == []
+    assert ac.layout_rows(report) == [("multihost: 2 processes x 2 chips each",
+                                       "multi-process layouts run on the cpu and gpu backends", "ok")]
+    place = {"devices": 2, "processes": 2, "backend": "cpu", "where": "emulated CPU devices"}
+    passed = [_case("t[1]", 1, "passed"), _case("m[2x2]", 2, "passed", processes=2)]
+    assert ac.auto_rows("auto", {**_report(passed, here=8), "backend": "tpu", "ran_on": [place]})[1:] == [
+        ("  ran on emulated CPU devices", "devices: 2x2", "")]

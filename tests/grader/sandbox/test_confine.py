@@ -143,6 +143,25 @@ def test_files_reach_only_the_scratch_and_what_python_needs(place):
     assert not os.path.exists(site + "/evil.pth")
 
 
+def test_a_package_found_through_pythonpath_stays_readable_and_the_checkout_named_there_does_not(place, monkeypatch):
+    """Where JAX is found only through PYTHONPATH (a TPU VM's image), a worker gets those folders back
+    (grader.processes.boot) and may read them once confined; a checkout in PYTHONPATH is never one of them."""
+    folder = place["base"] / "pythonpath"
+    (folder / "only_here").mkdir(parents=True)
+    (folder / "only_here" / "__init__.py").write_text("VALUE = 42\n")
+    monkeypatch.setenv("PYTHONPATH", f"{folder}{os.pathsep}{ROOT}")
+    result = run_confined(f"""
+        from grader import processes
+        sys.path[1:1] = processes.python_path()
+        result["path"] = processes.python_path()
+        import only_here
+        result["value"] = only_here.VALUE
+        result["solution"] = attempt(lambda: open({str(ROOT / 'solutions/exercise7/dot.py')!r}).read())
+    """, scratch=place["scratch"])
+    assert "files" in result["record"]["held"]
+    assert result["path"] == [str(folder)] and result["value"] == 42 and result["solution"] == "EACCES"
+
+
 def test_a_kept_folder_is_writable_and_the_folders_beside_it_are_not(place):
     cache = place["base"] / "compile-cache"
     for layout in ("devices-1", "devices-2"):

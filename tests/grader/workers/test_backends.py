@@ -4,6 +4,7 @@ Nothing here needs an accelerator: the inventory JAX would report is injected. O
 real probe, which on any machine sees at least the CPU.
 """
 
+import os
 import sys
 
 import pytest
@@ -13,7 +14,7 @@ from grader.workers.backends import EMULATED, Inventory, Platform, resolve
 from grader.errors import UsageError
 from grader.layout import Layout
 from grader.workers.worker import RunSettings
-from conftest import run_grade
+from conftest import ROOT, run_grade
 
 CPU_ONLY = Inventory("0.10.2", {"cpu": Platform(1, "cpu")})
 TWO_GPUS = Inventory("0.10.2", {"cuda": Platform(2, "NVIDIA H200"), "cpu": Platform(1, "cpu")})
@@ -111,6 +112,54 @@ def test_tpu_workers_get_whole_chips_one_configuration_at_a_time():
     v3 = resolve("tpu", TPU_V3, environ={})
     assert v3.worker_variables(4)["TPU_VISIBLE_CHIPS"] == "0,1"
     assert v3.unavailable(1) is not None and v3.unavailable(2) is None
+
+
+# A one-chip slice of a TPU VM as this project's lent machine showed it: its one chip is chip 3 of the host, and
+# libtpu learns the topology from the environment, not from a metadata server it cannot reach.
+ONE_CHIP = Inventory("0.10.2", {"tpu": Platform(1, "TPU v5 lite"), "cpu": Platform(1, "cpu")})
+TPU_VM = {"TPU_TOPOLOGY": "2x2", "TPU_SKIP_MDS_QUERY": "true", "TPU_ACCELERATOR_TYPE": "v5litepod-4",
+          "TPU_CHIPS_PER_HOST_BOUNDS": "2,2,1", "TPU_WORKER_HOSTNAMES": "localhost", "LIBTPU_INIT_ARGS": "--x",
+          "LD_LIBRARY_PATH": "/opt/lib", "HOSTNAME": "runsc", "XLA_FLAGS": "--graders-own"}
+
+
+def test_tpu_workers_keep_the_vms_tpu_settings_and_the_whole_machine_names_no_chip(monkeypatch):
+    for name, value in TPU_VM.items():
+        monkeypatch.setenv(name, value)
+    one = resolve("tpu", ONE_CHIP, environ={})
+    vm = {k: v for k, v in TPU_VM.items() if k.startswith(("TPU_", "LIBTPU_", "LD_"))}
+    assert one.worker_variables(1) == {"JAX_PLATFORMS": "tpu", **vm}  # no TPU_VISIBLE_CHIPS=0: it is chip 3
+    assert one.refuses(2) == "needs 2 devices, this machine has 1"
+    four = resolve("tpu", TPU_V5E, environ={}).worker_variables(4)
+    assert four["TPU_VISIBLE_CHIPS"] == "0,1,2,3" and four["TPU_TOPOLOGY"] == "2x2"  # its own share wins
+    assert EMULATED.worker_variables(1) == {}  # an emulated worker of --backend auto gets none of them
+
+
+FAKE_JAX = """
+import os
+__version__ = "0.10.2"
+
+class _Device:
+    device_kind, platform = "TPU v5 lite", "tpu"
+
+def devices(name=None):
+    if name == "tpu" and os.environ.get("TPU_SKIP_MDS_QUERY") == "true":  # else libtpu would wait for a metadata server
+        return [_Device()]
+    raise RuntimeError(f"Unknown backend {name}")
+"""
+
+
+def test_the_probe_finds_a_jax_that_only_pythonpath_names_and_gives_it_the_tpu_settings(tmp_path, monkeypatch):
+    (tmp_path / "jax").mkdir()
+    (tmp_path / "jax" / "__init__.py").write_text(FAKE_JAX)
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{ROOT}")  # the checkout itself is never passed on
+    monkeypatch.setenv("TPU_SKIP_MDS_QUERY", "true")
+    backends.probe.cache_clear()
+    try:
+        inventory = backends.probe()
+    finally:
+        backends.probe.cache_clear()
+    assert inventory == Inventory("0.10.2", {"tpu": Platform(1, "TPU v5 lite")})
+    assert resolve("auto", inventory).describe() == "TPU v5 lite, 1 on this machine"
 
 
 def test_memory_limit_applies_to_cpu_workers_only():

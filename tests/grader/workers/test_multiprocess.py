@@ -234,32 +234,62 @@ def test_a_group_joins_in_a_network_of_its_own_and_its_record_holds_the_network_
     group.stop()
 
 
-def test_on_tpu_one_configuration_at_a_time_holds_the_chips(monkeypatch):
-    started, retired = [], []
+class ChipWorker:
+    """A worker as the pool sees it, that records who holds the chips: at most one may (Backend.exclusive)."""
 
-    class FakeWorker:
-        def __init__(self, layout, run, launcher):
-            self.layout, self.env, self.alive = layout, run.backend.worker_variables(layout.devices), False
+    log: list = []  # (event, role, devices)
 
-        def request(self, *args):
-            started.append(self.layout.devices)
+    def __init__(self, layout, run, launcher, clean_dir=None, reference_dir=None, warm_up=False):
+        self.layout, self.run, self.env = layout, run, run.backend.worker_variables(layout.devices)
+        self.role = "clean" if clean_dir else "reference" if reference_dir else "worker"
+        self.alive, self.before_start = False, None
+
+    def request(self, op, target, *args):
+        if not self.alive:
+            if self.before_start:
+                self.before_start()
+            holders = [w for w in ChipWorker.everyone if w.alive]
+            assert not holders, f"{self.role} {self.layout} starts while {holders[0].role} holds the chips"
+            ChipWorker.everyone += [] if self in ChipWorker.everyone else [self]
+            ChipWorker.log.append(("start", self.role, self.layout.devices))
             self.alive = True
-            return None, 0.0
+        return b"program" if op == "program" else {"values": [None], "hlo": "", "held": []}, 0.0
 
-        def ask_to_exit(self):
-            retired.append(self.layout.devices)
+    def ask_to_exit(self):
+        ChipWorker.log.append(("retire", self.role, self.layout.devices))
 
-        def stop(self):
-            self.alive = False
-            return ""
+    def stop(self, grace_s=2.0):
+        self.alive = False
+        return ""
 
-    monkeypatch.setattr(pool_module, "Worker", FakeWorker)
+
+@pytest.fixture
+def tpu_pool(monkeypatch):
+    monkeypatch.setattr(pool_module, "Worker", ChipWorker)
+    ChipWorker.log, ChipWorker.everyone = [], []
     tpu = Backend(name="tpu", platform="tpu", kind="TPU v5 lite", available=8, ids=tuple("01234567"))
-    pool = WorkerPool(RunSettings("s", "t", tpu, 0, 30.0), "e")
+    return WorkerPool(RunSettings("s", "t", tpu, 0, 30.0, clean_home="/clean", reference="/ref"), "e")
+
+
+def test_on_tpu_one_configuration_at_a_time_holds_the_chips(tpu_pool):
     for devices in (1, 1, 2, 1):
-        pool.request(Layout(devices), "call", "m.f", (), {}, "f()")
-    assert started == [1, 1, 2, 1] and retired == [1, 2]
-    assert pool.worker(Layout(4)).env["TPU_VISIBLE_CHIPS"] == "0,1,2,3"
+        tpu_pool.request(Layout(devices), "call", "m.f", (), {}, "f()")
+    assert [(e, d) for e, _, d in ChipWorker.log] == [("start", 1), ("retire", 1), ("start", 2), ("retire", 2),
+                                                       ("start", 1)]
+    assert tpu_pool.worker(Layout(4)).env["TPU_VISIBLE_CHIPS"] == "0,1,2,3"
+
+
+def test_on_tpu_the_clean_and_reference_workers_take_turns_with_the_students(tpu_pool):
+    """Program mode runs the student's export in a clean worker of the same layout, and compares it with the
+    reference's: on a TPU each stops the one holding the chips before it starts (ChipWorker asserts it)."""
+    layout = Layout(1)
+    tpu_pool.program(layout, "m.f", (), [()], {}, "f()")
+    tpu_pool.reference_program(layout, "m.f", (), (), {}, "f()")
+    tpu_pool.request(layout, "call", "m.f", (), {}, "f()")
+    assert [(e, role) for e, role, _ in ChipWorker.log] == [
+        ("start", "worker"), ("retire", "worker"), ("start", "clean"), ("retire", "clean"), ("start", "reference"),
+        ("retire", "reference"), ("start", "clean"), ("retire", "clean"), ("start", "worker")]
+    assert [w for w in ChipWorker.everyone if w.alive] == [tpu_pool.worker(layout)]
 
 
 
