@@ -23,7 +23,7 @@ LISTED = [  # the order the report showed before the cases ran layout by layout 
     "test_dot_matches_numpy[2dev-37]", "test_dot_other_lengths[1dev-1-float32]", "test_dot_other_lengths[1dev-3-int32]",
     "test_dot_other_lengths[1dev-1001-float32]", "test_dot_other_lengths[2dev-1-float32]",
     "test_dot_other_lengths[2dev-3-int32]", "test_dot_other_lengths[2dev-1001-float32]",
-    "test_dot_uses_one_all_reduce[1dev]", "test_dot_uses_one_all_reduce[2dev]"]
+    "test_dot_uses_one_all_reduce[2dev]"]
 
 
 def _alive(pid: int) -> bool:
@@ -59,7 +59,8 @@ def test_each_layouts_workers_end_with_its_last_case_and_the_report_keeps_the_su
     assert asked == sorted(asked) and set(asked) == set(DEVICES)  # every 1-device call before any 2-device one
     for n in DEVICES:
         pids, alive = ended[n]
-        assert len(pids) == 2, f"the student's and the clean worker at {n} devices: {pids}"  # dot has a program test
+        # dot's program test runs from 2 devices on: there a clean worker too
+        assert len(pids) == (2 if n > 1 else 1), f"the student's and the clean worker at {n} devices: {pids}"
         assert alive == [], f"still running after the last case at {n} devices: {alive}"
     assert [c.nodeid.rpartition("::")[2] for c in report.run.cases] == LISTED
     assert report.score.total == report.score.max_total
