@@ -377,14 +377,16 @@ def _within_manual(bytecode: bytes) -> set[int]:
     return inside
 
 
-def _gated(run_variants, variants: dict, inputs: list, baselines: list, zeroed: dict) -> list:
-    """Those of ``variants`` (negated results, by key) whose answers are the program's own (``baselines``) or
-    those with the same results replaced by zeros (``zeroed``, by key): the answer then depends on what the
-    collective (or per-device computation) returns only through a test that both fail or both pass (is it
-    not zero, is it what a copy computed beside it gives), never on the value it carries."""
-    got = answers_of(run_variants, variants, inputs) if variants else {}
-    return [k for k, answers in got.items()
-            if same_answers(answers, baselines) or (k in zeroed and same_answers(answers, zeroed[k]))]
+def _tested(negative, zeroed, baselines: list) -> bool:
+    """Whether answers with some results negated (``negative``) are the program's own (``baselines``) or those
+    with the same results replaced by zeros (``zeroed``, None if not run): the answer then depends on those
+    results only through a test that their value and its negation pass alike, or that zeros and the negation
+    fail alike (is it not zero, is it what a copy computed beside it gives), never on the value they carry."""
+    return negative is not None and (same_answers(negative, baselines) or
+                                     (zeroed is not None and same_answers(negative, zeroed)))
+
+
+NEGATED, IDENTITY = "negated", "identity"  # keys of the variants measured beside the zeros ones
 
 
 def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baselines: list,
@@ -396,39 +398,36 @@ def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baseli
     ``run_variants(bytecodes, inputs)`` compiles the variants as one program (each a function of it) and
     returns each one's answers, one per set of ``inputs``. A collective is not needed if replacing its
     results by zeros leaves every answer as it was, or if negating them leaves every answer as it was or as
-    zeros made it (:func:`_gated`: its value only decides a test, such as "not zero", that zeros and its
-    negation answer alike or that its negation passes as well). A collective the answer needs inside a
-    per-device computation says the answer needs that computation too, so the variant without every
-    per-device computation is compiled only when none does (a second, smaller compile; then, where zeros
-    changed the answer, a third with each per-device computation replaced by the identity and one with its
-    results negated: one that only passes on what was computed around it, or whose results only pass a
-    test, counts as not needed). A variant whose answer is known to differ from ``baseline`` without
-    running it (:func:`_known_to_change`) is not compiled, and neither is its negation: the answer is then
-    made of the results through operations that keep zeros zeros, and negating them negates it."""
+    zeros made it (:func:`_tested`: its value only decides a test). Both variants are compiled together,
+    the negation whether or not zeros already told (most collectives of a program are needed, and one
+    compile costs less than two). A collective the answer needs inside a per-device computation says the
+    answer needs that computation too, so the variants without the per-device computations are compiled only
+    when none does (a second, smaller compile): every per-device computation replaced by zeros, by the
+    identity (one that only passes on what was computed around it counts as not needed), and with its results
+    negated (one whose results only pass a test counts as not needed). A variant whose answer is known to
+    differ from ``baseline`` without running it (:func:`_known_to_change`) is not compiled, and neither is
+    its negation: the answer is then made of the results through operations that keep zeros zeros, and
+    negating them negates it."""
     also = also or {}
     replaced = groups(bytecode, kept)
     variants = {k: without(bytecode, r) for k, r in replaced.items()}
     variants = {k: v for k, v in variants.items() if v is not None}
     unknown = {k: v for k, v in variants.items() if not _known_to_change(v, baselines)}
-    answers = answers_of(run_variants, {**unknown, **also}, inputs) if unknown or also else {}
+    negations = {(NEGATED, k): negated(bytecode, replaced[k]) for k in unknown}
+    todo = {**unknown, **{k: v for k, v in negations.items() if v is not None}, **also}
+    answers = answers_of(run_variants, todo, inputs) if todo else {}
     others = {k: answers.pop(k) for k in also if k in answers}
-    idle = [k for k, got in answers.items() if same_answers(got, baselines)]
-    negations = {k: negated(bytecode, replaced[k]) for k in answers if k not in idle}
-    idle += _gated(run_variants, {k: v for k, v in negations.items() if v is not None}, inputs, baselines, answers)
+    idle = [k for k in unknown if k in answers and (same_answers(answers[k], baselines) or
+                                                    _tested(answers.get((NEGATED, k)), answers[k], baselines))]
     inside = _within_manual(bytecode) if variants else set()
     if any(k not in idle for k in variants if k in inside):
         return idle, True, others
-    manual = without(bytecode, [], manual=True)
-    zeroed = {}
-    if manual is not None and not _known_to_change(manual, baselines):
-        zeroed = answers_of(run_variants, {MANUAL: manual}, inputs)
-        if MANUAL in zeroed and same_answers(zeroed[MANUAL], baselines):
-            return idle, False, others
-    # needed, but perhaps only as a pass-through of the work done around it, on inputs the partitioner splits,
-    # or only through a test of its results
-    identity = as_identity(bytecode)
-    got = answers_of(run_variants, {MANUAL: identity}, inputs) if identity is not None else {}
-    if MANUAL in got and same_answers(got[MANUAL], baselines):
-        return idle, False, others
-    negative = negated(bytecode, [], manual=True) if zeroed else None
-    return idle, not (negative is not None and _gated(run_variants, {MANUAL: negative}, inputs, baselines, zeroed)), others
+    zeroed = without(bytecode, [], manual=True)
+    known = zeroed is not None and _known_to_change(zeroed, baselines)
+    manual = {MANUAL: None if known else zeroed, IDENTITY: as_identity(bytecode),
+              NEGATED: None if known else negated(bytecode, [], manual=True)}
+    manual = {k: v for k, v in manual.items() if v is not None}
+    got = answers_of(run_variants, manual, inputs) if manual else {}
+    unneeded = (any(k in got and same_answers(got[k], baselines) for k in (MANUAL, IDENTITY))
+                or _tested(got.get(NEGATED), got.get(MANUAL), baselines))
+    return idle, not unneeded, others
