@@ -24,7 +24,7 @@ from grader.grading.case import Case
 from grader.grading.progress import RunProgress
 from grader.grading.reference_figures import ReferenceFigures
 from grader.grading.student import Student
-from grader.layout import Layout
+from grader.layout import Layout, plural
 from grader.suite import differences, feedback, jax_errors, traced
 from grader.suite.checks import Bypass, Unexplained, WrongProgram
 from grader.workers import timeline
@@ -133,7 +133,14 @@ class CasePlan:
             own = task is not None and task.own_devices
             counts = tuple(c for c in self.devices_override if not own or c in counts) or self.devices_override
         if marker:
-            counts = tuple(c for c in counts if c in marker.args) or counts
+            chosen = tuple(c for c in counts if c in marker.args)
+            if not chosen:  # none of its own counts asked for: the larger ones asked run it, the smaller are shown
+                fewest = min(marker.args)  # left out (a structural test on one device, where nothing is split)
+                below = pytest.mark.skip(reason=f"runs from {plural(fewest, 'device')} on")
+                metafunc.parametrize("devices", [pytest.param(n, id=f"{n}dev", marks=below if n < fewest else ())
+                                                 for n in counts])
+                return
+            counts = chosen
         metafunc.parametrize("devices", counts, ids=[f"{n}dev" for n in counts])
 
     def _parametrize_layouts(self, metafunc, layouts, marker):
