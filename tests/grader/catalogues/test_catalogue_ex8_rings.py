@@ -63,6 +63,18 @@ RIGHT = {
         ("gathered.at[(me - step) % n]", "gathered.at[(me + step) % n]"),
         ("total = chunks[(me - 1) % n]", "total = chunks[(me + 1) % n]"),
         ("chunks[(me - step - 1) % n]", "chunks[(me + step + 1) % n]")), devices="4"),
+    # Half of every chunk travels each way: n - 1 ppermutes per direction, n - 1 chunks in all (round 12 found it
+    # losing the reduce-scatter's point for its 2(n - 1) ppermutes).
+    "a reduce-scatter that runs both ways at once": Right(rings(
+        ("    chunks = x.reshape(n, x.shape[0] // n, *x.shape[1:])\n" + SCATTER_TAIL,
+         "    chunks = x.reshape(n, x.shape[0] // n, -1)\n"
+         "    a, b = chunks[:, :, :chunks.shape[2] // 2], chunks[:, :, chunks.shape[2] // 2:]\n"
+         "    back = lambda v: lax.ppermute(v, axis_name, perm=[(i, (i - 1) % n) for i in range(n)])\n"
+         "    ta, tb = a[(me - 1) % n], b[(me + 1) % n]\n"
+         "    for step in range(1, n):\n"
+         "        ta = _to_next(ta, axis_name, n) + a[(me - step - 1) % n]\n"
+         "        tb = back(tb) + b[(me + step + 1) % n]\n"
+         "    return jnp.concatenate([ta, tb], axis=-1).reshape(x.shape[0] // n, *x.shape[1:])")), devices="1,4,8"),
 }
 
 CATALOGUE = Catalogue(exercise="exercise8", task="rings", intact="layouts", wrong=WRONG, right=RIGHT)
