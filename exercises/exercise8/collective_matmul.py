@@ -14,7 +14,8 @@ arrives. After n steps it has multiplied every block of x, and it sent n - 1 blo
 all-gather would, but each transfer can happen while the previous product is computed.
 
 Write ``collective_matmul(x, w, mesh)``: x and w arrive as NumPy arrays; place them on the mesh as
-above and run a per-device function with ``jax.shard_map(..., in_specs=(P('model', None),
+above (when the grader reads your program it hands them over already laid out so, and a product of
+whole copies then has to gather them, which it counts) and run a per-device function with ``jax.shard_map(..., in_specs=(P('model', None),
 P(None, 'model')), out_specs=P(None, 'model'))``. In it, n = ``lax.axis_size("model")`` and you are
 device ``lax.axis_index("model")``; after s steps you hold the block of x that device (you - s) mod n
 started with, so its product goes to rows of that block. 'data' holds copies: every mesh row runs

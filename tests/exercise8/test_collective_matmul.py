@@ -25,7 +25,7 @@ def run(student, rng, rows, cols, asks=None):
     program = student.program("probes_programs.on_mesh", x, w, expect=lambda x, w: x.astype(np.float64) @ w,
                               what=f"collective_matmul(x, w, mesh) on a {rows} x {cols} mesh", rtol=1e-4, atol=1e-4,
                               function="collective_matmul.collective_matmul", shape=[rows, cols],
-                              compare=(AXES, (rows, cols)),
+                              arrives=(["model", None], [None, "model"]), compare=(AXES, (rows, cols)),
                               counts=meshes.counts(AXES, (rows, cols)), asks=asks, probe=Probe(
                                   splits=(Split(0, 0, cols, "x", "'model' device"),),
                                   rerun=lambda *a: student.probe("probes_programs.values", "on_mesh", *a,

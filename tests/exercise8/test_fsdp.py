@@ -51,6 +51,7 @@ def run(student, rng, devices, samples, asks=None):
         program = student.program("probes_programs.on_mesh", w, x, y, asks=asks, expect=sgd,
                                   what=f"fsdp_step(w, x, y, {LR}, mesh) on {devices} devices (new w, loss)",
                                   rtol=1e-4, atol=1e-5, counts=meshes.counts(AXES, (devices,)),
+                                  arrives=(["data", None], ["data", None], ["data", None]),
                                   compare=(AXES, (devices,)), **fixed)
     except AssertionError as wrong:
         if not getattr(wrong, "measured", None):  # a measured difference of communication says more

@@ -40,7 +40,7 @@ def run(student, rng, case, rows, cols, asks=None):
     w = rng.normal(size=(2 * cols, 3 * cols)).astype(np.float32)
     program = student.program("probes_programs.on_mesh", x, w, asks=asks, expect=lambda x, w: x.astype(np.float64) @ w,
                               what=f"{case}(x, w, mesh) on a {rows} x {cols} mesh", rtol=1e-4, atol=1e-4,
-                              function=f"matmuls.{case}", shape=[rows, cols],
+                              function=f"matmuls.{case}", shape=[rows, cols], arrives=CASES[case][:2],
                               counts=meshes.counts(AXES, (rows, cols)), compare=(AXES, (rows, cols)))
     return x, w, program
 

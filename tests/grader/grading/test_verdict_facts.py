@@ -48,6 +48,9 @@ wants a structural point without the algorithm, each in one way a rule of the en
 * a ring all-reduce whose devices each send their own block k hops by k ppermutes along the ring, the chains
   tied to each other by a factor that is 1 whenever anything arrived: one route and no fresh start, but n(n - 1)/2
   blocks sent, where a ring sends n - 1 (tests/exercise7/test_ring.py);
+* exercise 8's collective matmul taken from the whole x the task hands over as NumPy, beside a ring of a flag
+  that selects it: the grader hands x over split as the statement says (``arrives``), so the whole copy is an
+  all-gather the suite finds;
 * an all-reduce or all-gather by recursive doubling, and exercise 7's optimal ring by recursive halving and
   doubling: each step passes on what arrived, in as many bytes as a ring or fewer, but to a partner 1, 2, 4
   places away: the ppermutes take more routes than a ring's one and its reverse (grader.suite.rings).
@@ -721,6 +724,32 @@ def ring_all_gather(block, axis_name):
         d *= 2
     return gathered.reshape(n * block.shape[0], *block.shape[1:])
 ''',
+    # The product taken from the whole x the task hands over as NumPy, beside a ring of n - 1 ppermutes of a flag that
+    # selects it: the grader hands x over split as the statement says, so a whole copy is an all-gather.
+    "collective_matmul_from_whole_x": '''
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+
+def _ring_of_a_flag(x_block):
+    n = lax.axis_size("model")
+    passing = jnp.where(x_block[:1, :1] > -jnp.inf, 1, 0).astype(jnp.int32)
+    for _ in range(1, n):
+        passing = lax.ppermute(passing, "model", perm=[(i, (i + 1) % n) for i in range(n)])
+    return passing
+
+
+def collective_matmul(x, w, mesh):
+    cols = mesh.shape["model"]
+    xs = jax.device_put(x, NamedSharding(mesh, P("model", None)))
+    w = jax.device_put(w, NamedSharding(mesh, P(None, "model")))
+    flag = jax.shard_map(_ring_of_a_flag, mesh=mesh, in_specs=P("model", None), out_specs=P(None, "model"))(xs)
+    y = jnp.matmul(jnp.asarray(x), w, out_sharding=NamedSharding(mesh, P(None, "model")))
+    i = jnp.repeat(flag, y.shape[1] // cols, axis=1, out_sharding=NamedSharding(mesh, P(None, "model")))
+    return jnp.where(i == 1, y, jnp.where(i == 0, jnp.full_like(y, 2.0), jnp.zeros_like(y)))
+''',
     "collective_matmul_direct_sends": (ROOT / "solutions" / "exercise8" / "collective_matmul.py").read_text() + '''
 
 def _per_device(x_block, w_block):
@@ -889,11 +918,14 @@ TASKS = {
                                                                                                   "6024 bytes"}),
     "collective_matmul_replicated": ([4], "exercise8/collective_matmul", {
         "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": NO_SHARD_MAP}),
+    # x arrives split over 'model': the whole product needs x gathered, which XLA does over 'data' and 'model'
     "collective_matmul_ring_and_whole": ([4], "exercise8/collective_matmul", {
-        "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": MORE_WORK}),
+        "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": "passes blocks over 'data' and 'model'"}),
     "tensor_parallel_whole_then_psum": ([4], "exercise8/tensor_parallel", {
         "test_mlp_runs_one_all_reduce_over_model": MORE_WORK}),
-    "matmuls_whole_then_scatter": ([4], "exercise8/matmuls", {"test_matmul_cases_send_the_cheapest_collective": MORE_WORK}),
+    # x and w arrive split as the case says: the whole product needs them gathered, an all-reduce XLA adds
+    "matmuls_whole_then_scatter": ([4], "exercise8/matmuls", {
+        "test_matmul_cases_send_the_cheapest_collective": "it needs exactly one reduce-scatter"}),
     "fsdp_whole_batch": ([4], "exercise8/fsdp", {"test_fsdp_step_gathers_weights_and_scatters_gradients": MORE_WORK}),
     "fsdp_whole_w": ([4], "exercise8/fsdp", {"test_fsdp_step_gathers_weights_and_scatters_gradients": HELD}),
     "compiler_whole_inputs": ([4], "exercise8/compiler", {
@@ -903,6 +935,8 @@ TASKS = {
     # At 8 devices the rings are 4 long: 3 ppermutes, each of the device's own block.
     "rings_direct_sends": ([8], "exercise8/rings", {"test_ring_all_gather_sends_n_minus_1_blocks": OWN_BLOCK}),
     "rings_recursive_doubling": ([8], "exercise8/rings", {"test_ring_all_gather_sends_n_minus_1_blocks": OTHER_ROUTE}),
+    "collective_matmul_from_whole_x": ([8], "exercise8/collective_matmul", {
+        "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": "runs an all-gather over 'model'"}),
     "collective_matmul_direct_sends": ([8], "exercise8/collective_matmul", {
         "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": OWN_BLOCK}),
     "collective_matmul_direct_sends_disguised": ([8], "exercise8/collective_matmul", {
