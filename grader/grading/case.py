@@ -10,10 +10,6 @@ from dataclasses import dataclass, field
 
 from grader.layout import label
 
-# How a case a suite leaves out by design says so: a structural test, marked for two devices or more, on one
-# device, where nothing is split. Not a case the machine could not run: `grade check` does not count it.
-RUNS_FROM = "runs from"
-
 
 @dataclass
 class Case:

@@ -20,11 +20,11 @@ import pytest
 from grader.course import Exercise
 from grader.errors import GraderError, StudentFailure
 from grader.grading.budget import TimeBudget
-from grader.grading.case import RUNS_FROM, Case
+from grader.grading.case import Case
 from grader.grading.progress import RunProgress
 from grader.grading.reference_figures import ReferenceFigures
 from grader.grading.student import Student
-from grader.layout import Layout, plural
+from grader.layout import Layout
 from grader.suite import differences, feedback, jax_errors, traced
 from grader.suite.checks import Bypass, Unexplained, WrongProgram
 from grader.workers import timeline
@@ -132,13 +132,9 @@ class CasePlan:
         if self.devices_override:  # --devices: for a task with counts of its own, those of them it is graded at
             own = task is not None and task.own_devices
             counts = tuple(c for c in self.devices_override if not own or c in counts) or self.devices_override
-        marks = {}
         if marker:
-            chosen = tuple(c for c in counts if c in marker.args)
-            if not chosen and 1 not in marker.args:  # on one device nothing is split: a test for more is left out
-                marks[1] = pytest.mark.skip(reason=f"{RUNS_FROM} {plural(min(marker.args), 'device')} on")
-            counts = chosen or counts  # else at the counts asked for
-        metafunc.parametrize("devices", [pytest.param(n, id=f"{n}dev", marks=marks.get(n, ())) for n in counts])
+            counts = tuple(c for c in counts if c in marker.args) or counts
+        metafunc.parametrize("devices", counts, ids=[f"{n}dev" for n in counts])
 
     def _parametrize_layouts(self, metafunc, layouts, marker):
         """One case per layout; those whose local device count --devices leaves out are shown skipped."""
