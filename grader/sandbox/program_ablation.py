@@ -130,51 +130,68 @@ def _manual_computations(module) -> list:
     return found
 
 
-def without(bytecode: bytes, indices: list[int], manual: bool = False) -> bytes | None:
-    """The program with the results of its collectives ``indices`` (or, if ``manual``, of every per-device
-    computation it holds) replaced by zeros, as bytecode; None if one of them cannot be replaced so."""
+def _rewritten(bytecode: bytes, indices: list[int], manual: bool, rewrite) -> bytes | None:
+    """The program with ``rewrite(op)`` applied to each of its collectives ``indices`` (or, if ``manual``, to
+    each per-device computation it holds), as bytecode; None if there is none, or ``rewrite`` returns False
+    for one (it cannot be rewritten so)."""
     from jax._src.interpreters import mlir
-    from jaxlib.mlir import ir
 
     with context():
+        from jaxlib.mlir import ir
+
         module = ir.Module.parse(bytecode)
         ops = _manual_computations(module) if manual else [collectives(module)[i] for i in indices]
         if not ops:
             return None
         for op in ops:
-            with ir.InsertionPoint(op), ir.Location.unknown():
-                zeros = [_zeros(r) for r in op.results]
-            if any(z is None for z in zeros):
-                return None
-            for result, zero in zip(op.results, zeros):
-                result.replace_all_uses_with(zero)
-            op.erase()
+            with ir.Location.unknown():
+                if rewrite(op) is False:
+                    return None
         return mlir.module_to_bytecode(module)
+
+
+def _by_zeros(op) -> bool:
+    """Replaces ``op``'s results by constants of zeros and erases it; False if a result has no plain zero."""
+    from jaxlib.mlir import ir
+
+    with ir.InsertionPoint(op):
+        zeros = [_zeros(r) for r in op.results]
+    if any(z is None for z in zeros):
+        return False
+    for result, zero in zip(op.results, zeros):
+        result.replace_all_uses_with(zero)
+    op.erase()
+    return True
+
+
+def _by_negation(op) -> bool:
+    """Negates ``op``'s results where they are used; False if one is not of a signed type (bools, unsigned
+    integers)."""
+    from jaxlib.mlir import ir
+
+    for result in op.results:
+        element = ir.RankedTensorType(result.type).element_type
+        if not (isinstance(element, ir.FloatType) or (isinstance(element, ir.IntegerType) and
+                                                      ir.IntegerType(element).width > 1 and
+                                                      not ir.IntegerType(element).is_unsigned)):
+            return False
+        with ir.InsertionPoint.after(op):
+            negative = ir.Operation.create("stablehlo.negate", results=[result.type], operands=[result])
+        result.replace_all_uses_except(negative.result, negative)
+    return True
+
+
+def without(bytecode: bytes, indices: list[int], manual: bool = False) -> bytes | None:
+    """The program with the results of its collectives ``indices`` (or, if ``manual``, of every per-device
+    computation it holds) replaced by zeros, as bytecode; None if one of them cannot be replaced so."""
+    return _rewritten(bytecode, indices, manual, _by_zeros)
 
 
 def negated(bytecode: bytes, indices: list[int], manual: bool = False) -> bytes | None:
     """The program with the results of its collectives ``indices`` (or, if ``manual``, of every per-device
-    computation it holds) negated, as bytecode; None if one of them is not of a signed type (bools, unsigned
-    integers) or there is nothing to negate."""
-    from jax._src.interpreters import mlir
-    from jaxlib.mlir import ir
-
-    with context():
-        module = ir.Module.parse(bytecode)
-        ops = _manual_computations(module) if manual else [collectives(module)[i] for i in indices]
-        if not ops:
-            return None
-        for op in ops:
-            for result in op.results:
-                element = ir.RankedTensorType(result.type).element_type
-                if not (isinstance(element, ir.FloatType) or (isinstance(element, ir.IntegerType) and
-                                                              ir.IntegerType(element).width > 1 and
-                                                              not ir.IntegerType(element).is_unsigned)):
-                    return None
-                with ir.InsertionPoint.after(op), ir.Location.unknown():
-                    negative = ir.Operation.create("stablehlo.negate", results=[result.type], operands=[result])
-                result.replace_all_uses_except(negative.result, negative)
-        return mlir.module_to_bytecode(module)
+    computation it holds) negated, as bytecode; None if one of them is not of a signed type or there is
+    nothing to negate."""
+    return _rewritten(bytecode, indices, manual, _by_negation)
 
 
 def as_identity(bytecode: bytes) -> bytes | None:
