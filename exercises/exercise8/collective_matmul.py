@@ -14,9 +14,10 @@ arrives. After n steps it has multiplied every block of x, and it sent n - 1 blo
 all-gather would, but each transfer can happen while the previous product is computed.
 
 Write ``collective_matmul(x, w, mesh)``: x and w arrive as NumPy arrays; place them on the mesh as
-above (when the grader reads your program it hands them over already laid out so, and a product of
-whole copies then has to gather them, which it counts) and run a per-device function with ``jax.shard_map(..., in_specs=(P('model', None),
-P(None, 'model')), out_specs=P(None, 'model'))``. In it, n = ``lax.axis_size("model")`` and you are
+above and run a per-device function with ``jax.shard_map(..., in_specs=(P('model', None),
+P(None, 'model')), out_specs=P(None, 'model'))``. (When the grader reads your compiled program it
+hands x and w over already split like that: multiplying whole copies would first gather them, and
+the grader counts that gather.) In it, n = ``lax.axis_size("model")`` and you are
 device ``lax.axis_index("model")``; after s steps you hold the block of x that device (you - s) mod n
 started with, so its product goes to rows of that block. 'data' holds copies: every mesh row runs
 the same ring.

@@ -15,8 +15,8 @@ data parallelism, for 1 / n of the parameter memory.
 The model is linear regression with a matrix: ``loss(w) = mean((x @ w - y) ** 2)`` over all B x F
 entries, with w (D, F), x (B, D), y (B, F). Write ``fsdp_step(w, x, y, lr, mesh)``: the arrays
 arrive as NumPy; the mesh has one axis, 'data', over every device; lr is a Python float. Place w,
-x and y with their rows split over 'data' (P('data', None); when the grader reads your program it
-hands them over already laid out so) and return ``(new_w, loss)``: new_w =
+x and y with their rows split over 'data' (P('data', None); when the grader reads your compiled
+program it hands them over already split like that) and return ``(new_w, loss)``: new_w =
 w - lr * (gradient of the loss over the whole batch), laid out P('data', None), and the loss at
 the old w, a scalar. The step equals one full-batch step on a single device.
 

@@ -17,9 +17,9 @@ dimension D lives decides what must move:
           return all of y's columns for its rows.
 
 Write ``matmul_case1(x, w, mesh)`` ... ``matmul_case4(x, w, mesh)``: x and w arrive as NumPy arrays;
-place them as the case says (``jax.device_put(x, NamedSharding(mesh, spec))``; when the grader reads
-your program it hands them over already laid out so, and a computation on whole copies then has to
-gather them, which it counts), and compute y with
+place them as the case says (``jax.device_put(x, NamedSharding(mesh, spec))``; when the grader
+reads your compiled program it hands them over already split like that, so computing on whole
+copies would first gather them, and the grader counts that gather), and compute y with
 ``jax.shard_map(per_device, mesh=mesh, in_specs=(x_spec, w_spec), out_specs=y_spec)``, where
 ``per_device(x_block, w_block)`` multiplies blocks and uses at most one collective over 'model':
 ``lax.all_gather(a, "model", axis=..., tiled=True)`` (each device receives the others' blocks),

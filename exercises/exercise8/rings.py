@@ -44,12 +44,12 @@ for your place on it.
 Each uses ``lax.ppermute`` only (no all_gather, psum or psum_scatter): n - 1 ppermutes, each of
 one block (one chunk), so every device sends (n - 1) / n of the data, which is what the built-in
 collectives cost (a ring that runs both ways at once, half of each chunk each way, may use n - 1
-ppermutes per direction, as long as they carry n - 1 chunks in all). The grader reads the compiled program and counts the ppermutes and their bytes,
-on meshes of several shapes (a ring of one device sends nothing), and follows what each one sends:
-after the first step, a ring passes on what arrived at the step before (a device sending its own
-block 1, 2, ... places along, n - 1 direct sends, is no ring), and every step sends to the same
-neighbour (swapping with partners 1, 2, 4 places away, recursive doubling, is another algorithm).
-A Python ``for`` loop over
+ppermutes per direction, as long as they carry n - 1 chunks in all). The grader reads the compiled
+program and counts the ppermutes and their bytes, on meshes of several shapes (a ring of one device
+sends nothing), and follows what each one sends: after the first step, a ring passes on what
+arrived at the step before (a device sending its own block 1, 2, ... places along, n - 1 direct
+sends, is no ring), and every step sends to the same neighbour (swapping with partners 1, 2, 4
+places away, recursive doubling, is another algorithm). A Python ``for`` loop over
 ``range(1, n)`` is fine: n is a Python int.
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.

@@ -144,7 +144,7 @@ def test_ring_allreduce_uses_ppermute_only(student, rng, devices):
     rings.expect_ring(out.hlo, "ring_allreduce", "block", f"on {devices} devices")
     most = (devices - 1) * x[0].nbytes
     if sent is not None and sent > most:
-        raise AssertionError(f"on {devices} devices the ppermutes ring_allreduce's answer depends on send {sent} bytes "
-                             f"per device, more than the n - 1 blocks of {x[0].nbytes} bytes ({most}) a ring sends: "
-                             "each step passes on the block that arrived, so every block travels once around the ring, "
-                             "not once per device it must reach")
+        raise AssertionError(f"on {devices} devices each device sends {sent} bytes through the ppermutes "
+                             f"ring_allreduce's answer needs, more than the n - 1 blocks of {x[0].nbytes} bytes "
+                             f"({most}) a ring sends: each step passes on the block that arrived, so every block "
+                             "travels once around the ring, not once for each device it must reach")
