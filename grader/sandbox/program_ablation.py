@@ -6,49 +6,51 @@ result multiplied by zero, subtracted from itself, placed in a branch that never
 select never picks. So the clean worker measures it: for each collective of the program that is
 left in the compiled HLO, it builds a variant of the program with that collective's results
 replaced by zeros (a value no honest algorithm of the course absorbs: a sum, a maximum, a gathered
-block, a shifted block all change), compiles it and runs it on every set of inputs the program ran on (the test's and those the
-grader drew for this run). If no answer changes beyond a rounding error, the collective is idle and
-earns nothing: one set whose answer happens to be near zero cannot tell a zeroed collective from a
-needed one, the others can. On one device a psum is the identity, and zeros still tell.
+block, a shifted block all change), compiles it and runs it on every set of inputs the program ran on
+(the test's and those the grader drew for this run). If no answer changes beyond a rounding error, the
+collective is idle and earns nothing: one set whose answer happens to be near zero cannot tell a zeroed
+collective from a needed one, the others can. On one device a psum is the identity, and zeros still tell.
 
-Zeros are a value no honest result takes, and a program can test for it: ``jnp.where(psum != 0, x, 0)``
-uses the psum only to pass x on, while XLA's partitioner does the communication. So each collective zeros
-did not find idle is also measured with its results negated: if the answers are then the program's own,
-or those zeros gave, the answer depends on the collective only through a test that its value and its
-negation pass alike, or that zeros and its negation fail alike (not zero, equal to what a copy beside it
-computed), and it is idle too. An honest result reaches the answer by value: a sum, a block passed on, a
-mean subtracted, each changes sign with it.
+Zeros are a value no honest result takes, and a program can test for it (``jnp.where(psum != 0, x, 0)``)
+or carry a constant whose value the answer needs (a psum of a 1 made by a comparison, multiplying an
+answer XLA's partitioner computed). So each collective is also measured with its results taken from the
+program's run on another set of inputs (:mod:`grader.sandbox.program_lanes`): a result that carries the
+inputs' data changes the answer; a constant, or a test every set passes, leaves it as it was, and the
+collective is idle. And with its results negated: if the answers are then those zeros gave, the answer
+depends on the collective only through a test that zeros and its negation fail alike (is it what a copy
+beside it computed), and it is idle too (:func:`_idle`).
 
 Duplicates that XLA merged into one instruction (``psum(v) - psum(v)``) are replaced together with
 the collective the instruction kept, so that the pair is measured as the one instruction the
 program runs. Only collectives left in the compiled program are measured: those are the ones a
 structural rule can count. A variant that fails to compile or run counts the collective as needed.
-The same measurement says whether the answer needs the program's per-device computations at all
-(all of them replaced by zeros at once, and, where that changes the answer, by the identity): a jax.pmap
-that does nothing beside a computation that does everything, or that only passes on what was computed
-around it, holds no per-device computation that counts; a collective inside one that the answer needs
-already says so, and then that variant is not compiled. The variants of a program are compiled as one
-program, each a function of it: one compile per program, whatever the number of collectives (a second
-one only for a program none of whose needed collectives runs in a per-device computation).
+The same measurement says whether the answer needs the program's per-device computations at all, each
+measured alone (replaced by zeros, by the identity, negated, taken from the other set's run): a jax.pmap
+that does nothing beside a computation that does everything, that only passes on what was computed
+around it, or that computes a constant, holds no per-device computation that counts; a collective
+inside one that the answer needs already says so, and then those variants are not compiled. The
+variants of a program are compiled as one program, each a function of it: one compile per program,
+whatever the number of collectives (a second one only for a program none of whose needed collectives
+runs in a per-device computation).
 
 A variant whose answer is known without running it is not compiled: where a replaced result reaches an
 output of the program through operations that keep zeros zeros (a reshape, a slice, a sharding, a sum of
 zeros, a division by a constant that is not zero, the return of a per-device computation or of a
 function: :func:`zero_outputs`), that output of the variant is zeros, and if the answer the program
-gave for one of its sets of inputs is not zeros there, the variant's answer differs from it: the collective (or
-the per-device computation) is needed, as running the variant would have found. A psum returned as the
-answer is so; an idle one never is (its answer would not differ), so it is always run.
+gave for one of its sets of inputs is not zeros there, the variant's answer differs from it: the collective
+(or the per-device computation) is needed, as running the variant would have found. That output is then
+made of the results alone, so where the sets' answers differ there, the transplant's differs too. A psum
+returned as the answer is so; an idle one never is (its answer would not differ), so it is always run.
 """
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from grader.protocol import PROGRAM_COLLECTIVES
-from grader.sandbox.program_check import CUSTOM_CALL, CUSTOM_CALLS, MANUAL, context, functions
-from grader.sandbox.program_labels import index_suffix
+from grader.sandbox.program_check import CUSTOM_CALL, CUSTOM_CALLS, MANUAL, context, functions, manual_computations
+from grader.sandbox.program_labels import index_of
+from grader.sandbox.program_lanes import transplanted
 
 # How far the answer may move (relative to its largest entry, or absolutely below 1) for a collective
 # to count as idle: far above a rounding error, below the tolerance the suites check values to (1e-4), so
@@ -57,7 +59,6 @@ TOLERANCE = 1e-5
 # Variants compiled as one program: each is a copy of the whole program, so a program of many collectives
 # compiles in several parts rather than as one that grows with the square of their number.
 TOGETHER = 8
-_INDEX = re.compile(re.escape(index_suffix(0)[:-1]) + r'(\d+)"')
 
 
 def collectives(module) -> dict[int, object]:
@@ -68,10 +69,8 @@ def collectives(module) -> dict[int, object]:
 
     def visit(op):
         op = op.operation
-        if op.name in PROGRAM_COLLECTIVES:
-            index = _INDEX.search(str(op.location))
-            if index:
-                found[int(index.group(1))] = op
+        if op.name in PROGRAM_COLLECTIVES and index_of(op) is not None:
+            found[index_of(op)] = op
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
@@ -115,32 +114,20 @@ def _zeros(result):
                                attributes={"value": ir.DenseElementsAttr.get_splat(kind, zero)}).result
 
 
-def _manual_computations(module) -> list:
-    """The program's per-device computations (a jax.pmap or jax.shard_map, as Shardy writes them)."""
-    from jaxlib.mlir import ir
-
-    found = []
-
-    def visit(op):
-        if op.operation.name == MANUAL:
-            found.append(op.operation)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return found
-
-
-def _rewritten(bytecode: bytes, indices: list[int], manual: bool, rewrite) -> bytes | None:
-    """The program with ``rewrite(op)`` applied to each of its collectives ``indices`` (or, if ``manual``, to
-    each per-device computation it holds), as bytecode; None if there is none, or ``rewrite`` returns False
-    for one (it cannot be rewritten so)."""
+def _rewritten(bytecode: bytes, indices: list[int], manual: int | None, rewrite) -> bytes | None:
+    """The program with ``rewrite(op)`` applied to each of its collectives ``indices`` (or, if ``manual`` is a
+    number, to its per-device computation of that number), as bytecode; None if there is none, or ``rewrite``
+    returns False for one (it cannot be rewritten so)."""
     from jax._src.interpreters import mlir
 
     with context():
         from jaxlib.mlir import ir
 
         module = ir.Module.parse(bytecode)
-        ops = _manual_computations(module) if manual else [collectives(module)[i] for i in indices]
+        if manual is None:
+            ops = [collectives(module)[i] for i in indices]
+        else:
+            ops = manual_computations(module)[manual:manual + 1]
         if not ops:
             return None
         for op in ops:
@@ -181,37 +168,34 @@ def _by_negation(op) -> bool:
     return True
 
 
-def without(bytecode: bytes, indices: list[int], manual: bool = False) -> bytes | None:
-    """The program with the results of its collectives ``indices`` (or, if ``manual``, of every per-device
-    computation it holds) replaced by zeros, as bytecode; None if one of them cannot be replaced so."""
+def without(bytecode: bytes, indices: list[int], manual: int | None = None) -> bytes | None:
+    """The program with the results of its collectives ``indices`` (or, if ``manual`` is a number, of its
+    per-device computation of that number) replaced by zeros, as bytecode; None if one of them cannot be
+    replaced so."""
     return _rewritten(bytecode, indices, manual, _by_zeros)
 
 
-def negated(bytecode: bytes, indices: list[int], manual: bool = False) -> bytes | None:
-    """The program with the results of its collectives ``indices`` (or, if ``manual``, of every per-device
-    computation it holds) negated, as bytecode; None if one of them is not of a signed type or there is
-    nothing to negate."""
+def negated(bytecode: bytes, indices: list[int], manual: int | None = None) -> bytes | None:
+    """The program with the results of its collectives ``indices`` (or, if ``manual`` is a number, of its
+    per-device computation of that number) negated, as bytecode; None if one of them is not of a signed type
+    or there is nothing to negate."""
     return _rewritten(bytecode, indices, manual, _by_negation)
 
 
-def as_identity(bytecode: bytes) -> bytes | None:
-    """The program with each of its per-device computations replaced by the identity (its results by its
-    operands), as bytecode; None where one's results are not of its operands' types."""
-    from jax._src.interpreters import mlir
+def as_identity(bytecode: bytes, manual: int) -> bytes | None:
+    """The program with its per-device computation number ``manual`` replaced by the identity (its results by
+    its operands), as bytecode; None where its results are not of its operands' types."""
 
-    with context():
-        from jaxlib.mlir import ir
+    def identity(op) -> bool:
+        if len(op.operands) != len(op.results) or any(str(a.type) != str(r.type)
+                                                       for a, r in zip(op.operands, op.results)):
+            return False
+        for result, operand in zip(op.results, op.operands):
+            result.replace_all_uses_with(operand)
+        op.erase()
+        return True
 
-        module = ir.Module.parse(bytecode)
-        ops = _manual_computations(module)
-        if not ops or any(len(op.operands) != len(op.results) or
-                          any(str(a.type) != str(r.type) for a, r in zip(op.operands, op.results)) for op in ops):
-            return None
-        for op in ops:
-            for result, operand in zip(op.results, op.operands):
-                result.replace_all_uses_with(operand)
-            op.erase()
-        return mlir.module_to_bytecode(module)
+    return _rewritten(bytecode, [], manual, identity)
 
 
 # Operations whose result is zeros where their first operand is: shape moves, conversions, negation and
@@ -308,16 +292,19 @@ def zero_outputs(bytecode: bytes) -> list[bool]:
         return [zeros(v) for v in outputs]
 
 
-def _known_to_change(variant: bytes, baselines: list) -> bool:
-    """Whether an answer of ``variant`` differs from the program's (``baselines``, one per set of inputs),
-    known without running it: an output that :func:`zero_outputs` proves zeros where a baseline is not."""
+def _known(variant: bytes, baselines: list) -> tuple[bool, bool]:
+    """What is known without running them of the variants that replace the results ``variant`` replaced by zeros
+    (``baselines``: the program's answers, one per set of inputs): (whether zeros change an answer: an output
+    :func:`zero_outputs` proves zeros where a baseline is not; whether taking the results from the first set's
+    run changes the others' answers: such an output is made of those results alone, so it then takes the first
+    set's answer, and the sets' answers differ there)."""
     outputs = zero_outputs(variant)
-    for baseline in baselines:
-        answer = leaves(baseline)
-        if len(outputs) == len(answer) and any(
-                zero and not same_answer(np.zeros_like(leaf), leaf) for zero, leaf in zip(outputs, answer)):
-            return True
-    return False
+    answers = [leaves(baseline) for baseline in baselines]
+    answers = [answer for answer in answers if len(answer) == len(outputs)]
+    made = [i for i, zero in enumerate(outputs) if zero]
+    zeros = any(not same_answer(np.zeros_like(answer[i]), answer[i]) for answer in answers for i in made)
+    moved = any(not same_answer(answer[i], answers[0][i]) for answer in answers[1:] for i in made)
+    return zeros, moved
 
 
 def leaves(value) -> list[np.ndarray]:
@@ -381,29 +368,39 @@ def _within_manual(bytecode: bytes) -> set[int]:
 
     def visit(op):
         op = op.operation
-        if op.name in PROGRAM_COLLECTIVES:
-            index = _INDEX.search(str(op.location))
-            if index:
-                inside.add(int(index.group(1)))
+        if op.name in PROGRAM_COLLECTIVES and index_of(op) is not None:
+            inside.add(index_of(op))
         return ir.WalkResult.ADVANCE
 
     with context():
         module = ir.Module.parse(bytecode)
-        for manual in _manual_computations(module):
+        for manual in manual_computations(module):
             manual.walk(visit)
     return inside
 
 
-def _tested(negative, zeroed, baselines: list) -> bool:
-    """Whether answers with some results negated (``negative``) are the program's own (``baselines``) or those
-    with the same results replaced by zeros (``zeroed``, None if not run): the answer then depends on those
-    results only through a test that their value and its negation pass alike, or that zeros and the negation
-    fail alike (is it not zero, is it what a copy computed beside it gives), never on the value they carry."""
-    return negative is not None and (same_answers(negative, baselines) or
-                                     (zeroed is not None and same_answers(negative, zeroed)))
+def _idle(zeroed, negative, transplanted, baselines: list) -> bool:
+    """Whether some results carry nothing the answers (``baselines``, one per set of inputs) need, from the
+    answers with them replaced by zeros (``zeroed``), negated (``negative``) and taken from the run on the first
+    set (``transplanted``; each None if not run, ``transplanted`` True where it is known to change the answers).
+    They do not if zeros leave the answers as they were, or the first set's results leave the others' as they
+    were (they carry nothing of the inputs: a constant, a test every set passes), or the negation changes them
+    just as zeros do (a test that zeros and the negation fail alike: is it what a copy computed beside it gives).
+    Only where no transplant was measured does a negation that leaves the answers as they were say so too (a
+    test that value and negation pass alike, is it not zero): an answer even in the results, a product of two
+    of them, a square, needs them and is left as it was by their negation."""
+    if zeroed is not None and same_answers(zeroed, baselines):
+        return True
+    if transplanted is not None and transplanted is not True:
+        return same_answers(transplanted, baselines) or (zeroed is not None and negative is not None and
+                                                         same_answers(negative, zeroed))
+    if negative is None:
+        return False
+    return (zeroed is not None and same_answers(negative, zeroed)) or (transplanted is None and
+                                                                        same_answers(negative, baselines))
 
 
-NEGATED, IDENTITY = "negated", "identity"  # keys of the variants measured beside the zeros ones
+NEGATED, IDENTITY, TRANSPLANTED = "negated", "identity", "transplanted"  # variants measured beside the zeros ones
 
 
 def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baselines: list,
@@ -414,37 +411,54 @@ def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baseli
     variants ``also`` of another measurement, keyed as given, compiled with these).
     ``run_variants(bytecodes, inputs)`` compiles the variants as one program (each a function of it) and
     returns each one's answers, one per set of ``inputs``. A collective is not needed if replacing its
-    results by zeros leaves every answer as it was, or if negating them leaves every answer as it was or as
-    zeros made it (:func:`_tested`: its value only decides a test). Both variants are compiled together,
-    the negation whether or not zeros already told (most collectives of a program are needed, and one
-    compile costs less than two). A collective the answer needs inside a per-device computation says the
-    answer needs that computation too, so the variants without the per-device computations are compiled only
-    when none does (a second, smaller compile): every per-device computation replaced by zeros, by the
-    identity (one that only passes on what was computed around it counts as not needed), and with its results
-    negated (one whose results only pass a test counts as not needed). A variant whose answer is known to
-    differ from ``baseline`` without running it (:func:`_known_to_change`) is not compiled, and neither is
-    its negation: the answer is then made of the results through operations that keep zeros zeros, and
-    negating them negates it."""
+    results by zeros, taking them from the program's run on the first set of inputs (:mod:`program_lanes`), or
+    negating them tells so (:func:`_idle`). The variants are compiled together, the negation and the transplant
+    whether or not zeros already told (most collectives of a program are needed, and one compile costs less
+    than two). A collective the answer needs inside a per-device computation says the answer needs that
+    computation too, so the variants of the per-device computations are compiled only when none does (a
+    second, smaller compile): each per-device computation replaced by zeros, by the identity (one that only
+    passes on what was computed around it counts as not needed), negated and taken from the first set's run,
+    read as a collective's are. A zeros variant whose answer is known to differ from ``baseline`` without
+    running it (:func:`_known`) is not compiled, and neither is its negation: the answer is then made of the
+    results through operations that keep zeros zeros, and negating them negates it; nor is a transplant whose
+    answers are known to move (the sets' answers differ where they are made of the results alone)."""
     also = also or {}
+    other = leaves(inputs[0]) if len(inputs) > 1 else None
     replaced = groups(bytecode, kept)
     variants = {k: without(bytecode, r) for k, r in replaced.items()}
     variants = {k: v for k, v in variants.items() if v is not None}
-    unknown = {k: v for k, v in variants.items() if not _known_to_change(v, baselines)}
+    known = {k: _known(v, baselines) for k, v in variants.items()}
+    unknown = {k: v for k, v in variants.items() if not known[k][0]}
     negations = {(NEGATED, k): negated(bytecode, replaced[k]) for k in unknown}
-    todo = {**unknown, **{k: v for k, v in negations.items() if v is not None}, **also}
+    transplants = {(TRANSPLANTED, k): transplanted(bytecode, other, r) for k, r in replaced.items()
+                   if other and not known.get(k, (False, False))[1]}
+    todo = {**unknown, **{k: v for k, v in {**negations, **transplants}.items() if v is not None}, **also}
     answers = answers_of(run_variants, todo, inputs) if todo else {}
     others = {k: answers.pop(k) for k in also if k in answers}
-    idle = [k for k in unknown if k in answers and (same_answers(answers[k], baselines) or
-                                                    _tested(answers.get((NEGATED, k)), answers[k], baselines))]
-    inside = _within_manual(bytecode) if variants else set()
-    if any(k not in idle for k in variants if k in inside):
+    idle = [k for k in replaced if _idle(answers.get(k), answers.get((NEGATED, k)),
+                                         True if known.get(k, (False, False))[1] else answers.get((TRANSPLANTED, k)),
+                                         baselines)]
+    inside = _within_manual(bytecode) if replaced else set()
+    if any(k not in idle for k in replaced if k in inside):
         return idle, True, others
-    zeroed = without(bytecode, [], manual=True)
-    known = zeroed is not None and _known_to_change(zeroed, baselines)
-    manual = {MANUAL: None if known else zeroed, IDENTITY: as_identity(bytecode),
-              NEGATED: None if known else negated(bytecode, [], manual=True)}
-    manual = {k: v for k, v in manual.items() if v is not None}
-    got = answers_of(run_variants, manual, inputs) if manual else {}
-    unneeded = (any(k in got and same_answers(got[k], baselines) for k in (MANUAL, IDENTITY))
-                or _tested(got.get(NEGATED), got.get(MANUAL), baselines))
-    return idle, not unneeded, others
+    planned, count, moves = {}, _count_manual(bytecode), set()
+    for m in range(count):
+        zeroed = without(bytecode, [], manual=m)
+        zeros, moved = _known(zeroed, baselines) if zeroed is not None else (False, False)
+        if moved:
+            moves.add(m)
+        planned.update({(MANUAL, m): None if zeros else zeroed, (IDENTITY, m): as_identity(bytecode, m),
+                        (NEGATED, m): None if zeros else negated(bytecode, [], manual=m),
+                        (TRANSPLANTED, m): None if moved or not other else transplanted(bytecode, other, [], manual=m)})
+    planned = {k: v for k, v in planned.items() if v is not None}
+    got = answers_of(run_variants, planned, inputs) if planned else {}
+    unneeded = {m for _, m in planned if same_answers(got.get((IDENTITY, m), []), baselines) or _idle(
+        got.get((MANUAL, m)), got.get((NEGATED, m)), True if m in moves else got.get((TRANSPLANTED, m)), baselines)}
+    return idle, not count or any(m not in unneeded for m in range(count)), others
+
+
+def _count_manual(bytecode: bytes) -> int:
+    from jaxlib.mlir import ir
+
+    with context():
+        return len(manual_computations(ir.Module.parse(bytecode)))

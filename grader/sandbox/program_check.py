@@ -84,6 +84,22 @@ def functions(module) -> dict:
             if op.operation.name == "func.func"}
 
 
+def manual_computations(module) -> list:
+    """The module's per-device computations (a jax.pmap or jax.shard_map, as Shardy writes them), in the
+    order a walk of it meets them: the numbers by which the clean worker's measurements name them."""
+    from jaxlib.mlir import ir
+
+    found = []
+
+    def visit(op):
+        if op.operation.name == MANUAL:
+            found.append(op.operation)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found
+
+
 def module_operations(module):
     """(op name, custom-call target or None) for every operation of a parsed module."""
     from jaxlib.mlir import ir

@@ -41,6 +41,15 @@ def index_suffix(index: int) -> str:
     return f"{LABEL_SEPARATOR}{COLLECTIVE_INDEX}{index}"
 
 
+_INDEX = re.compile(re.escape(index_suffix(0)[:-1]) + r'(\d+)"')
+
+
+def index_of(operation) -> int | None:
+    """The place :func:`relabel` gave the collective ``operation`` (an MLIR operation), or None."""
+    found = _INDEX.search(str(operation.location))
+    return int(found.group(1)) if found else None
+
+
 def relabel(module) -> tuple[bytes, int]:
     """Name each operation of ``module`` (parsed in :func:`grader.sandbox.program_check.context`) by its
     kind and label, and each collective also by its place, in place; returns the module as MLIR

@@ -79,10 +79,10 @@ def told(what: str, devices: int, manual: bool, text: str, asks: Asks, arrives=N
     ``shapes``: the inputs' shapes (None for one that is not an array), for ``arrives``; ``holds``: whether
     the program holds a per-device computation at all (``manual``: one its answer needs)."""
     if asks.tool and devices > 1 and not manual:
-        measured = ("with every per-device computation of the compiled program replaced by zeros, by one that "
-                    "passes its input on unchanged, or by one whose results are negated, the answer stays the same "
-                    "(or the negated results change it just as zeros do: it only tests them), so the devices' own "
-                    "code computed none of it" if holds else
+        measured = ("with each per-device computation of the compiled program replaced by zeros, by one that "
+                    "passes its input on unchanged, by one whose results are negated, or by its own run on other "
+                    "inputs, the answer stays the same (or the negated results change it just as zeros do: it only "
+                    "tests them), so the devices' own code computed nothing of it" if holds else
                     f"the program holds no {asks.tool} at all, so no per-device code of yours ran")
         return (f"{what}: its program has no {asks.tool} that its answer depends on: on {plural(devices, 'device')}, "
                 f"{measured}. The statement asks for per-device code you write, run on every device by "

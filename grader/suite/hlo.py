@@ -330,7 +330,7 @@ def collectives(text: str) -> list[Collective]:
 
 
 def idle_note(text: str, ops=COLLECTIVES) -> str:
-    """"; 2 more collective-permutes it runs carry nothing the answer needs ..." where the program runs idle
+    """"; the 2 more collective-permutes it runs carry nothing the answer needs ..." where the program runs idle
     collectives of these kinds, else "": a count of the needed ones ("runs 0 ppermutes") is not mistaken for
     what the program runs."""
     ops = (ops,) if isinstance(ops, str) else tuple(ops)
@@ -340,8 +340,9 @@ def idle_note(text: str, ops=COLLECTIVES) -> str:
     runs = sum(c.times or 1 for c in idle)
     kinds = " and ".join(dict.fromkeys(c.op for c in idle)) + ("s" if runs > 1 else "")
     carry, it, is_ = ("carries", "it", "it is") if runs == 1 else ("carry", "them", "they are")
-    return (f"; the {runs} more {kinds} it runs {carry} nothing the answer needs (the answer does not change "
-            f"without {it}, or only tests {it}), so {is_} not counted")
+    return (f"; the {runs} more {kinds} it runs {carry} nothing the answer needs (measured: the answer does not "
+            f"change without {it}, only tests {it}, or stays the same with {it} taken from a run on other inputs), "
+            f"so {is_} not counted")
 
 
 def select(text: str, ops=COLLECTIVES, by_student: bool = False) -> list[Collective]:

@@ -236,8 +236,9 @@ def test_communicates_with_all_reduce(student, rng, devices, name):
         raise AssertionError(f"{name} gathers the whole array onto every device ({gathers} all-gather); each "
                              "device needs only the reduced values: lax.psum / lax.pmean / lax.pmax")
     if not hlo.count(text, "all-reduce", by_student=True):
-        raise AssertionError(f"{name} runs no all-reduce of its own: it computes on one device what the devices "
-                             "should compute together; call lax.psum / lax.pmean / lax.pmax inside jax.pmap")
+        raise AssertionError(f"{name} runs no all-reduce of its own{hlo.idle_note(text, 'all-reduce')}: it computes "
+                             "on one device what the devices should compute together; call lax.psum / lax.pmean / "
+                             "lax.pmax inside jax.pmap")
     share = "every device should work on its own row inside jax.pmap, and the all-reduces combine what the devices found"
     work.expect_no_whole_input_moved(program, name, devices, x.nbytes, "x", share)
     work.expect_share_of_work(program, name, share, devices)

@@ -117,7 +117,8 @@ def test_dot_uses_one_all_reduce(student, rng, devices):
     reduces = hlo.select(text, "all-reduce", by_student=True)
     others = hlo.select(text, by_student=True)
     instead = (f"; it communicates with {' and '.join(sorted({c.op + 's' for c in others}))} instead" if others
-               else ": no collective of its own adds up the devices' partial dot products")
+               else ": no collective of its own adds up the devices' partial dot products"
+               + hlo.idle_note(text, "all-reduce"))
     assert reduces, (f"distributed_dot runs no all-reduce of its own{instead}. jax.pmap the local dot and finish "
                      "with one lax.psum over the axis name")
     assert len(reduces) == 1, (f"distributed_dot runs {len(reduces)} all-reduce operations of its own, expected "

@@ -159,7 +159,8 @@ def test_sharded_matmul_is_row_parallel_with_one_psum(student, rng, devices):
             raise AssertionError(f"sharded_matmul runs {c.a} (from lax.{c.origin}): no device needs whole "
                                  "matrices; multiply the blocks you hold and psum the partial products over 'model'")
     if len(mine) != 1:
-        raise AssertionError(f"sharded_matmul runs {len(mine)} psums of its own, expected exactly one: write the "
+        raise AssertionError(f"sharded_matmul runs {len(mine)} psums of its own{hlo.idle_note(out['hlo'])}, expected "
+                             "exactly one: write the "
                              "block product with jax.shard_map and add the partial products with lax.psum(..., 'model')")
     n_rows, n_cols = out["sizes"]
     work.expect_share_of_work(out["program"], "sharded_matmul", "each device multiplies only the blocks it holds, "

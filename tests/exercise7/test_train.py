@@ -173,9 +173,10 @@ def test_train_step_sends_only_gradient_and_loss(student, rng, devices):
                              "where it is; each device sends only its gradient and its loss, with lax.pmean")
     sent, limit = hlo.bytes_moved(text, "all-reduce", by_student=True), (D + 1) * 4
     if sent == 0:
-        raise AssertionError("train_step runs no all-reduce of its own: the devices never averaged anything, so "
-                             "the step was computed on one device (a Python loop over the shards?); pmap a "
-                             "per-device step and lax.pmean its gradient and its loss over the axis name")
+        raise AssertionError(f"train_step runs no all-reduce of its own{hlo.idle_note(text, 'all-reduce')}: the "
+                             "devices never averaged anything the step needs, so it was not computed by the devices "
+                             "together; pmap a per-device step and lax.pmean its gradient and its loss over the axis "
+                             "name")
     if sent is None:
         raise AssertionError("train_step all-reduces inside a loop of unknown length; one step needs one pmean of "
                              "the gradient and one of the loss")

@@ -215,7 +215,111 @@ def distributed_dot(x, y):
 '''.replace("KNOWN_FIRST_ELEMENTS", repr(seed_derived_inputs(
     SEED, "test_dot_knows_the_seed.py::test_dot_uses_one_all_reduce[2dev]", 45)))
 
+# A collective that carries a 1 made of a comparison and a select (no arithmetic, the same on every set of inputs),
+# beside an answer XLA's partitioner computes from inputs laid out over the devices; the 1 multiplies the answer,
+# so zeros and negation change it, and taking the collective's result from a run on other inputs does not
+# (grader.sandbox.program_lanes). Family A of the fresh hostile round 12.
+CARRIES_A_ONE = '''
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+
+def _one(axis):
+    return lambda r: lax.psum(jnp.where(r.reshape(-1)[0] > -jnp.inf, 1.0 / lax.axis_size(axis), 0.0), axis)
+
+
+def _rows(*arrays):
+    return jax.pmap(lambda *a: a)(*arrays)
+'''
 SUBMISSIONS = {
+    "dot_carries_a_one": CARRIES_A_ONE + '''
+
+def distributed_dot(x, y):
+    n = jax.device_count()
+    pad = -x.shape[0] % n
+    a, b = _rows(*(jnp.pad(v, (0, pad)).reshape(n, -1) for v in (x, y)))
+    return jnp.sum(a * b) * jax.pmap(_one("i"), axis_name="i")(a)[0]
+''',
+    # ... the devices' own dots in the pmap (it is needed), their sum left to XLA, and the 1 made by psums in a loop
+    # and in a branch: the two lanes run the loop in lock step and both branches (grader.sandbox.program_lanes).
+    "dot_carries_a_one_in_a_loop": CARRIES_A_ONE + '''
+
+def _per_device(v, w):
+    c = lax.fori_loop(0, 2, lambda i, c: c * _one("i")(v), jnp.float32(1))
+    c = lax.cond(v[0] > -jnp.inf, lambda: c, lambda: c + _one("i")(w))
+    return jnp.dot(v, w), c
+
+
+def distributed_dot(x, y):
+    n = jax.device_count()
+    pad = -x.shape[0] % n
+    local, c = jax.pmap(_per_device, axis_name="i")(*(jnp.pad(v, (0, pad)).reshape(n, -1) for v in (x, y)))
+    return jnp.sum(local) * c[0]
+''',
+    "collectives_carries_a_one": CARRIES_A_ONE + '''
+
+def _ones(rows):
+    return jax.pmap(_one("i"), axis_name="i")(rows)[:, None]
+
+
+def all_reduce_stats(x):
+    (rows,) = _rows(x)
+    every = lambda v: jnp.broadcast_to(v, x.shape) * _ones(rows)  # noqa: E731
+    return every(rows.sum(axis=0)), every(rows.mean(axis=0)), every(rows.max(axis=0))
+
+
+def standardize_across_devices(x):
+    (rows,) = _rows(x)
+    return (rows - rows.mean()) / rows.std() * _ones(rows)
+''',
+    # The answers XLA computes; the pmap computes only an int32 index (a comparison and a select) that picks them
+    # from a table whose other entries are what zeros and negation of it would pick.
+    "basics_picks_by_a_flag": CARRIES_A_ONE + '''
+
+_flag = jax.pmap(lambda a: jnp.where(a.reshape(-1)[0] > -jnp.inf, 1, 0).astype(jnp.int32))
+
+
+def _pick(a, out):
+    return jnp.stack([jnp.full_like(out, 2.0), out, jnp.zeros_like(out)])[_flag(a)[0]]
+
+
+def square_plus_one(x):
+    (a,) = _rows(x)
+    return _pick(a, a ** 2 + 1)
+
+
+def per_device_sum(x):
+    (a,) = _rows(x)
+    return _pick(a, jnp.sum(a.reshape(a.shape[0], -1), axis=1))
+
+
+def per_device_matmul(X, Y):
+    a, b = _rows(X, Y)
+    return _pick(a, jnp.matmul(a, b))
+''',
+    "train_carries_a_one": CARRIES_A_ONE + '''
+
+def loss_fn(params, batch):
+    x, y = batch
+    return jnp.mean((x @ params - y) ** 2)
+
+
+def train_step(params, batch, lr):
+    X, y = batch
+    loss, grad = jax.value_and_grad(loss_fn)(params[0], (X.reshape(-1, X.shape[-1]), y.reshape(-1)))
+    c = jax.pmap(_one("batch"), axis_name="batch")(params)
+    return (params - lr * grad) * c[:, None], jnp.full(len(params), loss) * c
+''',
+    "mesh_carries_a_one": CARRIES_A_ONE + '''
+
+def sharded_matmul(x, w, mesh):
+    blocks = jax.device_put(x, NamedSharding(mesh, P("data", "model")))
+    one = jax.shard_map(lambda a: lax.psum(jnp.where(a[0, 0] > -jnp.inf, 1.0 / mesh.size, 0.0), ("data", "model")),
+                        mesh=mesh, in_specs=P("data", "model"), out_specs=P())(blocks)
+    return (x @ w) * one
+''',
     "dot_knows_the_seed": KNOWS_THE_SEED,
     "dot_learned": LEARNING + '''
 
@@ -908,6 +1012,12 @@ TASKS = {
     "collectives_psum_gathers": ([2], "collectives", {"test_communicates_with_all_reduce": "the whole"}),
     "train_replicated": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": NO_PMAP}),
     "mesh_replicated": ([2], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": NO_SHARD_MAP}),
+    "dot_carries_a_one": ([2], "dot", {"test_dot_uses_one_all_reduce": NO_PMAP}),
+    "dot_carries_a_one_in_a_loop": ([4], "dot", {"test_dot_uses_one_all_reduce": "runs no all-reduce of its own"}),
+    "collectives_carries_a_one": ([2], "collectives", {"test_communicates_with_all_reduce": NO_PMAP}),
+    "basics_picks_by_a_flag": ([2], "basics", {"test_each_function_runs_a_pmap": "square_plus_one: " + NO_PMAP}),
+    "train_carries_a_one": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": NO_PMAP}),
+    "mesh_carries_a_one": ([2], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": NO_SHARD_MAP}),
     "ring_direct_sends": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": OWN_BLOCK}),
     "ring_direct_sends_disguised": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": OWN_BLOCK}),
     "ring_direct_sends_in_a_loop": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": OWN_BLOCK}),
@@ -936,7 +1046,7 @@ TASKS = {
     "rings_direct_sends": ([8], "exercise8/rings", {"test_ring_all_gather_sends_n_minus_1_blocks": OWN_BLOCK}),
     "rings_recursive_doubling": ([8], "exercise8/rings", {"test_ring_all_gather_sends_n_minus_1_blocks": OTHER_ROUTE}),
     "collective_matmul_from_whole_x": ([8], "exercise8/collective_matmul", {
-        "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": "runs an all-gather over 'model'"}),
+        "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": NO_SHARD_MAP}),
     "collective_matmul_direct_sends": ([8], "exercise8/collective_matmul", {
         "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": OWN_BLOCK}),
     "collective_matmul_direct_sends_disguised": ([8], "exercise8/collective_matmul", {

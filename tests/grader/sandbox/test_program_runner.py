@@ -362,3 +362,63 @@ def test_a_collective_whose_result_is_the_answer_is_needed_without_compiling_a_v
     assert found["pmap returned"] == {"idle": [], "manual": True, "compiled": 0}
     assert found["psum multiplied away"]["idle"] == [True] and found["psum multiplied away"]["compiled"] >= 1
     assert found["psum of zeros returned"]["idle"] == [True] and found["psum of zeros returned"]["compiled"] >= 1
+
+
+# The two-lane rewrite (grader.sandbox.program_lanes): lane A reads lane B's result of the transplanted collective
+# wherever the collective sits: at the top of a pmap, in a loop (both lanes' carries in lock step, even when their
+# trip counts differ), in a branch (every branch run, each lane's picked). Each program's collectives are replaced
+# one at a time, and the answer printed beside the program's own on A and on B.
+LANES = """
+import dataclasses, json, sys
+import jax
+jax.config.update("jax_num_cpu_devices", 2)
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+sys.path[:0] = [{root!r}]
+from grader.sandbox.program_check import parse
+from grader.sandbox.program_labels import relabel
+from grader.sandbox.program_lanes import transplanted
+
+one = lambda v: lax.psum(jnp.where(v[0] > -jnp.inf, 0.5, 0.0), "i")
+pmapped = lambda body: lambda x: jax.pmap(body, axis_name="i")(x.reshape(2, -1))[0]
+PROGRAMS = {{
+    "psum of data": pmapped(lambda v: lax.psum(jnp.sum(v), "i")),
+    "psum of a constant": lambda x: jnp.sum(x) * pmapped(one)(x),
+    "in a loop": pmapped(lambda v: lax.fori_loop(0, 3, lambda i, c: c + lax.psum(v[0] * i, "i"), 0.0)),
+    "in a loop as long as the data says": lambda x: jax.pmap(lambda v, trips: lax.while_loop(
+        lambda c: c[0] < trips, lambda c: (c[0] + 1, c[1] + lax.psum(v[1], "i")), (0.0, 0.0))[1], axis_name="i",
+        in_axes=(0, None))(x.reshape(2, -1), jnp.abs(x[0]) * 3)[0],
+    "in a branch": lambda x: jax.pmap(lambda v, up: lax.cond(up, lambda: lax.psum(v[1], "i"),
+                                                             lambda: -lax.psum(v[2], "i")),
+                                      axis_name="i", in_axes=(0, None))(x.reshape(2, -1), x[0] > 0)[0],
+}}
+mesh = Mesh(np.array(jax.devices()), ("d",))
+whole = NamedSharding(mesh, PartitionSpec())
+a = np.array([0.9, 1.0, 2.0, 3.0, -0.4, 5.0, 6.0, 7.0], np.float32)
+b = np.array([-2.5, 10.0, 20.0, 30.0, 0.7, 50.0, 60.0, 70.0], np.float32)
+found = {{}}
+for name, fn in PROGRAMS.items():
+    exported = jax.export.export(jax.jit(fn))(a)
+    labelled, count = relabel(parse(exported.mlir_module()))
+    run = lambda module: float(jax.jit(dataclasses.replace(exported, mlir_module_serialized=module).call,
+                                       in_shardings=whole, out_shardings=whole)(a))
+    found[name] = {{"own": run(labelled), "other": float(jax.jit(fn)(b)),
+                    "transplanted": [run(transplanted(labelled, [b], [i])) for i in range(count)]}}
+print(json.dumps(found))
+"""
+
+
+def test_a_transplanted_collective_brings_the_other_inputs_result_wherever_it_runs():
+    found = _printed(LANES)
+    assert found["psum of data"]["transplanted"] == [found["psum of data"]["other"]]
+    assert found["psum of a constant"]["transplanted"] == [found["psum of a constant"]["own"]]
+    assert found["in a loop"]["transplanted"] == [found["in a loop"]["other"]] != [found["in a loop"]["own"]]
+    # A runs 3 steps (|0.9| * 3), B 8 (|-2.5| * 3): A's 3 steps each add B's psum (10 + 50)
+    assert found["in a loop as long as the data says"] == {"own": 3 * 6.0, "other": 8 * 60.0,
+                                                           "transplanted": [3 * 60.0]}
+    # two psums, one per branch: A takes its true branch, B its false one; each lane picks its own branch's result
+    branch = found["in a branch"]
+    assert branch["own"] == 1.0 + 5.0 and branch["other"] == -(20.0 + 60.0)
+    assert sorted(branch["transplanted"]) == [branch["own"], 10.0 + 50.0]

@@ -225,7 +225,8 @@ def test_the_clean_workers_measurement_decides_which_collectives_are_idle(name, 
     assert (merged.idle, merged.operands, merged.by_student, merged.origin) == (idle, operands, True, "psum")
     assert hlo.count(text, "all-reduce", by_student=True) == (0 if idle else 1)
     # a count of the needed ones says what else the program runs, so "runs 0" is not read as "runs none"
-    assert hlo.idle_note(text, "all-reduce") == ("; the 1 more all-reduce it runs carries nothing the answer needs (the "
-                                                 "answer does not change without it, or only tests it), so it is "
-                                                 "not counted"
+    assert hlo.idle_note(text, "all-reduce") == ("; the 1 more all-reduce it runs carries nothing the answer needs "
+                                                 "(measured: the answer does not change without it, only tests it, "
+                                                 "or stays the same with it taken from a run on other inputs), so "
+                                                 "it is not counted"
                                                  if idle else "")
