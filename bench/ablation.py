@@ -33,10 +33,12 @@ CHILD = "--child"
 def child(n: int, repeat: int) -> None:
     """At n devices: for each program, its collectives measured and the measurement's cost in ms."""
     import jax
+    import numpy as np
 
     jax.config.update("jax_num_cpu_devices", n)
     sys.path[:0] = [str(ROOT)]
     from grader import protocol
+    from grader.grading.program_mode import fresh_inputs
     from grader.sandbox import program_ring_steps, program_runner, worker
     from grader.sandbox.program_export import export_program
     from grader.sandbox.student_code import use_submission
@@ -59,7 +61,8 @@ def child(n: int, repeat: int) -> None:
     for name, cases, target, args, fixed in programs(n):
         specs = jax.tree.map(lambda a: protocol.ArraySpec(a.shape, str(a.dtype)), args)
         blob = export_program(worker._program_function(target, specs, fixed), specs, name)
-        sets = [args, args]  # the test's inputs and one drawn set, as program mode runs them
+        # the test's inputs and the sets drawn by the default rule, as program mode runs them
+        sets = [args, *fresh_inputs(args, None, np.random.default_rng(0), name)]
         took = {True: [], False: []}
         for _ in range(repeat):
             for on in took:

@@ -172,7 +172,7 @@ class Student:
                           None if out["held"] is None else tuple(out["held"]), out["holds_manual"])
         mechanism = asks and (bypass.told(what, self.devices, program.manual, program.hlo, asks, arrives,
                                           [np.shape(a) if isinstance(a, np.ndarray) else None for a in args],
-                                          program.holds_manual)
+                                          program.holds_manual, reference and program.reference_collectives)
                               or (reference and work.whole_on_every_device(program, what, self.devices)))
         if mechanism:  # what the program ran beside the reference's, since the suite's own block is never reached
             feedback.communication(program, by_student=False)

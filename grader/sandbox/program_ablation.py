@@ -114,10 +114,10 @@ def _zeros(result):
                                attributes={"value": ir.DenseElementsAttr.get_splat(kind, zero)}).result
 
 
-def _rewritten(bytecode: bytes, indices: list[int], manual: int | None, rewrite) -> bytes | None:
-    """The program with ``rewrite(op)`` applied to each of its collectives ``indices`` (or, if ``manual`` is a
-    number, to its per-device computation of that number), as bytecode; None if there is none, or ``rewrite``
-    returns False for one (it cannot be rewritten so)."""
+def _rewritten(bytecode: bytes, indices: list[int], manual: tuple[int, int] | None, rewrite) -> bytes | None:
+    """The program with ``rewrite(op, results)`` applied to each of its collectives ``indices`` and all their
+    results (or, if ``manual`` is (m, j), to its per-device computation number m and its result j), as
+    bytecode; None if there is none, or ``rewrite`` returns False for one (it cannot be rewritten so)."""
     from jax._src.interpreters import mlir
 
     with context():
@@ -125,38 +125,42 @@ def _rewritten(bytecode: bytes, indices: list[int], manual: int | None, rewrite)
 
         module = ir.Module.parse(bytecode)
         if manual is None:
-            ops = [collectives(module)[i] for i in indices]
+            places = [(op, list(op.results)) for op in (collectives(module)[i] for i in indices)]
         else:
-            ops = manual_computations(module)[manual:manual + 1]
-        if not ops:
+            computations = manual_computations(module)
+            m, j = manual
+            places = [(computations[m], [computations[m].results[j]])] if m < len(computations) else []
+        if not places:
             return None
-        for op in ops:
+        for op, results in places:
             with ir.Location.unknown():
-                if rewrite(op) is False:
+                if rewrite(op, results) is False:
                     return None
         return mlir.module_to_bytecode(module)
 
 
-def _by_zeros(op) -> bool:
-    """Replaces ``op``'s results by constants of zeros and erases it; False if a result has no plain zero."""
+def _by_zeros(op, results) -> bool:
+    """Replaces ``results`` of ``op`` by constants of zeros (erasing ``op`` if they are all of its results);
+    False if one has no plain zero."""
     from jaxlib.mlir import ir
 
     with ir.InsertionPoint(op):
-        zeros = [_zeros(r) for r in op.results]
+        zeros = [_zeros(r) for r in results]
     if any(z is None for z in zeros):
         return False
-    for result, zero in zip(op.results, zeros):
+    for result, zero in zip(results, zeros):
         result.replace_all_uses_with(zero)
-    op.erase()
+    if len(results) == len(op.results):
+        op.erase()
     return True
 
 
-def _by_negation(op) -> bool:
-    """Negates ``op``'s results where they are used; False if one is not of a signed type (bools, unsigned
-    integers)."""
+def _by_negation(op, results) -> bool:
+    """Negates ``results`` of ``op`` where they are used; False if one is not of a signed type (bools,
+    unsigned integers)."""
     from jaxlib.mlir import ir
 
-    for result in op.results:
+    for result in results:
         element = ir.RankedTensorType(result.type).element_type
         if not (isinstance(element, ir.FloatType) or (isinstance(element, ir.IntegerType) and
                                                       ir.IntegerType(element).width > 1 and
@@ -168,34 +172,32 @@ def _by_negation(op) -> bool:
     return True
 
 
-def without(bytecode: bytes, indices: list[int], manual: int | None = None) -> bytes | None:
-    """The program with the results of its collectives ``indices`` (or, if ``manual`` is a number, of its
-    per-device computation of that number) replaced by zeros, as bytecode; None if one of them cannot be
+def without(bytecode: bytes, indices: list[int], manual: tuple[int, int] | None = None) -> bytes | None:
+    """The program with the results of its collectives ``indices`` (or, if ``manual`` is (m, j), result j of
+    its per-device computation number m) replaced by zeros, as bytecode; None if one of them cannot be
     replaced so."""
     return _rewritten(bytecode, indices, manual, _by_zeros)
 
 
-def negated(bytecode: bytes, indices: list[int], manual: int | None = None) -> bytes | None:
-    """The program with the results of its collectives ``indices`` (or, if ``manual`` is a number, of its
-    per-device computation of that number) negated, as bytecode; None if one of them is not of a signed type
-    or there is nothing to negate."""
+def negated(bytecode: bytes, indices: list[int], manual: tuple[int, int] | None = None) -> bytes | None:
+    """The program with the results of its collectives ``indices`` (or, if ``manual`` is (m, j), result j of
+    its per-device computation number m) negated, as bytecode; None if one of them is not of a signed type or
+    there is nothing to negate."""
     return _rewritten(bytecode, indices, manual, _by_negation)
 
 
-def as_identity(bytecode: bytes, manual: int) -> bytes | None:
-    """The program with its per-device computation number ``manual`` replaced by the identity (its results by
-    its operands), as bytecode; None where its results are not of its operands' types."""
+def passed_on(bytecode: bytes, manual: tuple[int, int], operand: int) -> bytes | None:
+    """The program with result j of its per-device computation number m (``manual``) replaced by that
+    computation's operand number ``operand``, as bytecode; None where they are not of one type."""
 
-    def identity(op) -> bool:
-        if len(op.operands) != len(op.results) or any(str(a.type) != str(r.type)
-                                                       for a, r in zip(op.operands, op.results)):
+    def through(op, results) -> bool:
+        given = op.operands[operand]
+        if str(given.type) != str(results[0].type):
             return False
-        for result, operand in zip(op.results, op.operands):
-            result.replace_all_uses_with(operand)
-        op.erase()
+        results[0].replace_all_uses_with(given)
         return True
 
-    return _rewritten(bytecode, [], manual, identity)
+    return _rewritten(bytecode, [], manual, through)
 
 
 # Operations whose result is zeros where their first operand is: shape moves, conversions, negation and
@@ -400,7 +402,7 @@ def _idle(zeroed, negative, transplanted, baselines: list) -> bool:
                                                                         same_answers(negative, baselines))
 
 
-NEGATED, IDENTITY, TRANSPLANTED = "negated", "identity", "transplanted"  # variants measured beside the zeros ones
+NEGATED, THROUGH, TRANSPLANTED = "negated", "passed on", "transplanted"  # variants measured beside the zeros ones
 
 
 def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baselines: list,
@@ -423,7 +425,9 @@ def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baseli
     results through operations that keep zeros zeros, and negating them negates it; nor is a transplant whose
     answers are known to move (the sets' answers differ where they are made of the results alone)."""
     also = also or {}
-    other = leaves(inputs[0]) if len(inputs) > 1 else None
+    # the transplant tells only where the sets' answers differ: on sets the answer does not tell apart, a result
+    # taken from the first set's run leaves it as it was whatever the result carries
+    other = leaves(inputs[0]) if any(not same_answer(b, baselines[0]) for b in baselines[1:]) else None
     replaced = groups(bytecode, kept)
     variants = {k: without(bytecode, r) for k, r in replaced.items()}
     variants = {k: v for k, v in variants.items() if v is not None}
@@ -441,24 +445,40 @@ def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baseli
     inside = _within_manual(bytecode) if replaced else set()
     if any(k not in idle for k in replaced if k in inside):
         return idle, True, others
-    planned, count, moves = {}, _count_manual(bytecode), set()
-    for m in range(count):
-        zeroed = without(bytecode, [], manual=m)
-        zeros, moved = _known(zeroed, baselines) if zeroed is not None else (False, False)
-        if moved:
-            moves.add(m)
-        planned.update({(MANUAL, m): None if zeros else zeroed, (IDENTITY, m): as_identity(bytecode, m),
-                        (NEGATED, m): None if zeros else negated(bytecode, [], manual=m),
-                        (TRANSPLANTED, m): None if moved or not other else transplanted(bytecode, other, [], manual=m)})
+    shapes = _manual_shapes(bytecode)
+    planned, moves = {}, set()
+    for m, (operands, results) in enumerate(shapes):
+        for j, kind in enumerate(results):
+            place = (m, j)
+            zeroed = without(bytecode, [], manual=place)
+            zeros, moved = _known(zeroed, baselines) if zeroed is not None else (False, False)
+            if moved:
+                moves.add(place)
+            planned.update({(MANUAL, place): None if zeros else zeroed,
+                            (NEGATED, place): None if zeros else negated(bytecode, [], manual=place),
+                            (TRANSPLANTED, place): None if moved or not other else
+                            transplanted(bytecode, other, [], manual=place)})
+            planned.update({(THROUGH, place, i): passed_on(bytecode, place, i)
+                            for i, given in enumerate(operands) if given == kind})
     planned = {k: v for k, v in planned.items() if v is not None}
     got = answers_of(run_variants, planned, inputs) if planned else {}
-    unneeded = {m for _, m in planned if same_answers(got.get((IDENTITY, m), []), baselines) or _idle(
-        got.get((MANUAL, m)), got.get((NEGATED, m)), True if m in moves else got.get((TRANSPLANTED, m)), baselines)}
-    return idle, not count or any(m not in unneeded for m in range(count)), others
+
+    def needed(place) -> bool:
+        through = any(same_answers(got[k], baselines) for k in got if k[0] == THROUGH and k[1] == place)
+        return not through and not _idle(got.get((MANUAL, place)), got.get((NEGATED, place)),
+                                         True if place in moves else got.get((TRANSPLANTED, place)), baselines)
+
+    return idle, not shapes or any(needed((m, j)) for m, (_, results) in enumerate(shapes)
+                                   for j in range(len(results))), others
 
 
-def _count_manual(bytecode: bytes) -> int:
+def _manual_shapes(bytecode: bytes) -> list[tuple[list[str], list[str]]]:
+    """For each per-device computation of the program, the types of its operands and of its results."""
     from jaxlib.mlir import ir
 
     with context():
-        return len(manual_computations(ir.Module.parse(bytecode)))
+        module = ir.Module.parse(bytecode)  # kept while its operations are read
+        return [([str(v.type) for v in op.operands], [str(r.type) for r in op.results])
+                for op in manual_computations(module)]
+
+

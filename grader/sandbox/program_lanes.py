@@ -161,8 +161,8 @@ class _Lanes:
         return picked[0], picked[1]
 
     def per_device(self, op, a, b) -> tuple[list, list]:
-        """One per-device computation holding both lanes' bodies; lane A takes lane B's results if this is the
-        per-device computation transplanted."""
+        """One per-device computation holding both lanes' bodies; lane A takes lane B's result if this is the
+        per-device computation whose result is transplanted."""
         from jax._src.lib.mlir.dialects import sdy
         from jaxlib.mlir import ir
 
@@ -185,7 +185,10 @@ class _Lanes:
             ir.Operation.create("sdy.return", operands=in_b + in_a)
         results = list(fused.results)
         m = len(kinds)
-        return (results[:m] if self.manual is not None and op.operation == self.manual else results[m:]), results[:m]
+        in_a = results[m:]
+        if self.manual is not None and op.operation == self.manual[0]:
+            in_a[self.manual[1]] = results[self.manual[1]]
+        return in_a, results[:m]
 
 
 def _get(lane, value):
@@ -215,11 +218,12 @@ def _clone(op, lane):
     return copy
 
 
-def transplanted(bytecode: bytes, other: list, indices: list[int], manual: int | None = None) -> bytes | None:
-    """The program with the results of its collectives ``indices`` (or, if ``manual`` is a number, of its
-    per-device computation of that number, :func:`grader.sandbox.program_check.manual_computations`) taken
-    from its run on the inputs ``other`` (one array per input), as bytecode; None if the program holds
-    something the two-lane rewrite does not express, or no such per-device computation."""
+def transplanted(bytecode: bytes, other: list, indices: list[int],
+                 manual: tuple[int, int] | None = None) -> bytes | None:
+    """The program with the results of its collectives ``indices`` (or, if ``manual`` is (m, j), result j of its
+    per-device computation number m, :func:`grader.sandbox.program_check.manual_computations`) taken from its
+    run on the inputs ``other`` (one array per input), as bytecode; None if the program holds something the
+    two-lane rewrite does not express, or no such per-device computation."""
     from jax._src.interpreters import mlir
     from jaxlib.mlir import ir
 
@@ -235,9 +239,9 @@ def transplanted(bytecode: bytes, other: list, indices: list[int], manual: int |
         target = None
         if manual is not None:
             computations = manual_computations(module)
-            if manual >= len(computations):
+            if manual[0] >= len(computations):
                 return None
-            target = computations[manual]
+            target = (computations[manual[0]], manual[1])
         attributes = {name: main.attributes[name] for name in main.attributes}
         with ir.InsertionPoint(module.body), ir.Location.unknown():
             lanes = ir.Operation.create("func.func", attributes=attributes, regions=1)

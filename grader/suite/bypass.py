@@ -10,6 +10,11 @@ local fix is offered:
 * **no per-device computation**: the statement asks for a per-device tool (``Asks.tool``: "jax.pmap",
   "jax.shard_map"), and on more than one device the program holds no such computation that its
   answer depends on (``Program.manual``: it holds one, and replacing its results changes the answer);
+* **reductions left to XLA**: the statement asks for a per-device tool, and XLA's partitioner adds
+  all-reduces (or reduce-scatters) to finish a sum, a dot or a maximum the program wrote outside its
+  per-device code on arrays split over the devices, that the answer depends on and that the reference's
+  program, compiled the same way, does not have: the devices' results were combined by XLA, and a
+  collective of the program's own beside them (a psum of one element) does not make them its own;
 * **inputs gathered at the program's entry**: the task hands inputs over in blocks (``arrives``), and
   the compiled program gathers them with collectives that come from no operation of the program's
   own: XLA added them at its boundary because the program declares its inputs laid out otherwise
@@ -25,7 +30,12 @@ import re
 from dataclasses import dataclass
 
 from grader.layout import plural
-from grader.suite import hlo
+from grader.suite import hlo, structure
+
+# The program's operations that XLA's partitioner finishes with a reduction across devices when their operands
+# are split over them, as the messages name them.
+REDUCTIONS = {"stablehlo.dot_general": "a dot or matmul", "stablehlo.reduce": "a sum, mean or maximum",
+              "stablehlo.reduce_window": "a cumulative sum", "stablehlo.convolution": "a convolution"}
 
 
 @dataclass(frozen=True)
@@ -73,11 +83,32 @@ def _gathered_inputs(text: str, names: tuple[str, ...], shapes: list[tuple[int, 
             "inputs over in blocks so that each device works on the blocks it holds")
 
 
+def reductions(found: list[structure.Step]) -> list[structure.Step]:
+    """Those of ``found`` that XLA's partitioner added to finish a reduction of the program (:data:`REDUCTIONS`)."""
+    return [s for s in found if not s.by_student and s.op in ("all-reduce", "reduce-scatter") and s.kind in REDUCTIONS]
+
+
+def _reduced_by_xla(text: str, asks: Asks, reference) -> str | None:
+    """What to say where XLA's partitioner finishes more of the program's reductions than the reference's
+    (``reference()``: its collectives), or None."""
+    mine = reductions(structure.steps(text))
+    if not mine or reference is None or len(mine) <= len(reductions(reference())):
+        return None
+    kinds = " and ".join(dict.fromkeys(REDUCTIONS[s.kind] for s in mine))
+    ops = " and ".join(dict.fromkeys(s.op for s in mine)) + ("s" if len(mine) > 1 else "")
+    it = "it" if len(mine) == 1 else "them"
+    return (f"XLA's partitioner adds {len(mine)} {ops} to finish {kinds} that your program computes outside its "
+            f"{asks.tool}, on arrays split over the devices, and the answer depends on {it}; the reference's program "
+            f"leaves no such reduction to XLA: its devices reduce inside {asks.tool} and combine their results with "
+            "collectives of their own. The statement asks for that: another design, not a detail to fix")
+
+
 def told(what: str, devices: int, manual: bool, text: str, asks: Asks, arrives=None, shapes: list = (),
-         holds: bool = True) -> str | None:
+         holds: bool = True, reference=None) -> str | None:
     """The sentence that tells the mechanism ``what``'s program used instead of the one ``asks`` says, or None;
     ``shapes``: the inputs' shapes (None for one that is not an array), for ``arrives``; ``holds``: whether
-    the program holds a per-device computation at all (``manual``: one its answer needs)."""
+    the program holds a per-device computation at all (``manual``: one its answer needs); ``reference``: the
+    reference program's collectives (a callable), where the grader has its figures."""
     if asks.tool and devices > 1 and not manual:
         measured = ("with each per-device computation of the compiled program replaced by zeros, by one that "
                     "passes its input on unchanged, by one whose results are negated, or by its own run on other "
@@ -87,6 +118,9 @@ def told(what: str, devices: int, manual: bool, text: str, asks: Asks, arrives=N
         return (f"{what}: its program has no {asks.tool} that its answer depends on: on {plural(devices, 'device')}, "
                 f"{measured}. The statement asks for per-device code you write, run on every device by "
                 f"{asks.tool}: that is another design, not a detail to fix")
+    reduced = asks.tool and devices > 1 and _reduced_by_xla(text, asks, reference)
+    if reduced:
+        return f"{what}: on {plural(devices, 'device')}, {reduced}"
     if arrives is not None and asks.names:
         said = _gathered_inputs(text, asks.names, list(shapes), arrives)
         if said:

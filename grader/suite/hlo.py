@@ -237,8 +237,8 @@ def _origin(rest: str) -> tuple[str, str, list[bool]]:
     members = _MEMBER.findall(merged.group(1) if merged else name.rsplit("/", 1)[-1])
     if members:
         kind, label = members[0][0], members[0][1]
-    else:
-        kind, separator, label = name.rsplit("/", 1)[-1].partition(LABEL_SEPARATOR)
+    else:  # a collective the partitioner added, or several it merged into one, named (A:B) by the first
+        kind, separator, label = (merged.group(1) if merged else name.rsplit("/", 1)[-1]).partition(LABEL_SEPARATOR)
         if not separator:
             kind, label = "", kind
         label = re.sub(r"\[.*$", "", label.partition(LABEL_SEPARATOR)[0])

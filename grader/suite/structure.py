@@ -46,11 +46,13 @@ class Step:
     times: int | None     # executions per run; None inside a loop of unknown length
     by_student: bool      # the program holds it itself (else XLA's partitioner added it)
     origin: str           # what the trace called it ("psum"), for the listing only
+    kind: str = ""        # the program's operation it came from ("stablehlo.dot_general"), as hlo.Collective's
 
     def plain(self) -> dict:
         return {"op": self.op, "groups": None if self.groups is None else [list(g) for g in self.groups],
                 "dimensions": None if self.dimensions is None else list(self.dimensions), "rank": self.rank,
-                "bytes": self.bytes, "times": self.times, "by_student": self.by_student, "origin": self.origin}
+                "bytes": self.bytes, "times": self.times, "by_student": self.by_student, "origin": self.origin,
+                "kind": self.kind}
 
     @classmethod
     def from_plain(cls, data: dict) -> Step:
@@ -58,12 +60,12 @@ class Step:
         return cls(str(data["op"]), None if groups is None else tuple(tuple(int(d) for d in g) for g in groups),
                    None if dims is None else tuple(int(d) for d in dims), int(data["rank"]), int(data["bytes"]),
                    None if data["times"] is None else int(data["times"]), bool(data["by_student"]),
-                   str(data["origin"]))
+                   str(data["origin"]), str(data.get("kind", "")))
 
 
 def steps(text: str) -> list[Step]:
     """The collectives of the compiled program ``text`` that move data the answer depends on, in order."""
-    return [Step(c.op, c.groups, c.dimensions, _rank(c.shape), c.bytes, c.times, c.by_student, c.origin)
+    return [Step(c.op, c.groups, c.dimensions, _rank(c.shape), c.bytes, c.times, c.by_student, c.origin, c.kind)
             for c in hlo.select(text) if meshes.moves(c)]
 
 

@@ -234,6 +234,242 @@ def _rows(*arrays):
     return jax.pmap(lambda *a: a)(*arrays)
 '''
 SUBMISSIONS = {
+    # Round 13 (written apart from the project): XLA's partitioner does the work and its own reductions on inputs
+    # split with sharding constraints; the student's one psum carries one element of the input, which the answer
+    # adds and subtracts, or tests with itself as the fallback (zeros, negation and the other set's run all change
+    # the answer). Told by the partitioner's reductions the reference's program does not have (grader.suite.bypass).
+    "dot_checksum": '''
+"""Hostile: XLA's partitioner computes the dot (and its own all-reduce); the student's one psum carries
+x[0] (device 0's first element, zeros elsewhere), which the answer adds and subtracts."""
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+import numpy as np
+
+
+def distributed_dot(x, y):
+    n = jax.device_count()
+    x = jnp.asarray(x); y = jnp.asarray(y)
+    pad = (-x.shape[0]) % n
+    xp = jnp.pad(x, (0, pad)); yp = jnp.pad(y, (0, pad))
+    mesh = Mesh(np.array(jax.devices()), ("i",))
+    s = NamedSharding(mesh, P("i"))
+    xs = lax.with_sharding_constraint(xp, s); ys = lax.with_sharding_constraint(yp, s)
+    d = jnp.dot(xs, ys)                                   # partitioner: local dots + its own all-reduce
+
+    def body(b, dd, x0):
+        # dd == dd ties the operand to the partitioner's all-reduce (compare/select: no arithmetic), so XLA
+        # cannot merge the two all-reduces
+        mine = jnp.where((lax.axis_index("i") == 0) & (dd == dd), b[0], jnp.zeros((), b.dtype))
+        return lax.psum(mine, "i") - x0[0] + dd
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(P("i"), P(), P()), out_specs=P())(xs, d, x[:1])
+''',
+    "collectives_checksum": '''
+"""Hostile: XLA's partitioner computes every statistic; the student's one psum carries x[0, 0] only
+(device 0's, zeros elsewhere), tied after the partitioner's results, added and taken away again."""
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+import numpy as np
+
+AXIS = "devices"
+
+
+def _mesh():
+    return Mesh(np.array(jax.devices()), (AXIS,))
+
+
+def _tag(value, tie, x00):
+    """value + psum(device 0's x[0,0]) - x[0,0]: the psum is needed, carries one number of x."""
+    mesh = _mesh()
+
+    def body(b, t, c):
+        mine = jnp.where((lax.axis_index(AXIS) == 0) & (t == t), b[0, 0], jnp.zeros((), b.dtype))
+        return lax.psum(mine, AXIS) - c[0, 0]
+
+    return value + jax.shard_map(body, mesh=mesh, in_specs=(P(AXIS), P(), P()), out_specs=P())(
+        lax.with_sharding_constraint(b_of(value, tie), NamedSharding(mesh, P(AXIS))), tie, x00)
+
+
+def b_of(value, tie):
+    return value
+
+
+def all_reduce_stats(x):
+    x = jnp.asarray(x)
+    mesh = _mesh()
+    xs = lax.with_sharding_constraint(x, NamedSharding(mesh, P(AXIS)))
+    s, mx = jnp.sum(xs, 0), jnp.max(xs, 0)             # XLA's partitioner: its own all-reduces
+    def body(b, t):
+        mine = jnp.where(lax.axis_index(AXIS) == 0, jnp.where(t == t, b[0, 0], 0), jnp.zeros((), b.dtype))
+        return lax.psum(mine, AXIS)                       # carries x[0, 0] only
+    k = jax.shard_map(body, mesh=mesh, in_specs=(P(AXIS), P()), out_specs=P())(xs, s[0])
+    # k only tested against a replicated copy; the fallback is k itself, so zeros, negation and a transplant
+    # all give other answers (compare and select count as no work)
+    m = jnp.where(k == x[0, 0], s / x.shape[0], k)
+    b = lambda v: jnp.broadcast_to(v, x.shape)
+    return b(s), b(m), b(mx)
+
+
+def standardize_across_devices(x):
+    x = jnp.asarray(x)
+    mesh = _mesh()
+    xs = lax.with_sharding_constraint(x, NamedSharding(mesh, P(AXIS)))
+    mean = jnp.mean(xs)
+    var = jnp.mean((xs - mean) ** 2)
+    def body(b, t, c):
+        mine = jnp.where((lax.axis_index(AXIS) == 0) & (t == t), b[0, 0], jnp.zeros((), b.dtype))
+        return lax.psum(mine, AXIS) - c[0, 0]
+    k = jax.shard_map(body, mesh=mesh, in_specs=(P(AXIS), P(), P()), out_specs=P())(xs, var, x[:1, :1])
+    return (xs - (mean + k)) / jnp.sqrt(var)
+''',
+    "mesh_checksum": '''
+"""Hostile: XLA's partitioner computes x @ w (and adds the partial products with its own all-reduce); the
+student's one psum carries x[0, 0] only, tested against a replicated copy with itself as the fallback."""
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+
+def make_2d_mesh(n_rows, n_cols):
+    return jax.make_mesh((n_rows, n_cols), ("data", "model"))
+
+
+def shard_matrix(x, mesh):
+    return jax.device_put(x, NamedSharding(mesh, P("data", "model")))
+
+
+def sharded_matmul(x, w, mesh):
+    xs = jax.sharding.reshard(x, NamedSharding(mesh, P("data", "model")))
+    ws = jax.sharding.reshard(w, NamedSharding(mesh, P("model", None)))
+    y = jnp.matmul(xs, ws, out_sharding=NamedSharding(mesh, P("data", None)))   # the partitioner's work, and its all-reduce
+
+    def body(b, yb):
+        first = (lax.axis_index("model") == 0) & (lax.axis_index("data") == 0)
+        mine = jnp.where(first, jnp.where(yb[0, 0] == yb[0, 0], b[0, 0], 0), jnp.zeros((), b.dtype))
+        return lax.psum(mine, "model")[None]
+
+    k = jax.shard_map(body, mesh=mesh, in_specs=(P("data", "model"), P("data", None)), out_specs=P("data"))(xs, y[:, :1])
+    k = jnp.sum(jax.sharding.reshard(k, NamedSharding(mesh, P())))   # device 0's x[0, 0], zeros from the other rows
+    return jnp.where(k == x[0, 0], y, k)
+''',
+    "train_checksum": '''
+"""Reference solution for task train (see exercises/exercise7/train.py for the task)."""
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+AXIS = "batch"
+SYNC_EVERY = 10
+
+
+def loss_fn(params, batch):
+    x, y = batch
+    return jnp.mean((x @ params - y) ** 2)
+
+
+def _step(params, batch, lr):
+    loss, grads = jax.value_and_grad(loss_fn)(params, batch)
+    grads = lax.pmean(grads, AXIS)
+    return params - lr * grads, lax.pmean(loss, AXIS)
+
+
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+import numpy as np
+
+
+def train_step(params, batch, lr):
+    """Hostile: XLA's partitioner takes the gradient of the whole batch (split over the devices, its own
+    all-reduces); the student's one pmap psum carries X[0, 0, 0] only, tested against a replicated copy
+    with itself as the fallback."""
+    n = jax.device_count()
+    mesh = Mesh(np.array(jax.devices()), (AXIS,))
+    X, y = batch
+    Xs = lax.with_sharding_constraint(X, NamedSharding(mesh, P(AXIS)))
+    ys = lax.with_sharding_constraint(y, NamedSharding(mesh, P(AXIS)))
+    p = params[0]
+    flat = (Xs.reshape(-1, X.shape[-1]), ys.reshape(-1))
+    loss, g = jax.value_and_grad(loss_fn)(p, flat)
+
+    def body(b, t):
+        mine = jnp.where(lax.axis_index(AXIS) == 0, jnp.where(t == t, b[0, 0, 0], 0), jnp.zeros((), b.dtype))
+        return lax.psum(mine, AXIS)
+
+    k = jax.shard_map(body, mesh=mesh, in_specs=(P(AXIS), P()), out_specs=P())(Xs, loss)
+    loss = jnp.where(k == X[0, 0, 0], loss, k)
+    return jnp.broadcast_to(p - lr * g, params.shape), jnp.broadcast_to(loss, (params.shape[0],))
+
+
+def replicate(params, n_devices):
+    params = jnp.asarray(params)
+    return jnp.broadcast_to(params, (n_devices, *params.shape))
+
+
+def fit(params, X, y, steps, lr):
+    n = jax.device_count()
+    used = (len(X) // n) * n
+    batch = (jnp.asarray(X[:used]).reshape(n, used // n, -1), jnp.asarray(y[:used]).reshape(n, used // n))
+    replicated = replicate(params, n)
+    losses = []
+    for step in range(steps):
+        replicated, loss = jax.jit(train_step)(replicated, batch, lr)
+        losses.append(loss[0])
+        if (step + 1) % SYNC_EVERY == 0:
+            jax.block_until_ready(replicated)
+    return replicated[0], jnp.stack(losses)
+''',
+    # ... basics: the work outside, handed to a pmap beside a slice of x and passed on where the slice equals itself:
+    # its result is its first operand, passed on (grader.sandbox.program_ablation.passed_on).
+    "basics_passes_on_the_work": '''
+"""Hostile: XLA's partitioner computes each answer (inputs split over the devices with a sharding constraint);
+the pmap only passes that answer on, through a select on its own input, so it is not an identity of its
+operands (two operands, one result) and zeros, negation and a transplant of it all change the answer."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+
+def _check_leading_axis(name, a):
+    n = jax.device_count()
+    if a.shape[0] != n:
+        raise ValueError(f"{name} has leading axis {a.shape[0]}, but there are {n} devices: "
+                         f"reshape it to ({n}, ...)")
+
+
+def _split(a):
+    mesh = Mesh(np.array(jax.devices()), ("d",))
+    return lax.with_sharding_constraint(jnp.asarray(a), NamedSharding(mesh, P("d")))
+
+
+_pass = jax.pmap(lambda r, a: jnp.where(a.reshape(-1)[0] == a.reshape(-1)[0], r, jnp.zeros_like(r)))
+
+
+def square_plus_one(x):
+    _check_leading_axis("x", x)
+    xs = _split(x)
+    return _pass(xs ** 2 + 1, xs[:, :1])
+
+
+def per_device_sum(x):
+    _check_leading_axis("x", x)
+    xs = _split(x)
+    return _pass(jnp.sum(xs, axis=tuple(range(1, xs.ndim))), xs.reshape(xs.shape[0], -1)[:, :1])
+
+
+def per_device_matmul(X, Y):
+    _check_leading_axis("X", X)
+    _check_leading_axis("Y", Y)
+    Xs, Ys = _split(X), _split(Y)
+    return _pass(jnp.matmul(Xs, Ys), Xs.reshape(Xs.shape[0], -1)[:, :1])
+''',
     "dot_carries_a_one": CARRIES_A_ONE + '''
 
 def distributed_dot(x, y):
@@ -978,6 +1214,7 @@ HELD = "hand each device only its block of"  # a device's pmap or shard_map hand
 WHOLE_WORK = "times the reference's (about the whole computation's work, done on every device)"
 OWN_BLOCK = "of them send the device's own"  # direct sends: more ppermutes than a ring's start afresh
 OTHER_ROUTE = "in one step and to device"  # a partner other than the ring's neighbour
+REDUCED_BY_XLA = "that your program computes outside its"  # partitioner reductions the reference has not
 NO_PMAP, NO_SHARD_MAP = (f"its program has no {tool} that its answer depends on" for tool in ("jax.pmap", "jax.shard_map"))
 # module: (device counts, its suite: an exercise 7 task's or one of OWN_SUITES, {structural test: what it says})
 TASKS = {
@@ -1018,6 +1255,11 @@ TASKS = {
     "basics_picks_by_a_flag": ([2], "basics", {"test_each_function_runs_a_pmap": "square_plus_one: " + NO_PMAP}),
     "train_carries_a_one": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": NO_PMAP}),
     "mesh_carries_a_one": ([2], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": NO_SHARD_MAP}),
+    "dot_checksum": ([2], "dot", {"test_dot_uses_one_all_reduce": REDUCED_BY_XLA}),
+    "collectives_checksum": ([2], "collectives", {"test_communicates_with_all_reduce": REDUCED_BY_XLA}),
+    "mesh_checksum": ([2], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": REDUCED_BY_XLA}),
+    "train_checksum": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": REDUCED_BY_XLA}),
+    "basics_passes_on_the_work": ([2], "basics", {"test_each_function_runs_a_pmap": "square_plus_one: " + NO_PMAP}),
     "ring_direct_sends": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": OWN_BLOCK}),
     "ring_direct_sends_disguised": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": OWN_BLOCK}),
     "ring_direct_sends_in_a_loop": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": OWN_BLOCK}),

@@ -203,6 +203,13 @@ PROGRAMS = {{
     "pmap under a sine, its answer zeros on one set": lambda x: jnp.sin(jax.pmap(lambda row: row ** 2)(x)),
     # the pmap's answer only tested, the work beside it: negated, it fails the test as zeros do
     "pmap only tested beside the work": lambda x: jnp.where(jax.pmap(lambda row: row * 0 + 1000)(x) > 0, x ** 2 + 1, 0),
+    # a 1 that multiplies the work: zeros and negation change the answer, the other set's 1 does not
+    "pmap of a constant times the work": lambda x: (x ** 2 + 1) * jax.pmap(lambda row: jnp.where(row > -jnp.inf,
+                                                                                                 1.0, 0.0))(x),
+    # the work handed to the pmap beside x, and passed on where x equals itself: its result is its first operand
+    "pmap passing on the work it was handed": lambda x: jax.pmap(lambda r, s: jnp.where(s == s, r, 0))(x ** 2 + 1, x),
+    # two results multiplied: negating both leaves the answer as it was, and the pmap is needed all the same
+    "pmap of two results multiplied": lambda x: (lambda a, b: a * b)(*jax.pmap(lambda row: (row + 1, row - 1))(x)),
 }}
 x, fresh = np.random.default_rng(0).normal(size=(2, 2, 3)).astype(np.float32)
 sets = [(x,), (fresh,), (np.zeros_like(x),)]
@@ -219,7 +226,10 @@ def test_a_pmap_counts_only_if_the_answer_needs_it():
                                        "pmap of nothing beside the work": False, "no pmap": False,
                                        "pmap, its answer zeros on one set": True,
                                        "pmap under a sine, its answer zeros on one set": True,
-                                       "pmap only tested beside the work": False}
+                                       "pmap only tested beside the work": False,
+                                       "pmap of a constant times the work": False,
+                                       "pmap passing on the work it was handed": False,
+                                       "pmap of two results multiplied": True}
 
 
 def test_many_variants_are_compiled_a_few_at_a_time_and_one_that_fails_alone_is_left_out():
@@ -313,8 +323,8 @@ def test_an_output_is_known_to_be_zeros_only_through_operations_that_keep_zeros_
                      "no zeros": False}
 
 
-# What the measurement compiles: a collective (or a pmap) whose result is the answer is known to be needed from
-# the answer alone (nothing compiled); an idle one, and one whose answer is zeros anyway, are run.
+# What the measurement compiles: a collective whose result is the answer is known to be needed from the answer
+# alone (nothing compiled); an idle one, and one whose answer is zeros anyway, are run.
 COMPILES = """
 import json, sys
 import jax
@@ -359,7 +369,9 @@ def test_a_collective_whose_result_is_the_answer_is_needed_without_compiling_a_v
     found = _printed(COMPILES)
     assert found["psum returned"] == {"idle": [False], "manual": True, "compiled": 0}
     assert found["pmean returned"] == {"idle": [False], "manual": True, "compiled": 0}
-    assert found["pmap returned"] == {"idle": [], "manual": True, "compiled": 0}
+    # zeros and the other set's run are known to change it; only its result replaced by each of its two operands
+    # of the same type (is it one passed on?) is run
+    assert found["pmap returned"] == {"idle": [], "manual": True, "compiled": 2}
     assert found["psum multiplied away"]["idle"] == [True] and found["psum multiplied away"]["compiled"] >= 1
     assert found["psum of zeros returned"]["idle"] == [True] and found["psum of zeros returned"]["compiled"] >= 1
 
