@@ -40,9 +40,9 @@ over 'model', with the bytes it moves, each device holding only its block of y, 
 doing more than 1.5 times the arithmetic one device of the reference solution does (the report
 gives both counts; the same bound
 holds for the share of each input a device's pmap or shard_map receives). ``jax.jit``
-with shardings computes the same y, but the grader hands your function whole arrays: under jax.jit
-every device could compute y from its own full copy and send nothing, which hides what the layout
-costs. shard_map's per-device code shows it, so write these with shard_map.
+with shardings computes the same y, with XLA choosing the collectives; this task is about choosing
+them yourself, and shard_map's per-device code shows each one, so write these with shard_map: a
+case computed without one keeps its value points and gets no structural point.
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """

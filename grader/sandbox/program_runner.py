@@ -48,6 +48,14 @@ def _refuse(name: str, why: str) -> StudentFailure:
 VARIANT_OPTIONS = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True,
                    "xla_cpu_use_fusion_emitters": False}
 
+# The program is compiled with XLA's combiners off: a combiner merges independent collectives into one
+# instruction (the program's psum of the loss with an all-reduce the partitioner added for a sum written outside
+# the per-device code), which would count the partitioner's data as the program's own, and the program's
+# collectives as one. Off, each collective is one instruction, named by what it came from; what each moves is
+# the same. The reference's program is compiled the same way.
+SEPARATE = {"xla_disable_hlo_passes": "cpu-all-reduce-combiner,all-reduce-combiner,all-gather-combiner,"
+                                      "reduce-scatter-combiner"}
+
 _MODULE_MESH = re.compile(r'sdy\.mesh @[\w.$-]+ = <\[((?:"[^"]+"=\d+(?:, )?)+)\]>')
 
 
@@ -178,7 +186,7 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
     try:
         in_shardings, out_shardings = _shardings(exported, _mesh(exported, devices), arrives, name)
         compiled = jax.jit(exported.call, in_shardings=in_shardings, out_shardings=out_shardings).lower(
-            *sets[0]).compile()
+            *sets[0]).compile(SEPARATE)
         values = [compiled(*inputs) for inputs in sets]
         jax.block_until_ready(values)
     except (MemoryError, StudentFailure):

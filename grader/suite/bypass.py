@@ -11,10 +11,12 @@ local fix is offered:
   "jax.shard_map"), and on more than one device the program holds no such computation that its
   answer depends on (``Program.manual``: it holds one, and replacing its results changes the answer);
 * **reductions left to XLA**: the statement asks for a per-device tool, and XLA's partitioner adds
-  all-reduces (or reduce-scatters) to finish a sum, a dot or a maximum the program wrote outside its
-  per-device code on arrays split over the devices, that the answer depends on and that the reference's
-  program, compiled the same way, does not have: the devices' results were combined by XLA, and a
-  collective of the program's own beside them (a psum of one element) does not make them its own;
+  all-reduces (or reduce-scatters) to finish a sum, a dot, a maximum, a scatter-add the program wrote
+  outside its per-device code on arrays split over the devices, that the answer depends on, more than the
+  reference's program, compiled the same way, has: the devices' results were combined by XLA, and a
+  collective of the program's own beside them (a psum of one element) does not make them its own (the
+  clean worker compiles without XLA's combiners, so the partitioner's all-reduce is not merged into the
+  program's own psum);
 * **inputs gathered at the program's entry**: the task hands inputs over in blocks (``arrives``), and
   the compiled program gathers them with collectives that come from no operation of the program's
   own: XLA added them at its boundary because the program declares its inputs laid out otherwise
@@ -32,10 +34,15 @@ from dataclasses import dataclass
 from grader.layout import plural
 from grader.suite import hlo, structure
 
-# The program's operations that XLA's partitioner finishes with a reduction across devices when their operands
-# are split over them, as the messages name them.
+# The program's operations for which XLA's partitioner adds an all-reduce or reduce-scatter to move data (to
+# read one device's block, to lay a value out again), not to combine what the devices computed; any other
+# operation, or none named (the partitioner does not always say which), is a reduction. REDUCTIONS names some.
+MOVES = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.broadcast_in_dim", "stablehlo.slice",
+                   "stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice", "stablehlo.concatenate",
+                   "stablehlo.pad", "stablehlo.reverse", "stablehlo.gather", "stablehlo.convert", "stablehlo.select", "stablehlo.copy",
+                   "stablehlo.iota", "stablehlo.custom_call", "sdy.sharding_constraint", "sdy.reshard"})
 REDUCTIONS = {"stablehlo.dot_general": "a dot or matmul", "stablehlo.reduce": "a sum, mean or maximum",
-              "stablehlo.reduce_window": "a cumulative sum", "stablehlo.convolution": "a convolution"}
+              "stablehlo.reduce_window": "a cumulative sum", "stablehlo.scatter": "a scatter-add"}
 
 
 @dataclass(frozen=True)
@@ -84,8 +91,9 @@ def _gathered_inputs(text: str, names: tuple[str, ...], shapes: list[tuple[int, 
 
 
 def reductions(found: list[structure.Step]) -> list[structure.Step]:
-    """Those of ``found`` that XLA's partitioner added to finish a reduction of the program (:data:`REDUCTIONS`)."""
-    return [s for s in found if not s.by_student and s.op in ("all-reduce", "reduce-scatter") and s.kind in REDUCTIONS]
+    """Those of ``found`` that XLA's partitioner added to combine what the devices computed: its all-reduces and
+    reduce-scatters for an operation that does not only move data (:data:`MOVES`)."""
+    return [s for s in found if not s.by_student and s.op in ("all-reduce", "reduce-scatter") and s.kind not in MOVES]
 
 
 def _reduced_by_xla(text: str, asks: Asks, reference) -> str | None:
@@ -94,7 +102,7 @@ def _reduced_by_xla(text: str, asks: Asks, reference) -> str | None:
     mine = reductions(structure.steps(text))
     if not mine or reference is None or len(mine) <= len(reductions(reference())):
         return None
-    kinds = " and ".join(dict.fromkeys(REDUCTIONS[s.kind] for s in mine))
+    kinds = " and ".join(dict.fromkeys(REDUCTIONS.get(s.kind, "a reduction") for s in mine))
     ops = " and ".join(dict.fromkeys(s.op for s in mine)) + ("s" if len(mine) > 1 else "")
     it = "it" if len(mine) == 1 else "them"
     return (f"XLA's partitioner adds {len(mine)} {ops} to finish {kinds} that your program computes outside its "

@@ -113,7 +113,7 @@ def _wrong_place(case, moved, sizes, blocks) -> str | None:
 @pytest.mark.parametrize("case", CASES)
 def test_matmul_cases_send_the_cheapest_collective(student, rng, devices, case):
     rows, cols = sizes = meshes.square(devices)
-    x, w, program = run(student, rng, case, rows, cols, Asks())
+    x, w, program = run(student, rng, case, rows, cols, Asks("jax.shard_map", names=("x", "w")))
     blocks = _blocks(x, w, sizes)
     feedback.communication(program, by_student=False, mesh=(AXES, sizes))
     wrong = _wrong_collective(case, meshes.moving(program.hlo, AXES, sizes), sizes, blocks)

@@ -38,18 +38,21 @@ WRONG = {
         matmuls((CASE3, CASE3.replace("scatter_dimension=1", "scatter_dimension=0"))), devices="4",
         says=("matmul_case3(x, w, mesh) on a", "your reduce-scatter over 'model' splits dimension 0; the reference's "
                                                "splits dimension 1")),
+    # The statement asks for shard_map in every case (its per-device code shows what the layout costs): case 1,
+    # which needs no collective, computed by jax.jit with shardings keeps its values and loses its structural point.
+    "case 1 with jax.jit and shardings": Wrong(matmuls((
+        'return _sharded(lambda xb, wb: xb @ wb, mesh, P("data", None), P(None, "model"), P("data", "model"))(x, w)',
+        'x = jax.device_put(x, NamedSharding(mesh, P("data", None)))\n'
+        '    w = jax.device_put(w, NamedSharding(mesh, P(None, "model")))\n'
+        '    return jax.jit(jnp.matmul, out_shardings=NamedSharding(mesh, P("data", "model")))(x, w)'),
+        ("import jax\n", "import jax\nimport jax.numpy as jnp\n")), devices="4",
+        says=("matmul_case1(x, w, mesh) on a", "the program holds no jax.shard_map at all")),
     "w used without placing it on the mesh": Wrong(
         matmuls(("        w = jax.device_put(w, NamedSharding(mesh, w_spec))\n", "")), devices="4",
         says=("laid out as P(None, 'model'), but it arrives as P(None, None)", "jax.device_put")),
 }
 
 RIGHT = {
-    "case 1 with jax.jit and shardings": Right(matmuls((
-        'return _sharded(lambda xb, wb: xb @ wb, mesh, P("data", None), P(None, "model"), P("data", "model"))(x, w)',
-        'x = jax.device_put(x, NamedSharding(mesh, P("data", None)))\n'
-        '    w = jax.device_put(w, NamedSharding(mesh, P(None, "model")))\n'
-        '    return jax.jit(jnp.matmul, out_shardings=NamedSharding(mesh, P("data", "model")))(x, w)'),
-        ("import jax\n", "import jax\nimport jax.numpy as jnp\n")), devices="4"),
     "gathers that stack, then reshape": Right(matmuls(
         (CASE2, 'g = lax.all_gather(xb, "model", axis=1)\n        return g.reshape(xb.shape[0], -1) @ wb'),
         (CASE4, 'g = lax.all_gather(wb, "model", axis=1)\n        return xb @ g.reshape(wb.shape[0], -1)')),
