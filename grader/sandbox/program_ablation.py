@@ -58,7 +58,7 @@ from grader.sandbox.program_lanes import transplanted
 TOLERANCE = 1e-5
 # Variants compiled as one program: each is a copy of the whole program, so a program of many collectives
 # compiles in several parts rather than as one that grows with the square of their number.
-TOGETHER = 8
+TOGETHER = 16
 
 
 def collectives(module) -> dict[int, object]:
