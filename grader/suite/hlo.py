@@ -97,6 +97,7 @@ class Collective:
     measured_idle: bool | None = None  # the clean worker's measurement: the answer did not change without it
     instruction: str = field(default="", compare=False)  # its name in the HLO text (the GPU form renames it)
     dimensions: tuple[int, ...] | None = None  # an all-gather's, reduce-scatter's or all-to-all's dimensions={...}
+    reduction: str = ""  # how an all-reduce or reduce-scatter combines the devices' values: "add", "maximum", ...
 
     @property
     def a(self) -> str:
@@ -286,6 +287,13 @@ def _runs(comps: dict[str, list[_Instr]], entry: str | None) -> dict[str, int | 
     return runs
 
 
+def _reduction(ins: _Instr, comps: dict) -> str:
+    """The operation an all-reduce or reduce-scatter combines values with: the last arithmetic instruction of
+    the computation it applies ("add", "maximum"), or ""."""
+    body = next((comps.get(comp, []) for attribute, comp in ins.calls if attribute == "to_apply"), [])
+    return next((i.opcode for i in reversed(body) if i.opcode not in NOT_WORK), "")
+
+
 def _dimensions(rest: str) -> tuple[int, ...] | None:
     """The ``dimensions={...}`` a collective gathers along or splits (None where it prints none: an all-reduce)."""
     m = re.search(r"\bdimensions=\{([\d,\s]*)\}", rest)
@@ -325,7 +333,8 @@ def collectives(text: str) -> list[Collective]:
                 reads = any(_varies(flow.value(name, op)) for op in ins.operands)
                 found.append(Collective(_base(ins.opcode), ins.shape, operands, nbytes, times, origin, name,
                                         replica_groups.parse(ins.rest), kind, reads, (name, ins.name) in flow.needed,
-                                        all(measured) if measured else None, ins.name, _dimensions(ins.rest)))
+                                        all(measured) if measured else None, ins.name, _dimensions(ins.rest),
+                                        _reduction(ins, comps)))
     return found
 
 

@@ -47,12 +47,13 @@ class Step:
     by_student: bool      # the program holds it itself (else XLA's partitioner added it)
     origin: str           # what the trace called it ("psum"), for the listing only
     kind: str = ""        # the program's operation it came from ("stablehlo.dot_general"), as hlo.Collective's
+    reduction: str = ""   # how an all-reduce or reduce-scatter combines values ("add", "maximum")
 
     def plain(self) -> dict:
         return {"op": self.op, "groups": None if self.groups is None else [list(g) for g in self.groups],
                 "dimensions": None if self.dimensions is None else list(self.dimensions), "rank": self.rank,
                 "bytes": self.bytes, "times": self.times, "by_student": self.by_student, "origin": self.origin,
-                "kind": self.kind}
+                "kind": self.kind, "reduction": self.reduction}
 
     @classmethod
     def from_plain(cls, data: dict) -> Step:
@@ -60,13 +61,29 @@ class Step:
         return cls(str(data["op"]), None if groups is None else tuple(tuple(int(d) for d in g) for g in groups),
                    None if dims is None else tuple(int(d) for d in dims), int(data["rank"]), int(data["bytes"]),
                    None if data["times"] is None else int(data["times"]), bool(data["by_student"]),
-                   str(data["origin"]), str(data.get("kind", "")))
+                   str(data["origin"]), str(data.get("kind", "")), str(data.get("reduction", "")))
 
 
 def steps(text: str) -> list[Step]:
     """The collectives of the compiled program ``text`` that move data the answer depends on, in order."""
-    return [Step(c.op, c.groups, c.dimensions, _rank(c.shape), c.bytes, c.times, c.by_student, c.origin, c.kind)
-            for c in hlo.select(text) if meshes.moves(c)]
+    return [Step(c.op, c.groups, c.dimensions, _rank(c.shape), c.bytes, c.times, c.by_student, c.origin, c.kind,
+                 c.reduction) for c in hlo.select(text) if meshes.moves(c)]
+
+
+# How an all-reduce combines the devices' values, as messages name it; a maximum and a minimum are one need (the
+# maximum of x is minus the minimum of -x).
+COMBINES = {"add": "a sum (lax.psum, lax.pmean)", "maximum": "a maximum or minimum (lax.pmax, lax.pmin)",
+            "minimum": "a maximum or minimum (lax.pmax, lax.pmin)", "multiply": "a product"}
+
+
+def missing_reductions(mine: list[Step], reference: list[Step]) -> list[str]:
+    """How the reference's program combines the devices' values (:data:`COMBINES`) that no collective of the
+    student's own (``mine``: their program's steps) does: a statistic the devices never combined was computed
+    another way (on whole copies of the data, with operations the work count does not see)."""
+    def combines(found, own):
+        return {COMBINES[s.reduction] for s in found if s.reduction in COMBINES and (s.by_student or not own)}
+
+    return sorted(combines(reference, False) - combines(mine, True))
 
 
 def plain(found: list[Step]) -> list[dict]:

@@ -9,7 +9,7 @@ facts, with what they mean in this task.
 import numpy as np
 import pytest
 
-from grader.suite import as_array, expect_close, expect_sequence, expect_shape, feedback, hlo, work
+from grader.suite import as_array, expect_close, expect_sequence, expect_shape, feedback, hlo, structure, work
 from grader.suite.bypass import Asks
 from grader.suite.differences import Probe
 
@@ -239,6 +239,11 @@ def test_communicates_with_all_reduce(student, rng, devices, name):
         raise AssertionError(f"{name} runs no all-reduce of its own{hlo.idle_note(text, 'all-reduce')}: it computes "
                              "on one device what the devices should compute together; call lax.psum / lax.pmean / "
                              "lax.pmax inside jax.pmap")
+    missing = structure.missing_reductions(structure.steps(text), program.reference_collectives())
+    if missing:
+        raise AssertionError(f"{name}'s own collectives never take {' or '.join(missing)} across the devices, which "
+                             "the reference's program does: each statistic that combines the devices' rows needs a "
+                             "collective of its own, inside jax.pmap")
     share = "every device should work on its own row inside jax.pmap, and the all-reduces combine what the devices found"
     work.expect_no_whole_input_moved(program, name, devices, x.nbytes, "x", share)
     work.expect_share_of_work(program, name, share, devices)

@@ -99,6 +99,30 @@ SUBMISSIONS = {
         """)},
         fails=(("test_all_reduce_stats", ("the total from", "lax.pmean where lax.psum was meant"), {2, 4}),
                ("test_standardize_across_devices", ("close to the answer but off by up to", "epsilon"), {1, 2, 4}))),
+    # Round 15 (written apart): the sums psummed, the maximum taken on every device from the whole x with selects
+    # (which the work count does not see): the reference's program all-reduces with a maximum, this one never does.
+    "the maximum by selects on the whole array": Wrong(
+        {"collectives": HEADER + textwrap.dedent("""
+        def _free_max(x):
+            m = x[0]
+            for i in range(1, x.shape[0]):
+                m = jnp.where(x[i] > m, x[i], m)
+            return jnp.broadcast_to(m, x.shape)
+
+        def all_reduce_stats(x):
+            x = jnp.asarray(x)
+            s = jax.pmap(lambda r: lax.psum(r, "i"), axis_name="i")(x)
+            return s, s / x.shape[0], _free_max(x)
+
+        def _standardize(r):
+            mean = lax.pmean(jnp.mean(r), "i")
+            return (r - mean) / jnp.sqrt(lax.pmean(jnp.mean((r - mean) ** 2), "i"))
+
+        def standardize_across_devices(x):
+            return jax.pmap(_standardize, axis_name="i")(x)
+        """)},
+        fails=(("test_communicates_with_all_reduce", ("all_reduce_stats's own collectives never take a maximum",
+                                                      "lax.pmax"), {2, 4}),)),
     # Issue 23: written from the statements alone (apart.py); each names its mistake and no wrong advice.
     "the statistics in another order, the mean of the devices' standard deviations": Wrong(
         apart("collectives", ('return lax.psum(row, "i"), lax.pmean(row, "i"), lax.pmax(row, "i")',
