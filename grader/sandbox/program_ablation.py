@@ -16,9 +16,10 @@ or carry a constant whose value the answer needs (a psum of a 1 made by a compar
 answer XLA's partitioner computed). So each collective is also measured with its results taken from the
 program's run on another set of inputs (:mod:`grader.sandbox.program_lanes`): a result that carries the
 inputs' data changes the answer; a constant, or a test every set passes, leaves it as it was, and the
-collective is idle. And with its results negated: if the answers are then those zeros gave, the answer
-depends on the collective only through a test that zeros and its negation fail alike (is it what a copy
-beside it computed), and it is idle too (:func:`_idle`).
+collective is idle; and if the answers are then those zeros gave, the answer depends on the collective only
+through a test that zeros and another set's value fail alike (is it what a copy beside it computed), and it
+is idle too (:func:`_idle`). Where no transplant can be built (the two-lane rewrite does not express the
+program, or the sets' answers are the same), the results negated stand in for it.
 
 Duplicates that XLA merged into one instruction (``psum(v) - psum(v)``) are replaced together with
 the collective the instruction kept, so that the pair is measured as the one instruction the
@@ -383,23 +384,24 @@ def _within_manual(bytecode: bytes) -> set[int]:
 
 def _idle(zeroed, negative, transplanted, baselines: list) -> bool:
     """Whether some results carry nothing the answers (``baselines``, one per set of inputs) need, from the
-    answers with them replaced by zeros (``zeroed``), negated (``negative``) and taken from the run on the first
-    set (``transplanted``; each None if not run, ``transplanted`` True where it is known to change the answers).
-    They do not if zeros leave the answers as they were, or the first set's results leave the others' as they
-    were (they carry nothing of the inputs: a constant, a test every set passes), or the negation changes them
-    just as zeros do (a test that zeros and the negation fail alike: is it what a copy computed beside it gives).
-    Only where no transplant was measured does a negation that leaves the answers as they were say so too (a
-    test that value and negation pass alike, is it not zero): an answer even in the results, a product of two
-    of them, a square, needs them and is left as it was by their negation."""
+    answers with them replaced by zeros (``zeroed``), taken from the run on the first set (``transplanted``) and,
+    where no transplant was measured, negated (``negative``); each None if not run, ``transplanted`` True where
+    it is known to change the answers. They do not if zeros leave the answers as they were, or the first set's
+    results leave the others' as they were (they carry nothing of the inputs: a constant, a test every set
+    passes), or change them just as zeros do (a test that zeros and another set's value fail alike: is it what a
+    copy computed beside it gives). Without a transplant, the negation stands in for it: answers left as they
+    were (a test that value and negation pass alike, is it not zero) or changed as zeros change them. An answer
+    even in the results (a product of two of them, a square) is left as it was by their negation, and needs
+    them: the transplant, where there is one, tells."""
     if zeroed is not None and same_answers(zeroed, baselines):
         return True
-    if transplanted is not None and transplanted is not True:
-        return same_answers(transplanted, baselines) or (zeroed is not None and negative is not None and
-                                                         same_answers(negative, zeroed))
-    if negative is None:
+    other = transplanted if transplanted is not None and transplanted is not True else None
+    if other is None and transplanted is True:
         return False
-    return (zeroed is not None and same_answers(negative, zeroed)) or (transplanted is None and
-                                                                        same_answers(negative, baselines))
+    if other is None:
+        other = negative
+    return other is not None and (same_answers(other, baselines) or
+                                  (zeroed is not None and same_answers(other, zeroed)))
 
 
 NEGATED, THROUGH, TRANSPLANTED = "negated", "passed on", "transplanted"  # variants measured beside the zeros ones
@@ -413,13 +415,13 @@ def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baseli
     variants ``also`` of another measurement, keyed as given, compiled with these).
     ``run_variants(bytecodes, inputs)`` compiles the variants as one program (each a function of it) and
     returns each one's answers, one per set of ``inputs``. A collective is not needed if replacing its
-    results by zeros, taking them from the program's run on the first set of inputs (:mod:`program_lanes`), or
-    negating them tells so (:func:`_idle`). The variants are compiled together, the negation and the transplant
-    whether or not zeros already told (most collectives of a program are needed, and one compile costs less
-    than two). A collective the answer needs inside a per-device computation says the answer needs that
+    results by zeros, taking them from the program's run on the first set of inputs (:mod:`program_lanes`), or,
+    where no transplant can be built, negating them tells so (:func:`_idle`). The variants are compiled
+    together, the transplant whether or not zeros already told (most collectives of a program are needed, and
+    one compile costs less than two). A collective the answer needs inside a per-device computation says the answer needs that
     computation too, so the variants of the per-device computations are compiled only when none does (a
     second, smaller compile): each per-device computation replaced by zeros, by the identity (one that only
-    passes on what was computed around it counts as not needed), negated and taken from the first set's run,
+    passes on what was computed around it counts as not needed), taken from the first set's run (or negated),
     read as a collective's are. A zeros variant whose answer is known to differ from ``baseline`` without
     running it (:func:`_known`) is not compiled, and neither is its negation: the answer is then made of the
     results through operations that keep zeros zeros, and negating them negates it; nor is a transplant whose
@@ -433,9 +435,10 @@ def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baseli
     variants = {k: v for k, v in variants.items() if v is not None}
     known = {k: _known(v, baselines) for k, v in variants.items()}
     unknown = {k: v for k, v in variants.items() if not known[k][0]}
-    negations = {(NEGATED, k): negated(bytecode, replaced[k]) for k in unknown}
     transplants = {(TRANSPLANTED, k): transplanted(bytecode, other, r) for k, r in replaced.items()
                    if other and not known.get(k, (False, False))[1]}
+    negations = {(NEGATED, k): negated(bytecode, replaced[k]) for k in unknown
+                 if transplants.get((TRANSPLANTED, k)) is None}
     todo = {**unknown, **{k: v for k, v in {**negations, **transplants}.items() if v is not None}, **also}
     answers = answers_of(run_variants, todo, inputs) if todo else {}
     others = {k: answers.pop(k) for k in also if k in answers}
@@ -454,10 +457,10 @@ def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baseli
             zeros, moved = _known(zeroed, baselines) if zeroed is not None else (False, False)
             if moved:
                 moves.add(place)
-            planned.update({(MANUAL, place): None if zeros else zeroed,
-                            (NEGATED, place): None if zeros else negated(bytecode, [], manual=place),
-                            (TRANSPLANTED, place): None if moved or not other else
-                            transplanted(bytecode, other, [], manual=place)})
+            moved_in = None if moved or not other else transplanted(bytecode, other, [], manual=place)
+            planned.update({(MANUAL, place): None if zeros else zeroed, (TRANSPLANTED, place): moved_in,
+                            (NEGATED, place): None if zeros or moved_in is not None else
+                            negated(bytecode, [], manual=place)})
             planned.update({(THROUGH, place, i): passed_on(bytecode, place, i)
                             for i, given in enumerate(operands) if given == kind})
     planned = {k: v for k, v in planned.items() if v is not None}
