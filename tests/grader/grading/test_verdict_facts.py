@@ -1251,7 +1251,7 @@ TASKS = {
     "train_replicated": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": NO_PMAP}),
     "mesh_replicated": ([2], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": NO_SHARD_MAP}),
     "dot_carries_a_one": ([2], "dot", {"test_dot_uses_one_all_reduce": NO_PMAP}),
-    "dot_carries_a_one_in_a_loop": ([4], "dot", {"test_dot_uses_one_all_reduce": REDUCED_BY_XLA}),
+    "dot_carries_a_one_in_a_loop": ([2], "dot", {"test_dot_uses_one_all_reduce": REDUCED_BY_XLA}),
     "collectives_carries_a_one": ([2], "collectives", {"test_communicates_with_all_reduce": NO_PMAP}),
     "basics_picks_by_a_flag": ([2], "basics", {"test_each_function_runs_a_pmap": "square_plus_one: " + NO_PMAP}),
     "train_carries_a_one": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": NO_PMAP}),
