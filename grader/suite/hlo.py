@@ -457,6 +457,19 @@ def operations(text: str) -> int | None:
     return total
 
 
+def largest_product(text: str) -> int:
+    """The most arithmetic one dot or convolution instruction of the compiled program performs, counted as
+    :func:`operations` counts it (two per multiply-add): a schedule that multiplies one block at a time runs no
+    product larger than one block's, however many it runs."""
+    comps, _, flow = _program(text)
+    found = 0
+    for name in flow.reachable:
+        shapes = {ins.name: ins.shape for ins in comps[name]}
+        found = max([found, *(_operations(ins, shapes, comps) for ins in comps[name]
+                              if ins.opcode in ("dot", "convolution"))])
+    return found
+
+
 def in_words(done: int | None) -> str:
     """An :func:`operations` figure in words: "45 arithmetic operations", or, for a loop the compiler cannot
     count, that and how to make it countable (the checks that use it cannot bound such work, so they fail it)."""

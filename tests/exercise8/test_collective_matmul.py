@@ -75,5 +75,13 @@ def test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes(student, rng, device
         raise AssertionError(f"collective_matmul runs {steps} ppermutes the answer needs {where}, expected n - 1 = "
                              f"{cols - 1}{extra}{hlo.idle_note(program.hlo, 'collective-permute')}")
     rings.expect_ring(program.hlo, "collective_matmul", "block of x", where)
+    step = 2 * (x.shape[0] // cols) * x.shape[1] * (w.shape[1] // cols)  # one block of x by the block of w
+    largest = hlo.largest_product(program.hlo)
+    if largest > work.SLACK * step:
+        raise AssertionError(f"collective_matmul runs a product of {largest // 2} multiply-adds on each device {where}, "
+                             f"{largest / step:.1f} times one step's ({step // 2}: a block of x by your block of w), "
+                             f"and the bound is {work.SLACK:g} times that: the blocks the ring brings are multiplied "
+                             "together, after it, so no product overlaps a ppermute. Multiply each block as it "
+                             "arrives, then pass it on")
     work.expect_share_of_work(program, "collective_matmul", "each device multiplies the block of x it holds by its "
                               "block of w, then each block that arrives, once", rows * cols, where)

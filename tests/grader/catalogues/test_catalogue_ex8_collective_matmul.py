@@ -27,6 +27,15 @@ WRONG = {
     "the ring's length from jax.device_count()": Wrong(
         collective_matmul((START, START.replace('lax.axis_size("model")', "jax.device_count()"))), devices="4",
         says=("written for 4 devices", "the axis it runs over has fewer")),
+    # Round 14 (written apart): the ring only gathers x, then one product of all the blocks (no step overlaps).
+    "the ring gathering x, then one product": Wrong(
+        collective_matmul((TAIL, '''    blocks = jnp.zeros((n, *x_block.shape), x_block.dtype).at[me].set(x_block)
+    passing = x_block
+    for step in range(1, n):
+        passing = lax.ppermute(passing, "model", perm=[(i, (i + 1) % n) for i in range(n)])
+        blocks = blocks.at[(me - step) % n].set(passing)
+    products = (blocks.reshape(n * x_block.shape[0], x_block.shape[1]) @ w_block).reshape(n, x_block.shape[0], -1)
+''')), devices="4", says=("2.0 times one step's", "each block as it arrives")),
     "a loop carry of zeros": Wrong(
         collective_matmul((TAIL, '''    def step(s, carry):
         products, passing = carry
