@@ -30,7 +30,7 @@ the same ring.
 No ``lax.all_gather`` (the point is to do without it), no psum: the grader reads the compiled
 program on meshes of several shapes and counts the ppermutes y depends on: n_model - 1 of them, over
 'model', each of one block of x, each after the first passing on the block the one before brought,
-all to the same neighbour; and no device doing more than 1.5 times the arithmetic one device of the
+all to the same neighbour (or a ring both ways: 2(n_model - 1), half a block each); and no device doing more than 1.5 times the arithmetic one device of the
 reference solution does (the report gives both counts; the same bound holds for the share of each
 input a device's pmap or shard_map receives): each multiplies every block of x once by its own
 block of w, and no more, one block at a time, so that each product can run while the next block

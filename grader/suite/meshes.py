@@ -64,6 +64,20 @@ def moves(c: Collective) -> bool:
     return any(len(g) > 1 for g in c.groups)
 
 
+def per_run(c: Collective) -> float:
+    """The bytes one device puts into ``c`` over one run of the program: each execution's, times how often it
+    runs (a loop of small all-reduces moves as much as one large one); infinite in a loop of unknown length,
+    which no bound admits."""
+    return math.inf if c.times is None else c.bytes * c.times
+
+
+def per_run_text(c: Collective) -> str:
+    """:func:`per_run` in words: "96 bytes", "96 bytes (4 bytes, 24 times)", or an unknown number."""
+    if c.times is None:
+        return f"{c.bytes} bytes each time, in a loop whose length is unknown when it compiles,"
+    return f"{c.bytes * c.times} bytes" + (f" ({c.bytes} bytes, {c.times} times)" if c.times > 1 else "")
+
+
 def axes_of(c: Collective, names, sizes) -> tuple[str, ...] | None:
     """The mesh axes the collective ran over, in mesh order (e.g. ``("model",)``), or None if its
     groups are not those of any set of axes (or are unknown). A permute runs over the axes along which

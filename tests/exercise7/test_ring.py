@@ -136,14 +136,18 @@ def test_ring_allreduce_uses_ppermute_only(student, rng, devices):
     feedback.communication(out)
     expect_ppermute_only(out.hlo, "ring_allreduce")
     sent, least = hlo.bytes_moved(out.hlo, "collective-permute", by_student=True), 2 * (devices - 1) * x[0].nbytes // devices
-    if sent is not None and sent < least:
+    if sent is None:
+        raise AssertionError("ring_allreduce runs a ppermute in a loop whose length is unknown when it compiles "
+                             "(lax.while_loop?), so what it sends cannot be counted: use a Python for loop or "
+                             "lax.fori_loop(1, n, ...)")
+    if sent < least:
         raise AssertionError(f"on {devices} devices the ppermutes ring_allreduce's answer depends on send {sent} bytes "
                              f"per device; a sum of every device's block of {x[0].nbytes} bytes that travels around "
                              f"the ring sends at least 2(n - 1)/n of the block, {least} bytes: the blocks that arrive "
                              "must be what you add up")
     rings.expect_ring(out.hlo, "ring_allreduce", "block", f"on {devices} devices")
     most = (devices - 1) * x[0].nbytes
-    if sent is not None and sent > most:
+    if sent > most:
         raise AssertionError(f"on {devices} devices each device sends {sent} bytes through the ppermutes "
                              f"ring_allreduce's answer needs, more than the n - 1 blocks of {x[0].nbytes} bytes "
                              f"({most}) a ring sends: each step passes on the block that arrived, so every block "

@@ -77,9 +77,9 @@ def test_fsdp_step_gathers_weights_and_scatters_gradients(student, rng, devices)
     feedback.communication(program, by_student=False, mesh=(AXES, sizes))
     moved = meshes.moving(program.hlo, AXES, sizes)
     where = f"on {devices} devices"
-    reduced = [c for c in moved if c.op == "all-reduce" and c.bytes > 4]
+    reduced = [c for c in moved if c.op == "all-reduce" and meshes.per_run(c) > 4]
     if reduced:
-        raise AssertionError(f"fsdp_step all-reduces {reduced[0].bytes} bytes per device {where}, the whole "
+        raise AssertionError(f"fsdp_step all-reduces {meshes.per_run_text(reduced[0])} per device {where}, the whole "
                              "gradient: that is data parallelism, every device updating all of w. In FSDP each device "
                              "keeps and updates only its rows, so it needs only its rows of the summed gradient: a "
                              "reduce-scatter (what JAX makes of an all_gather when it differentiates it), half the "
@@ -89,10 +89,10 @@ def test_fsdp_step_gathers_weights_and_scatters_gradients(student, rng, devices)
         ran = " and ".join(meshes.phrase(c, AXES, sizes) for c in moved) or "no collective"
         raise AssertionError(f"fsdp_step runs {ran} {where}; a step needs an all-gather of w's blocks before use and a "
                              "reduce-scatter of the gradient after: gather w inside the function you differentiate")
-    heavy = next((c for c in moved if c.op == "all-gather" and c.bytes > block), None)
+    heavy = next((c for c in moved if c.op == "all-gather" and meshes.per_run(c) > block), None)
     if heavy:
-        raise AssertionError(f"fsdp_step gathers {heavy.bytes} bytes per device {where}; w's block is {block}: gather "
-                             "the parameters only, the batch stays where it is")
+        raise AssertionError(f"fsdp_step gathers {meshes.per_run_text(heavy)} per device {where}; w's block is "
+                             f"{block}: gather the parameters only, the batch stays where it is")
     held = hlo.output_shapes(program.hlo)
     if held and held[0] != (w.shape[0] // devices, w.shape[1]):
         raise AssertionError(f"fsdp_step leaves every device a {held[0]} block of the new w {where}, expected its "

@@ -104,8 +104,8 @@ def _wrong_place(case, moved, sizes, blocks) -> str | None:
     if axes != ("model",):
         return (f"{case} runs its {op} {meshes.over_text(axes)}: the blocks it needs are spread over 'model' (each "
                 "mesh row holds all of them), so name 'model'")
-    if moved[0].bytes > size:
-        return f"{case}'s {op} takes {moved[0].bytes} bytes per device where {size} suffice: {why}"
+    if meshes.per_run(moved[0]) > size:
+        return f"{case}'s {op} takes {meshes.per_run_text(moved[0])} per device where {size} suffice: {why}"
     return None
 
 

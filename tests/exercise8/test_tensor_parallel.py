@@ -80,8 +80,9 @@ def test_mlp_runs_one_all_reduce_over_model(student, rng, devices):
         raise AssertionError(f"mlp's all-reduce runs {meshes.over_text(axes)} {where}: the partial sums to add are "
                              "those of the devices in one mesh row, which hold the other columns of h: "
                              "lax.psum(..., 'model')")
-    if moved[0].bytes > partial:
-        raise AssertionError(f"mlp all-reduces {moved[0].bytes} bytes per device {where}; the partial sums of y are "
+    if meshes.per_run(moved[0]) > partial:
+        raise AssertionError(f"mlp all-reduces {meshes.per_run_text(moved[0])} per device {where}; the partial sums "
+                             "of y are "
                              f"{partial}: add up h_block @ w2_block, not the activations")
     held = hlo.output_shapes(program.hlo)
     if held and held[0] != (x.shape[0] // rows, w2.shape[1]):

@@ -71,13 +71,14 @@ def test_two_d_step_communicates_over_the_right_axes(student, rng, devices):
             raise AssertionError(f"train_step runs {meshes.phrase(c, AXES, sizes)} {where}: only FSDP's parts move "
                                  "whole, over 'data' (w1's rows, w2's columns, and their gradients); the 'model' split "
                                  "of the weights stays put, as in tensor_parallel")
-        if c.op == "all-reduce" and axes == ("model",) and c.bytes > partial:
-            raise AssertionError(f"train_step all-reduces {c.bytes} bytes over 'model' {where}; the partial sums of "
-                                 f"the prediction are {partial}: psum only h_block @ w2_block")
-        if c.op == "all-reduce" and axes != ("model",) and c.bytes > 4:
-            raise AssertionError(f"train_step all-reduces {c.bytes} bytes {meshes.over_text(axes)} {where}: a whole "
-                                 "gradient. Each device keeps and updates only its blocks, so it needs only its block "
-                                 "of the summed gradient: gather the weights inside the function you differentiate, "
+        if c.op == "all-reduce" and axes == ("model",) and meshes.per_run(c) > partial:
+            raise AssertionError(f"train_step all-reduces {meshes.per_run_text(c)} over 'model' {where}; the "
+                                 f"partial sums of the prediction are {partial}: psum only h_block @ w2_block")
+        if c.op == "all-reduce" and axes != ("model",) and meshes.per_run(c) > 4:
+            raise AssertionError(f"train_step all-reduces {meshes.per_run_text(c)} {meshes.over_text(axes)} "
+                                 f"{where}: a whole gradient. Each device keeps and updates only its blocks, so it "
+                                 "needs only its block of the summed gradient: gather the weights inside the function "
+                                 "you differentiate, "
                                  "and JAX reduce-scatters their gradients")
         if c.op not in ("all-gather", "reduce-scatter", "all-reduce"):
             raise AssertionError(f"train_step runs {meshes.phrase(c, AXES, sizes)} {where}: nothing needs it")

@@ -48,6 +48,17 @@ WRONG = {
 }
 
 RIGHT = {
+    # Round 16 (written apart): half of each block each way round, 2(n - 1) ppermutes of half a block.
+    "a ring both ways": Right(collective_matmul((TAIL, '''    fwd = [(i, (i + 1) % n) for i in range(n)]
+    bwd = [(i, (i - 1) % n) for i in range(n)]
+    h = x_block.shape[0] // 2
+    top, bot = x_block[:h], x_block[h:]
+    for step in range(1, n):
+        top = lax.ppermute(top, "model", fwd)
+        bot = lax.ppermute(bot, "model", bwd)
+        products = products.at[(me - step) % n, :h].set(top @ w_block)
+        products = products.at[(me + step) % n, h:].set(bot @ w_block)
+''')), devices="4,8"),
     "a fori_loop ring": Right(collective_matmul((TAIL, '''    def step(s, carry):
         products, passing = carry
         passing = lax.ppermute(passing, "model", perm=[(i, (i + 1) % n) for i in range(n)])

@@ -235,6 +235,144 @@ def _rows(*arrays):
     return jax.pmap(lambda *a: a)(*arrays)
 '''
 SUBMISSIONS = {
+    # Round 16 (written apart): a ring whose steps each pass a buffer of all n blocks, in a lax.while_loop whose bound
+    # the compiler cannot read (so no byte bound could be checked); and data parallelism written as one 4-byte psum
+    # per gradient entry in a loop (each all-reduce small, together the whole gradient: bytes count per run).
+    "ring_buffer_in_a_while_loop": '''
+"""Reference solution for tasks ring and ring_optimal (see exercises/exercise7/ring.py)."""
+
+import jax.numpy as jnp
+from jax import lax
+
+
+def ring_shift(x, axis_name, shift=1):
+    n = lax.axis_size(axis_name)
+    return lax.ppermute(x, axis_name, perm=[(i, (i + shift) % n) for i in range(n)])
+
+
+def ring_allreduce(x, axis_name):
+    """Hostile: every step passes a buffer of ALL n blocks (n times a block) around the ring, gathering every
+    block on every device before a local sum; a lax.while_loop whose bound the compiler cannot read (a NaN test of
+    the data, always False) hides the bytes, so the byte bounds are skipped."""
+    n, me = lax.axis_size(axis_name), lax.axis_index(axis_name)
+    unknown = jnp.isnan(x.reshape(-1)[0]).astype(jnp.int32) if jnp.issubdtype(x.dtype, jnp.floating) else \
+        (x.reshape(-1)[0] == jnp.iinfo(x.dtype).min).astype(jnp.int32)
+    limit = n - 1 + unknown
+    buf = jnp.zeros((n,) + x.shape, x.dtype).at[me].set(x)
+
+    def cond(c):
+        return c[0] < limit
+
+    def body(c):
+        i, buf = c
+        got = ring_shift(buf, axis_name)
+        return i + 1, jnp.where(jnp.arange(n).reshape((n,) + (1,) * x.ndim) == me, buf, got)
+
+    return lax.while_loop(cond, body, (0, buf))[1].sum(axis=0)
+
+
+def ring_allreduce_optimal(x, axis_name):
+    n = lax.axis_size(axis_name)
+    me = lax.axis_index(axis_name)
+    size = x.size
+    chunk = -(-size // n)
+    chunks = jnp.pad(x.reshape(-1), (0, n * chunk - size)).reshape(n, chunk)
+
+    def reduce_scatter(step, chunks):
+        received = ring_shift(chunks[(me - step) % n], axis_name)
+        return chunks.at[(me - step - 1) % n].add(received)
+
+    def all_gather(step, chunks):
+        received = ring_shift(chunks[(me + 1 - step) % n], axis_name)
+        return chunks.at[(me - step) % n].set(received)
+
+    chunks = lax.fori_loop(0, n - 1, reduce_scatter, chunks)
+    chunks = lax.fori_loop(0, n - 1, all_gather, chunks)
+    return chunks.reshape(-1)[:size].reshape(x.shape)
+''',
+    "fsdp_gradient_by_the_entry": '''
+"""Hostile: data parallelism dressed as FSDP. The WHOLE gradient is all-reduced (every device gets all of it),
+one 4-byte element per all-reduce inside a lax.fori_loop, so no single all-reduce carries more than 4 bytes; the
+reduce-scatter the test wants is a psum_scatter of a vector of copies of the scalar loss."""
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+
+def loss_fn(w, x, y):
+    return jnp.mean((x @ w - y) ** 2)
+
+
+def _per_device(w_shard, x, y, lr):
+    n, me = lax.axis_size("data"), lax.axis_index("data")
+    w = lax.all_gather(w_shard, "data", axis=0, tiled=True)
+    local, g = jax.value_and_grad(loss_fn)(w, x, y)          # gradient of ALL of w, this device's batch
+    flat = g.reshape(-1)
+
+    def body(i, acc):                                      # the whole gradient, all-reduced 4 bytes at a time
+        return lax.dynamic_update_slice(acc, lax.psum(lax.dynamic_slice(flat, (i,), (1,)), "data"), (i,))
+
+    total = lax.fori_loop(0, flat.size, body, jnp.zeros_like(flat)).reshape(g.shape)
+    mine = lax.dynamic_slice_in_dim(total, me * w_shard.shape[0], w_shard.shape[0], 0)
+    loss = lax.psum_scatter(jnp.full((n,), local), "data", tiled=True)[0] / n   # the "reduce-scatter"
+    return w_shard - lr * mine / n, loss
+
+
+def fsdp_step(w, x, y, lr, mesh):
+    rows = NamedSharding(mesh, P("data", None))
+    w, x, y = (jax.device_put(a, rows) for a in (w, x, y))
+    step = jax.shard_map(lambda w, x, y: _per_device(w, x, y, lr), mesh=mesh, in_specs=P("data", None),
+                         out_specs=(P("data", None), P()), check_vma=False)
+    return step(w, x, y)
+''',
+    "two_d_gradient_by_the_entry": '''
+"""Hostile: 2D step whose FSDP half is data parallelism. Gradients are taken of the GATHERED weights (all rows of
+w1's block column, all columns of w2's block row) and summed over 'data' whole, one 4-byte psum per element in a
+lax.fori_loop (no single all-reduce over 'data' carries more than 4 bytes); each device then keeps its block."""
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+SPECS = (P("data", "model"), P("model", "data"), P("data", None), P("data", None))  # w1, w2, x, y
+
+
+def loss_fn(w1, w2, x, y):
+    return jnp.mean((jax.nn.relu(x @ w1) @ w2 - y) ** 2)
+
+
+def _chunked_psum(g, axis):
+    flat = g.reshape(-1)
+
+    def body(i, acc):
+        return lax.dynamic_update_slice(acc, lax.psum(lax.dynamic_slice(flat, (i,), (1,)), axis), (i,))
+
+    return lax.fori_loop(0, flat.size, body, jnp.zeros_like(flat)).reshape(g.shape)
+
+
+def _per_device(w1, w2, x, y, lr):
+    n, me = lax.axis_size("data"), lax.axis_index("data")
+    w1_rows = lax.all_gather(w1, "data", axis=0, tiled=True)
+    w2_cols = lax.all_gather(w2, "data", axis=1, tiled=True)
+
+    def local_loss(a, b):
+        return jnp.mean((lax.psum(jax.nn.relu(x @ a) @ b, "model") - y) ** 2)
+
+    loss, (g1, g2) = jax.value_and_grad(local_loss, argnums=(0, 1))(w1_rows, w2_cols)
+    g1 = lax.dynamic_slice_in_dim(_chunked_psum(g1, "data"), me * w1.shape[0], w1.shape[0], 0)
+    g2 = lax.dynamic_slice_in_dim(_chunked_psum(g2, "data"), me * w2.shape[1], w2.shape[1], 1)
+    return w1 - lr * g1 / n, w2 - lr * g2 / n, lax.pmean(loss, "data")
+
+
+def train_step(w1, w2, x, y, lr, mesh):
+    w1, w2, x, y = (jax.device_put(a, NamedSharding(mesh, spec)) for a, spec in zip((w1, w2, x, y), SPECS))
+    step = jax.shard_map(lambda *a: _per_device(*a, lr), mesh=mesh, in_specs=SPECS,
+                         out_specs=(SPECS[0], SPECS[1], P()))
+    return step(w1, w2, x, y)
+''',
     # Round 13 (written apart from the project): XLA's partitioner does the work and its own reductions on inputs
     # split with sharding constraints; the student's one psum carries one element of the input, which the answer
     # adds and subtracts, or tests with itself as the fallback (zeros, negation and the other set's run all change
@@ -1261,6 +1399,12 @@ TASKS = {
     "mesh_checksum": ([2], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": REDUCED_BY_XLA}),
     "train_checksum": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": REDUCED_BY_XLA}),
     "basics_passes_on_the_work": ([2], "basics", {"test_each_function_runs_a_pmap": "square_plus_one: " + NO_PMAP}),
+    "ring_buffer_in_a_while_loop": ([2], "ring", {"test_ring_allreduce_uses_ppermute_only": "a loop whose length is "
+                                                                                             "unknown"}),
+    "fsdp_gradient_by_the_entry": ([4], "exercise8/fsdp", {
+        "test_fsdp_step_gathers_weights_and_scatters_gradients": "bytes, 24 times) per device"}),
+    "two_d_gradient_by_the_entry": ([4], "exercise8/two_d", {
+        "test_two_d_step_communicates_over_the_right_axes": "bytes, 12 times) over 'data'"}),
     "ring_direct_sends": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": OWN_BLOCK}),
     "ring_direct_sends_disguised": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": OWN_BLOCK}),
     "ring_direct_sends_in_a_loop": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": OWN_BLOCK}),
