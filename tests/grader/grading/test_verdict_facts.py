@@ -238,16 +238,10 @@ SUBMISSIONS = {
     # Round 16 (written apart): a ring whose steps each pass a buffer of all n blocks, in a lax.while_loop whose bound
     # the compiler cannot read (so no byte bound could be checked); and data parallelism written as one 4-byte psum
     # per gradient entry in a loop (each all-reduce small, together the whole gradient: bytes count per run).
-    "ring_buffer_in_a_while_loop": '''
-"""Reference solution for tasks ring and ring_optimal (see exercises/exercise7/ring.py)."""
+    "ring_buffer_in_a_while_loop": (ROOT / "solutions" / EXERCISE / "ring.py").read_text() + '''
 
 import jax.numpy as jnp
 from jax import lax
-
-
-def ring_shift(x, axis_name, shift=1):
-    n = lax.axis_size(axis_name)
-    return lax.ppermute(x, axis_name, perm=[(i, (i + shift) % n) for i in range(n)])
 
 
 def ring_allreduce(x, axis_name):
@@ -269,26 +263,6 @@ def ring_allreduce(x, axis_name):
         return i + 1, jnp.where(jnp.arange(n).reshape((n,) + (1,) * x.ndim) == me, buf, got)
 
     return lax.while_loop(cond, body, (0, buf))[1].sum(axis=0)
-
-
-def ring_allreduce_optimal(x, axis_name):
-    n = lax.axis_size(axis_name)
-    me = lax.axis_index(axis_name)
-    size = x.size
-    chunk = -(-size // n)
-    chunks = jnp.pad(x.reshape(-1), (0, n * chunk - size)).reshape(n, chunk)
-
-    def reduce_scatter(step, chunks):
-        received = ring_shift(chunks[(me - step) % n], axis_name)
-        return chunks.at[(me - step - 1) % n].add(received)
-
-    def all_gather(step, chunks):
-        received = ring_shift(chunks[(me + 1 - step) % n], axis_name)
-        return chunks.at[(me - step) % n].set(received)
-
-    chunks = lax.fori_loop(0, n - 1, reduce_scatter, chunks)
-    chunks = lax.fori_loop(0, n - 1, all_gather, chunks)
-    return chunks.reshape(-1)[:size].reshape(x.shape)
 ''',
     "fsdp_gradient_by_the_entry": '''
 """Hostile: data parallelism dressed as FSDP. The WHOLE gradient is all-reduced (every device gets all of it),
@@ -327,7 +301,8 @@ def fsdp_step(w, x, y, lr, mesh):
                          out_specs=(P("data", None), P()), check_vma=False)
     return step(w, x, y)
 ''',
-    "two_d_gradient_by_the_entry": '''
+    "two_d_gradient_by_the_entry": (ROOT / "solutions" / "exercise8" / "two_d.py").read_text() + '''
+
 """Hostile: 2D step whose FSDP half is data parallelism. Gradients are taken of the GATHERED weights (all rows of
 w1's block column, all columns of w2's block row) and summed over 'data' whole, one 4-byte psum per element in a
 lax.fori_loop (no single all-reduce over 'data' carries more than 4 bytes); each device then keeps its block."""
@@ -336,12 +311,6 @@ import jax.numpy as jnp
 from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
-
-SPECS = (P("data", "model"), P("model", "data"), P("data", None), P("data", None))  # w1, w2, x, y
-
-
-def loss_fn(w1, w2, x, y):
-    return jnp.mean((jax.nn.relu(x @ w1) @ w2 - y) ** 2)
 
 
 def _chunked_psum(g, axis):
@@ -365,13 +334,6 @@ def _per_device(w1, w2, x, y, lr):
     g1 = lax.dynamic_slice_in_dim(_chunked_psum(g1, "data"), me * w1.shape[0], w1.shape[0], 0)
     g2 = lax.dynamic_slice_in_dim(_chunked_psum(g2, "data"), me * w2.shape[1], w2.shape[1], 1)
     return w1 - lr * g1 / n, w2 - lr * g2 / n, lax.pmean(loss, "data")
-
-
-def train_step(w1, w2, x, y, lr, mesh):
-    w1, w2, x, y = (jax.device_put(a, NamedSharding(mesh, spec)) for a, spec in zip((w1, w2, x, y), SPECS))
-    step = jax.shard_map(lambda *a: _per_device(*a, lr), mesh=mesh, in_specs=SPECS,
-                         out_specs=(SPECS[0], SPECS[1], P()))
-    return step(w1, w2, x, y)
 ''',
     # Round 13 (written apart from the project): XLA's partitioner does the work and its own reductions on inputs
     # split with sharding constraints; the student's one psum carries one element of the input, which the answer
@@ -497,26 +459,11 @@ def sharded_matmul(x, w, mesh):
     k = jnp.sum(jax.sharding.reshard(k, NamedSharding(mesh, P())))   # device 0's x[0, 0], zeros from the other rows
     return jnp.where(k == x[0, 0], y, k)
 ''',
-    "train_checksum": '''
-"""Reference solution for task train (see exercises/exercise7/train.py for the task)."""
+    "train_checksum": (ROOT / "solutions" / EXERCISE / "train.py").read_text() + '''
 
 import jax
 import jax.numpy as jnp
 from jax import lax
-
-AXIS = "batch"
-SYNC_EVERY = 10
-
-
-def loss_fn(params, batch):
-    x, y = batch
-    return jnp.mean((x @ params - y) ** 2)
-
-
-def _step(params, batch, lr):
-    loss, grads = jax.value_and_grad(loss_fn)(params, batch)
-    grads = lax.pmean(grads, AXIS)
-    return params - lr * grads, lax.pmean(loss, AXIS)
 
 
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
@@ -544,28 +491,11 @@ def train_step(params, batch, lr):
     loss = jnp.where(k == X[0, 0, 0], loss, k)
     return jnp.broadcast_to(p - lr * g, params.shape), jnp.broadcast_to(loss, (params.shape[0],))
 
-
-def replicate(params, n_devices):
-    params = jnp.asarray(params)
-    return jnp.broadcast_to(params, (n_devices, *params.shape))
-
-
-def fit(params, X, y, steps, lr):
-    n = jax.device_count()
-    used = (len(X) // n) * n
-    batch = (jnp.asarray(X[:used]).reshape(n, used // n, -1), jnp.asarray(y[:used]).reshape(n, used // n))
-    replicated = replicate(params, n)
-    losses = []
-    for step in range(steps):
-        replicated, loss = jax.jit(train_step)(replicated, batch, lr)
-        losses.append(loss[0])
-        if (step + 1) % SYNC_EVERY == 0:
-            jax.block_until_ready(replicated)
-    return replicated[0], jnp.stack(losses)
 ''',
     # ... basics: the work outside, handed to a pmap beside a slice of x and passed on where the slice equals itself:
     # its result is its first operand, passed on (grader.sandbox.program_ablation.passed_on).
-    "basics_passes_on_the_work": '''
+    "basics_passes_on_the_work": (ROOT / "solutions" / EXERCISE / "basics.py").read_text() + '''
+
 """Hostile: XLA's partitioner computes each answer (inputs split over the devices with a sharding constraint);
 the pmap only passes that answer on, through a select on its own input, so it is not an identity of its
 operands (two operands, one result) and zeros, negation and a transplant of it all change the answer."""
@@ -574,13 +504,6 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-
-
-def _check_leading_axis(name, a):
-    n = jax.device_count()
-    if a.shape[0] != n:
-        raise ValueError(f"{name} has leading axis {a.shape[0]}, but there are {n} devices: "
-                         f"reshape it to ({n}, ...)")
 
 
 def _split(a):
