@@ -45,15 +45,6 @@ def _constant(kind, value: np.ndarray):
                                           shape=list(np.shape(value)))}).result
 
 
-def _scalar(kind: str, value: int, like=None):
-    from jaxlib.mlir import ir
-
-    element = ir.IntegerType.get_signless(32) if kind == "i32" else ir.RankedTensorType(like.type).element_type
-    tensor = ir.RankedTensorType.get([], element)
-    return ir.Operation.create("stablehlo.constant", results=[tensor], attributes={
-        "value": ir.DenseElementsAttr.get_splat(tensor, ir.IntegerAttr.get(element, value))}).result
-
-
 def _select(predicate, on_true, on_false):
     from jaxlib.mlir import ir
 
@@ -68,8 +59,8 @@ def _equal(value, number: int):
 
     direction = ir.Attribute.parse("#stablehlo<comparison_direction EQ>")
     boolean = ir.RankedTensorType.get([], ir.IntegerType.get_signless(1))
-    return ir.Operation.create("stablehlo.compare", results=[boolean],
-                               operands=[value, _scalar("i32", number)],
+    index = _constant(ir.RankedTensorType.get([], ir.IntegerType.get_signless(32)), np.array(number, np.int32))
+    return ir.Operation.create("stablehlo.compare", results=[boolean], operands=[value, index],
                                attributes={"comparison_direction": direction}).result
 
 
@@ -199,6 +190,8 @@ def _get(lane, value):
 
 def _clone(op, lane):
     """``op`` written at the current insertion point reading ``lane``'s values (in its regions too)."""
+    from jaxlib.mlir import ir
+
     copy = op.clone()
     for number, value in enumerate(copy.operands):
         copy.operands[number] = _get(lane, value)
@@ -209,8 +202,6 @@ def _clone(op, lane):
             for number, value in enumerate(inner.operands):
                 if value in lane:
                     inner.operands[number] = lane[value]
-        from jaxlib.mlir import ir
-
         return ir.WalkResult.ADVANCE
 
     if len(copy.regions):

@@ -39,8 +39,9 @@ from grader.suite import hlo, structure
 # operation, or none named (the partitioner does not always say which), is a reduction. REDUCTIONS names some.
 MOVES = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.broadcast_in_dim", "stablehlo.slice",
                    "stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice", "stablehlo.concatenate",
-                   "stablehlo.pad", "stablehlo.reverse", "stablehlo.gather", "stablehlo.convert", "stablehlo.select", "stablehlo.copy",
-                   "stablehlo.iota", "stablehlo.custom_call", "sdy.sharding_constraint", "sdy.reshard"})
+                   "stablehlo.pad", "stablehlo.reverse", "stablehlo.gather", "stablehlo.convert", "stablehlo.select",
+                   "stablehlo.copy", "stablehlo.iota", "stablehlo.custom_call", "sdy.sharding_constraint",
+                   "sdy.reshard"})
 REDUCTIONS = {"stablehlo.dot_general": "a dot or matmul", "stablehlo.reduce": "a sum, mean or maximum",
               "stablehlo.reduce_window": "a cumulative sum", "stablehlo.scatter": "a scatter-add"}
 
@@ -118,10 +119,10 @@ def told(what: str, devices: int, manual: bool, text: str, asks: Asks, arrives=N
     the program holds a per-device computation at all (``manual``: one its answer needs); ``reference``: the
     reference program's collectives (a callable), where the grader has its figures."""
     if asks.tool and devices > 1 and not manual:
-        measured = ("with each per-device computation of the compiled program replaced by zeros, by one that "
-                    "passes its input on unchanged, by one whose results are negated, or by its own run on other "
-                    "inputs, the answer stays the same (or the negated results change it just as zeros do: it only "
-                    "tests them), so the devices' own code computed nothing of it" if holds else
+        measured = ("the grader replaced what each per-device computation of the compiled program returns by "
+                    "zeros, by what it was handed, and by what it returns for other inputs, and the answer stayed "
+                    "the same (or changed only as it does with zeros: the results are only tested), so the "
+                    "devices' own code computed nothing of it" if holds else
                     f"the program holds no {asks.tool} at all, so no per-device code of yours ran")
         return (f"{what}: its program has no {asks.tool} that its answer depends on: on {plural(devices, 'device')}, "
                 f"{measured}. The statement asks for per-device code you write, run on every device by "
