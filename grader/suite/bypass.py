@@ -119,10 +119,10 @@ def told(what: str, devices: int, manual: bool, text: str, asks: Asks, arrives=N
     the program holds a per-device computation at all (``manual``: one its answer needs); ``reference``: the
     reference program's collectives (a callable), where the grader has its figures."""
     if asks.tool and devices > 1 and not manual:
-        measured = ("the grader replaced what each per-device computation of the compiled program returns by "
-                    "zeros, by what it was handed, and by what it returns for other inputs, and the answer stayed "
-                    "the same (or changed only as it does with zeros: the results are only tested), so the "
-                    "devices' own code computed nothing of it" if holds else
+        measured = ("with what each per-device computation of the compiled program returns replaced by zeros, "
+                    "by what it was handed, or by what it returns for other inputs, the answer stayed the same (or "
+                    "changed only as it does with zeros: the results are only tested), so the devices' own code "
+                    "computed nothing of it" if holds else
                     f"the program holds no {asks.tool} at all, so no per-device code of yours ran")
         return (f"{what}: its program has no {asks.tool} that its answer depends on: on {plural(devices, 'device')}, "
                 f"{measured}. The statement asks for per-device code you write, run on every device by "
