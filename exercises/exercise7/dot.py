@@ -17,7 +17,9 @@ How:
 
 The chapter says "across 4 devices": write it for *any* device count. The grader runs it on 1, 2,
 4 and 8 devices, and reads the compiled program: exactly one all-reduce (your psum) carrying one
-number per device (so take the local dot *before* the psum), that the answer depends on; no
+number per device (so take the local dot *before* the psum, inside the pmap: arithmetic written
+around it, which XLA's partitioner splits by itself, is not your per-device code), that the answer
+depends on; no
 all-gather (no device needs the whole vectors); and no device doing more than 1.5 times the
 arithmetic one device of the reference solution does (the report gives both counts; the same bound
 holds for the share of each input a device's pmap or shard_map receives): each device

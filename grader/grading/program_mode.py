@@ -54,6 +54,7 @@ class Program:
     held: tuple | None = ()  # per input, the share one device's per-device computation receives (None: none);
     # None for all of them: a program nested too deep to follow (grader.sandbox.program_held)
     holds_manual: bool = True  # whether it holds a per-device computation at all, needed or not
+    outside: int | None = 0  # what one device performs of the arithmetic written outside per-device code
 
     def _figures(self) -> dict:
         if self.reference is None:
@@ -64,6 +65,11 @@ class Program:
         """The arithmetic one device of the reference's program performs for the same inputs and layout
         (grader.suite.hlo.operations): kept from an earlier run, or measured now."""
         return self._figures()["operations"]
+
+    def reference_outside(self) -> int | None:
+        """What one device of the reference's program performs of the arithmetic it writes outside its per-device
+        computations (grader.suite.work.outside_per_device)."""
+        return self._figures()["outside"]
 
     def reference_held(self) -> list:
         """The share of each input one device's per-device computation of the reference's program receives."""

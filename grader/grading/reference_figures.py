@@ -52,8 +52,9 @@ _ENGINE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # what the clean worker measures of it.
 _READERS = [os.path.join(_ENGINE, *parts) for parts in (
     ("suite", "hlo.py"), ("suite", "structure.py"), ("sandbox", "program_export.py"),
-    ("sandbox", "program_as_written.py"), ("sandbox", "program_held.py"), ("sandbox", "traced_collectives.py"))]
-FIGURES = ("operations", "collectives", "held")  # what one kept file holds
+    ("sandbox", "program_as_written.py"), ("sandbox", "program_held.py"), ("sandbox", "program_outside.py"),
+    ("sandbox", "traced_collectives.py"))]
+FIGURES = ("operations", "outside", "collectives", "held")  # what one kept file holds
 TRACED = ".traced.json"  # the file name's end of a trace's collectives, kept beside the figures
 
 
@@ -146,10 +147,12 @@ class ReferenceFigures:
                timeout_s: float | None) -> dict:
         """The figures of the reference's program for these inputs and this layout, kept or measured now and
         kept: ``operations``, the arithmetic one device performs (grader.suite.hlo.operations, None for a
-        loop of unknown length), ``collectives``, what it communicates (grader.suite.structure.plain), and
+        loop of unknown length), ``outside``, what one device performs of the arithmetic written outside the
+        per-device computations (grader.suite.work.outside_per_device),
+        ``collectives``, what it communicates (grader.suite.structure.plain), and
         ``held``, the share of each input one device's per-device computation receives
         (grader.sandbox.program_held)."""
-        from grader.suite import hlo, structure
+        from grader.suite import hlo, structure, work
 
         path = os.path.join(self.folder, self._key(layout, target, specs, kwargs, arrives) + ".json")
         try:
@@ -165,7 +168,7 @@ class ReferenceFigures:
                               "again, so the bundle carries every figure its hidden tests compare with")
         out = self._pool.reference_program(layout, target, specs, inputs, kwargs, what, timeout_s, arrives)
         text = out["hlo"]
-        figures = {"operations": hlo.operations(text), "collectives": structure.plain(structure.steps(text)),
+        figures = {"operations": hlo.operations(text), "outside": work.outside_per_device(text, out["outside"], out["inside"]), "collectives": structure.plain(structure.steps(text)),
                    "held": out["held"]}
         _keep(path, figures)
         return figures

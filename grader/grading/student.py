@@ -169,11 +169,14 @@ class Student:
             timeout_s or self.timeout_s))
         program = Program(out["values"][0], out["hlo"], out["manual"], reference,
                           None if compare is None or compare is True else (tuple(compare[0]), tuple(compare[1])), what,
-                          None if out["held"] is None else tuple(out["held"]), out["holds_manual"])
+                          None if out["held"] is None else tuple(out["held"]), out["holds_manual"],
+                          work.outside_per_device(out["hlo"], out["outside"], out["inside"]))
         mechanism = asks and (bypass.told(what, self.devices, program.manual, program.hlo, asks, arrives,
                                           [np.shape(a) if isinstance(a, np.ndarray) else None for a in args],
                                           program.holds_manual, reference and program.reference_collectives)
-                              or (reference and work.whole_on_every_device(program, what, self.devices)))
+                              or (reference and work.whole_on_every_device(program, what, self.devices))
+                              or (reference and asks.tool and work.left_outside(program, what, self.devices,
+                                                                                asks.tool)))
         if mechanism:  # what the program ran beside the reference's, since the suite's own block is never reached
             feedback.communication(program, by_student=False)
             raise Bypass(mechanism, program)

@@ -28,7 +28,7 @@ import numpy as np
 from grader.errors import StudentFailure
 from grader.layout import plural
 from grader.protocol import FRESH_MARK, IDLE_MARK
-from grader.sandbox import program_held, program_ring_steps
+from grader.sandbox import program_held, program_outside, program_ring_steps
 from grader.sandbox.program_check import holds_manual_computation, module_operations, parse, refusal
 from grader.sandbox.program_ablation import measure
 from grader.sandbox.program_labels import mark, relabel, surviving
@@ -54,7 +54,7 @@ VARIANT_OPTIONS = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expens
 # collectives as one. Off, each collective is one instruction, named by what it came from; what each moves is
 # the same. The reference's program is compiled the same way.
 SEPARATE = {"xla_disable_hlo_passes": "cpu-all-reduce-combiner,all-reduce-combiner,all-gather-combiner,"
-                                      "reduce-scatter-combiner"}
+                                      "reduce-scatter-combiner,cse_barrier_expander"}
 
 _MODULE_MESH = re.compile(r'sdy\.mesh @[\w.$-]+ = <\[((?:"[^"]+"=\d+(?:, )?)+)\]>')
 
@@ -156,7 +156,9 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
     ``arrives`` says (:func:`_shardings`), "hlo": its compiled HLO text, idle collectives marked,
     "manual": whether it holds a jax.pmap or jax.shard_map that the answer needs, "holds_manual": whether it
     holds one at all, "held": the share of each
-    input one device's per-device computation receives (grader.sandbox.program_held)}. Without ``ablate``
+    input one device's per-device computation receives (grader.sandbox.program_held), "outside" and "inside": the
+    arithmetic the program writes outside its per-device code, spread over the devices, and inside it, per device
+    (grader.sandbox.program_outside)}. Without ``ablate``
     (the reference's program, whose work alone is compared) nothing is marked idle and "manual" is
     read from the program's operations only."""
     import dataclasses
@@ -181,6 +183,7 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
         raise _refuse(name, f"it was built for {plural(exported.nr_devices, 'device')}; this case has {len(devices)}")
     sets = [_fit_inputs(exported, inputs, name) for inputs in input_sets]
     shares = program_held.shares(module)  # before relabel, which drops the names of the inputs
+    outside, inside = program_outside.work(module, len(devices) if exported.nr_devices > 1 else 1)
     labelled, held = relabel(module)
     exported = dataclasses.replace(exported, mlir_module_serialized=labelled)
     try:
@@ -199,7 +202,8 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
     text = compiled.as_text()
     if not ablate:
         holds = holds_manual_computation(operations)
-        return {"values": values, "hlo": text, "manual": holds, "holds_manual": holds, "held": shares}
+        return {"values": values, "hlo": text, "manual": holds, "holds_manual": holds, "held": shares,
+                "outside": outside, "inside": inside}
 
     def run_variants(variants, input_sets):
         """The answers of the programs ``variants`` (bytecode) to each of ``input_sets`` (a list per variant),
@@ -222,4 +226,5 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
     starts = program_ring_steps.fresh(steps, answers, values, idle)
     holds = holds_manual_computation(operations)
     return {"values": values, "hlo": mark(mark(text, idle, IDLE_MARK), starts, FRESH_MARK),
-            "manual": holds and manual_needed, "holds_manual": holds, "held": shares}
+            "manual": holds and manual_needed, "holds_manual": holds, "held": shares, "outside": outside,
+            "inside": inside}

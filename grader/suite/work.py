@@ -21,6 +21,7 @@ from grader.suite import hlo, structure
 
 SLACK = 1.5  # a device may perform up to half again the arithmetic of one device of the reference
 WHOLE = 0.8  # past this share of n times the reference's, a device did about the whole answer's work
+OUTSIDE = 0.5  # of the reference's work, what a device may perform beyond it outside its per-device code
 
 
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
@@ -77,6 +78,40 @@ def whole_on_every_device(program, what: str, devices: int) -> str | None:
             f"times the reference's (about the whole computation's work, done on every device); one device of the "
             f"reference program performs {hlo.in_words(reference)}. The task splits the work over the devices, each "
             "computing its share: that is another design, not a detail to fix")
+
+
+def outside_per_device(text: str, outside: int | None, inside: int | None) -> int | None:
+    """What one device performs of the arithmetic a program writes outside its per-device code, from the clean
+    worker's counts on the program as written (grader.sandbox.program_outside): at least ``outside`` (that work
+    spread evenly over every device), and at least what the compiled program ``text`` runs beyond what is
+    written ``inside`` (where XLA splits the work over one mesh axis only, each device of the other runs it):
+    the larger. None where ``outside`` is unknown (a loop of unknown length)."""
+    done = hlo.operations(text)
+    if outside is None or done is None or inside is None:
+        return outside
+    return max(outside, done - inside)
+
+
+def left_outside(program, what: str, devices: int, tool: str) -> str | None:
+    """What to say first where the statement asks for per-device code (``tool``: "jax.pmap") and ``program``
+    writes more arithmetic outside its per-device computations than the reference's does, by more than OUTSIDE
+    of one device's whole work in the reference: XLA's partitioner then splits the arithmetic written around
+    the pmap or shard_map by itself, and the per-device code holds little more than its collectives (a psum of
+    partial products computed outside it). Measured on the program as written (grader.sandbox.program_outside:
+    spread evenly over the devices, the most the partitioner can split it). Else None; a loop of unknown
+    length outside counts as too much."""
+    if devices < 2:
+        return None
+    reference, theirs, mine = program.reference_operations(), program.reference_outside(), program.outside
+    if not reference or theirs is None or (mine is not None and mine <= theirs + OUTSIDE * reference):
+        return None
+    return (f"{what}: on {plural(devices, 'device')}, the arithmetic your program writes outside its {tool} comes to "
+            f"{hlo.in_words(mine)} on each device (XLA's partitioner splits it over the devices by itself: counted as an "
+            "even share of it, or as what the compiled program runs beyond your per-device code, whichever is more); "
+            f"the reference's program leaves {theirs} per device there, and one device of it performs {reference} in "
+            "all. The bound "
+            f"is the reference's plus {OUTSIDE:.0%} of that whole: the per-device code you write, run on every device "
+            f"by {tool}, does the task's work, not only its collectives. That is another design, not a detail to fix")
 
 
 def expect_no_whole_input_moved(program, what: str, devices: int, whole_bytes: int, of: str, share: str,

@@ -169,7 +169,8 @@ class WorkerPool:
 
     def reference_program(self, layout: Layout, target: str, specs, inputs: tuple, kwargs, what: str,
                           timeout_s=None, arrives=None) -> dict:
-        """{"hlo": the compiled HLO, "held": the input shares (grader.sandbox.program_held)} of the course's
+        """{"hlo": the compiled HLO, "held": the input shares (grader.sandbox.program_held), "outside" and "inside":
+        the work written outside and inside per-device code (grader.sandbox.program_outside)} of the course's
         reference solution for ``target``, exported from the same shapes
         and compiled by ``layout``'s clean worker for the same inputs and layout as the student's program
         (:meth:`program`): what the student's program is compared with. A reference that fails is the
@@ -186,7 +187,7 @@ class WorkerPool:
             self._reference.pop(layout).kill()
             raise GraderError(f"the course's reference solution fails where the student's program was compared "
                               f"with it ({target} on {layout}): {failure.message}") from None
-        return {"hlo": out["hlo"], "held": out["held"]}
+        return {"hlo": out["hlo"], "held": out["held"], "outside": out["outside"], "inside": out["inside"]}
 
     def _reference_worker(self, layout: Layout) -> Worker:
         if layout not in self._reference:

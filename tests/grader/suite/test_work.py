@@ -8,7 +8,7 @@ import pytest
 from grader.grading.program_mode import Program
 from grader.suite import work
 
-# One device multiplies 8 pairs and adds them up: 15 operations.
+# One device multiplies 8 pairs and adds them up: 16 operations (8 products, 8 elements summed).
 HLO = """HloModule m
 ENTRY %main (x: f32[8], y: f32[8]) -> f32[] {
   %x = f32[8]{0} parameter(0)
@@ -60,3 +60,29 @@ def test_on_one_device_nothing_is_compared():
     work.expect_share_of_work(folded, "standardize", "share", 1)
     with pytest.raises(AssertionError, match="one device of the reference program performs"):
         work.expect_share_of_work(folded, "standardize", "share", 2)
+
+
+def test_work_outside_the_per_device_code_is_the_larger_of_its_even_spread_and_what_the_device_runs_beyond_it():
+    # the device runs 16 operations (8 products, 8 elements summed): with 16 written inside, only the spread figure
+    # is left; with 4 written inside (the rest written around the pmap and split by XLA over one mesh axis only),
+    # the 12 it runs beyond them
+    assert work.outside_per_device(HLO, 2, 16) == 2
+    assert work.outside_per_device(HLO, 2, 4) == 12
+    assert work.outside_per_device(HLO, 2, None) == 2  # a loop of unknown length inside: the spread figure alone
+    assert work.outside_per_device(HLO, None, 3) is None
+
+
+def outside(mine, theirs, operations=15):
+    figures = {"operations": operations, "outside": theirs, "collectives": [], "held": []}
+    return Program(None, HLO, True, lambda: figures, None, "dot", (), True, mine)
+
+
+def test_more_work_outside_than_the_reference_plus_half_its_whole_is_told_as_a_design():
+    assert work.left_outside(outside(7, 0), "dot", 4, "jax.pmap") is None  # within half of the reference's 15
+    assert work.left_outside(outside(9, 2), "dot", 4, "jax.pmap") is None  # the reference writes 2 there itself
+    said = work.left_outside(outside(15, 0), "dot", 4, "jax.pmap")
+    assert "writes outside its jax.pmap comes to 15 arithmetic operations on each device" in said
+    assert "the reference's program leaves 0 per device there, and one device of it performs 15 in all" in said
+    assert "a loop whose length" in work.left_outside(outside(None, 0), "dot", 4, "jax.pmap")
+    assert work.left_outside(outside(15, 0), "dot", 1, "jax.pmap") is None  # one device: nothing to split
+    assert work.left_outside(outside(15, None), "dot", 4, "jax.pmap") is None  # the reference's own is unknown
