@@ -34,8 +34,10 @@ all to the same neighbour (or a ring both ways: 2(n_model - 1), half a block eac
 reference solution does (the report gives both counts; the same bound holds for the share of each
 input a device's pmap or shard_map receives): each multiplies every block of x once by its own
 block of w, and no more, one block at a time, so that each product can run while the next block
-travels (no single product more than 1.5 times one block's: gathering the blocks with the ring and
-multiplying them together afterwards is an all-gather by hand).
+travels (no single product more than 1.5 times one block's, and in each of the n_model - 1 steps a
+product that needs neither the block in flight nor a later one, read from the compiled program:
+gathering the blocks with the ring and multiplying them afterwards, behind an optimization_barrier or
+not, is an all-gather by hand).
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """

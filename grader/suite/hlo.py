@@ -470,6 +470,65 @@ def largest_product(text: str) -> int:
     return found
 
 
+def _product_size(ins: _Instr, comps: dict, shapes: dict[str, str], depth: int = 8) -> int:
+    """The largest product (:func:`largest_product`'s count) an instruction runs: itself, or one in a computation
+    it calls (a fusion of a dot with what uses it, a loop of products)."""
+    if ins.opcode in ("dot", "convolution"):
+        return _operations(ins, shapes, comps)
+    found = 0
+    for attr, callee in ins.calls:
+        if depth and attr != "to_apply" and callee in comps:
+            inner = {i.name: i.shape for i in comps[callee]}
+            found = max([found, *(_product_size(i, comps, inner, depth - 1) for i in comps[callee])])
+    return found
+
+
+def _matched(pairs: dict[str, list[str]]) -> int:
+    """The most pairs of a bipartite graph (left -> the right ends it may take) with no end used twice."""
+    taken: dict[str, str] = {}
+
+    def place(left: str, seen: set[str]) -> bool:
+        for right in pairs[left]:
+            if right not in seen:
+                seen.add(right)
+                if right not in taken or place(taken[right], seen):
+                    taken[right] = left
+                    return True
+        return False
+
+    return sum(place(left, set()) for left in pairs)
+
+
+def overlapped(text: str, smallest: int) -> int | None:
+    """How many executions of the program's ppermutes (collective-permutes the answer needs) each have a product
+    of at least ``smallest`` operations (:func:`largest_product`'s count) that can run while it is in flight, a
+    different product for each: in the same computation, neither one's result reaching the other, read from the
+    data flow of the compiled program, which no scheduling can undo. A ring that multiplies each block while the
+    next one travels overlaps every step; one that gathers every block before any product (an
+    optimization_barrier over what arrived, products after the ring) overlaps none. None where a ppermute is in
+    a loop of unknown length."""
+    comps, entry, flow = _program(text)
+    runs = _runs(comps, entry)
+    idle = {(c.computation, c.instruction) for c in collectives(text) if c.idle}
+    total = 0
+    for name in flow.reachable:
+        instrs = comps[name]
+        shapes = {ins.name: ins.shape for ins in instrs}
+        before: dict[str, set[str]] = {}
+        for ins in instrs:  # printed in an order where every operand comes before its users
+            before[ins.name] = set().union(*(before.get(op, set()) | {op} for op in ins.operands if op in shapes))
+        sends = [i.name for i in instrs if _base(i.opcode) == "collective-permute" and not i.opcode.endswith("-done")
+                 and (name, i.name) not in idle]
+        if not sends:
+            continue
+        if runs.get(name) is None:
+            return None
+        products = [i.name for i in instrs if _product_size(i, comps, shapes) >= smallest]
+        pairs = {s: [p for p in products if p != s and s not in before[p] and p not in before[s]] for s in sends}
+        total += _matched(pairs) * runs[name]
+    return total
+
+
 def in_words(done: int | None) -> str:
     """An :func:`operations` figure in words: "45 arithmetic operations", or, for a loop the compiler cannot
     count, that and how to make it countable (the checks that use it cannot bound such work, so they fail it)."""

@@ -85,5 +85,13 @@ def test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes(student, rng, device
                              f"of w), and the bound is {work.SLACK:g} times that: the blocks the ring brings are "
                              "multiplied together, after it, so no product overlaps a ppermute. Multiply each block "
                              "as it arrives, then pass it on")
+    overlapping = hlo.overlapped(program.hlo, step // 2)  # a product of half a block or more (a ring both ways)
+    if overlapping is not None and overlapping < cols - 1:
+        raise AssertionError(f"collective_matmul runs a product while a block travels in only {overlapping} of the "
+                             f"ring's {cols - 1} steps {where} (measured on the compiled program: every other product "
+                             "needs the block that ppermute brings, or a later one, or waits for them behind an "
+                             "optimization_barrier): the ring brings the blocks first and they are multiplied after, "
+                             "an all-gather by hand. Multiply the block you hold while you pass it on: each step's "
+                             "product uses the block that arrived the step before")
     work.expect_share_of_work(program, "collective_matmul", "each device multiplies the block of x it holds by its "
                               "block of w, then each block that arrives, once", rows * cols, where)

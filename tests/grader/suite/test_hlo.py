@@ -150,6 +150,15 @@ def test_operations_are_a_devices_share_when_it_computes_on_its_part_and_the_who
     assert not difference.idle  # row - row: only the work tells this program from a distributed one
 
 
+def test_a_ring_overlaps_its_steps_only_where_a_product_can_run_while_a_block_travels():
+    block = 2 * 2 * 3 * 5  # a (2, 3) block of x by a (3, 5) w, two operations per multiply-add
+    assert hlo.largest_product(program("ring_matmul")) == hlo.largest_product(program("ring_matmul_barrier")) == block
+    assert hlo.overlapped(program("ring_matmul"), block) == 3  # each of the n - 1 ppermutes beside a product
+    assert hlo.overlapped(program("ring_matmul_barrier"), block) == 0  # every product waits for the whole ring
+    assert hlo.overlapped(program("ring_matmul"), block + 1) == 0  # no product that large
+    assert hlo.overlapped(program("ring_fori"), 1) == 0  # a ring all-reduce runs no product at all
+
+
 def test_operations_in_a_loop_count_every_iteration_and_an_unknown_trip_count_is_not_guessed():
     # an add of one 6-number block and of the loop's counter, n - 1 = 3 times
     assert hlo.operations(program("ring_fori")) == 3 * (6 + 1)

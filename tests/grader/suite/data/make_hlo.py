@@ -166,6 +166,27 @@ def ring_backward(x):
     return pmapped(per_device)(x)
 
 
+def _ring_products(a, w, barrier):
+    """A collective matmul's ring on one device: n block products of what the ring brings, each as it arrives,
+    or (``barrier``) only once every block arrived, behind an optimization_barrier."""
+    arrived = [a]
+    for _ in range(DEVICES - 1):
+        arrived.append(_shift(arrived[-1]))
+    if barrier:
+        arrived = lax.optimization_barrier(tuple(arrived))
+    return jnp.concatenate([block @ w for block in arrived])
+
+
+def ring_matmul(x, w):
+    """A collective matmul: each block of x multiplied by w while the next one travels."""
+    return pmapped(lambda a, b: _ring_products(a, b, False), "i")(x, w)
+
+
+def ring_matmul_barrier(x, w):
+    """The same ring with every block gathered before any product (an all-gather by hand)."""
+    return pmapped(lambda a, b: _ring_products(a, b, True), "i")(x, w)
+
+
 PROGRAMS = {
     "dot_with_squeeze": (dot_with_squeeze, (np.ones(16, np.float32), np.ones(16, np.float32))),
     "merged_psums": (merged_psums, (np.ones((DEVICES, 3), np.float32),)),
@@ -188,6 +209,9 @@ PROGRAMS = {
     "gather_over_model": (gather_over_model, (np.ones((8, 6), np.float32),)),
     "gather_untiled": (gather_untiled, (np.ones((8, 6), np.float32),)),
     "ring_backward": (ring_backward, (np.ones((DEVICES, 6), np.float32),)),
+    "ring_matmul": (ring_matmul, (np.ones((DEVICES, 2, 3), np.float32), np.ones((DEVICES, 3, 5), np.float32))),
+    "ring_matmul_barrier": (ring_matmul_barrier, (np.ones((DEVICES, 2, 3), np.float32),
+                                                  np.ones((DEVICES, 3, 5), np.float32))),
 }
 
 
