@@ -33,8 +33,8 @@ and gradient are those of its own part of the batch: average them over the devic
     (P('data', None), 1.0, array([0.2, 0.2, 0.2, 0.2], dtype=float32))
 
 The grader compares the step with a float64 one on a single device, at 1, 2, 4 and 8 devices, and
-reads the compiled step: one all-gather of w's blocks and one reduce-scatter of the gradient, over
-'data'; an all-reduce may carry the loss, never the gradient; and new_w leaves every device with its
+reads the compiled step: one all-gather of w's blocks and one reduce-scatter of the gradient (or the
+same by hand: an all_to_all of its row blocks, summed where they arrive), over 'data'; an all-reduce may carry the loss, never the gradient; and new_w leaves every device with its
 D / n rows only; and no device does more than 1.5 times the arithmetic one device of the
 reference solution does (the report gives both counts; the same bound
 holds for the share of each input a device's pmap or shard_map receives): each takes the gradient of its own rows

@@ -50,6 +50,11 @@ RIGHT = {
         (GRAD, WHOLE_GRADIENT),
         (UPDATE, 'grad = lax.psum_scatter(grad, "data", scatter_dimension=0, tiled=True)\n'
                  '    return w_shard - lr * grad / n, lax.pmean(loss, "data")')), devices="4"),
+    # round 17 (written apart): the reduce-scatter as an all_to_all of the gradient's row blocks, summed on arrival
+    "the gradient reduce-scattered by an all_to_all": Right(fsdp(
+        (GRAD, WHOLE_GRADIENT),
+        (UPDATE, 'grad = lax.all_to_all(grad.reshape(n, w_shard.shape[0], -1), "data", 0, 0).sum(0)\n'
+                 '    return w_shard - lr * grad / n, lax.pmean(loss, "data")')), devices="4"),
 }
 
 CATALOGUE = Catalogue(exercise="exercise8", task="fsdp", intact="layouts", wrong=WRONG, right=RIGHT)
