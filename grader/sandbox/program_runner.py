@@ -53,8 +53,16 @@ VARIANT_OPTIONS = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expens
 # the per-device code), which would count the partitioner's data as the program's own, and the program's
 # collectives as one. Off, each collective is one instruction, named by what it came from; what each moves is
 # the same. The reference's program is compiled the same way.
-SEPARATE = {"xla_disable_hlo_passes": "cpu-all-reduce-combiner,all-reduce-combiner,all-gather-combiner,"
-                                      "reduce-scatter-combiner,cse_barrier_expander"}
+SEPARATE = "cpu-all-reduce-combiner,all-reduce-combiner,all-gather-combiner,reduce-scatter-combiner"
+# On CPU XLA's optimization-barrier expander is off too, so a barrier the program writes stays in the text the
+# suites read (what waits for what: grader.suite.hlo.overlapped). A TPU runs no opt-barrier instruction (XLA
+# refuses to compile one there), so on an accelerator the barrier is expanded and such a wait is not seen.
+KEEP_BARRIERS = "cse_barrier_expander"
+
+
+def compile_options(platform: str) -> dict:
+    """The options the program (and the reference's) is compiled with on ``platform`` ("cpu", "tpu", "gpu")."""
+    return {"xla_disable_hlo_passes": SEPARATE + (f",{KEEP_BARRIERS}" if platform == "cpu" else "")}
 
 _MODULE_MESH = re.compile(r'sdy\.mesh @[\w.$-]+ = <\[((?:"[^"]+"=\d+(?:, )?)+)\]>')
 
@@ -189,7 +197,7 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
     try:
         in_shardings, out_shardings = _shardings(exported, _mesh(exported, devices), arrives, name)
         compiled = jax.jit(exported.call, in_shardings=in_shardings, out_shardings=out_shardings).lower(
-            *sets[0]).compile(SEPARATE)
+            *sets[0]).compile(compile_options(devices[0].platform))
         values = [compiled(*inputs) for inputs in sets]
         jax.block_until_ready(values)
     except (MemoryError, StudentFailure):
