@@ -64,15 +64,26 @@ def moves(c: Collective) -> bool:
     return any(len(g) > 1 for g in c.groups)
 
 
-def per_run(c: Collective) -> float:
+def per_run(c: Collective | list[Collective]) -> float:
     """The bytes one device puts into ``c`` over one run of the program: each execution's, times how often it
     runs (a loop of small all-reduces moves as much as one large one); infinite in a loop of unknown length,
-    which no bound admits."""
-    return math.inf if c.times is None else c.bytes * c.times
+    which no bound admits. ``c`` may be several collectives, whose bytes add up (an array all-reduced one element
+    at a time moves as much as in one all-reduce)."""
+    return sum(math.inf if one.times is None else one.bytes * one.times
+               for one in (c if isinstance(c, list) else [c]))
 
 
-def per_run_text(c: Collective) -> str:
-    """:func:`per_run` in words: "96 bytes", "96 bytes (4 bytes, 24 times)", or an unknown number."""
+def per_run_text(c: Collective | list[Collective]) -> str:
+    """:func:`per_run` in words: "96 bytes", "96 bytes (4 bytes, 24 times)", "96 bytes (in 24 all-reduces)", or
+    an unknown number."""
+    several = c if isinstance(c, list) else [c]
+    if len(several) > 1:
+        total = per_run(several)
+        kinds = " and ".join(dict.fromkeys(one.op for one in several)) + "s"
+        if total == math.inf:
+            return f"an unknown number of bytes in {len(several)} {kinds} (some in a loop whose length is unknown),"
+        return f"{int(total)} bytes (in {len(several)} {kinds})"
+    c = several[0]
     if c.times is None:
         return f"{c.bytes} bytes each time, in a loop whose length is unknown when it compiles,"
     return f"{c.bytes * c.times} bytes" + (f" ({c.bytes} bytes, {c.times} times)" if c.times > 1 else "")

@@ -21,7 +21,7 @@ from grader.suite import hlo, structure
 
 SLACK = 1.5  # a device may perform up to half again the arithmetic of one device of the reference
 WHOLE = 0.8  # past this share of n times the reference's, a device did about the whole answer's work
-OUTSIDE = 0.5  # of the reference's work, what a device may perform beyond it outside its per-device code
+OUTSIDE = 0.25  # of the reference's work, what a device may perform beyond it outside its per-device code
 
 
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")

@@ -65,30 +65,37 @@ def test_two_d_step_communicates_over_the_right_axes(student, rng, devices):
     sums = [c for c in moved
             if c.op in ("all-reduce", "reduce-scatter") and meshes.axes_of(c, AXES, sizes) == ("model",)]
     gathers = [c for c in moved if c.op == "all-gather" and meshes.axes_of(c, AXES, sizes) == ("data",)]
+    over = {}  # the all-reduces by the axes they run over: their bytes add up (a gradient summed in pieces)
+    for c in moved:
+        if c.op == "all-reduce":
+            over.setdefault(meshes.axes_of(c, AXES, sizes), []).append(c)
+    for axes, reduced in over.items():
+        if axes == ("model",) and meshes.per_run(reduced) > partial:
+            raise AssertionError(f"train_step all-reduces {meshes.per_run_text(reduced)} over 'model' {where}; the "
+                                 f"partial sums of the prediction are {partial}: psum only h_block @ w2_block")
+        if axes != ("model",) and meshes.per_run(reduced) > 4:
+            raise AssertionError(f"train_step all-reduces {meshes.per_run_text(reduced)} {meshes.over_text(axes)} "
+                                 f"{where}: a gradient, whole or in pieces. Each device keeps and updates only its "
+                                 "blocks, so it needs only its block of the summed gradient: gather the weights inside "
+                                 "the function you differentiate, and JAX reduce-scatters their gradients")
     for c in moved:
         axes = meshes.axes_of(c, AXES, sizes)
         if c.op in ("all-gather", "reduce-scatter") and axes != ("data",):
             raise AssertionError(f"train_step runs {meshes.phrase(c, AXES, sizes)} {where}: only FSDP's parts move "
                                  "whole, over 'data' (w1's rows, w2's columns, and their gradients); the 'model' split "
                                  "of the weights stays put, as in tensor_parallel")
-        if c.op == "all-reduce" and axes == ("model",) and meshes.per_run(c) > partial:
-            raise AssertionError(f"train_step all-reduces {meshes.per_run_text(c)} over 'model' {where}; the "
-                                 f"partial sums of the prediction are {partial}: psum only h_block @ w2_block")
-        if c.op == "all-reduce" and axes != ("model",) and meshes.per_run(c) > 4:
-            raise AssertionError(f"train_step all-reduces {meshes.per_run_text(c)} {meshes.over_text(axes)} "
-                                 f"{where}: a whole gradient. Each device keeps and updates only its blocks, so it "
-                                 "needs only its block of the summed gradient: gather the weights inside the function "
-                                 "you differentiate, "
-                                 "and JAX reduce-scatters their gradients")
         if c.op not in ("all-gather", "reduce-scatter", "all-reduce"):
             raise AssertionError(f"train_step runs {meshes.phrase(c, AXES, sizes)} {where}: nothing needs it")
-    if not sums or not gathers:
+    scatters = [c for c in moved if c.op == "reduce-scatter" and meshes.axes_of(c, AXES, sizes) == ("data",)]
+    if not sums or not gathers or not scatters:
         missing = " and ".join(what for what, found in (("no sum over 'model' of the partial products", sums),
-                                                        ("no all-gather over 'data' of the weight blocks", gathers))
+                                                        ("no all-gather over 'data' of the weight blocks", gathers),
+                                                        ("no reduce-scatter over 'data' of their gradients", scatters))
                                if not found)
         raise AssertionError(f"train_step's program runs {missing} {where} (of the collectives its answer depends "
                              "on): each device holds only its blocks of w1 and w2, so FSDP gathers them over 'data' "
-                             "and the tensor split adds h_block @ w2_block over 'model'")
+                             "and reduce-scatters their gradients there, and the tensor split adds h_block @ w2_block "
+                             "over 'model'")
     blocks = [(w1.shape[0] // rows, w1.shape[1] // cols), (w2.shape[0] // cols, w2.shape[1] // rows)]
     held = hlo.output_shapes(program.hlo)
     if held and held[:2] != blocks:

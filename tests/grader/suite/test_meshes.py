@@ -79,3 +79,15 @@ def test_phrases_name_the_collective_and_its_axis():
     assert meshes.moving(text, NAMES, (2, 2), "all-reduce")[0].op == "all-reduce"
     assert meshes.phrase(collective("all-reduce", ((0, 1), (2, 3))), NAMES, (4, 1)) == (
         "an all-reduce among a group of devices that is no mesh axis")
+
+
+def test_bytes_per_run_add_up_over_executions_and_over_several_collectives():
+    """A gradient all-reduced one element at a time, or in a loop, moves as much as in one all-reduce."""
+    def reduce(bytes_, times):
+        return Collective("all-reduce", "f32[]", 1, bytes_, times, "psum", "main")
+
+    assert meshes.per_run(reduce(4, 24)) == 96 and meshes.per_run_text(reduce(4, 24)) == "96 bytes (4 bytes, 24 times)"
+    pieces = [reduce(4, 1) for _ in range(24)]
+    assert meshes.per_run(pieces) == 96 and meshes.per_run_text(pieces) == "96 bytes (in 24 all-reduces)"
+    assert meshes.per_run([reduce(4, 1), reduce(4, None)]) == float("inf")
+    assert "unknown" in meshes.per_run_text([reduce(4, 1), reduce(4, None)])

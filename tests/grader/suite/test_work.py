@@ -77,9 +77,10 @@ def outside(mine, theirs, operations=15):
     return Program(None, HLO, True, lambda: figures, None, "dot", (), True, mine)
 
 
-def test_more_work_outside_than_the_reference_plus_half_its_whole_is_told_as_a_design():
-    assert work.left_outside(outside(7, 0), "dot", 4, "jax.pmap") is None  # within half of the reference's 15
-    assert work.left_outside(outside(9, 2), "dot", 4, "jax.pmap") is None  # the reference writes 2 there itself
+def test_more_work_outside_than_the_reference_plus_a_quarter_of_its_whole_is_told_as_a_design():
+    assert work.left_outside(outside(3, 0), "dot", 4, "jax.pmap") is None  # within a quarter of the reference's 15
+    assert work.left_outside(outside(5, 2), "dot", 4, "jax.pmap") is None  # the reference writes 2 there itself
+    assert work.left_outside(outside(7, 0), "dot", 4, "jax.pmap") is not None  # the products of a dot, half of it
     said = work.left_outside(outside(15, 0), "dot", 4, "jax.pmap")
     assert "writes outside its jax.pmap comes to 15 arithmetic operations on each device" in said
     assert "the reference's program leaves 0 per device there, and one device of it performs 15 in all" in said
