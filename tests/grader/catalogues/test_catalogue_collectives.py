@@ -111,8 +111,8 @@ SUBMISSIONS = {
 
         def all_reduce_stats(x):
             x = jnp.asarray(x)
-            s = jax.pmap(lambda r: lax.psum(r, "i"), axis_name="i")(x)
-            return s, s / x.shape[0], _free_max(x)
+            s, mean = jax.pmap(lambda r: (lax.psum(r, "i"), lax.pmean(r, "i")), axis_name="i")(x)
+            return s, mean, _free_max(x)
 
         def _standardize(r):
             mean = lax.pmean(jnp.mean(r), "i")
