@@ -32,7 +32,9 @@ copy. The grader checks where the rows live: jax.vmap gives the same numbers on 
 (the chapter's "vmap vs pmap"). It also compiles each function with jax.jit and reads the program
 for the jax.pmap, and for each device working on its own row (at most 1.5 times the arithmetic one
 device of the reference solution does; the report gives both counts; the same bound holds for the
-share of each input a device's pmap receives): a Python loop that computes on one
+share of each input a device's pmap receives;
+and no more than a quarter of that arithmetic written around the pmap, where XLA splits it by
+itself: the pmap does the work): a Python loop that computes on one
 device and copies the rows out with jax.device_put puts the right numbers in the right places, but
 no device computed anything. So keep to jax.numpy and to checks of shapes, which jax.jit can trace.
 

@@ -39,7 +39,9 @@ into zeros: no device may put as many bytes into its collectives as the whole x 
 more than 1.5 times what the reference's device puts in), nor compute on one device alone: no
 device does more than 1.5 times the arithmetic one device of the reference solution does (the
 report gives both counts; the same bound
-holds for the share of each input a device's pmap or shard_map receives).
+holds for the share of each input a device's pmap or shard_map receives;
+and no more than a quarter of that arithmetic written around the pmap, where XLA splits it by
+itself: the pmap does the work).
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """

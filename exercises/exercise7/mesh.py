@@ -29,7 +29,9 @@ itself a wrapper over ``jit(shard_map)``, and new code uses shard_map and meshes
    (your psum), among the devices of one mesh row, no all-gather, and no device multiplying more
    than the blocks it holds: at most 1.5 times the arithmetic one device of the reference solution
    does (the report gives both counts; the same bound
-holds for the share of each input a device's pmap or shard_map receives).
+holds for the share of each input a device's pmap or shard_map receives;
+and no more than a quarter of that arithmetic written around the shard_map, where XLA splits it by
+itself: the shard_map does the work).
 
 shard_matrix and sharded_matmul keep x's dtype (float32 here), which is part of the answer.
 

@@ -39,7 +39,9 @@ The grader compares your step with a float64 full-batch step on 1, 2, 4 and 8 de
 the compiled step: each device may send only its gradient and its loss, never its data, and works
 on its own shard of the batch only: at most 1.5 times the arithmetic one device of the reference
 solution does (the report gives both counts; the same bound
-holds for the share of each input a device's pmap or shard_map receives).
+holds for the share of each input a device's pmap or shard_map receives;
+and no more than a quarter of that arithmetic written around the pmap, where XLA splits it by
+itself: the pmap does the work).
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """

@@ -32,7 +32,9 @@ program on meshes of several shapes and counts the ppermutes y depends on: n_mod
 'model', each of one block of x, each after the first passing on the block the one before brought,
 all to the same neighbour (or a ring both ways: 2(n_model - 1), half a block each); and no device doing more than 1.5 times the arithmetic one device of the
 reference solution does (the report gives both counts; the same bound holds for the share of each
-input a device's pmap or shard_map receives): each multiplies every block of x once by its own
+input a device's pmap or shard_map receives;
+and no more than a quarter of that arithmetic written around the shard_map, where XLA splits it by
+itself: the shard_map does the work): each multiplies every block of x once by its own
 block of w, and no more, one block at a time, so that each product can run while the next block
 travels (no single product more than 1.5 times one block's, and in each of the n_model - 1 steps a
 product that needs neither the block in flight nor a later one, read from the compiled program:

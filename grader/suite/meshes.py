@@ -82,7 +82,7 @@ def per_run_text(c: Collective | list[Collective]) -> str:
         kinds = " and ".join(dict.fromkeys(one.op for one in several)) + "s"
         if total == math.inf:
             return f"an unknown number of bytes in {len(several)} {kinds} (some in a loop whose length is unknown),"
-        return f"{int(total)} bytes (in {len(several)} {kinds})"
+        return f"{int(total)} bytes (in {sum(one.times for one in several)} {kinds})"
     c = several[0]
     if c.times is None:
         return f"{c.bytes} bytes each time, in a loop whose length is unknown when it compiles,"

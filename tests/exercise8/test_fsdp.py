@@ -80,9 +80,9 @@ def test_fsdp_step_gathers_weights_and_scatters_gradients(student, rng, devices)
     reduced = [c for c in moved if c.op == "all-reduce"]
     if meshes.per_run(reduced) > 4:  # together: a gradient all-reduced in pieces moves as much as in one
         what = "the whole gradient" if meshes.per_run(reduced) >= w.nbytes else "more than the loss's 4 bytes"
-        raise AssertionError(f"fsdp_step all-reduces {meshes.per_run_text(reduced)} per device {where}, {what}: a "
-                             "gradient summed by all-reduces, whole or in pieces, is data parallelism, every device "
-                             "updating all of w. In FSDP each device "
+        raise AssertionError(f"fsdp_step all-reduces {meshes.per_run_text(reduced)} per device {where}, {what}: "
+                             "that is data parallelism (a gradient summed by all-reduces, whole or in pieces), every "
+                             "device updating all of w. In FSDP each device "
                              "keeps and updates only its rows, so it needs only its rows of the summed gradient: a "
                              "reduce-scatter (what JAX makes of an all_gather when it differentiates it), half the "
                              "traffic")

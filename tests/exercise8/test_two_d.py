@@ -65,6 +65,7 @@ def test_two_d_step_communicates_over_the_right_axes(student, rng, devices):
     sums = [c for c in moved
             if c.op in ("all-reduce", "reduce-scatter") and meshes.axes_of(c, AXES, sizes) == ("model",)]
     gathers = [c for c in moved if c.op == "all-gather" and meshes.axes_of(c, AXES, sizes) == ("data",)]
+    gradient = min(w1.nbytes, w2.nbytes) // cols  # the smaller weight's gradient, one 'model' block of it whole
     over = {}  # the all-reduces by the axes they run over: their bytes add up (a gradient summed in pieces)
     for c in moved:
         if c.op == "all-reduce":
@@ -74,8 +75,10 @@ def test_two_d_step_communicates_over_the_right_axes(student, rng, devices):
             raise AssertionError(f"train_step all-reduces {meshes.per_run_text(reduced)} over 'model' {where}; the "
                                  f"partial sums of the prediction are {partial}: psum only h_block @ w2_block")
         if axes != ("model",) and meshes.per_run(reduced) > 4:
+            what = ("a whole gradient, in one all-reduce or in pieces" if meshes.per_run(reduced) >= gradient
+                    else "more than the loss's 4 bytes: part of a gradient")
             raise AssertionError(f"train_step all-reduces {meshes.per_run_text(reduced)} {meshes.over_text(axes)} "
-                                 f"{where}: a gradient, whole or in pieces. Each device keeps and updates only its "
+                                 f"{where}: {what}. Each device keeps and updates only its "
                                  "blocks, so it needs only its block of the summed gradient: gather the weights inside "
                                  "the function you differentiate, and JAX reduce-scatters their gradients")
     for c in moved:

@@ -89,5 +89,6 @@ def test_bytes_per_run_add_up_over_executions_and_over_several_collectives():
     assert meshes.per_run(reduce(4, 24)) == 96 and meshes.per_run_text(reduce(4, 24)) == "96 bytes (4 bytes, 24 times)"
     pieces = [reduce(4, 1) for _ in range(24)]
     assert meshes.per_run(pieces) == 96 and meshes.per_run_text(pieces) == "96 bytes (in 24 all-reduces)"
+    assert meshes.per_run_text([reduce(4, 1), reduce(4, 23)]) == "96 bytes (in 24 all-reduces)"
     assert meshes.per_run([reduce(4, 1), reduce(4, None)]) == float("inf")
     assert "unknown" in meshes.per_run_text([reduce(4, 1), reduce(4, None)])
