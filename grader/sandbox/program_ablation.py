@@ -405,6 +405,25 @@ def _idle(zeroed, negative, transplanted, baselines: list) -> bool:
 
 
 NEGATED, THROUGH, TRANSPLANTED = "negated", "passed on", "transplanted"  # variants measured beside the zeros ones
+TOGETHER_KEY = "together"
+
+
+def _together(bytecode: bytes, indices: list[int], other, run_variants, inputs: list, baselines: list) -> bool:
+    """Whether the collectives ``indices``, each measured idle on its own, are idle replaced all at once too: not
+    where the answer then needs them (copies of one collective voted on, ``jnp.where(a == b, a, c)``: without any
+    one of them the others give the answer, without all of them it is lost), and then none of them is idle."""
+    variants = {TOGETHER_KEY: without(bytecode, indices)}
+    moved = other and transplanted(bytecode, other, indices)
+    if moved is not None and moved is not False:
+        variants[(TRANSPLANTED, TOGETHER_KEY)] = moved
+    else:
+        variants[(NEGATED, TOGETHER_KEY)] = negated(bytecode, indices)
+    variants = {k: v for k, v in variants.items() if v is not None}
+    if not variants:
+        return True
+    got = answers_of(run_variants, variants, inputs)
+    return _idle(got.get(TOGETHER_KEY), got.get((NEGATED, TOGETHER_KEY)), got.get((TRANSPLANTED, TOGETHER_KEY)),
+                 baselines)
 
 
 def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baselines: list,
@@ -445,6 +464,9 @@ def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baseli
     idle = [k for k in replaced if _idle(answers.get(k), answers.get((NEGATED, k)),
                                          True if known.get(k, (False, False))[1] else answers.get((TRANSPLANTED, k)),
                                          baselines)]
+    if len(idle) > 1 and not _together(bytecode, [i for k in idle for i in replaced[k]], other, run_variants, inputs,
+                                       baselines):
+        idle = []
     inside = _within_manual(bytecode) if replaced else set()
     if any(k not in idle for k in replaced if k in inside):
         return idle, True, others

@@ -158,11 +158,21 @@ def test_sharded_matmul_is_row_parallel_with_one_psum(student, rng, devices):
         if c.op != "all-reduce":
             raise AssertionError(f"sharded_matmul runs {c.a} (from lax.{c.origin}): no device needs whole "
                                  "matrices; multiply the blocks you hold and psum the partial products over 'model'")
-    if len(mine) != 1:
-        raise AssertionError(f"sharded_matmul runs {len(mine)} psums of its own{hlo.idle_note(out['hlo'])}, expected "
+    runs = hlo.count(out["hlo"], "all-reduce", by_student=True)  # executions: a psum in a loop runs each time
+    if runs != 1:
+        said = "an unknown number of" if runs is None else str(runs)
+        raise AssertionError(f"sharded_matmul runs {said} psums of its own{hlo.idle_note(out['hlo'])}, expected "
                              "exactly one: write the "
                              "block product with jax.shard_map and add the partial products with lax.psum(..., 'model')")
     n_rows, n_cols = out["sizes"]
+    where, block = f"on a {n_rows} x {n_cols} mesh", x.shape[0] // n_rows * w.shape[1] * 4
+    axes = meshes.axes_of(mine[0], AXES, out["sizes"])
+    if n_cols > 1 and axes != ("model",):
+        raise AssertionError(f"sharded_matmul's psum runs {meshes.over_text(axes)} {where}: the partial products "
+                             "of one row of the mesh add up among that row's devices, so psum over 'model' only")
+    if meshes.per_run(mine[0]) > block:
+        raise AssertionError(f"sharded_matmul's psum carries {meshes.per_run_text(mine[0])} per device {where}; "
+                             f"the device's partial product is {block}: psum only x_block @ w_block")
     work.expect_share_of_work(out["program"], "sharded_matmul", "each device multiplies only the blocks it holds, "
                               "and the psum over 'model' adds the partial products", n_rows * n_cols,
                               f"on a {n_rows} x {n_cols} mesh")

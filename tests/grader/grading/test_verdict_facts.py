@@ -252,6 +252,14 @@ def _per_device(w1, w2, x, y, lr):
     return w1 - lr * g1 / n, w2 - lr * g2 / n, lax.pmean(loss, "data")
 '''
 SUBMISSIONS = {
+    # Round 19 (written apart): three copies of the forbidden psum voted on by their median: replaced one at a time
+    # each leaves the answer (the other two give it), so each alone measured idle; replaced together they count.
+    "ring_voted_psums": (ROOT / "solutions" / EXERCISE / "ring.py").read_text() + '''
+
+def ring_allreduce(x, axis_name):
+    p, q = lax.psum(x, axis_name), lax.psum(x * 0.5, axis_name) * 2
+    return jnp.maximum(jnp.minimum(p, q), jnp.minimum(jnp.maximum(p, q), lax.psum(x * 0.25, axis_name) * 4))
+''',
     # Round 18 (written apart): a dot's products written outside the pmap, its sums inside (half the work outside);
     # FSDP's and 2-D's gradients all-reduced one element per psum (each all-reduce 4 bytes, together the gradient).
     "dot_products_only_outside": (ROOT / "solutions" / EXERCISE / "dot.py").read_text() + '''
@@ -1413,6 +1421,7 @@ NOT_OVERLAPPED = "runs a product while a block travels in only"  # a ring that b
 NO_PMAP, NO_SHARD_MAP = (f"its program has no {tool} that its answer depends on" for tool in ("jax.pmap", "jax.shard_map"))
 # module: (device counts, its suite: an exercise 7 task's or one of OWN_SUITES, {structural test: what it says})
 TASKS = {
+    "ring_voted_psums": ([4], "ring", {"test_ring_allreduce_uses_ppermute_only": "runs an all-reduce (from lax.psum)"}),
     "dot_products_only_outside": ([2], "dot", {"test_dot_uses_one_all_reduce": WRITTEN_OUTSIDE}),
     "fsdp_gradient_in_scalar_psums": ([4], "exercise8/fsdp", {
         "test_fsdp_step_gathers_weights_and_scatters_gradients": "all-reduces) per device"}),

@@ -69,6 +69,9 @@ split = lambda v: jnp.pad(v, (0, -v.shape[0] % n)).reshape(n, -1)
 def per_device(body):
     return lambda x, y: jax.pmap(body, axis_name="i")(split(x), split(y))[0]
 
+def _median(p, q, r):
+    return jnp.maximum(jnp.minimum(p, q), jnp.minimum(jnp.maximum(p, q), r))
+
 PROGRAMS = {{
     "honest": per_device(lambda a, b: lax.psum(jnp.dot(a, b), "i")),
     "of_difference": lambda x, y: jnp.dot(x, y) + per_device(lambda a, b: lax.psum(jnp.dot(a - a, b), "i"))(x, y),
@@ -86,6 +89,9 @@ PROGRAMS = {{
         lambda a, b: jnp.where(lax.psum(a[0] + 1000, "i") != 0, 1.0, 2.0))(x, y),
     "tested_for_its_count": lambda x, y: jnp.dot(x, y) * per_device(
         lambda a, b: jnp.where(lax.psum(jnp.sum(a * 0) + 1, "i") == n, 1.0, 2.0))(x, y),
+    # three copies of the sum voted on (their median): without any one the other two give the answer
+    "voted": per_device(lambda a, b: _median(lax.psum(jnp.dot(a, b), "i"), lax.psum(jnp.dot(a, b) * 0.5, "i") * 2,
+                                             lax.psum(jnp.dot(a, b) * 0.25, "i") * 4)),
 }}
 x, y, fx, fy = np.random.default_rng(0).normal(size=(4, 45)).astype(np.float32)
 specs = tuple(ArraySpec(a.shape, str(a.dtype)) for a in (x, y))
@@ -117,6 +123,12 @@ def test_a_collective_counts_only_if_the_answer_changes_without_it():
     for trick in ("of_difference", "multiplied_away", "subtracted_from_itself", "dead_branch", "never_selected",
                   "too_small_to_matter", "only_tested", "tested_for_its_count"):
         assert found[trick] and all(idle for _, idle in found[trick]), (trick, found[trick])
+
+
+def test_copies_of_a_collective_voted_on_count_though_each_alone_is_idle():
+    """Replaced one at a time, each of three psums voted on by their median leaves the answer; replaced together
+    they do not, so all three count."""
+    assert _collectives_measured(2)["voted"] == [["all-reduce", False]] * 3
 
 
 def test_on_one_device_where_a_psum_is_the_identity_the_measurement_still_tells():
