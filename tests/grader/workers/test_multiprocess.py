@@ -253,7 +253,7 @@ class ChipWorker:
             ChipWorker.everyone += [] if self in ChipWorker.everyone else [self]
             ChipWorker.log.append(("start", self.role, self.layout.devices))
             self.alive = True
-        return b"program" if op == "program" else {"values": [None], "hlo": "", "held": []}, 0.0
+        return b"program" if op == "program" else {"values": [None], "hlo": "", "held": [], "outside": 0, "inside": 0}, 0.0
 
     def ask_to_exit(self):
         ChipWorker.log.append(("retire", self.role, self.layout.devices))
