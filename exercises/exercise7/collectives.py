@@ -34,8 +34,9 @@ standardize_across_devices(x) -> shape (n, m)
 
 Write both with jax.pmap, an axis_name and jax.numpy / lax only. The grader compiles them with
 jax.jit and reads the program: it should communicate with all-reduces (psum, pmean, pmax), not
-gather the whole array onto every device (lax.all_gather, or an all-reduce of each row written
-into zeros: no device may put as many bytes into its collectives as the whole x holds, if that is
+gather the whole array onto every device (lax.all_gather, an all-reduce of each row written
+into zeros, or a ring of ppermutes: no device may put as many bytes into its collectives as the other
+devices' rows of x hold together, if that is
 more than 1.5 times what the reference's device puts in), nor compute on one device alone: no
 device does more than 1.5 times the arithmetic one device of the reference solution does (the
 report gives both counts; the same bound

@@ -502,7 +502,8 @@ def _matched(pairs: dict[str, list[str]]) -> int:
 def overlapped(text: str, smallest: int) -> int | None:
     """How many executions of the program's ppermutes (collective-permutes the answer needs) each have a product
     of at least ``smallest`` operations (:func:`largest_product`'s count) that can run while it is in flight, a
-    different product for each: in the same computation, neither one's result reaching the other, read from the
+    different product for each, one the answer can depend on (grader.suite.hlo_flow: not one multiplied by zero):
+    in the same computation, neither one's result reaching the other, read from the
     data flow of the compiled program, which no scheduling can undo. A ring that multiplies each block while the
     next one travels overlaps every step; one that gathers every block before any product (an
     optimization_barrier over what arrived, products after the ring) overlaps none. None where a ppermute is in
@@ -523,7 +524,8 @@ def overlapped(text: str, smallest: int) -> int | None:
             continue
         if runs.get(name) is None:
             return None
-        products = [i.name for i in instrs if _product_size(i, comps, shapes) >= smallest]
+        products = [i.name for i in instrs if _product_size(i, comps, shapes) >= smallest
+                    and (name, i.name) in flow.needed]  # a decoy the answer cannot depend on (times 0) overlaps nothing
         pairs = {s: [p for p in products if p != s and s not in before[p] and p not in before[s]] for s in sends}
         total += _matched(pairs) * runs[name]
     return total

@@ -116,23 +116,27 @@ def left_outside(program, what: str, devices: int, tool: str) -> str | None:
 
 def expect_no_whole_input_moved(program, what: str, devices: int, whole_bytes: int, of: str, share: str,
                                 where: str = "") -> None:
-    """AssertionError where one device puts into its collectives as many bytes as the whole of ``of`` (every
-    device's part together, ``whole_bytes``) and more than SLACK times what one device of the reference puts
+    """AssertionError where one device puts into its collectives as many bytes as the other devices' parts of
+    ``of`` together ((n - 1) / n of ``whole_bytes``) and more than SLACK times what one device of the reference puts
     into its own: each device then receives the equivalent of the whole input, whatever the collective is
-    called (an all-reduce of a zero-padded copy of the array gathers it as surely as an all-gather), which
-    a task whose statement keeps the data split avoids. On one device a device's part is the whole input."""
+    called (an all-reduce of a zero-padded copy of the array gathers it as surely as an all-gather, a ring of
+    ppermutes as surely as both), which a task whose statement keeps the data split avoids. On one device a
+    device's part is the whole input."""
     if devices < 2:
         return
     moved = structure.total(structure.steps(program.hlo), True)
     reference = structure.total(program.reference_collectives(), True)
-    if moved is None or reference is None or moved < whole_bytes or moved <= SLACK * reference:
+    others = whole_bytes * (devices - 1) // devices  # what a device lacks of it: a ring of ppermutes brings that
+    if moved is None or reference is None or moved < others or moved <= SLACK * reference:
         return
     where = where or f"on {plural(devices, 'device')}"
     raise AssertionError(f"in {what} each device puts {plural(moved, 'byte')} into its collectives {where}, as many as "
-                         f"the whole of {of} ({plural(whole_bytes, 'byte')}, every device's part together), where one "
+                         f"the other devices' parts of {of} together ({plural(others, 'byte')} of the whole "
+                         f"{plural(whole_bytes, 'byte')}), where one "
                          f"device of the reference program puts {plural(reference, 'byte')}: so every device receives "
                          f"the equivalent of the whole input, which the task avoids, whatever the collective (an "
-                         f"all-reduce of a zero-padded copy of it carries it as surely as an all-gather). {share}")
+                         f"all-reduce of a zero-padded copy of it, or a ring of ppermutes, carries it as surely as an "
+                         f"all-gather). {share}")
 
 
 def expect_share_of_work(program, what: str, share: str, devices: int, where: str = "") -> None:

@@ -252,6 +252,24 @@ def _per_device(w1, w2, x, y, lr):
     return w1 - lr * g1 / n, w2 - lr * g2 / n, lax.pmean(loss, "data")
 '''
 SUBMISSIONS = {
+    # Round 20 (written apart): every row brought to every device by a ring of ppermutes, the variance taken whole
+    # on each (at 2 devices a device puts one row in: the other devices' part, not the whole); and collective
+    # matmul's products held behind a barrier with decoy products, multiplied by zero, beside each ppermute.
+    "collectives_rows_by_a_ring": (ROOT / "solutions" / EXERCISE / "collectives.py").read_text() + '''
+
+def _standardize(row):
+    n = lax.axis_size(AXIS)
+    mean = lax.pmean(jnp.mean(row), AXIS)
+    passing, total = row, jnp.sum((row - mean) ** 2)
+    for _ in range(1, n):
+        passing = lax.ppermute(passing, AXIS, perm=[(i, (i + 1) % n) for i in range(n)])
+        total = total + jnp.sum((passing - mean) ** 2)
+    return (row - mean) / jnp.sqrt(total / (n * row.size))
+
+
+def standardize_across_devices(x):
+    return jax.pmap(_standardize, axis_name=AXIS)(x)
+''',
     # Round 19 (written apart): three copies of the forbidden psum voted on by their median: replaced one at a time
     # each leaves the answer (the other two give it), so each alone measured idle; replaced together they count.
     "ring_voted_psums": (ROOT / "solutions" / EXERCISE / "ring.py").read_text() + '''
@@ -1388,6 +1406,7 @@ NOT_OVERLAPPED = "runs a product while a block travels in only"  # a ring that b
 NO_PMAP, NO_SHARD_MAP = (f"its program has no {tool} that its answer depends on" for tool in ("jax.pmap", "jax.shard_map"))
 # module: (device counts, its suite: an exercise 7 task's or one of OWN_SUITES, {structural test: what it says})
 TASKS = {
+    "collectives_rows_by_a_ring": ([2], "collectives", {"test_communicates_with_all_reduce": "the whole"}),
     "ring_voted_psums": ([2], "ring", {"test_ring_allreduce_uses_ppermute_only": "runs an all-reduce (from lax.psum)"}),
     "dot_products_only_outside": ([2], "dot", {"test_dot_uses_one_all_reduce": WRITTEN_OUTSIDE}),
     "fsdp_gradient_in_scalar_psums": ([4], "exercise8/fsdp", {
@@ -1496,6 +1515,8 @@ PROBES_OF = {"ring_optimal": "ring"}
 SUITE_EDITS = {"ring_optimal_long_chunks": ("[1001, 1000]", "[1000]"),  # the length on which the chunk is too long
                "matmuls_whole_then_scatter": ('parametrize("case", CASES)', 'parametrize("case", ["matmul_case3"])'),
                "matmuls_products_outside": ('parametrize("case", CASES)', 'parametrize("case", ["matmul_case2"])'),
+               "collectives_rows_by_a_ring": ('["all_reduce_stats", "standardize_across_devices"]',
+                                              '["standardize_across_devices"]'),
                "collectives_statistics_outside": ('["all_reduce_stats", "standardize_across_devices"]',
                                                   '["standardize_across_devices"]')}
 

@@ -155,6 +155,7 @@ def test_a_ring_overlaps_its_steps_only_where_a_product_can_run_while_a_block_tr
     assert hlo.largest_product(program("ring_matmul")) == hlo.largest_product(program("ring_matmul_barrier")) == block
     assert hlo.overlapped(program("ring_matmul"), block) == 3  # each of the n - 1 ppermutes beside a product
     assert hlo.overlapped(program("ring_matmul_barrier"), block) == 0  # every product waits for the whole ring
+    assert hlo.overlapped(program("ring_matmul_decoys"), block) == 0  # and decoys beside it, times zero, are none
     assert hlo.overlapped(program("ring_matmul"), block + 1) == 0  # no product that large
     assert hlo.overlapped(program("ring_fori"), 1) == 0  # a ring all-reduce runs no product at all
 
