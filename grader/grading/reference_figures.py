@@ -168,8 +168,9 @@ class ReferenceFigures:
                               "again, so the bundle carries every figure its hidden tests compare with")
         out = self._pool.reference_program(layout, target, specs, inputs, kwargs, what, timeout_s, arrives)
         text = out["hlo"]
-        figures = {"operations": hlo.operations(text), "outside": work.outside_per_device(text, out["outside"], out["inside"]), "collectives": structure.plain(structure.steps(text)),
-                   "held": out["held"]}
+        figures = {"operations": hlo.operations(text),
+                   "outside": work.outside_per_device(text, out["outside"], out["inside"]),
+                   "collectives": structure.plain(structure.steps(text)), "held": out["held"]}
         _keep(path, figures)
         return figures
 

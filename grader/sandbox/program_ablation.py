@@ -413,8 +413,8 @@ def _together(bytecode: bytes, indices: list[int], other, run_variants, inputs: 
     where the answer then needs them (copies of one collective voted on, ``jnp.where(a == b, a, c)``: without any
     one of them the others give the answer, without all of them it is lost), and then none of them is idle."""
     variants = {TOGETHER_KEY: without(bytecode, indices)}
-    moved = other and transplanted(bytecode, other, indices)
-    if moved is not None and moved is not False:
+    moved = transplanted(bytecode, other, indices) if other else None
+    if moved is not None:
         variants[(TRANSPLANTED, TOGETHER_KEY)] = moved
     else:
         variants[(NEGATED, TOGETHER_KEY)] = negated(bytecode, indices)

@@ -514,16 +514,16 @@ def overlapped(text: str, smallest: int) -> int | None:
     total = 0
     for name in flow.reachable:
         instrs = comps[name]
-        shapes = {ins.name: ins.shape for ins in instrs}
-        before: dict[str, set[str]] = {}
-        for ins in instrs:  # printed in an order where every operand comes before its users
-            before[ins.name] = set().union(*(before.get(op, set()) | {op} for op in ins.operands if op in shapes))
         sends = [i.name for i in instrs if _base(i.opcode) == "collective-permute" and not i.opcode.endswith("-done")
                  and (name, i.name) not in idle]
         if not sends:
             continue
         if runs.get(name) is None:
             return None
+        shapes = {ins.name: ins.shape for ins in instrs}
+        before: dict[str, set[str]] = {}
+        for ins in instrs:  # printed in an order where every operand comes before its users
+            before[ins.name] = set().union(*(before.get(op, set()) | {op} for op in ins.operands if op in shapes))
         products = [i.name for i in instrs if _product_size(i, comps, shapes) >= smallest
                     and (name, i.name) in flow.needed]  # a decoy the answer cannot depend on (times 0) overlaps nothing
         pairs = {s: [p for p in products if p != s and s not in before[p] and p not in before[s]] for s in sends}

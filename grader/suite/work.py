@@ -97,9 +97,8 @@ def left_outside(program, what: str, devices: int, tool: str) -> str | None:
     writes more arithmetic outside its per-device computations than the reference's does, by more than OUTSIDE
     of one device's whole work in the reference: XLA's partitioner then splits the arithmetic written around
     the pmap or shard_map by itself, and the per-device code holds little more than its collectives (a psum of
-    partial products computed outside it). Measured on the program as written (grader.sandbox.program_outside:
-    spread evenly over the devices, the most the partitioner can split it). Else None; a loop of unknown
-    length outside counts as too much."""
+    partial products computed outside it). Measured on the program as written (:func:`outside_per_device`).
+    Else None; a loop of unknown length outside counts as too much."""
     if devices < 2:
         return None
     reference, theirs, mine = program.reference_operations(), program.reference_outside(), program.outside
