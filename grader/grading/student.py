@@ -125,7 +125,8 @@ class Student:
         the suite, ``target`` names a probe that takes ``kwargs`` and returns the function to export). A
         clean worker compiles it and runs it on ``args`` and on inputs drawn for this run (``fresh(rng)``,
         or by the rule in grader.grading.program_mode); each run's values must match ``expect(*inputs)``
-        within ``rtol``/``atol`` (integers and bools exactly), and in ``dtype`` where one is given, else
+        within ``rtol``/``atol`` (integers and bools exactly; a collective that moves them by less is idle: the
+        program passes without it), and in ``dtype`` where one is given, else
         WrongProgram (an AssertionError) naming ``what`` (default: the function's name), the device count and
         which inputs. ``arrives``: how the task hands the inputs over, one entry per positional input, each
         None (whole on every device) or a PartitionSpec as a list (``["data", None]``: rows split over the
@@ -154,7 +155,7 @@ class Student:
                                                                                   for a in arrives]
         try:
             out = self._pool.program(self.layout, target, specs, input_sets, kwargs, self._what(target),
-                                     timeout_s or self.timeout_s, layouts)
+                                     timeout_s or self.timeout_s, layouts, (rtol, atol))
         except StudentFailure as failure:
             if failure.kind == "raised" and failure.raised_in == "submission":
                 failure.called_as = f"{what} with inputs {', '.join(map(_value_text, args))}"

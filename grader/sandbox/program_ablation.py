@@ -54,9 +54,13 @@ from grader.sandbox.program_labels import index_of
 from grader.sandbox.program_lanes import transplanted
 
 # How far the answer may move (relative to its largest entry, or absolutely below 1) for a collective
-# to count as idle: far above a rounding error, below the tolerance the suites check values to (1e-4), so
-# that a collective carrying a remainder the values need (a float32 split into float16 and the rest) counts.
+# to count as idle whatever the case: far above a rounding error, below the tolerance the suites check values
+# to (1e-4), so that a collective carrying a remainder the values need (a float32 split into float16 and the
+# rest) counts. A case's own tolerance (``Tolerance``: the rtol and atol its values are checked to) widens it:
+# a collective that moves the answer by less than the values check can see is one the program passes without.
 TOLERANCE = 1e-5
+Tolerance = tuple[float, float]
+EXACT: Tolerance = (0.0, 0.0)
 # Variants compiled as one program: each is a copy of the whole program, so a program of many collectives
 # compiles in several parts rather than as one that grows with the square of their number.
 TOGETHER = 16
@@ -295,7 +299,7 @@ def zero_outputs(bytecode: bytes) -> list[bool]:
         return [zeros(v) for v in outputs]
 
 
-def _known(variant: bytes, baselines: list) -> tuple[bool, bool]:
+def _known(variant: bytes, baselines: list, tolerance: Tolerance = EXACT) -> tuple[bool, bool]:
     """What is known without running them of the variants that replace the results ``variant`` replaced by zeros
     (``baselines``: the program's answers, one per set of inputs): (whether zeros change an answer: an output
     :func:`zero_outputs` proves zeros where a baseline is not; whether taking the results from the first set's
@@ -305,8 +309,8 @@ def _known(variant: bytes, baselines: list) -> tuple[bool, bool]:
     answers = [leaves(baseline) for baseline in baselines]
     answers = [answer for answer in answers if len(answer) == len(outputs)]
     made = [i for i, zero in enumerate(outputs) if zero]
-    zeros = any(not same_answer(np.zeros_like(answer[i]), answer[i]) for answer in answers for i in made)
-    moved = any(not same_answer(answer[i], answers[0][i]) for answer in answers[1:] for i in made)
+    zeros = any(not same_answer(np.zeros_like(answer[i]), answer[i], tolerance) for answer in answers for i in made)
+    moved = any(not same_answer(answer[i], answers[0][i], tolerance) for answer in answers[1:] for i in made)
     return zeros, moved
 
 
@@ -316,8 +320,10 @@ def leaves(value) -> list[np.ndarray]:
     return [np.asarray(leaf) for leaf in jax.tree.leaves(value)]
 
 
-def same_answer(got, baseline) -> bool:
-    """Whether ``got`` is ``baseline`` up to :data:`TOLERANCE` (integers and bools exactly)."""
+def same_answer(got, baseline, tolerance: Tolerance = EXACT) -> bool:
+    """Whether ``got`` is ``baseline`` up to :data:`TOLERANCE`, or within ``tolerance`` (rtol, atol) as a case's
+    values check reads it (integers and bools exactly)."""
+    rtol, atol = tolerance
     for a, b in zip(leaves(got), leaves(baseline)):
         if a.shape != b.shape:
             return False
@@ -327,14 +333,15 @@ def same_answer(got, baseline) -> bool:
             continue
         a, b = (np.asarray(v, np.result_type(v, np.float64)) for v in (a, b))
         scale = max(1.0, float(np.max(np.abs(b[np.isfinite(b)]), initial=0.0)))
-        if not np.allclose(a, b, rtol=0, atol=TOLERANCE * scale, equal_nan=True):
+        if not (np.allclose(a, b, rtol=0, atol=TOLERANCE * scale, equal_nan=True)
+                or np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True)):
             return False
     return True
 
 
-def same_answers(got: list, baselines: list) -> bool:
-    """Whether every answer in ``got`` is its set's baseline up to :data:`TOLERANCE`."""
-    return len(got) == len(baselines) and all(same_answer(g, b) for g, b in zip(got, baselines))
+def same_answers(got: list, baselines: list, tolerance: Tolerance = EXACT) -> bool:
+    """Whether every answer in ``got`` is its set's baseline up to :func:`same_answer`'s bound."""
+    return len(got) == len(baselines) and all(same_answer(g, b, tolerance) for g, b in zip(got, baselines))
 
 
 def answers_of(run_variants, variants: dict, inputs: list) -> dict:
@@ -382,7 +389,7 @@ def _within_manual(bytecode: bytes) -> set[int]:
     return inside
 
 
-def _idle(zeroed, negative, transplanted, baselines: list) -> bool:
+def _idle(zeroed, negative, transplanted, baselines: list, tolerance: Tolerance = EXACT) -> bool:
     """Whether some results carry nothing the answers (``baselines``, one per set of inputs) need, from the
     answers with them replaced by zeros (``zeroed``), taken from the run on the first set (``transplanted``) and,
     where no transplant was measured, negated (``negative``); each None if not run, ``transplanted`` True where
@@ -393,22 +400,23 @@ def _idle(zeroed, negative, transplanted, baselines: list) -> bool:
     were (a test that value and negation pass alike, is it not zero) or changed as zeros change them. An answer
     even in the results (a product of two of them, a square) is left as it was by their negation, and needs
     them: the transplant, where there is one, tells."""
-    if zeroed is not None and same_answers(zeroed, baselines):
+    if zeroed is not None and same_answers(zeroed, baselines, tolerance):
         return True
     other = transplanted if transplanted is not None and transplanted is not True else None
     if other is None and transplanted is True:
         return False
     if other is None:
         other = negative
-    return other is not None and (same_answers(other, baselines) or
-                                  (zeroed is not None and same_answers(other, zeroed)))
+    return other is not None and (same_answers(other, baselines, tolerance) or
+                                  (zeroed is not None and same_answers(other, zeroed, tolerance)))
 
 
 NEGATED, THROUGH, TRANSPLANTED = "negated", "passed on", "transplanted"  # variants measured beside the zeros ones
 TOGETHER_KEY = "together"
 
 
-def _together(bytecode: bytes, indices: list[int], other, run_variants, inputs: list, baselines: list) -> bool:
+def _together(bytecode: bytes, indices: list[int], other, run_variants, inputs: list, baselines: list,
+              tolerance: Tolerance = EXACT) -> bool:
     """Whether the collectives ``indices``, each measured idle on its own, are idle replaced all at once too: not
     where the answer then needs them (copies of one collective voted on, ``jnp.where(a == b, a, c)``: without any
     one of them the others give the answer, without all of them it is lost), and then none of them is idle."""
@@ -423,11 +431,11 @@ def _together(bytecode: bytes, indices: list[int], other, run_variants, inputs: 
         return True
     got = answers_of(run_variants, variants, inputs)
     return _idle(got.get(TOGETHER_KEY), got.get((NEGATED, TOGETHER_KEY)), got.get((TRANSPLANTED, TOGETHER_KEY)),
-                 baselines)
+                 baselines, tolerance)
 
 
 def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baselines: list,
-            also: dict | None = None) -> tuple[list[int], bool, dict]:
+            also: dict | None = None, tolerance: Tolerance = EXACT) -> tuple[list[int], bool, dict]:
     """(the collectives in ``kept`` the answer does not need, ``baselines`` the answers to each set of
     ``inputs``; whether the answers depend on the program's per-device computations, its jax.pmap or
     jax.shard_map: a pmap that computes nothing the answer needs runs for show; the answers of the
@@ -444,15 +452,17 @@ def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baseli
     read as a collective's are. A zeros variant whose answer is known to differ from ``baseline`` without
     running it (:func:`_known`) is not compiled, and neither is its negation: the answer is then made of the
     results through operations that keep zeros zeros, and negating them negates it; nor is a transplant whose
-    answers are known to move (the sets' answers differ where they are made of the results alone)."""
+    answers are known to move (the sets' answers differ where they are made of the results alone). Answers are
+    told apart only beyond the case's ``tolerance`` (:func:`same_answer`): what its values check cannot see, the
+    program does not need."""
     also = also or {}
     # the transplant tells only where the sets' answers differ: on sets the answer does not tell apart, a result
     # taken from the first set's run leaves it as it was whatever the result carries
-    other = leaves(inputs[0]) if any(not same_answer(b, baselines[0]) for b in baselines[1:]) else None
+    other = leaves(inputs[0]) if any(not same_answer(b, baselines[0], tolerance) for b in baselines[1:]) else None
     replaced = groups(bytecode, kept)
     variants = {k: without(bytecode, r) for k, r in replaced.items()}
     variants = {k: v for k, v in variants.items() if v is not None}
-    known = {k: _known(v, baselines) for k, v in variants.items()}
+    known = {k: _known(v, baselines, tolerance) for k, v in variants.items()}
     unknown = {k: v for k, v in variants.items() if not known[k][0]}
     transplants = {(TRANSPLANTED, k): transplanted(bytecode, other, r) for k, r in replaced.items()
                    if other and not known.get(k, (False, False))[1]}
@@ -463,9 +473,9 @@ def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baseli
     others = {k: answers.pop(k) for k in also if k in answers}
     idle = [k for k in replaced if _idle(answers.get(k), answers.get((NEGATED, k)),
                                          True if known.get(k, (False, False))[1] else answers.get((TRANSPLANTED, k)),
-                                         baselines)]
+                                         baselines, tolerance)]
     if len(idle) > 1 and not _together(bytecode, [i for k in idle for i in replaced[k]], other, run_variants, inputs,
-                                       baselines):
+                                       baselines, tolerance):
         idle = []
     inside = _within_manual(bytecode) if replaced else set()
     if any(k not in idle for k in replaced if k in inside):
@@ -476,7 +486,7 @@ def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baseli
         for j, kind in enumerate(results):
             place = (m, j)
             zeroed = without(bytecode, [], manual=place)
-            zeros, moved = _known(zeroed, baselines) if zeroed is not None else (False, False)
+            zeros, moved = _known(zeroed, baselines, tolerance) if zeroed is not None else (False, False)
             if moved:
                 moves.add(place)
             moved_in = None if moved or not other else transplanted(bytecode, other, [], manual=place)
@@ -489,9 +499,10 @@ def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baseli
     got = answers_of(run_variants, planned, inputs) if planned else {}
 
     def needed(place) -> bool:
-        through = any(same_answers(got[k], baselines) for k in got if k[0] == THROUGH and k[1] == place)
+        through = any(same_answers(got[k], baselines, tolerance) for k in got if k[0] == THROUGH and k[1] == place)
         return not through and not _idle(got.get((MANUAL, place)), got.get((NEGATED, place)),
-                                         True if place in moves else got.get((TRANSPLANTED, place)), baselines)
+                                         True if place in moves else got.get((TRANSPLANTED, place)), baselines,
+                                         tolerance)
 
     return idle, not shapes or any(needed((m, j)) for m, (_, results) in enumerate(shapes)
                                    for j in range(len(results))), others

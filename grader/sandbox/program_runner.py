@@ -30,7 +30,7 @@ from grader.layout import plural
 from grader.protocol import FRESH_MARK, IDLE_MARK
 from grader.sandbox import program_held, program_outside, program_ring_steps
 from grader.sandbox.program_check import holds_manual_computation, module_operations, parse, refusal
-from grader.sandbox.program_ablation import measure
+from grader.sandbox.program_ablation import EXACT, Tolerance, measure
 from grader.sandbox.program_labels import mark, relabel, surviving
 from grader.sandbox.student_code import first_line
 
@@ -159,7 +159,17 @@ def _fit_inputs(exported, inputs: tuple, name: str) -> tuple:
     return jax.tree.unflatten(tree, [np.asarray(a, w.dtype) for a, w in zip(leaves, wanted)])[0]
 
 
-def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, ablate: bool = True) -> dict:
+def _tolerance(given) -> Tolerance:
+    """The case's (rtol, atol) as sent, or none (:data:`EXACT`) if it is not two finite numbers of at least 0."""
+    try:
+        rtol, atol = (float(v) for v in given)
+    except (TypeError, ValueError):
+        return EXACT
+    return (rtol, atol) if all(math.isfinite(v) and v >= 0 for v in (rtol, atol)) else EXACT
+
+
+def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, ablate: bool = True,
+                tolerance=None) -> dict:
     """{"values": what the program returns for each set of inputs in ``input_sets``, laid out as
     ``arrives`` says (:func:`_shardings`), "hlo": its compiled HLO text, idle collectives marked,
     "manual": whether it holds a jax.pmap or jax.shard_map that the answer needs, "holds_manual": whether it
@@ -168,7 +178,8 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
     arithmetic the program writes outside its per-device code, spread over the devices, and inside it, per device
     (grader.sandbox.program_outside)}. Without ``ablate``
     (the reference's program, whose work alone is compared) nothing is marked idle and "manual" is
-    read from the program's operations only."""
+    read from the program's operations only. ``tolerance``: the (rtol, atol) the case checks the values to; a
+    collective whose results move the answers by less is idle (grader.sandbox.program_ablation.same_answer)."""
     import dataclasses
 
     import jax
@@ -230,7 +241,8 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
 
     kept = surviving(text, held)
     steps = program_ring_steps.variants(labelled, kept)
-    idle, manual_needed, answers = measure(labelled, kept, run_variants, sets, values, also=steps)
+    idle, manual_needed, answers = measure(labelled, kept, run_variants, sets, values, also=steps,
+                                           tolerance=_tolerance(tolerance))
     starts = program_ring_steps.fresh(steps, answers, values, idle)
     holds = holds_manual_computation(operations)
     return {"values": values, "hlo": mark(mark(text, idle, IDLE_MARK), starts, FRESH_MARK),

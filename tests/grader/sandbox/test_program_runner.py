@@ -92,12 +92,16 @@ PROGRAMS = {{
     # three copies of the sum voted on (their median): without any one the other two give the answer
     "voted": per_device(lambda a, b: _median(lax.psum(jnp.dot(a, b), "i"), lax.psum(jnp.dot(a, b) * 0.5, "i") * 2,
                                              lax.psum(jnp.dot(a, b) * 0.25, "i") * 4)),
+    # moves the answer by 6e-5 of itself: more than a rounding error, less than a values check to 1e-4 sees
+    "nudged": lambda x, y: jnp.dot(x, y) + 10 + per_device(lambda a, b: lax.psum(jnp.dot(a, b) + 5, "i") * 6e-5)(x, y),
 }}
 x, y, fx, fy = np.random.default_rng(0).normal(size=(4, 45)).astype(np.float32)
 specs = tuple(ArraySpec(a.shape, str(a.dtype)) for a in (x, y))
 found = {{}}
 for name, fn in PROGRAMS.items():
-    out = run_program(export_program(fn, specs, name), [(x, y), (fx, fy)], name)
+    if {names} is not None and name not in {names}:
+        continue
+    out = run_program(export_program(fn, specs, name), [(x, y), (fx, fy)], name, tolerance={tolerance})
     found[name] = [[c.op, c.idle] for c in hlo.collectives(out["hlo"]) if c.by_student]
 print(json.dumps(found))
 """
@@ -113,8 +117,8 @@ def _printed(script: str, **fields) -> object:
     return json.loads(proc.stdout)
 
 
-def _collectives_measured(devices: int, setup: str = "") -> dict:
-    return _printed(ABLATION, devices=devices, setup=setup)
+def _collectives_measured(devices: int, setup: str = "", names=None, tolerance=None) -> dict:
+    return _printed(ABLATION, devices=devices, setup=setup, names=names, tolerance=tolerance)
 
 
 def test_a_collective_counts_only_if_the_answer_changes_without_it():
@@ -126,6 +130,14 @@ def test_a_collective_counts_only_if_the_answer_changes_without_it():
     # replaced one at a time, each of three psums voted on by their median leaves the answer; replaced together
     # they do not, so all three count
     assert found["voted"] == [["all-reduce", False]] * 3
+
+
+def test_a_collective_that_moves_the_answer_by_less_than_the_case_checks_is_idle():
+    """A psum added to a whole-program answer that moves it by 6e-5 of itself: to a case that checks values to
+    rtol 1e-4 the program is right without it, so it earns nothing; without a case tolerance it counts."""
+    checked = _collectives_measured(2, names=("honest", "nudged"), tolerance=(1e-4, 1e-5))
+    assert checked == {"honest": [["all-reduce", False]], "nudged": [["all-reduce", True]]}
+    assert _collectives_measured(2, names=("nudged",))["nudged"] == [["all-reduce", False]]
 
 
 def test_on_one_device_where_a_psum_is_the_identity_the_measurement_still_tells():
