@@ -36,7 +36,8 @@ input a device's pmap or shard_map receives;
 and no more than a quarter of that arithmetic written around the shard_map, where XLA splits it by
 itself: the shard_map does the work): each multiplies every block of x once by its own
 block of w, and no more, one block at a time, so that each product can run while the next block
-travels (no single product more than 1.5 times one block's, and in each of the n_model - 1 steps a
+travels (no single product more than 1.5 times one block's, the products together no more than the
+reference's: a product computed twice multiplies nothing new; and in each of the n_model - 1 steps a
 product that needs neither the block in flight nor a later one, read from the compiled program:
 gathering the blocks with the ring and multiplying them afterwards, behind an optimization_barrier or
 not, is an all-gather by hand).

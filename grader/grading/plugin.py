@@ -106,6 +106,12 @@ def _measure(exc: StudentFailure) -> None:
         exc.measured = measure()
 
 
+def _either(counts) -> str:
+    """Device counts as a reader says them: "2, 4 or 8"."""
+    *rest, last = map(str, counts)
+    return f"{', '.join(rest)} or {last}" if rest else last
+
+
 class CasePlan:
     """Which cases a suite has: every test that takes ``devices`` once per device count (or layout) of
     its task, ``devices`` overriding course.yaml's. Grading runs them (GraderPlugin); a release counts
@@ -132,8 +138,13 @@ class CasePlan:
         if self.devices_override:  # --devices: for a task with counts of its own, those of them it is graded at
             own = task is not None and task.own_devices
             counts = tuple(c for c in self.devices_override if not own or c in counts) or self.devices_override
-        if marker:
-            counts = tuple(c for c in counts if c in marker.args) or counts
+        kept = tuple(c for c in counts if c in marker.args) if marker else counts
+        if not kept and self.devices_override:  # a structural test at one device would measure nothing
+            left_out = pytest.mark.skip(reason=f"left out by --devices {','.join(map(str, self.devices_override))}: "
+                                               f"it is graded at device counts {_either(marker.args)}")
+            metafunc.parametrize("devices", [pytest.param(n, id=f"{n}dev", marks=left_out) for n in counts])
+            return
+        counts = kept or counts
         metafunc.parametrize("devices", counts, ids=[f"{n}dev" for n in counts])
 
     def _parametrize_layouts(self, metafunc, layouts, marker):

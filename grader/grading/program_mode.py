@@ -66,6 +66,10 @@ class Program:
         (grader.suite.hlo.operations): kept from an earlier run, or measured now."""
         return self._figures()["operations"]
 
+    def reference_products(self) -> int | None:
+        """The arithmetic of the products (grader.suite.hlo.products) one device of the reference's program runs."""
+        return self._figures()["products"]
+
     def reference_outside(self) -> int | None:
         """What one device of the reference's program performs of the arithmetic it writes outside its per-device
         computations (grader.suite.work.outside_per_device)."""

@@ -54,7 +54,7 @@ _READERS = [os.path.join(_ENGINE, *parts) for parts in (
     ("suite", "hlo.py"), ("suite", "structure.py"), ("sandbox", "program_export.py"),
     ("sandbox", "program_as_written.py"), ("sandbox", "program_held.py"), ("sandbox", "program_outside.py"),
     ("sandbox", "traced_collectives.py"))]
-FIGURES = ("operations", "outside", "collectives", "held")  # what one kept file holds
+FIGURES = ("operations", "products", "outside", "collectives", "held")  # what one kept file holds
 TRACED = ".traced.json"  # the file name's end of a trace's collectives, kept beside the figures
 
 
@@ -147,7 +147,8 @@ class ReferenceFigures:
                timeout_s: float | None) -> dict:
         """The figures of the reference's program for these inputs and this layout, kept or measured now and
         kept: ``operations``, the arithmetic one device performs (grader.suite.hlo.operations, None for a
-        loop of unknown length), ``outside``, what one device performs of the arithmetic written outside the
+        loop of unknown length), ``products``, the part of it in products (grader.suite.hlo.products),
+        ``outside``, what one device performs of the arithmetic written outside the
         per-device computations (grader.suite.work.outside_per_device),
         ``collectives``, what it communicates (grader.suite.structure.plain), and
         ``held``, the share of each input one device's per-device computation receives
@@ -168,7 +169,7 @@ class ReferenceFigures:
                               "again, so the bundle carries every figure its hidden tests compare with")
         out = self._pool.reference_program(layout, target, specs, inputs, kwargs, what, timeout_s, arrives)
         text = out["hlo"]
-        figures = {"operations": hlo.operations(text),
+        figures = {"operations": hlo.operations(text), "products": hlo.products(text),
                    "outside": work.outside_per_device(text, out["outside"], out["inside"]),
                    "collectives": structure.plain(structure.steps(text)), "held": out["held"]}
         _keep(path, figures)

@@ -443,13 +443,26 @@ def operations(text: str) -> int | None:
     can carry the whole computation, and what runs is what the device does.
     A device that computes on its own part of the data does about the reference program's work per
     device; one that computes the whole answer itself, at once or a slice at a time, about n times it."""
+    return _counted(text, lambda opcode: opcode not in NOT_WORK)
+
+
+def products(text: str) -> int | None:
+    """The arithmetic of the products (dots and convolutions) one device performs over a run of the program,
+    counted as :func:`operations` counts it: a device that multiplies each block it needs once runs the
+    reference's products; one that multiplies a block again (copies of a product, scaled apart so that XLA
+    keeps them) runs more. None if one is in a loop of unknown trip count."""
+    return _counted(text, lambda opcode: opcode in ("dot", "convolution"))
+
+
+def _counted(text: str, counts) -> int | None:
+    """:func:`operations`' sum over the instructions whose opcode ``counts`` takes."""
     comps, entry, flow = _program(text)
     runs = _runs(comps, entry)
     total = 0
     for name in flow.reachable:
         shapes = {ins.name: ins.shape for ins in comps[name]}
         for ins in comps[name]:
-            if ins.opcode in NOT_WORK:
+            if not counts(ins.opcode):
                 continue
             if runs.get(name) is None:
                 return None

@@ -166,3 +166,19 @@ def expect_share_of_work(program, what: str, share: str, devices: int, where: st
              if devices > 1 and ratio >= WHOLE * devices else "")
     raise AssertionError(f"in {what} one device performs {hlo.in_words(done)} {where}, {ratio:.1f} times "
                          f"the reference's{whole}; {limit}: {share}")
+
+
+def expect_products_once(program, what: str, smallest: int, share: str, where: str) -> None:
+    """AssertionError where one device of ``program`` runs products (grader.suite.hlo.products) that come to at
+    least half of ``smallest`` more than one device of the reference's: where a structural point rests on which
+    products run (each step of a ring overlapped by a product of at least ``smallest``, grader.suite.hlo.overlapped),
+    a copy of a product the task needs once (scaled apart so that XLA keeps it) would count for a step that
+    multiplies nothing new. ``share``: what one device multiplies, in the task's words."""
+    reference, done = program.reference_products(), hlo.products(program.hlo)
+    if reference is None or done is None or done - reference < smallest / 2:
+        return
+    raise AssertionError(f"in {what} the products one device runs {where} come to {done // 2} multiply-adds, "
+                         f"{(done - reference) // 2} more than one device of the reference program runs "
+                         f"({reference // 2}): some product is computed more than the task needs, and a product "
+                         f"computed again multiplies nothing new while a block travels. {share}")
+

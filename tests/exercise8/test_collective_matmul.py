@@ -85,6 +85,8 @@ def test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes(student, rng, device
                              f"of w), and the bound is {work.SLACK:g} times that: the blocks the ring brings are "
                              "multiplied together, after it, so no product overlaps a ppermute. Multiply each block "
                              "as it arrives, then pass it on")
+    work.expect_products_once(program, "collective_matmul", step // 2, "Multiply the block you hold, then each block "
+                              "that arrives, once each, while the next one travels", where)
     overlapping = hlo.overlapped(program.hlo, step // 2)  # a product of half a block or more (a ring both ways)
     if overlapping is not None and overlapping < cols - 1:
         raise AssertionError(f"collective_matmul runs a product while a block travels in only {overlapping} of the "

@@ -77,8 +77,9 @@ def test_asking_for_a_gpu_that_is_not_there_makes_every_gpu_row_a_problem_with_t
         assert verdict == ac.PROBLEM and "JAX sees no GPU" in result, label
     assert table["JAX sees"][1] == ac.PROBLEM and "default backend cpu" in table["JAX sees"][0]
     assert table["hlo reads programs compiled here"][1] == ac.PROBLEM  # no CUDA to compile for
-    assert table["grade --submission solutions --backend auto"] == ("15 / 15; every case graded", "ok")
-    assert table["grade --submission solutions --backend cpu"] == ("15 / 15", "ok")
+    assert table["grade --submission solutions --backend auto"] == (
+        "10.7143 / 10.7143; every case graded (1 left out by --devices)", "ok")  # dot's structural test: 2+ devices
+    assert table["grade --submission solutions --backend cpu"] == ("10.7143 / 10.7143", "ok")
     assert table["wall / floor, one task (--task dot)"][0].startswith("cpu ")
 
 
@@ -180,6 +181,14 @@ def test_a_one_gpu_run_that_leaves_out_what_does_not_fit_is_ok():
                     "ok")
     assert ac.layout_rows(report) == [("multihost: 2 processes x 1 GPU each",
                                        "not run here (needs 2 devices, this machine has 1)", "ok")]
+
+
+def test_a_structural_case_left_out_at_one_device_is_not_a_problem():
+    """On a TPU with one chip, `--devices 1` leaves out dot's structural test (XLA drops a one-device all-reduce
+    there: nothing to measure); the check does not count it against the solutions."""
+    left_out = _case("t[1dev]", 1, "skipped", message="left out by --devices 1: it is graded at device counts 2, 4 or 8")
+    assert ac.case_problems(_report([ONE_GPU[0], left_out])) == []
+    assert ac.case_problems(_report([ONE_GPU[0], {**left_out, "message": "not run here (no reason)"}])) != []
 
 
 @pytest.mark.parametrize("wrong, why", [
@@ -291,7 +300,8 @@ def test_asking_for_a_tpu_that_is_not_there_is_a_problem_and_no_chip_holder_or_p
         assert table[label][1] == ac.PROBLEM and "JAX sees no TPU" in table[label][0], label
     assert table["JAX sees"][1] == ac.PROBLEM and table["JAX sees"][0].endswith("no TPU")
     assert table["the TPU's device files"][0].startswith("none found")
-    assert table["grade --submission solutions --backend auto"] == ("15 / 15; every case graded", "ok")
+    assert table["grade --submission solutions --backend auto"] == (
+        "10.7143 / 10.7143; every case graded (1 left out by --devices)", "ok")  # dot's structural test: 2+ devices
     assert table["  processes holding the TPU at once (--backend auto, /proc/PID/fd)"][1] == ""  # none seen
     assert "skipped: one process at a time may open a TPU chip" in table[
         "8 processes with the workers' settings on one device"][0]

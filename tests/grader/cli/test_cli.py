@@ -102,6 +102,17 @@ def test_devices_override_and_flat_submission_folder(tmp_path):
     assert report["jax_version"].startswith("0.")
 
 
+def test_a_test_marked_for_other_device_counts_is_left_out_not_run_at_the_count_asked():
+    """dot's structural test runs at 2, 4 and 8 devices (one device splits nothing: there is no structure to
+    measure, and an accelerator's compiler drops a one-device all-reduce); --devices 1 leaves it out, said so,
+    and the maximum is scaled to the cases run."""
+    dot = task(grade_json(ROOT / "solutions", "--task", "dot", "--devices", "1"), "dot")
+    left_out = [c for c in dot["cases"] if c["outcome"] == "skipped"]
+    assert [(c["name"], c["message"]) for c in left_out] == [
+        ("test_dot_uses_one_all_reduce[1dev]", "left out by --devices 1: it is graded at device counts 2, 4 or 8")]
+    assert dot["score"] == dot["max_score"] < dot["points"]
+
+
 def test_same_seed_same_inputs(make_submission):
     wrong = make_submission({"dot": """
         import jax.numpy as jnp

@@ -48,6 +48,9 @@ wants a structural point without the algorithm, each in one way a rule of the en
 * a ring all-reduce whose devices each send their own block k hops by k ppermutes along the ring, the chains
   tied to each other by a factor that is 1 whenever anything arrived: one route and no fresh start, but n(n - 1)/2
   blocks sent, where a ring sends n - 1 (tests/exercise7/test_ring.py);
+* exercise 8's collective matmul whose ring waits behind a barrier, with copies of the device's own product (scaled
+  apart, averaged into the answer) beside each ppermute: needed and independent of the ring, but the products come
+  to more than the reference's (grader.suite.work.expect_products_once);
 * exercise 8's collective matmul taken from the whole x the task hands over as NumPy, beside a ring of a flag
   that selects it: the grader hands x over split as the statement says (``arrives``), so the whole copy is an
   all-gather the suite finds;
@@ -345,6 +348,29 @@ def _per_device(x_block, w_block):
     products = jnp.zeros((n, x_block.shape[0], w_block.shape[1]), x_block.dtype)
     for step in range(n):
         products = products.at[(me - step) % n].set(arrived[step] @ w_block)
+    return products.reshape(n * x_block.shape[0], w_block.shape[1])
+''',
+    # Round 21 (written apart): the same ring behind a barrier, and beside each ppermute a copy of the device's own
+    # product (half a block, scaled apart so that XLA keeps it), all averaged into the answer: needed, independent of
+    # the ring, each counted for a step; the products together are more than the reference's.
+    "collective_matmul_copies_of_its_product": (ROOT / "solutions" / "exercise8" / "collective_matmul.py").read_text()
+    + '''
+
+def _per_device(x_block, w_block):
+    n, me = lax.axis_size("model"), lax.axis_index("model")
+    half = x_block.shape[0] // 2
+    copies = [[], []]
+    for k in range(max(n - 1, 2)):
+        scale = 2.0 ** (k + 1)
+        copies[k % 2].append((x_block[k % 2 * half:][:half] * scale) @ w_block / scale)
+    own = jnp.concatenate([sum(c) / len(c) for c in copies])
+    arrived = [x_block]
+    for _ in range(1, n):
+        arrived.append(lax.ppermute(arrived[-1], "model", perm=[(i, (i + 1) % n) for i in range(n)]))
+    arrived = lax.optimization_barrier(tuple(arrived[1:]))
+    products = jnp.zeros((n, x_block.shape[0], w_block.shape[1]), x_block.dtype).at[me].set(own)
+    for step, block in enumerate(arrived, start=1):
+        products = products.at[(me - step) % n].set(block @ w_block)
     return products.reshape(n * x_block.shape[0], w_block.shape[1])
 ''',
     # Round 16 (written apart): a ring whose steps each pass a buffer of all n blocks, in a lax.while_loop whose bound
@@ -1378,6 +1404,7 @@ OWN_BLOCK = "of them send the device's own"  # direct sends: more ppermutes than
 OTHER_ROUTE = "in one step and to device"  # a partner other than the ring's neighbour
 REDUCED_BY_XLA = "that your program computes outside its"  # partitioner reductions the reference has not
 WRITTEN_OUTSIDE = "the arithmetic your program writes outside its"  # work around the per-device code, beyond the reference's
+PRODUCTS_AGAIN = "some product is computed more than the task needs"  # copies of a product, each beside a ppermute
 NOT_OVERLAPPED = "runs a product while a block travels in only"  # a ring that brings every block before any product
 NO_PMAP, NO_SHARD_MAP = (f"its program has no {tool} that its answer depends on" for tool in ("jax.pmap", "jax.shard_map"))
 # module: (device counts, its suite: an exercise 7 task's or one of OWN_SUITES, {structural test: what it says})
@@ -1451,6 +1478,8 @@ TASKS = {
     "ring_optimal_halving": ([4], "ring_optimal", {"test_optimal_sends_2_n_minus_1_chunks": OTHER_ROUTE}),
     "ring_optimal_long_chunks": ([4], "ring_optimal", {"test_optimal_sends_2_n_minus_1_chunks": "each device sends "
                                                                                                   "6024 bytes"}),
+    "collective_matmul_copies_of_its_product": ([8], "exercise8/collective_matmul", {
+        "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": PRODUCTS_AGAIN}),
     "collective_matmul_replicated": ([4], "exercise8/collective_matmul", {
         "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": NO_SHARD_MAP}),
     # the whole product written outside the shard_map, its ring for show

@@ -160,6 +160,13 @@ def test_a_ring_overlaps_its_steps_only_where_a_product_can_run_while_a_block_tr
     assert hlo.overlapped(program("ring_fori"), 1) == 0  # a ring all-reduce runs no product at all
 
 
+def test_products_count_each_block_multiplied_and_a_product_run_again_on_top():
+    block = 2 * 2 * 3 * 5  # a (2, 3) block of x by a (3, 5) w, two operations per multiply-add
+    assert hlo.products(program("ring_matmul")) == hlo.products(program("ring_matmul_barrier")) == 4 * block
+    assert hlo.products(program("ring_matmul_decoys")) == 7 * block  # three decoys beside the ring's four blocks
+    assert hlo.products(program("ring_fori")) == 0 < hlo.operations(program("ring_fori"))  # sums are no products
+
+
 def test_operations_in_a_loop_count_every_iteration_and_an_unknown_trip_count_is_not_guessed():
     # an add of one 6-number block and of the loop's counter, n - 1 = 3 times
     assert hlo.operations(program("ring_fori")) == 3 * (6 + 1)

@@ -87,3 +87,30 @@ def test_more_work_outside_than_the_reference_plus_a_quarter_of_its_whole_is_tol
     assert "a loop whose length" in work.left_outside(outside(None, 0), "dot", 4, "jax.pmap")
     assert work.left_outside(outside(15, 0), "dot", 1, "jax.pmap") is None  # one device: nothing to split
     assert work.left_outside(outside(15, None), "dot", 4, "jax.pmap") is None  # the reference's own is unknown
+
+
+# One device multiplies a (2, 3) block by a (3, 5) one: 30 multiply-adds, 60 operations.
+PRODUCT = """HloModule m
+ENTRY %main (x: f32[2,3], w: f32[3,5]) -> f32[2,5] {
+  %x = f32[2,3]{1,0} parameter(0)
+  %w = f32[3,5]{1,0} parameter(1)
+  ROOT %p = f32[2,5]{1,0} dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+"""
+
+
+def products(reference):
+    figures = {"operations": 60, "products": reference, "outside": 0, "collectives": [], "held": []}
+    return Program(None, PRODUCT, True, lambda: figures, None, "collective_matmul")
+
+
+def test_products_beyond_the_references_by_half_the_smallest_that_counts_fail_with_both_figures():
+    work.expect_products_once(products(60), "collective_matmul", 30, "Multiply once.", "on 8 devices")
+    work.expect_products_once(products(50), "collective_matmul", 30, "Multiply once.", "on 8 devices")  # 10 < 15
+    work.expect_products_once(products(None), "collective_matmul", 30, "Multiply once.", "on 8 devices")  # unknown
+    with pytest.raises(AssertionError) as caught:
+        work.expect_products_once(products(30), "collective_matmul", 30, "Multiply once.", "on 8 devices")
+    assert str(caught.value) == (
+        "in collective_matmul the products one device runs on 8 devices come to 30 multiply-adds, 15 more than one "
+        "device of the reference program runs (15): some product is computed more than the task needs, and a product "
+        "computed again multiplies nothing new while a block travels. Multiply once.")

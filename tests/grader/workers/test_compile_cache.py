@@ -38,7 +38,7 @@ def _contents(folder) -> dict[str, str]:
 
 
 def _grade(submission, shared) -> dict:
-    proc = run_grade("exercise7", "--submission", str(submission), "--task", "dot", "--devices", "1",
+    proc = run_grade("exercise7", "--submission", str(submission), "--task", "dot", "--devices", "2",
                      "--format", "json", "--seed", "5", env={compile_cache.VARIABLE: str(shared)})
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
