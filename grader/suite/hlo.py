@@ -65,16 +65,17 @@ _DTYPE_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16
                 "f8e4m3fn": 1, "f8e5m2": 1}
 _COMP_RE = re.compile(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s*\(.*\)\s*->\s*.*\{\s*$")
 _INSTR_RE = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*?)\s+([a-z][\w\-]*)\((.*)$")
-_ARRAY_RE = re.compile(r"\b([a-z]+\d*(?:e\d+m\d+(?:fn)?)?)\[([\d,\s]*)\]")
+_ARRAY_RE = re.compile(r"\b([a-z]+\d*(?:e\d+m\d+[a-z]*)?)\[([\d,\s]*)\]")  # f8e4m3fnuz, f8e8m0fnu: every fp8 kind
 
 
-# Instructions that move, select or compare data or structure the program, rather than compute:
-# everything else is arithmetic for work().
+# Instructions that move, select or compare data or structure the program, rather than compute (a negation
+# too: it flips a sign and combines nothing, so -lax.pmin(-x) costs what lax.pmax does): everything else is
+# arithmetic for work().
 NOT_WORK = frozenset({"parameter", "constant", "iota", "tuple", "get-tuple-element", "bitcast", "reshape", "copy",
                       "copy-start", "copy-done", "broadcast", "transpose", "slice", "dynamic-slice",
                       "dynamic-update-slice", "pad", "concatenate", "reverse", "gather", "convert", "bitcast-convert",
                       "partition-id", "replica-id", "after-all", "fusion", "call", "while", "conditional", "select",
-                      "compare", "clamp", "opt-barrier", "add-dependency", "domain", "get-dimension-size",
+                      "compare", "clamp", "negate", "opt-barrier", "add-dependency", "domain", "get-dimension-size",
                       "custom-call", *COLLECTIVES, *(f"{c}-start" for c in COLLECTIVES),
                       *(f"{c}-done" for c in COLLECTIVES)})
 
@@ -129,8 +130,16 @@ def shape_bytes(shape: str) -> tuple[int, int]:
         for d in dims.split(","):
             if d.strip():
                 n *= int(d)
-        total += n * _DTYPE_BYTES.get(dtype, 4)
+        total += n * _dtype_bytes(dtype)
     return len(arrays), total
+
+
+def _dtype_bytes(dtype: str) -> int:
+    """Bytes of one element: the table's, else the width the name starts with (f8e4m3fnuz: 8 bits), else 4."""
+    if dtype in _DTYPE_BYTES:
+        return _DTYPE_BYTES[dtype]
+    bits = re.match(r"[a-z]+(\d+)", dtype)
+    return max(1, int(bits.group(1)) // 8) if bits else 4
 
 
 @dataclass
@@ -437,7 +446,7 @@ def operations(text: str) -> int | None:
     """The arithmetic operations one device performs over a run of the program: every arithmetic instruction
     it runs counted once per run (a loop's body once per iteration, every branch of a conditional), so a
     computation split into many small instructions counts as much as one large one; None if one is in a
-    loop of unknown trip count. Moving, slicing, padding, comparing and selecting data are not arithmetic.
+    loop of unknown trip count. Moving, slicing, padding, comparing, selecting and negating data are not arithmetic.
     Nothing that runs is left out for what a reading of the data flow says of its values: a value that
     looks constant or zero to such a reading (a reduction whose reducer turns zeros into ones, a sign bit)
     can carry the whole computation, and what runs is what the device does.

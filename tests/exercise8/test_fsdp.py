@@ -89,16 +89,21 @@ def test_fsdp_step_gathers_weights_and_scatters_gradients(student, rng, devices)
     kinds = sorted({c.op for c in moved} - {"all-reduce"})
     # a reduce-scatter by hand: each device's row blocks of its gradient sent to their owners by one all_to_all
     # (no more than the gradient, what a reduce-scatter puts in), then summed where they arrive
-    by_hand = kinds == ["all-gather", "all-to-all"] and all(meshes.per_run(c) <= w.nbytes for c in moved
-                                                            if c.op == "all-to-all")
+    # (together: an all_to_all of the batch in pieces, each under w's size, moves the batch all the same)
+    exchanged = [c for c in moved if c.op == "all-to-all"]
+    if kinds == ["all-gather", "all-to-all"] and meshes.per_run(exchanged) > w.nbytes:
+        raise AssertionError(f"fsdp_step's all-to-alls move {meshes.per_run_text(exchanged)} per device {where}, more "
+                             f"than the whole gradient of w ({w.nbytes} bytes): a reduce-scatter by hand sends each "
+                             "device's gradient row blocks to their owners and no more; the batch stays where it is")
+    by_hand = kinds == ["all-gather", "all-to-all"]
     if kinds != ["all-gather", "reduce-scatter"] and not by_hand:
         ran = " and ".join(meshes.phrase(c, AXES, sizes) for c in moved) or "no collective"
         raise AssertionError(f"fsdp_step runs {ran} {where}; a step needs an all-gather of w's blocks before use and a "
                              "reduce-scatter of the gradient after (lax.psum_scatter, or an all_to_all of its row "
                              "blocks summed where they arrive): gather w inside the function you differentiate")
-    heavy = next((c for c in moved if c.op == "all-gather" and meshes.per_run(c) > block), None)
-    if heavy:
-        raise AssertionError(f"fsdp_step gathers {meshes.per_run_text(heavy)} per device {where}; w's block is "
+    gathered = [c for c in moved if c.op == "all-gather"]  # together: the batch gathered in pieces is the batch
+    if meshes.per_run(gathered) > block:
+        raise AssertionError(f"fsdp_step gathers {meshes.per_run_text(gathered)} per device {where}; w's block is "
                              f"{block}: gather the parameters only, the batch stays where it is")
     held = hlo.output_shapes(program.hlo)
     if held and held[0] != (w.shape[0] // devices, w.shape[1]):

@@ -38,6 +38,19 @@ WRONG = {
     "the loss summed, not averaged": Wrong(fsdp(
         (UPDATE, 'return w_shard - lr * grad / n, lax.psum(loss, "data")')), devices="4",
         says=("result[1]", "is 4 times the answer", "adds up (lax.psum); the reference's averages")),
+    # round 22 (written apart): no gradient reduced at all: the batch's column blocks and residuals sent to every
+    # device by all_to_alls, each under w's size, and each device's gradient rows taken from everyone's batch
+    "the batch sent by all_to_alls, no gradient reduced": Wrong(fsdp(
+        (GRAD, '''    n, (b, d), k = lax.axis_size("data"), x.shape, w_shard.shape[0]
+    w = lax.all_gather(w_shard, "data", axis=0, tiled=True)
+    residual = x @ w - y
+    columns = lax.all_to_all(x.reshape(b, n, k), "data", 1, 0).reshape(n * b, k)
+    copies = jnp.broadcast_to(residual, (n,) + residual.shape)
+    halves = [lax.all_to_all(part, "data", 0, 0, tiled=True).reshape(n * b, -1)
+              for part in (copies[:, :, :2], copies[:, :, 2:])]
+    grad = n * 2 * columns.T @ jnp.concatenate(halves, axis=1) / (n * residual.size)
+    loss = jnp.mean(residual ** 2)''')), devices="4",
+        says=("all-to-alls move", "more than the whole gradient of w", "the batch stays where it is")),
     "new parameters gathered whole": Wrong(fsdp(
         (UPDATE, 'new = lax.all_gather(w_shard - lr * grad / n, "data", axis=0, tiled=True)\n'
                  '    return new, lax.pmean(loss, "data")'),
