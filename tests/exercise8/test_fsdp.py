@@ -101,9 +101,10 @@ def test_fsdp_step_gathers_weights_and_scatters_gradients(student, rng, devices)
         raise AssertionError(f"fsdp_step runs {ran} {where}; a step needs an all-gather of w's blocks before use and a "
                              "reduce-scatter of the gradient after (lax.psum_scatter, or an all_to_all of its row "
                              "blocks summed where they arrive): gather w inside the function you differentiate")
-    gathered = [c for c in moved if c.op == "all-gather"]  # together: the batch gathered in pieces is the batch
-    if meshes.per_run(gathered) > block:
-        raise AssertionError(f"fsdp_step gathers {meshes.per_run_text(gathered)} per device {where}; w's block is "
+    gathered = [c for c in moved if c.op == "all-gather"]
+    heavy = next((c for c in gathered if meshes.per_run(c) > block), None)
+    if heavy:
+        raise AssertionError(f"fsdp_step gathers {meshes.per_run_text(heavy)} per device {where}; w's block is "
                              f"{block}: gather the parameters only, the batch stays where it is")
     held = hlo.output_shapes(program.hlo)
     if held and held[0] != (w.shape[0] // devices, w.shape[1]):
@@ -112,3 +113,6 @@ def test_fsdp_step_gathers_weights_and_scatters_gradients(student, rng, devices)
                              "(out_specs P('data', None)), so each device's parameter memory is 1 / n of w")
     work.expect_share_of_work(program, "fsdp_step", "each device takes the gradient of its own rows of the batch "
                               "only, with the gathered w", devices, where)
+    if meshes.per_run(gathered) > block:  # together: the batch gathered in pieces, each under w's block
+        raise AssertionError(f"fsdp_step gathers {meshes.per_run_text(gathered)} per device {where}; w's block is "
+                             f"{block}: gather the parameters once, the batch stays where it is")

@@ -37,8 +37,9 @@ def test_every_fixture_names_its_source():
 def test_a_cublas_gemm_is_the_dot_it_replaced_and_its_workspace_is_not_work():
     text = accelerator("gpu_gemm_workspace")
     assert "s8[1028]" in text and opcodes(text)[2] == "dot"
-    # its multiply-adds (16 x 32 by 32 x 16) and the exponential and negate of its result, never the workspace
-    assert hlo.operations(text) == 2 * 16 * 16 * 32 + 2 * 16 * 16
+    # its multiply-adds (16 x 32 by 32 x 16) and the exponential of its result (its negation flips signs: no
+    # arithmetic), never the workspace
+    assert hlo.operations(text) == 2 * 16 * 16 * 32 + 16 * 16
 
 
 def test_a_replicated_matmul_in_gpu_hlo_does_the_whole_products_work():
@@ -85,12 +86,12 @@ def test_a_library_call_run_asynchronously_is_still_the_library_call():
                   f"custom-call-start({call.group(2)}){call.group(3)}\n  custom-call.3 = {shape} custom-call-done(start)\n")
     text = text.replace(call.group(0), async_call)
     assert "custom-call-start(" in text and opcodes(text)[2:4] == ["dot", "bitcast"]
-    assert hlo.operations(text) == 2 * 16 * 16 * 32 + 2 * 16 * 16
+    assert hlo.operations(text) == 2 * 16 * 16 * 32 + 16 * 16
 
 
 def test_a_kernel_of_the_students_own_is_not_counted_as_work():
     text = accelerator("gpu_gemm_workspace").replace("__cublas$gemm", "__gpu$xla.gpu.triton")
-    assert hlo.operations(text) == 2 * 16 * 16  # only the exponential and negate of its result: a Pallas kernel's work is unknown
+    assert hlo.operations(text) == 16 * 16  # only the exponential of its result: a Pallas kernel's work is unknown
 
 
 @pytest.mark.parametrize("shape, kept", [
@@ -160,13 +161,13 @@ def test_a_tpu_convolution_fusion_is_the_matmuls_work():
 
 def test_late_bound_operands_of_an_update_are_the_starts():
     text = """HloModule m
-%negate (x: f32[4]) -> f32[4] {
+%exp (x: f32[4]) -> f32[4] {
   %x = f32[4]{0} parameter(0)
-  ROOT %n = f32[4]{0} negate(%x)
+  ROOT %n = f32[4]{0} exponential(%x)
 }, execution_thread="sparsecore"
 ENTRY %main (input: f32[4]) -> f32[4] {
   %input = f32[4]{0} parameter(0)
-  %start = ((), (), s32[]) call-start(), async_execution_thread="sparsecore", to_apply=%negate
+  %start = ((), (), s32[]) call-start(), async_execution_thread="sparsecore", to_apply=%exp
   %update = ((f32[4]), f32[4]) call-update(%start, %input)
   ROOT %done = f32[4]{0} call-done(%update)
 }
@@ -174,7 +175,7 @@ ENTRY %main (input: f32[4]) -> f32[4] {
     comps, entry = hlo.parse_computations(text)
     start = hlo_platforms.normalise(comps)[entry][1]
     assert (start.opcode, start.operands, start.shape) == ("call", ["input"], "f32[4]{0}")
-    assert hlo.operations(text) == 4  # the negate, run once, on the input bound by the update
+    assert hlo.operations(text) == 4  # the exponential, run once, on the input bound by the update
 
 
 def test_a_collectives_operands_bound_late_by_an_update_count_in_its_bytes():
