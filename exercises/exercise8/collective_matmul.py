@@ -40,7 +40,8 @@ travels (no single product more than 1.5 times one block's, the products togethe
 reference's: a product computed twice multiplies nothing new; and in each of the n_model - 1 steps a
 product that needs neither the block in flight nor a later one, read from the compiled program:
 gathering the blocks with the ring and multiplying them afterwards, behind an optimization_barrier or
-not, is an all-gather by hand).
+not, is an all-gather by hand; in a lax.fori_loop a step is one iteration, so multiply the block an
+iteration sends in that iteration, and the block that arrived in the next).
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """

@@ -239,6 +239,36 @@ def _other_dimension(op: str, mine: list[Step], theirs: list[Step], where: Mesh)
     return None
 
 
+def beyond(student: list[Step], reference: list[Step], slack: float, mesh: tuple | None = None,
+           alike: dict[str, str] | None = None) -> str | None:
+    """Where the student's collectives (those the answer needs, whoever asked for them) go beyond the reference's,
+    in plain words: a kind the reference's program never runs, or a kind whose executions together move more than
+    ``slack`` times the bytes per device the reference's move in it; else None. ``alike``: kinds the task accepts
+    in place of another ({"all-to-all": "reduce-scatter"}), counted as that one. Whatever a collective is called,
+    combining the devices' values takes a kind and its bytes: an all-reduce written as a reduce-scatter of n copies
+    is a reduce-scatter the reference does not run, or n times its bytes."""
+    where, alike = Mesh(mesh), alike or {}
+    kinds = list(dict.fromkeys(alike.get(s.op, s.op) for s in student))
+    for kind in kinds:
+        mine = [s for s in student if alike.get(s.op, s.op) == kind]
+        theirs = [s for s in reference if s.op == kind]
+        named = " and ".join(dict.fromkeys(s.op for s in mine))
+        if not theirs:
+            s = mine[0]
+            return (f"your program runs {_a(s.op)}{where.over(s)} {source(not s.by_student, s.origin)}where the "
+                    f"reference's runs no {s.op}")
+        sent, bound = total(mine, True), total(theirs, True)
+        if bound is None:
+            continue
+        if sent is None:
+            return f"your program runs {named}s{where.over(mine[0])} in a loop whose length is unknown when it compiles"
+        if sent > slack * bound:
+            return (f"your program's {named}s{where.over(mine[0])} move {sent} bytes per device, "
+                    f"{sent / max(bound, 1):.1f} times what the reference's {kind}s move ({bound}), and the bound is "
+                    f"{slack:g} times that")
+    return None
+
+
 def difference(student: list[Step], reference: list[Step], mesh: tuple | None = None) -> str | None:
     """The first difference that matters between the student's collectives and the reference's, in plain
     words, or None where none is measured. ``mesh``: (axis names, sizes) of the mesh both run on, or None

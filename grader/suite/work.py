@@ -138,6 +138,21 @@ def expect_no_whole_input_moved(program, what: str, devices: int, whole_bytes: i
                          f"all-gather). {share}")
 
 
+def expect_collectives_of_reference(program, what: str, share: str, devices: int, where: str = "",
+                                    alike: dict[str, str] | None = None) -> None:
+    """AssertionError where the collectives ``program``'s answer needs (its own and those XLA's partitioner added)
+    include a kind the reference's program does not run, or move in one kind more than SLACK times the bytes per
+    device the reference's do (grader.suite.structure.beyond; ``alike``: kinds the task accepts for another). A
+    needed psum of the right size proves little where something else did the combining (a reduce-scatter of n
+    copies, a ring of ppermutes, an all-gather XLA added, the psum only handing on one device's total): what
+    combines the devices' values is a collective, and this measures every one. On one device nothing moves."""
+    if devices < 2:
+        return
+    said = structure.beyond(structure.steps(program.hlo), program.reference_collectives(), SLACK, program.mesh, alike)
+    if said:
+        raise AssertionError(f"in {what} {where or 'on ' + plural(devices, 'device')}, {said}: {share}")
+
+
 def expect_share_of_work(program, what: str, share: str, devices: int, where: str = "") -> None:
     """AssertionError unless one device of ``program`` performs at most SLACK times the arithmetic one
     device of the reference performs, and its per-device computation receives at most SLACK times the

@@ -247,3 +247,6 @@ def test_communicates_with_all_reduce(student, rng, devices, name):
     share = "every device should work on its own row inside jax.pmap, and the all-reduces combine what the devices found"
     work.expect_no_whole_input_moved(program, name, devices, x.nbytes, "x", share)
     work.expect_share_of_work(program, name, share, devices)
+    work.expect_collectives_of_reference(program, name, "each statistic that combines the devices' rows takes one "
+                                         "all-reduce of what they found (lax.psum, lax.pmean, lax.pmax), and nothing "
+                                         "else moves", devices)

@@ -130,3 +130,5 @@ def test_dot_uses_one_all_reduce(student, rng, devices):
                           "local dot (jnp.dot of the two slices) before the psum, so only one number travels")
     work.expect_share_of_work(program, "distributed_dot", "each device should multiply only its own slices, and "
                               "the psum adds the devices' dot products", devices)
+    work.expect_collectives_of_reference(program, "distributed_dot", "the one psum adds up the devices' partial dot "
+                                         "products, and nothing else needs to move", devices)

@@ -176,3 +176,5 @@ def test_sharded_matmul_is_row_parallel_with_one_psum(student, rng, devices):
     work.expect_share_of_work(out["program"], "sharded_matmul", "each device multiplies only the blocks it holds, "
                               "and the psum over 'model' adds the partial products", n_rows * n_cols,
                               f"on a {n_rows} x {n_cols} mesh")
+    work.expect_collectives_of_reference(out["program"], "sharded_matmul", "the one psum over 'model' adds the "
+                                         "partial products, and nothing else moves", n_rows * n_cols, where)

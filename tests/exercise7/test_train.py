@@ -186,6 +186,8 @@ def test_train_step_sends_only_gradient_and_loss(student, rng, devices):
     work.expect_share_of_work(program, "train_step",
                               f"each device takes the gradient of its own shard of {B} samples, and the pmean "
                               "averages the devices' gradients", devices)
+    work.expect_collectives_of_reference(program, "train_step", "each device sends only its gradient and its loss, "
+                                         "with lax.pmean", devices)
 
 
 def _expect_no_padded_samples(got_losses, params, X, y, steps, lr, devices):

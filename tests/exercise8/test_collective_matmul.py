@@ -90,10 +90,11 @@ def test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes(student, rng, device
     overlapping = hlo.overlapped(program.hlo, step // 2)  # a product of half a block or more (a ring both ways)
     if overlapping is not None and overlapping < cols - 1:
         raise AssertionError(f"collective_matmul runs a product while a block travels in only {overlapping} of the "
-                             f"ring's {cols - 1} steps {where} (measured on the compiled program: every other product "
-                             "needs the block that ppermute brings, or a later one, or waits for them behind an "
-                             "optimization_barrier): the ring brings the blocks first and they are multiplied after, "
-                             "an all-gather by hand. Multiply the block you hold while you pass it on: each step's "
-                             "product uses the block that arrived the step before")
+                             f"ring's {cols - 1} steps {where} (measured on the compiled program: beside each other "
+                             "ppermute, every product needs the block it brings or a later one, or waits for them "
+                             "behind an optimization_barrier, or runs in another loop iteration, so it runs after the "
+                             "transfer). Multiply the block you hold while you pass it on: in each step, the ppermute "
+                             "sends a block and a product multiplies that same block (in a lax.fori_loop, both in one "
+                             "iteration; the block that arrives is multiplied in the next)")
     work.expect_share_of_work(program, "collective_matmul", "each device multiplies the block of x it holds by its "
                               "block of w, then each block that arrives, once", rows * cols, where)

@@ -113,6 +113,8 @@ def test_fsdp_step_gathers_weights_and_scatters_gradients(student, rng, devices)
                              "(out_specs P('data', None)), so each device's parameter memory is 1 / n of w")
     work.expect_share_of_work(program, "fsdp_step", "each device takes the gradient of its own rows of the batch "
                               "only, with the gathered w", devices, where)
+    work.expect_collectives_of_reference(program, "fsdp_step", "a step gathers w's blocks and reduce-scatters the "
+                                         "gradient, once each", devices, where, alike={"all-to-all": "reduce-scatter"})
     if meshes.per_run(gathered) > block:  # together: the batch gathered in pieces, each under w's block
         raise AssertionError(f"fsdp_step gathers {meshes.per_run_text(gathered)} per device {where}; w's block is "
                              f"{block}: gather the parameters once, the batch stays where it is")

@@ -106,3 +106,6 @@ def test_two_d_step_communicates_over_the_right_axes(student, rng, devices):
                              f"{blocks}: w1 stays P('data', 'model') and w2 P('model', 'data')")
     work.expect_share_of_work(program, "train_step", "each device computes the forward and backward pass of its own "
                               "rows of the batch with its own blocks of the weights", rows * cols, where)
+    work.expect_collectives_of_reference(program, "train_step", "FSDP gathers the weight blocks and reduce-scatters "
+                                         "their gradients over 'data', and the tensor split adds h_block @ w2_block "
+                                         "over 'model', each once", rows * cols, where)

@@ -17,6 +17,15 @@ from jax import lax
 # message must contain, device counts at which it shows up). With one device, local and global
 # statistics agree, so most of these mistakes show only from two devices on.
 SUBMISSIONS = {
+    # round 23 (written apart): standardize's variance added by a reduce-scatter of n copies (an all-reduce in
+    # disguise), the one psum only handing on device 0's
+    "the variance added by a reduce-scatter of copies": Wrong({"collectives": mutate(
+        "collectives", ("    variance = lax.pmean(jnp.mean((row - mean) ** 2), AXIS)",
+                        "    n = lax.axis_size(AXIS)\n"
+                        "    variance = lax.psum_scatter(jnp.broadcast_to(jnp.mean((row - mean) ** 2), (n,)), AXIS, "
+                        "scatter_dimension=0, tiled=True)[0] / n\n"
+                        "    variance = lax.psum(jnp.where(lax.axis_index(AXIS) == 0, variance, 0.0), AXIS)"))},
+        "4", says=("where the reference's runs no reduce-scatter",)),
     "local max, local standardisation": Wrong(
         {"collectives": HEADER + textwrap.dedent("""
         def all_reduce_stats(x):

@@ -9,6 +9,17 @@ MESH = 'return jax.make_mesh((n_rows, n_cols), ("data", "model"))'
 SHARDING = 'NamedSharding(mesh, P("data", "model"))'
 
 WRONG = {
+    # round 23 (written apart): the partial products moved by an all-gather XLA adds (a device_put between two
+    # shard_maps) and added outside them; the one psum over 'model' only hands on column 0's sum
+    "partial products gathered by XLA, the psum handing one on": Wrong(
+        {"mesh": mutate("mesh", ("    return row_parallel(shard_matrix(x, mesh), w)", '''    parts = jax.shard_map(lambda a, b: (a @ b)[None], mesh=mesh, in_specs=(P("data", "model"), P("model", None)),
+                          out_specs=P("model", "data", None))(shard_matrix(x, mesh), w)
+    parts = jax.lax.optimization_barrier(jax.device_put(parts, NamedSharding(mesh, P(None, "data", None))))
+    total = sum(parts[k] for k in range(1, parts.shape[0])) + parts[0]
+    show = jax.shard_map(lambda t: lax.psum(jax.numpy.where(lax.axis_index("model") == 0, t, 0 * t), "model"),
+                         mesh=mesh, in_specs=P("data", None), out_specs=P("data", None))
+    return show(total)'''))},
+        "2", says=("runs an all-gather over 'model' (added by XLA", "where the reference's runs no all-gather")),
     "the chapter's mesh_utils grid": Wrong(
         {"mesh": mutate("mesh", (MESH, "from jax.experimental import mesh_utils\n"
                                       "    return mesh_utils.create_device_mesh((2, 2))"))},

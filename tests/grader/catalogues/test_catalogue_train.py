@@ -8,6 +8,12 @@ from catalogue import Catalogue, Right, Wrong, mutate
 GRADS = "grads = lax.pmean(grads, AXIS)"
 
 WRONG = {
+    # round 23 (written apart): the gradient averaged by a reduce-scatter of n copies of it, an all-reduce in
+    # disguise at n times the bytes
+    "gradients averaged by a reduce-scatter of copies": Wrong(
+        {"train": mutate("train", (GRADS, "grads = lax.psum_scatter(jnp.broadcast_to(grads, (lax.axis_size(AXIS), "
+                                          "*grads.shape)), AXIS, scatter_dimension=0, tiled=False) / lax.axis_size(AXIS)"))},
+        "2", says=("runs a reduce-scatter (psum_scatter) where the reference's runs no reduce-scatter",)),
     "gradients not averaged": Wrong(
         {"train": mutate("train", (GRADS, "grads = grads"))},
         "2", says=("average the gradients with lax.pmean",)),

@@ -48,6 +48,9 @@ wants a structural point without the algorithm, each in one way a rule of the en
 * a ring all-reduce whose devices each send their own block k hops by k ppermutes along the ring, the chains
   tied to each other by a factor that is 1 whenever anything arrived: one route and no fresh start, but n(n - 1)/2
   blocks sent, where a ring sends n - 1 (tests/exercise7/test_ring.py);
+* the devices' values combined by another collective than the task's (a ring of ppermutes, a reduce-scatter of n
+  copies: an all-reduce in disguise) while the one psum only hands on one device's result: a kind the reference's
+  program never runs, or more bytes in a kind than its (grader.suite.work.expect_collectives_of_reference);
 * exercise 8's collective matmul whose ring waits behind a barrier, with copies of the device's own product (scaled
   apart, averaged into the answer) beside each ppermute: needed and independent of the ring, but the products come
   to more than the reference's (grader.suite.work.expect_products_once);
@@ -349,6 +352,51 @@ def _per_device(x_block, w_block):
     for step in range(n):
         products = products.at[(me - step) % n].set(arrived[step] @ w_block)
     return products.reshape(n * x_block.shape[0], w_block.shape[1])
+''',
+    # Round 23 (written apart): the devices' dots added by a ring of ppermutes, the one psum only handing on device
+    # 0's total (needed, one number); and FSDP as data parallelism, every all-reduce written as a reduce-scatter of n
+    # copies (w rebuilt from zero-padded blocks, the whole gradient averaged), the all-gather one of the loss.
+    "dot_summed_by_a_ring": '''
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+
+def _local(a, b):
+    n = lax.axis_size("i")
+    total = passing = jnp.dot(a, b)
+    for _ in range(n - 1):
+        passing = lax.ppermute(passing, "i", [(j, (j + 1) % n) for j in range(n)])
+        total = total + passing
+    return lax.psum(jnp.where(lax.axis_index("i") == 0, total, jnp.zeros_like(total)), "i")
+
+
+def distributed_dot(x, y):
+    n = jax.device_count()
+    pad = -x.shape[0] % n
+    return jax.pmap(_local, axis_name="i")(jnp.pad(x, (0, pad)).reshape(n, -1), jnp.pad(y, (0, pad)).reshape(n, -1))[0]
+''',
+    "fsdp_reduce_scatters_of_copies": (ROOT / "solutions" / "exercise8" / "fsdp.py").read_text() + '''
+
+def _everyone(v, n):
+    return lax.psum_scatter(jnp.broadcast_to(v, (n, *v.shape)), "data", scatter_dimension=0, tiled=False)
+
+
+def _per_device(w_shard, x, y, lr):
+    n, me, rows = lax.axis_size("data"), lax.axis_index("data"), w_shard.shape[0]
+    w = _everyone(lax.dynamic_update_slice(jnp.zeros((n * rows, w_shard.shape[1]), w_shard.dtype), w_shard,
+                                           (me * rows, 0)), n)
+    loss, grad = jax.value_and_grad(loss_fn)(w, x, y)
+    new_w = w - lr * _everyone(grad, n) / n
+    return lax.dynamic_slice_in_dim(new_w, me * rows, rows, 0), jnp.mean(lax.all_gather(loss, "data"))
+
+
+def fsdp_step(w, x, y, lr, mesh):
+    rows = NamedSharding(mesh, P("data", None))
+    w, x, y = (jax.device_put(a, rows) for a in (w, x, y))
+    step = jax.shard_map(lambda w, x, y: _per_device(w, x, y, lr), mesh=mesh, in_specs=P("data", None),
+                         out_specs=(P("data", None), P()), check_vma=False)
+    return step(w, x, y)
 ''',
     # Round 21 (written apart): the same ring behind a barrier, and beside each ppermute a copy of the device's own
     # product (half a block, scaled apart so that XLA keeps it), all averaged into the answer: needed, independent of
@@ -1405,7 +1453,9 @@ OTHER_ROUTE = "in one step and to device"  # a partner other than the ring's nei
 REDUCED_BY_XLA = "that your program computes outside its"  # partitioner reductions the reference has not
 WRITTEN_OUTSIDE = "the arithmetic your program writes outside its"  # work around the per-device code, beyond the reference's
 PRODUCTS_AGAIN = "some product is computed more than the task needs"  # copies of a product, each beside a ppermute
-NOT_OVERLAPPED = "runs a product while a block travels in only"  # a ring that brings every block before any product
+NOT_OVERLAPPED = "runs a product while a block travels in only"
+OTHER_KIND = "where the reference's runs no"  # a collective of a kind the reference never runs (the real combining)
+MORE_BYTES = "times what the reference's"  # one kind of collective moving more than the reference's does  # a ring that brings every block before any product
 NO_PMAP, NO_SHARD_MAP = (f"its program has no {tool} that its answer depends on" for tool in ("jax.pmap", "jax.shard_map"))
 # module: (device counts, its suite: an exercise 7 task's or one of OWN_SUITES, {structural test: what it says})
 TASKS = {
@@ -1491,6 +1541,9 @@ TASKS = {
     "matmuls_whole_then_scatter": ([4], "exercise8/matmuls", {
         "test_matmul_cases_send_the_cheapest_collective": REDUCED_BY_XLA}),
     "fsdp_whole_batch": ([4], "exercise8/fsdp", {"test_fsdp_step_gathers_weights_and_scatters_gradients": MORE_WORK}),
+    "dot_summed_by_a_ring": ([2], "dot", {"test_dot_uses_one_all_reduce": OTHER_KIND}),
+    "fsdp_reduce_scatters_of_copies": ([4], "exercise8/fsdp", {
+        "test_fsdp_step_gathers_weights_and_scatters_gradients": MORE_BYTES}),
     "fsdp_whole_w": ([4], "exercise8/fsdp", {"test_fsdp_step_gathers_weights_and_scatters_gradients": HELD}),
     "compiler_whole_inputs": ([4], "exercise8/compiler", {
         "test_one_reduction_runs_one_sum_over_model": "and no sum over 'model'"}),
