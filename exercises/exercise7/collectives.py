@@ -42,7 +42,9 @@ device does more than 1.5 times the arithmetic one device of the reference solut
 report gives both counts; the same bound
 holds for the share of each input a device's pmap or shard_map receives;
 and no more than a quarter of that arithmetic written around the pmap, where XLA splits it by
-itself: the pmap does the work).
+itself: the pmap does the work). And nothing else moves: no collective of a kind the reference
+solution does not run (a reduce-scatter, a ring of ppermutes), and in each kind no more than 1.5 times
+the bytes its collectives move (the report lists both).
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """

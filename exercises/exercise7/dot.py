@@ -23,7 +23,9 @@ depends on; no
 all-gather (no device needs the whole vectors); and no device doing more than 1.5 times the
 arithmetic one device of the reference solution does (the report gives both counts; the same bound
 holds for the share of each input a device's pmap or shard_map receives): each device
-multiplies only its own slices, however you pad. Use jax.numpy (not NumPy) for the padding so the
+multiplies only its own slices, however you pad. And nothing else moves: no collective of a kind the
+reference solution does not run (a ring of ppermutes, a reduce-scatter), and in each kind no more than
+1.5 times the bytes its collectives move (the report lists both). Use jax.numpy (not NumPy) for the padding so the
 function can be compiled by jax.jit.
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.

@@ -41,7 +41,9 @@ on its own shard of the batch only: at most 1.5 times the arithmetic one device 
 solution does (the report gives both counts; the same bound
 holds for the share of each input a device's pmap or shard_map receives;
 and no more than a quarter of that arithmetic written around the pmap, where XLA splits it by
-itself: the pmap does the work).
+itself: the pmap does the work). Nothing else moves: no collective of a kind the reference
+solution does not run (a reduce-scatter of copies of the gradient is one), and in each kind no more
+than 1.5 times the bytes its collectives move (the report lists both).
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """

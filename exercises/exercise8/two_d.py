@@ -30,7 +30,9 @@ only the collectives your answer depends on, and needs at least one all-gather o
 sum over 'model' among them: a step computed whole on every device has neither. No device may do
 more than 1.5 times the arithmetic one device of the reference solution does (the report gives
 both counts; the same bound
-holds for the share of each input a device's pmap or shard_map receives).
+holds for the share of each input a device's pmap or shard_map receives), and no collective of a
+kind the reference solution does not run, nor in one kind more than 1.5 times the bytes its
+collectives move (the report lists both).
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """
