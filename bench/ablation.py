@@ -47,7 +47,7 @@ def child(n: int, repeat: int) -> None:
     use_submission(str(ROOT / "solutions" / "exercise7"))
     measure, steps, variants, compiled = program_runner.measure, program_ring_steps.variants, [], []
 
-    def counting(bytecode, kept, run_variants, *rest, also=None):
+    def counting(bytecode, kept, run_variants, *rest, also=None, **options):
         variants.append(len(kept) + len(also or {}))
         compiled.clear()
 
@@ -55,7 +55,7 @@ def child(n: int, repeat: int) -> None:
             compiled.append(len(programs))
             return run_variants(programs, inputs)
 
-        return measure(bytecode, kept, compiling, *rest, also=also)
+        return measure(bytecode, kept, compiling, *rest, also=also, **options)
 
     out = {}
     for name, cases, target, args, fixed in programs(n):
@@ -66,7 +66,7 @@ def child(n: int, repeat: int) -> None:
         took = {True: [], False: []}
         for _ in range(repeat):
             for on in took:
-                program_runner.measure = counting if on else (lambda *a, also=None: ([], True, {}))
+                program_runner.measure = counting if on else (lambda *a, **options: ([], True, {}))
                 program_ring_steps.variants = steps if on else (lambda *a: {})
                 began = time.perf_counter()
                 program_runner.run_program(blob, sets, name)
