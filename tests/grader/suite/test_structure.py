@@ -117,6 +117,29 @@ def test_more_bytes_per_device_than_the_reference():
     assert structure.difference([scatter], more, MESH) is None  # fewer bytes is no difference that matters
 
 
+def test_beyond_the_reference_a_kind_it_never_runs_or_more_than_slack_times_its_bytes_in_one():
+    (scatter,) = steps("scatter_rows")
+    ring = steps("ring_fori")
+    # a reduce-scatter beside the reference's collectives: a kind it never runs, whatever else matches
+    assert structure.beyond(ring + [scatter], ring, 1.5, None) == (
+        "your program runs a reduce-scatter among devices (0, 1) and (2, 3) (psum_scatter) where the reference's "
+        "runs no reduce-scatter")
+    # the kind the reference runs, its executions' bytes added up (a reduce-scatter of copies in two halves)
+    part = dataclasses.replace(scatter, bytes=scatter.bytes * 3 // 4)
+    assert structure.beyond([part, part], [scatter], 1.4, MESH) == (
+        "your program's reduce-scatters over 'model' move 192 bytes per device, 1.5 times what the reference's "
+        "reduce-scatters move (128), and the bound is 1.4 times that")
+    assert structure.beyond([part, part], [scatter], 1.5, MESH) is None  # 192 bytes: within 1.5 times 128
+    assert structure.beyond([scatter], [scatter], 1.5, MESH) is None
+    # a kind the task accepts for another counts as that one
+    exchange = dataclasses.replace(scatter, op="all-to-all", origin="all_to_all")
+    assert structure.beyond([exchange], [scatter], 1.5, MESH, alike={"all-to-all": "reduce-scatter"}) is None
+    assert "runs an all-to-all" in structure.beyond([exchange], [scatter], 1.5, MESH)
+    # an unknown number of executions cannot be bounded
+    looped = dataclasses.replace(scatter, times=None)
+    assert "in a loop whose length is unknown" in structure.beyond([looped], [scatter], 1.5, MESH)
+
+
 def _program(student: str, reference: str | None, mesh=MESH) -> Program:
     figures = None if reference is None else {"operations": 0, "collectives": structure.plain(steps(reference))}
     return Program(None, (DATA / f"{student}.txt").read_text(), True, figures and (lambda: figures), mesh)
