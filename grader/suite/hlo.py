@@ -526,10 +526,12 @@ def overlapped(text: str, smallest: int) -> int | None:
     of at least ``smallest`` operations (:func:`largest_product`'s count) that can run while it is in flight, a
     different product for each, one the answer can depend on (grader.suite.hlo_flow: not one multiplied by zero):
     in the same computation, neither one's result reaching the other, read from the
-    data flow of the compiled program, which no scheduling can undo. A ring that multiplies each block while the
-    next one travels overlaps every step; one that gathers every block before any product (an
-    optimization_barrier over what arrived, products after the ring) overlaps none. None where a ppermute is in
-    a loop of unknown length."""
+    data flow of the compiled program, which no scheduling can undo; and a product of its own ring, one that
+    needs no ppermute sending elsewhere (a ring both ways is two rings: a block the one direction brought,
+    multiplied once that ring has finished, overlaps none of its steps, whatever the other direction does). A
+    ring that multiplies each block while the next one travels overlaps every step; one that gathers every
+    block before any product (an optimization_barrier over what arrived, products after the ring) overlaps
+    none. None where a ppermute is in a loop of unknown length."""
     comps, entry, flow = _program(text)
     runs = _runs(comps, entry)
     idle = {(c.computation, c.instruction) for c in collectives(text) if c.idle}
@@ -548,7 +550,10 @@ def overlapped(text: str, smallest: int) -> int | None:
             before[ins.name] = set().union(*(before.get(op, set()) | {op} for op in ins.operands if op in shapes))
         products = [i.name for i in instrs if _product_size(i, comps, shapes) >= smallest
                     and (name, i.name) in flow.needed]  # a decoy the answer cannot depend on (times 0) overlaps nothing
-        pairs = {s: [p for p in products if p != s and s not in before[p] and p not in before[s]] for s in sends}
+        ring = {i.name: frozenset(replica_groups.parse(i.rest) or ()) for i in instrs if i.name in sends}  # its pairs
+        rings = {p: {ring[s] for s in sends if s in before[p]} for p in products}  # the rings a product needs
+        pairs = {s: [p for p in products if p != s and s not in before[p] and p not in before[s]
+                     and rings[p] <= {ring[s]}] for s in sends}
         total += _matched(pairs) * runs[name]
     return total
 

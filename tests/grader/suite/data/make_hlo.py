@@ -186,6 +186,25 @@ def _ring_with_decoys(a, w):
     return jnp.concatenate([block @ w for block in lax.optimization_barrier(tuple(arrived))]) + 0.0 * decoy
 
 
+def _back(b):
+    return lax.ppermute(b, "i", [(j, (j - 1) % DEVICES) for j in range(DEVICES)])
+
+
+def _both_ways(a, w, barrier):
+    """A collective matmul's ring both ways, half a block each way: each half multiplied as it arrives, or
+    (``barrier``) each direction's halves only once that direction's ring has finished, behind a barrier of its
+    own, the own block multiplied beside them."""
+    half = a.shape[0] // 2
+    ahead, behind = [a[:half]], [a[half:]]
+    for _ in range(DEVICES - 1):
+        ahead.append(_shift(ahead[-1]))
+        behind.append(_back(behind[-1]))
+    if barrier:
+        ahead, behind = [a[:half]] + list(lax.optimization_barrier(tuple(ahead[1:]))), \
+            [a[half:]] + list(lax.optimization_barrier(tuple(behind[1:])))
+    return jnp.concatenate([a @ w] + [block @ w for block in ahead[1:] + behind[1:]])
+
+
 def ring_matmul(x, w):
     """A collective matmul: each block of x multiplied by w while the next one travels."""
     return pmapped(lambda a, b: _ring_products(a, b, False), "i")(x, w)
@@ -223,6 +242,10 @@ PROGRAMS = {
                                                   np.ones((DEVICES, 3, 5), np.float32))),
     "ring_matmul_decoys": (lambda x, w: pmapped(_ring_with_decoys, "i")(x, w),
                            (np.ones((DEVICES, 2, 3), np.float32), np.ones((DEVICES, 3, 5), np.float32))),
+    "ring_matmul_both_ways": (lambda x, w: pmapped(lambda a, b: _both_ways(a, b, False), "i")(x, w),
+                              (np.ones((DEVICES, 2, 3), np.float32), np.ones((DEVICES, 3, 5), np.float32))),
+    "ring_matmul_both_ways_barrier": (lambda x, w: pmapped(lambda a, b: _both_ways(a, b, True), "i")(x, w),
+                                      (np.ones((DEVICES, 2, 3), np.float32), np.ones((DEVICES, 3, 5), np.float32))),
 }
 
 
