@@ -99,6 +99,7 @@ class Collective:
     instruction: str = field(default="", compare=False)  # its name in the HLO text (the GPU form renames it)
     dimensions: tuple[int, ...] | None = None  # an all-gather's, reduce-scatter's or all-to-all's dimensions={...}
     reduction: str = ""  # how an all-reduce or reduce-scatter combines the devices' values: "add", "maximum", ...
+    computed: bool = True  # what it moves was computed from the inputs (not only moved, sliced or selected)
 
     @property
     def a(self) -> str:
@@ -326,10 +327,43 @@ def _divided(instructions: list[_Instr], name: str, depth: int = 4) -> bool:
     return False
 
 
+def _computed(comps: dict[str, list[_Instr]], entry: str | None) -> dict[str, set[str]]:
+    """Per computation, the instructions whose values carry arithmetic on the program's inputs: an arithmetic
+    instruction or a reduction across devices on a value that depends on an input (:func:`_input_free`'s others),
+    a fusion or call whose computation holds one, or anything made from such a value. A value only moved,
+    sliced, padded or selected from the inputs carries none. A parameter of any computation but ENTRY counts as
+    computed (what its callers pass is not followed)."""
+    free = _input_free(comps, entry)
+    holds: dict[str, bool] = {}
+
+    def arithmetic_in(name: str, depth: int = 8) -> bool:
+        if name not in holds:
+            holds[name] = False
+            holds[name] = any((i.opcode not in NOT_WORK and (name, i.name) not in free)
+                              or (depth and any(arithmetic_in(c, depth - 1) for _, c in i.calls if c in comps))
+                              for i in comps[name])
+        return holds[name]
+
+    carried: dict[str, set[str]] = {}
+    for name, instrs in comps.items():
+        found: set[str] = set()
+        for ins in instrs:
+            if (name, ins.name) in free:
+                continue
+            if (ins.opcode == "parameter" and name != entry) or ins.opcode not in NOT_WORK \
+                    or _base(ins.opcode) in ("all-reduce", "reduce-scatter") \
+                    or any(op in found for op in ins.operands) \
+                    or any(arithmetic_in(c) for attr, c in ins.calls if c in comps and attr != "to_apply"):
+                found.add(ins.name)
+        carried[name] = found
+    return carried
+
+
 def collectives(text: str) -> list[Collective]:
     """Every collective reachable from ENTRY, with how many times one program run executes it (idle
     ones too)."""
     comps, entry, flow = _program(text)
+    computed = _computed(comps, entry)
     found: list[Collective] = []
     for name, times in _runs(comps, entry).items():
         shapes = {ins.name: ins.shape for ins in comps[name]}
@@ -343,7 +377,7 @@ def collectives(text: str) -> list[Collective]:
                 found.append(Collective(_base(ins.opcode), ins.shape, operands, nbytes, times, origin, name,
                                         replica_groups.parse(ins.rest), kind, reads, (name, ins.name) in flow.needed,
                                         all(measured) if measured else None, ins.name, _dimensions(ins.rest),
-                                        _reduction(ins, comps)))
+                                        _reduction(ins, comps), any(op in computed[name] for op in ins.operands)))
     return found
 
 
@@ -421,6 +455,9 @@ def _operations(ins: _Instr, shapes: dict[str, str], comps: dict) -> int:
     each: a product and a sum), a reduction's elements times its reducer's arithmetic, an elementwise
     instruction's results; any other its largest array."""
     out = _elements(ins.shape)
+    if ins.opcode == "scatter" and ins.operands:  # each update combined by the computation it applies (none: set)
+        reducer = next((comps.get(callee, []) for attr, callee in ins.calls if attr == "to_apply"), [])
+        return _elements(shapes.get(ins.operands[-1], "")) * sum(1 for i in reducer if i.opcode not in NOT_WORK)
     if ins.opcode in ("reduce", "reduce-window") and ins.operands:
         data = ins.operands[:max(1, len(ins.operands) // 2)]  # then as many initial values
         return max(_elements(shapes.get(op, "")) for op in data) * _reducer_operations(ins, comps)
@@ -455,6 +492,54 @@ def operations(text: str) -> int | None:
     return _counted(text, lambda opcode: opcode not in NOT_WORK)
 
 
+# What an instruction can compute from without any input of the program: the same value on every run.
+_NO_INPUT = frozenset({"constant", "iota", "partition-id", "replica-id"})
+
+
+def _callers_first(comps: dict[str, list[_Instr]], entry: str | None) -> list[str]:
+    """The computations reachable from ENTRY, each after every computation that calls it."""
+    seen: set[str] = set()
+    order: list[str] = []
+
+    def visit(name: str):
+        if name in seen or name not in comps:
+            return
+        seen.add(name)
+        for ins in comps[name]:
+            for _, callee in ins.calls:
+                visit(callee)
+        order.append(name)
+
+    if entry:
+        visit(entry)
+    return order[::-1]
+
+
+def _input_free(comps: dict[str, list[_Instr]], entry: str | None) -> set[tuple[str, str]]:
+    """(computation, instruction) of every instruction whose value depends on no input of the program: made of
+    constants, iotas and the device's id only (a mask of the real elements, a device's offset, the index
+    arithmetic XLA's partitioner adds where it splits such a value). What it computes is the same whatever the
+    inputs, so it does none of the task's work, however it is written. A fused or called computation's
+    parameter is input-free where every call passes an input-free operand; any other's counts as an input."""
+    free_parameters: dict[str, set[int]] = {}
+    found: set[tuple[str, str]] = set()
+    for name in _callers_first(comps, entry):
+        given, free = free_parameters.get(name, set()), set()
+        for ins in comps[name]:
+            if ins.opcode == "parameter":
+                index = re.match(r"\s*(\d+)", ins.rest)
+                if index and int(index.group(1)) in given:
+                    free.add(ins.name)
+            elif ins.opcode in _NO_INPUT or (ins.operands and all(op in free for op in ins.operands)):
+                free.add(ins.name)
+            for attr, callee in ins.calls:
+                passed = {i for i, op in enumerate(ins.operands) if op in free} if attr == "calls" or \
+                    ins.opcode == "call" else set()
+                free_parameters[callee] = free_parameters.get(callee, passed) & passed
+        found |= {(name, n) for n in free}
+    return found
+
+
 def products(text: str) -> int | None:
     """The arithmetic of the products (dots and convolutions) one device performs over a run of the program,
     counted as :func:`operations` counts it: a device that multiplies each block it needs once runs the
@@ -464,14 +549,15 @@ def products(text: str) -> int | None:
 
 
 def _counted(text: str, counts) -> int | None:
-    """:func:`operations`' sum over the instructions whose opcode ``counts`` takes."""
+    """:func:`operations`' sum over the instructions whose opcode ``counts`` takes, but those that compute on no
+    input (:func:`_input_free`)."""
     comps, entry, flow = _program(text)
-    runs = _runs(comps, entry)
+    runs, free = _runs(comps, entry), _input_free(comps, entry)
     total = 0
     for name in flow.reachable:
         shapes = {ins.name: ins.shape for ins in comps[name]}
         for ins in comps[name]:
-            if not counts(ins.opcode):
+            if not counts(ins.opcode) or (name, ins.name) in free:
                 continue
             if runs.get(name) is None:
                 return None

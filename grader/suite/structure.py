@@ -48,12 +48,13 @@ class Step:
     origin: str           # what the trace called it ("psum"), for the listing only
     kind: str = ""        # the program's operation it came from ("stablehlo.dot_general"), as hlo.Collective's
     reduction: str = ""   # how an all-reduce or reduce-scatter combines values ("add", "maximum")
+    computed: bool = True  # what it moves was computed from the inputs (hlo.Collective's)
 
     def plain(self) -> dict:
         return {"op": self.op, "groups": None if self.groups is None else [list(g) for g in self.groups],
                 "dimensions": None if self.dimensions is None else list(self.dimensions), "rank": self.rank,
                 "bytes": self.bytes, "times": self.times, "by_student": self.by_student, "origin": self.origin,
-                "kind": self.kind, "reduction": self.reduction}
+                "kind": self.kind, "reduction": self.reduction, "computed": self.computed}
 
     @classmethod
     def from_plain(cls, data: dict) -> Step:
@@ -61,13 +62,14 @@ class Step:
         return cls(str(data["op"]), None if groups is None else tuple(tuple(int(d) for d in g) for g in groups),
                    None if dims is None else tuple(int(d) for d in dims), int(data["rank"]), int(data["bytes"]),
                    None if data["times"] is None else int(data["times"]), bool(data["by_student"]),
-                   str(data["origin"]), str(data.get("kind", "")), str(data.get("reduction", "")))
+                   str(data["origin"]), str(data.get("kind", "")), str(data.get("reduction", "")),
+                   bool(data.get("computed", True)))
 
 
 def steps(text: str) -> list[Step]:
     """The collectives of the compiled program ``text`` that move data the answer depends on, in order."""
     return [Step(c.op, c.groups, c.dimensions, _rank(c.shape), c.bytes, c.times, c.by_student, c.origin, c.kind,
-                 c.reduction) for c in hlo.select(text) if meshes.moves(c)]
+                 c.reduction, c.computed) for c in hlo.select(text) if meshes.moves(c)]
 
 
 # How an all-reduce combines the devices' values, as messages name it; a maximum and a minimum are one need (the
@@ -246,8 +248,12 @@ def beyond(student: list[Step], reference: list[Step], slack: float, mesh: tuple
     ``slack`` times the bytes per device the reference's move in it; else None. ``alike``: kinds the task accepts
     in place of another ({"all-to-all": "reduce-scatter"}), counted as that one. Whatever a collective is called,
     combining the devices' values takes a kind and its bytes: an all-reduce written as a reduce-scatter of n copies
-    is a reduce-scatter the reference does not run, or n times its bytes."""
+    is a reduce-scatter the reference does not run, or n times its bytes. One XLA's partitioner added to move
+    the inputs as they are (a slice of an input every device holds, a halo of a padded copy) combines nothing
+    and is left out; one it added to move computed values (partial products resharded between two shard_maps)
+    counts."""
     where, alike = Mesh(mesh), alike or {}
+    student = [s for s in student if s.by_student or s.computed]
     kinds = list(dict.fromkeys(alike.get(s.op, s.op) for s in student))
     for kind in kinds:
         mine = [s for s in student if alike.get(s.op, s.op) == kind]

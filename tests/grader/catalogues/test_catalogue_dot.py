@@ -55,6 +55,45 @@ WRONG = {
 
 
 RIGHT = {
+    # round 24 (written apart): padding another way. jnp.resize then a mask of the real elements (XLA moves the
+    # resized copy's slices: the inputs as they are, no arithmetic), and a mask built inside the pmap from the
+    # device's id (index arithmetic on no input): neither is the task's work or communication
+    "padding by resize and a mask, outside and inside the pmap": Right({"dot": """
+        import jax
+        import jax.numpy as jnp
+        from jax import lax
+
+
+        def _padded(v, n, per):
+            keep = jnp.arange(n * per) < v.shape[0]
+            return jnp.where(keep, jnp.resize(v, (n * per,)), jnp.zeros((), v.dtype)).reshape(n, per)
+
+
+        def distributed_dot(x, y):
+            x, y = jnp.asarray(x), jnp.asarray(y)
+            n = jax.device_count()
+            per = -(-x.shape[0] // n)
+
+            def local(a, b):
+                real = lax.axis_index("i") * per + jnp.arange(per) < x.shape[0]
+                return lax.psum(jnp.dot(jnp.where(real, a, 0), b), "i")
+
+            return jax.pmap(local, axis_name="i")(_padded(x, n, per), _padded(y, n, per))[0]
+        """}, devices="2,4,8"),
+    "padding by .at[].set": Right({"dot": """
+        import jax
+        import jax.numpy as jnp
+        from jax import lax
+
+
+        def distributed_dot(x, y):
+            x, y = jnp.asarray(x), jnp.asarray(y)
+            n = jax.device_count()
+            per = -(-x.shape[0] // n)
+            xs = jnp.zeros(n * per, x.dtype).at[: x.shape[0]].set(x).reshape(n, per)
+            ys = jnp.zeros(n * per, y.dtype).at[: y.shape[0]].set(y).reshape(n, per)
+            return jax.pmap(lambda a, b: lax.psum(jnp.vdot(a, b), "i"), axis_name="i")(xs, ys)[0]
+        """}, devices="2,4"),
     "shard_map under jit on a mesh of its own": Right({"dot": """
         import jax
         import jax.numpy as jnp

@@ -141,9 +141,10 @@ def test_a_collective_that_carries_nothing_the_result_needs_is_idle_and_not_coun
 
 
 def test_operations_are_a_devices_share_when_it_computes_on_its_part_and_the_whole_when_it_does_not():
-    # the dot of 16 numbers over 4 devices: 4 multiply-adds, and the offset of the device's slice (its id times 4)
-    assert hlo.operations(program("dot_with_squeeze")) == 2 * 16 // 4 + 1
-    assert hlo.operations(program("mesh_matmul")) == 2 * 3 * 3 * 4 + 1  # a (3, 4) block of x times a (4, 3) block of w
+    # the dot of 16 numbers over 4 devices: 4 multiply-adds; the offset of the device's slice (its id times 4)
+    # computes on no input, whatever the inputs the same: no work
+    assert hlo.operations(program("dot_with_squeeze")) == 2 * 16 // 4
+    assert hlo.operations(program("mesh_matmul")) == 2 * 3 * 3 * 4  # a (3, 4) block of x times a (4, 3) block of w
     for name in ("psum_of_a_constant", "psum_of_a_difference"):  # x of 4 x 5 summed whole on every device, and more
         assert hlo.operations(program(name)) >= 4 * 5
     difference = next(c for c in hlo.collectives(program("psum_of_a_difference")) if c.by_student)
@@ -256,3 +257,55 @@ def test_the_clean_workers_measurement_decides_which_collectives_are_idle(name, 
                                                  "or stays the same with it taken from a run on other inputs), so "
                                                  "it is not counted"
                                                  if idle else "")
+
+
+SCATTER = """HloModule m
+%{name} (a: f32[], b: f32[]) -> f32[] {{
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %r = f32[] {root}
+}}
+ENTRY %main (x: f32[46]) -> f32[48] {{
+  %x = f32[46]{{0}} parameter(0)
+  %zero = f32[] constant(0)
+  %zeros = f32[48]{{0}} broadcast(%zero), dimensions={{}}
+  %at = s32[46,1]{{1,0}} iota(), iota_dimension=0
+  ROOT %placed = f32[48]{{0}} scatter(%zeros, %at, %x), update_window_dims={{}}, inserted_window_dims={{0}}, scatter_dims_to_operand_dims={{0}}, index_vector_dim=1, to_apply=%{name}
+}}
+"""
+
+
+def test_a_scatter_counts_what_its_computation_does_with_each_update_and_input_free_values_count_nothing():
+    placed = SCATTER.format(name="set", root="copy(%b)")  # x.at[:46].set: each update placed, no arithmetic
+    added = SCATTER.format(name="add", root="add(%a, %b)")  # x.at[:46].add: one addition per update
+    assert hlo.operations(placed) == 0
+    assert hlo.operations(added) == 46
+    # the zeros, the positions and a mask made of iotas, constants and the device's id are the same on every run
+    mask = """HloModule m
+ENTRY %main (x: f32[8]) -> f32[8] {
+  %x = f32[8]{0} parameter(0)
+  %id = u32[] partition-id()
+  %four = u32[] constant(4)
+  %first = u32[] multiply(%id, %four)
+  %at = u32[8]{0} broadcast(%first), dimensions={}
+  %i = u32[8]{0} iota(), iota_dimension=0
+  %where = u32[8]{0} add(%at, %i)
+  %f = f32[8]{0} convert(%where)
+  ROOT %scaled = f32[8]{0} multiply(%x, %f)
+}
+"""
+    assert hlo.operations(mask) == 8  # the product with x only: the offset and the positions compute on no input
+
+
+def test_a_collective_moving_the_inputs_as_they_are_moves_nothing_computed():
+    text = """HloModule m
+ENTRY %main (x: f32[8]) -> (f32[4], f32[4]) {
+  %x = f32[8]{0} parameter(0)
+  %s = f32[4]{0} slice(%x), slice={[0:4]}
+  %moved = f32[4]{0} collective-permute(%s), channel_id=1, source_target_pairs={{0,1},{1,0}}
+  %m = f32[4]{0} multiply(%s, %s)
+  %sent = f32[4]{0} collective-permute(%m), channel_id=2, source_target_pairs={{0,1},{1,0}}
+  ROOT %t = (f32[4]{0}, f32[4]{0}) tuple(%moved, %sent)
+}
+"""
+    assert [(c.instruction, c.computed) for c in hlo.collectives(text)] == [("moved", False), ("sent", True)]
