@@ -327,13 +327,20 @@ def _divided(instructions: list[_Instr], name: str, depth: int = 4) -> bool:
     return False
 
 
-def _computed(comps: dict[str, list[_Instr]], entry: str | None) -> dict[str, set[str]]:
+@functools.lru_cache(maxsize=8)
+def _inputs_read(text: str) -> tuple[set[tuple[str, str]], dict[str, set[str]]]:
+    """(:func:`_input_free`, :func:`_computed`) of the program ``text``: read once, asked by many rules."""
+    comps, entry, _ = _program(text)
+    free = _input_free(comps, entry)
+    return free, _computed(comps, entry, free)
+
+
+def _computed(comps: dict[str, list[_Instr]], entry: str | None, free: set[tuple[str, str]]) -> dict[str, set[str]]:
     """Per computation, the instructions whose values carry arithmetic on the program's inputs: an arithmetic
     instruction or a reduction across devices on a value that depends on an input (:func:`_input_free`'s others),
     a fusion or call whose computation holds one, or anything made from such a value. A value only moved,
     sliced, padded or selected from the inputs carries none. A parameter of any computation but ENTRY counts as
-    computed (what its callers pass is not followed)."""
-    free = _input_free(comps, entry)
+    computed (what its callers pass is not followed). ``free``: :func:`_input_free`'s."""
     holds: dict[str, bool] = {}
 
     def arithmetic_in(name: str, depth: int = 8) -> bool:
@@ -363,7 +370,7 @@ def collectives(text: str) -> list[Collective]:
     """Every collective reachable from ENTRY, with how many times one program run executes it (idle
     ones too)."""
     comps, entry, flow = _program(text)
-    computed = _computed(comps, entry)
+    computed = _inputs_read(text)[1]
     found: list[Collective] = []
     for name, times in _runs(comps, entry).items():
         shapes = {ins.name: ins.shape for ins in comps[name]}
@@ -552,7 +559,7 @@ def _counted(text: str, counts) -> int | None:
     """:func:`operations`' sum over the instructions whose opcode ``counts`` takes, but those that compute on no
     input (:func:`_input_free`)."""
     comps, entry, flow = _program(text)
-    runs, free = _runs(comps, entry), _input_free(comps, entry)
+    runs, free = _runs(comps, entry), _inputs_read(text)[0]
     total = 0
     for name in flow.reachable:
         shapes = {ins.name: ins.shape for ins in comps[name]}

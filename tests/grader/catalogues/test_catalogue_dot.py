@@ -79,7 +79,7 @@ RIGHT = {
                 return lax.psum(jnp.dot(jnp.where(real, a, 0), b), "i")
 
             return jax.pmap(local, axis_name="i")(_padded(x, n, per), _padded(y, n, per))[0]
-        """}, devices="2,4,8"),
+        """}, devices="2,4"),
     "padding by .at[].set": Right({"dot": """
         import jax
         import jax.numpy as jnp
@@ -93,7 +93,7 @@ RIGHT = {
             xs = jnp.zeros(n * per, x.dtype).at[: x.shape[0]].set(x).reshape(n, per)
             ys = jnp.zeros(n * per, y.dtype).at[: y.shape[0]].set(y).reshape(n, per)
             return jax.pmap(lambda a, b: lax.psum(jnp.vdot(a, b), "i"), axis_name="i")(xs, ys)[0]
-        """}, devices="2,4"),
+        """}, devices="2"),
     "shard_map under jit on a mesh of its own": Right({"dot": """
         import jax
         import jax.numpy as jnp
