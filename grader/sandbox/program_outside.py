@@ -37,8 +37,8 @@ NOT_ARITHMETIC = frozenset({
     "stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice", "stablehlo.pad", "stablehlo.concatenate",
     "stablehlo.reverse", "stablehlo.gather", "stablehlo.convert", "stablehlo.bitcast_convert",
     "stablehlo.partition_id", "stablehlo.replica_id", "stablehlo.after_all", "stablehlo.select",
-    "stablehlo.compare", "stablehlo.clamp", "stablehlo.negate", "stablehlo.optimization_barrier", "stablehlo.get_dimension_size",
-    "stablehlo.custom_call", "stablehlo.return", "stablehlo.while", "stablehlo.if", "stablehlo.case",
+    "stablehlo.compare", "stablehlo.clamp", "stablehlo.negate", "stablehlo.optimization_barrier",
+    "stablehlo.get_dimension_size", "stablehlo.custom_call", "stablehlo.return", "stablehlo.while", "stablehlo.if", "stablehlo.case",
     "stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.all_to_all", "stablehlo.reduce_scatter",
     "stablehlo.collective_permute", "stablehlo.collective_broadcast", "func.return", "func.call", "func.func",
     "sdy.sharding_constraint", "sdy.reshard", "sdy.return", "sdy.mesh", MANUAL})

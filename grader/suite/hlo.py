@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 
 from grader.protocol import COLLECTIVE_INDEX, FRESH_MARK, IDLE_MARK, LABEL_SEPARATOR, PROGRAM_COLLECTIVES
 from grader.suite import replica_groups
-from grader.suite.hlo_flow import VARIES, Flow, level
+from grader.suite.hlo_flow import SAME_FOR_EVERY_INPUT, VARIES, Flow, level, parameter_number
 from grader.suite import hlo_platforms
 
 COLLECTIVES = ("all-reduce", "all-gather", "collective-permute", "all-to-all", "reduce-scatter",
@@ -99,7 +99,7 @@ class Collective:
     instruction: str = field(default="", compare=False)  # its name in the HLO text (the GPU form renames it)
     dimensions: tuple[int, ...] | None = None  # an all-gather's, reduce-scatter's or all-to-all's dimensions={...}
     reduction: str = ""  # how an all-reduce or reduce-scatter combines the devices' values: "add", "maximum", ...
-    computed: bool = True  # what it moves was computed from the inputs (not only moved, sliced or selected)
+    computed: bool = True  # what it moves is computed from the inputs, or an input not every device holds whole
 
     @property
     def a(self) -> str:
@@ -338,17 +338,18 @@ def _inputs_read(text: str) -> tuple[set[tuple[str, str]], dict[str, set[str]]]:
 def _computed(comps: dict[str, list[_Instr]], entry: str | None, free: set[tuple[str, str]]) -> dict[str, set[str]]:
     """Per computation, the instructions whose values carry arithmetic on the program's inputs: an arithmetic
     instruction or a reduction across devices on a value that depends on an input (:func:`_input_free`'s others),
-    a fusion or call whose computation holds one, or anything made from such a value. A value only moved,
-    sliced, padded or selected from the inputs carries none. A parameter of any computation but ENTRY counts as
-    computed (what its callers pass is not followed). ``free``: :func:`_input_free`'s."""
+    a fusion or call whose computation holds one, or anything made from such a value; and an input that not every
+    device holds whole (an ENTRY parameter not ``sharding={replicated}``: moving it is communication). A value
+    only moved, sliced, padded or selected from inputs every device holds carries none. A parameter of any
+    computation but ENTRY counts as computed (what its callers pass is not followed). ``free``:
+    :func:`_input_free`'s."""
     holds: dict[str, bool] = {}
 
-    def arithmetic_in(name: str, depth: int = 8) -> bool:
+    def arithmetic_in(name: str) -> bool:
         if name not in holds:
-            holds[name] = False
+            holds[name] = False  # a computation that calls itself adds nothing the first visit has not
             holds[name] = any((i.opcode not in NOT_WORK and (name, i.name) not in free)
-                              or (depth and any(arithmetic_in(c, depth - 1) for _, c in i.calls if c in comps))
-                              for i in comps[name])
+                              or any(arithmetic_in(c) for _, c in i.calls if c in comps) for i in comps[name])
         return holds[name]
 
     carried: dict[str, set[str]] = {}
@@ -357,7 +358,8 @@ def _computed(comps: dict[str, list[_Instr]], entry: str | None, free: set[tuple
         for ins in instrs:
             if (name, ins.name) in free:
                 continue
-            if (ins.opcode == "parameter" and name != entry) or ins.opcode not in NOT_WORK \
+            if (ins.opcode == "parameter" and (name != entry or "sharding={replicated}" not in ins.rest)) \
+                    or ins.opcode not in NOT_WORK \
                     or _base(ins.opcode) in ("all-reduce", "reduce-scatter") \
                     or any(op in found for op in ins.operands) \
                     or any(arithmetic_in(c) for attr, c in ins.calls if c in comps and attr != "to_apply"):
@@ -500,7 +502,7 @@ def operations(text: str) -> int | None:
 
 
 # What an instruction can compute from without any input of the program: the same value on every run.
-_NO_INPUT = frozenset({"constant", "iota", "partition-id", "replica-id"})
+_NO_INPUT = frozenset({"constant", *SAME_FOR_EVERY_INPUT})
 
 
 def _callers_first(comps: dict[str, list[_Instr]], entry: str | None) -> list[str]:
@@ -527,15 +529,17 @@ def _input_free(comps: dict[str, list[_Instr]], entry: str | None) -> set[tuple[
     constants, iotas and the device's id only (a mask of the real elements, a device's offset, the index
     arithmetic XLA's partitioner adds where it splits such a value). What it computes is the same whatever the
     inputs, so it does none of the task's work, however it is written. A fused or called computation's
-    parameter is input-free where every call passes an input-free operand; any other's counts as an input."""
+    parameter is input-free where every call passes an input-free operand; any other's counts as an input.
+    Stricter than grader.suite.hlo_flow's CONST level on purpose: that reading takes ``x * 0`` for a constant,
+    and a value made of the inputs through such a reading (a reducer that turns zeros into ones) carries the
+    whole computation; here a value that reads an input in any way is the inputs' work."""
     free_parameters: dict[str, set[int]] = {}
     found: set[tuple[str, str]] = set()
     for name in _callers_first(comps, entry):
         given, free = free_parameters.get(name, set()), set()
         for ins in comps[name]:
             if ins.opcode == "parameter":
-                index = re.match(r"\s*(\d+)", ins.rest)
-                if index and int(index.group(1)) in given:
+                if parameter_number(ins.rest) in given:
                     free.add(ins.name)
             elif ins.opcode in _NO_INPUT or (ins.operands and all(op in free for op in ins.operands)):
                 free.add(ins.name)
@@ -626,8 +630,9 @@ def overlapped(text: str, smallest: int) -> int | None:
     block before any product (an optimization_barrier over what arrived, products after the ring) overlaps
     none. None where a ppermute is in a loop of unknown length."""
     comps, entry, flow = _program(text)
-    runs = _runs(comps, entry)
-    idle = {(c.computation, c.instruction) for c in collectives(text) if c.idle}
+    runs, found = _runs(comps, entry), collectives(text)
+    idle = {(c.computation, c.instruction) for c in found if c.idle}
+    ring = {(c.computation, c.instruction): frozenset(c.groups or ()) for c in found}  # where each one sends
     total = 0
     for name in flow.reachable:
         instrs = comps[name]
@@ -643,10 +648,9 @@ def overlapped(text: str, smallest: int) -> int | None:
             before[ins.name] = set().union(*(before.get(op, set()) | {op} for op in ins.operands if op in shapes))
         products = [i.name for i in instrs if _product_size(i, comps, shapes) >= smallest
                     and (name, i.name) in flow.needed]  # a decoy the answer cannot depend on (times 0) overlaps nothing
-        ring = {i.name: frozenset(replica_groups.parse(i.rest) or ()) for i in instrs if i.name in sends}  # its pairs
-        rings = {p: {ring[s] for s in sends if s in before[p]} for p in products}  # the rings a product needs
+        rings = {p: {ring[(name, s)] for s in sends if s in before[p]} for p in products}  # the rings it needs
         pairs = {s: [p for p in products if p != s and s not in before[p] and p not in before[s]
-                     and rings[p] <= {ring[s]}] for s in sends}
+                     and rings[p] <= {ring[(name, s)]}] for s in sends}
         total += _matched(pairs) * runs[name]
     return total
 

@@ -34,7 +34,7 @@ _KEEPS_ZERO = frozenset({"add", "subtract", "negate", "abs", "maximum", "minimum
                          "collective-permute-start", "dynamic-update-slice", "copy-start", "copy-done",
                          "all-reduce-done", "all-gather-done", "collective-permute-done"})
 _ZERO_IF_ANY = frozenset({"multiply", "and"})
-_SAME_FOR_EVERY_INPUT = frozenset({"iota", "partition-id", "replica-id", "after-all", "rng-get-and-update-state"})
+SAME_FOR_EVERY_INPUT = frozenset({"iota", "partition-id", "replica-id", "after-all", "rng-get-and-update-state"})
 _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?|true|false|nan|-?inf")
 
 
@@ -66,7 +66,7 @@ def _index(rest: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _parameter_number(rest: str) -> int:
+def parameter_number(rest: str) -> int:
     return int(rest.split(")", 1)[0])
 
 
@@ -132,10 +132,10 @@ class Flow:
         top = max((level(v) for v in ops), default=BOTTOM)
         sent = False
         if op == "parameter":
-            return (VARIES if comp == self.entry else self.incoming.get((comp, _parameter_number(ins.rest)), BOTTOM)), sent
+            return (VARIES if comp == self.entry else self.incoming.get((comp, parameter_number(ins.rest)), BOTTOM)), sent
         if op == "constant":
             return _constant(ins.rest), sent
-        if op in _SAME_FOR_EVERY_INPUT:
+        if op in SAME_FOR_EVERY_INPUT:
             return CONST, sent
         if op == "tuple":
             return tuple(ops), sent
@@ -212,7 +212,7 @@ class Flow:
             out = []
             for caller_comp, caller, how, branch in self.callers.get(comp, []):
                 operands = [o for o in caller.operands if o in self.by_name[caller_comp]]
-                index = _parameter_number(ins.rest)
+                index = parameter_number(ins.rest)
                 if how == "call" and index < len(operands):
                     out.append((caller_comp, operands[index], k))
                 elif how in ("body", "condition") and operands:

@@ -249,9 +249,9 @@ def beyond(student: list[Step], reference: list[Step], slack: float, mesh: tuple
     in place of another ({"all-to-all": "reduce-scatter"}), counted as that one. Whatever a collective is called,
     combining the devices' values takes a kind and its bytes: an all-reduce written as a reduce-scatter of n copies
     is a reduce-scatter the reference does not run, or n times its bytes. One XLA's partitioner added to move
-    the inputs as they are (a slice of an input every device holds, a halo of a padded copy) combines nothing
-    and is left out; one it added to move computed values (partial products resharded between two shard_maps)
-    counts."""
+    inputs every device already holds whole, as they are (a slice of a padded copy), combines nothing and is
+    left out; one it added to move computed values (partial products resharded between two shard_maps) or an
+    input handed over in blocks counts."""
     where, alike = Mesh(mesh), alike or {}
     student = [s for s in student if s.by_student or s.computed]
     kinds = list(dict.fromkeys(alike.get(s.op, s.op) for s in student))

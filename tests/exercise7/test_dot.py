@@ -111,7 +111,7 @@ def test_dot_uses_one_all_reduce(student, rng, devices):
                               rtol=1e-4, atol=1e-4, asks=Asks("jax.pmap"))
     text = program.hlo
     feedback.communication(program, by_student=False)
-    # (not one XLA adds to move the inputs as they are, which every device already holds: a padded copy's slices)
+    # (not one XLA adds to move the inputs every device already holds whole, as they are: a padded copy's slices)
     gathers = sum(c.times or 1 for c in hlo.select(text, "all-gather") if c.by_student or c.computed)
     assert gathers == 0, (f"distributed_dot gathers whole vectors onto every device ({gathers} all-gather); "
                           "each device only needs its own slices and one psum of the partial dot products")

@@ -300,7 +300,7 @@ ENTRY %main (x: f32[8]) -> f32[8] {
 def test_a_collective_moving_the_inputs_as_they_are_moves_nothing_computed():
     text = """HloModule m
 ENTRY %main (x: f32[8]) -> (f32[4], f32[4]) {
-  %x = f32[8]{0} parameter(0)
+  %x = f32[8]{0} parameter(0), sharding={replicated}
   %s = f32[4]{0} slice(%x), slice={[0:4]}
   %moved = f32[4]{0} collective-permute(%s), channel_id=1, source_target_pairs={{0,1},{1,0}}
   %m = f32[4]{0} multiply(%s, %s)
@@ -309,3 +309,6 @@ ENTRY %main (x: f32[8]) -> (f32[4], f32[4]) {
 }
 """
     assert [(c.instruction, c.computed) for c in hlo.collectives(text)] == [("moved", False), ("sent", True)]
+    # an input handed over in blocks is not held whole by every device: moving it is communication
+    split = text.replace("sharding={replicated}", "sharding={devices=[2]<=[2]}")
+    assert [(c.instruction, c.computed) for c in hlo.collectives(split)] == [("moved", True), ("sent", True)]
