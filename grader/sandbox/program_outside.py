@@ -146,14 +146,25 @@ def _times(work: Work, trips: int | None) -> Work:
 class _Count:
     def __init__(self, module):
         self.functions = functions(module)
-        self.calls: dict[tuple[str, bool], Work] = {}
+        self.calls: dict[tuple[str, bool, tuple[int, ...]], tuple[Work, tuple[int, ...]]] = {}
 
-    def function(self, name: str, inside: bool) -> Work:
-        if (name, inside) not in self.calls:
-            self.calls[(name, inside)] = (0, 0)  # no module of jax.export recurses
+    def function(self, name: str, inside: bool, free: tuple[int, ...] = ()) -> tuple[Work, tuple[int, ...]]:
+        """The arithmetic a call of function ``name`` writes, and which of its results are computed on no input,
+        where its arguments at the places ``free`` are computed on no input (index arithmetic jnp writes in a
+        function of its own, such as ``jnp.take``'s bounds, on indices made of iotas)."""
+        key = (name, inside, free)
+        if key not in self.calls:
+            self.calls[key] = ((0, 0), ())  # no module of jax.export recurses
             func = self.functions.get(name)
-            self.calls[(name, inside)] = self.block(func.regions[0].blocks[0], inside) if func is not None else (0, 0)
-        return self.calls[(name, inside)]
+            if func is not None:
+                block = func.regions[0].blocks[0]
+                arguments = list(block.arguments)
+                known = {arguments[i] for i in free}
+                done = self.block(block, inside, known)
+                returned = next((op.operation for op in block.operations if op.operation.name == "func.return"), None)
+                results = () if returned is None else tuple(i for i, v in enumerate(returned.operands) if v in known)
+                self.calls[key] = (done, results)
+        return self.calls[key]
 
     def block(self, block, inside: bool, free: set | None = None) -> Work:
         """The arithmetic written in ``block``, outside and inside per-device computations (``inside``: the block
@@ -166,7 +177,10 @@ class _Count:
         for op in block.operations:
             op = op.operation
             if op.name == CALL:
-                done = self.function(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, inside or _manual_body(op))
+                done, results = self.function(ir.FlatSymbolRefAttr(op.attributes["callee"]).value,
+                                              inside or _manual_body(op),
+                                              tuple(i for i, v in enumerate(op.operands) if v in free))
+                free.update(op.results[i] for i in results)
             elif op.name not in CONTROL:  # a region of any other (a reduction, a collective, a sort) is a reducer
                 operands = list(op.operands)
                 if op.name in NO_INPUT or (operands and all(v in free for v in operands)):
@@ -191,7 +205,7 @@ def work(module, devices: int) -> tuple[int | None, int | None]:
     bodies have one device's shapes); either None where some of it is in a loop of unknown length."""
     with context():
         try:
-            outside, inside = _Count(module).function("main", False)
+            (outside, inside), _ = _Count(module).function("main", False)
         except RecursionError:
             return None, None
     return (None if outside is None else -(-outside // max(1, devices))), inside

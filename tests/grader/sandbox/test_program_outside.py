@@ -25,6 +25,11 @@ def product(a, b):
     return a * b
 
 
+@jax.jit
+def shifted(v):
+    return v + 1
+
+
 def inside(x, y):
     return jax.pmap(lambda a, b: lax.psum(jnp.sum(product(a, b)), "i"), axis_name="i")(x.reshape(4, -1),
                                                                                        y.reshape(4, -1))[0]
@@ -47,6 +52,14 @@ def outside_in_a_branch(x, y):
     return inside(lax.cond(x[0] > 0, lambda: x * y, lambda: x), y)
 
 
+def indices_in_a_function(x, y):
+    return inside(jnp.take(x, jnp.minimum(shifted(jnp.arange(40)), 39)), y)  # take's bounds: a function of its own
+
+
+def the_same_function_on_data(x, y):
+    return inside(jnp.take(shifted(x), jnp.minimum(shifted(jnp.arange(40)), 39)), y)
+
+
 def shard_map_inside(x, y):
     return jax.shard_map(lambda a, b: lax.psum(jnp.dot(a, b), "i"), mesh=mesh, in_specs=(P("i"), P("i")),
                          out_specs=P())(x, y)
@@ -58,7 +71,8 @@ def figure(fn):
 
 
 found = {{fn.__name__: figure(fn) for fn in (inside, outside, outside_in_a_loop, outside_in_a_loop_of_unknown_length,
-                                             outside_in_a_branch, shard_map_inside)}}
+                                             outside_in_a_branch, indices_in_a_function,
+                                             the_same_function_on_data, shard_map_inside)}}
 jax.config.update("jax_use_shardy_partitioner", False)
 found["gspmd_inside"] = figure(shard_map_inside)
 print(json.dumps(found))
@@ -78,3 +92,9 @@ def test_a_loop_outside_counts_every_iteration_a_branch_counts_and_an_unknown_le
     assert 3 * 40 // 4 <= found["outside_in_a_loop"][0] < 4 * 40 // 4  # three products of 40 (and the counter)
     assert found["outside_in_a_branch"][0] >= 40 // 4
     assert found["outside_in_a_loop_of_unknown_length"] == [None, 10 + 10]
+
+
+def test_arithmetic_on_indices_alone_is_no_work_through_calls_and_the_same_function_on_data_is():
+    found = run_json(RUN)
+    assert found["indices_in_a_function"] == [0, 10 + 10]  # iotas shifted and clamped, in called functions
+    assert found["the_same_function_on_data"] == [40 // 4, 10 + 10]  # shifted(x): x's 40 elements, once
