@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import textwrap
 
 import pytest
+from conftest import ROOT
 
 from grader.course import CourseError, find_course, load_course
 from grader.errors import UsageError
@@ -124,3 +126,32 @@ def test_the_local_limit_does_not_touch_the_autograders_fingerprints(tmp_path):
     plain = prints(GOOD)
     assert prints(GOOD.replace("timeout_s: 5,", "timeout_s: 5, local_timeout_s: 2,")) == plain
     assert prints(GOOD.replace("timeout_s: 5,", "timeout_s: 6,")) != plain
+
+
+def _devices_marks(suite) -> dict[str, tuple[int, ...] | None]:
+    """Each test function of a suite folder and the device counts its ``pytest.mark.devices`` names (None: none)."""
+    found = {}
+    for path in suite.glob("test_*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                marks = [d for d in node.decorator_list if isinstance(d, ast.Call) and ast.unparse(d.func).endswith(
+                    "mark.devices")]
+                found[node.name] = tuple(ast.literal_eval(a) for a in marks[0].args) if marks else None
+    return found
+
+
+def test_the_real_course_grades_no_structural_check_on_one_device():
+    # On one device every collective is the identity, which XLA drops: a program that communicates nothing
+    # shows the same compiled program there as the right one, so a check of what a program communicates (the
+    # rubric's after_due_date tests) earns a point only from 2 devices on.
+    course = load_course(str(ROOT / "course.yaml"))
+    checked = []
+    for name, exercise in course.exercises.items():
+        marks = _devices_marks(ROOT / exercise.suite)
+        for task in exercise.tasks:
+            for test, rule in task.tests.items():
+                if rule.visibility == "after_due_date":
+                    checked.append(test)
+                    counts = set(task.devices) & set(marks[test] or task.devices)  # the marker picks among the task's
+                    assert counts and 1 not in counts, f"{name}.{task.id}: {test} runs at {sorted(counts)} devices"
+    assert len(checked) >= 17
