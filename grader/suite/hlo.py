@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 
 from grader.protocol import COLLECTIVE_INDEX, FRESH_MARK, IDLE_MARK, LABEL_SEPARATOR, PROGRAM_COLLECTIVES
 from grader.suite import replica_groups
-from grader.suite.hlo_flow import SAME_FOR_EVERY_INPUT, VARIES, Flow, level, parameter_number
+from grader.suite.hlo_flow import SAME_FOR_EVERY_INPUT, VARIES, Flow, level, parameter_number, tuple_index
 from grader.suite import hlo_platforms
 
 COLLECTIVES = ("all-reduce", "all-gather", "collective-permute", "all-to-all", "reduce-scatter",
@@ -618,21 +618,75 @@ def _matched(pairs: dict[str, list[str]]) -> int:
     return sum(place(left, set()) for left in pairs)
 
 
+# Instructions that only move the data of some of their operands (by place: None, all of them): what they give is
+# those operands' data. Index operands (a dynamic slice's offsets) carry no data.
+_MOVES = {"bitcast": (0,), "reshape": (0,), "copy": (0,), "copy-start": (0,), "copy-done": (0,), "transpose": (0,),
+          "slice": (0,), "dynamic-slice": (0,), "dynamic-update-slice": (0, 1), "pad": (0,), "reverse": (0,),
+          "broadcast": (0,), "convert": (0,), "bitcast-convert": (0,), "concatenate": None}
+
+
+class _Origins:
+    """Where the data of a value comes from: the instructions that computed or brought it, followed back through
+    instructions that only move, slice, join or convert data, through tuples, barriers and fusions that only do
+    that, and to the element of a tuple it is (a loop's carry: each element its own origin). Values made only of
+    constants, iotas and the device's id carry no data (:func:`_input_free`)."""
+
+    def __init__(self, comps: dict[str, list[_Instr]], free: set[tuple[str, str]]):
+        self.comps, self.free = comps, free
+        self.named = {name: {ins.name: ins for ins in instrs} for name, instrs in comps.items()}
+        self.memo: dict[tuple, frozenset] = {}
+
+    def of(self, comp: str, name: str, index: int | None = None) -> frozenset:
+        key = (comp, name, index)
+        if key not in self.memo:
+            self.memo[key] = frozenset()  # HLO has no cycles within a computation; a fusion never calls itself
+            self.memo[key] = self._traced(comp, self.named[comp].get(name), index)
+        return self.memo[key]
+
+    def _traced(self, comp: str, ins: _Instr | None, index: int | None) -> frozenset:
+        if ins is None or (comp, ins.name) in self.free:
+            return frozenset()
+        op, operands = ins.opcode, [o for o in ins.operands if o in self.named[comp]]
+        if op == "get-tuple-element" and operands:
+            return self.of(comp, operands[0], tuple_index(ins.rest))
+        if op == "tuple" and index is not None and index < len(operands):
+            return self.of(comp, operands[index])
+        if op == "opt-barrier" and operands:
+            return self.of(comp, operands[0], index)
+        if op in _MOVES and index is None:
+            places = _MOVES[op] or range(len(operands))
+            return frozenset().union(*(self.of(comp, operands[k]) for k in places if k < len(operands)))
+        fused = next((c for attr, c in ins.calls if attr == "calls" and c in self.comps), None)
+        if op == "fusion" and index is None and fused and self.comps[fused]:
+            inside = self.of(fused, self.comps[fused][-1].name)
+            parameters = {i.name: parameter_number(i.rest) for i in self.comps[fused] if i.opcode == "parameter"}
+            if all(c == fused and n in parameters for c, n, _ in inside):
+                return frozenset().union(*(self.of(comp, operands[parameters[n]]) for _, n, _ in inside
+                                           if parameters[n] < len(operands)))
+        return frozenset({(comp, ins.name, index)})
+
+    def read(self, comp: str, ins: _Instr) -> frozenset:
+        """Where the data an instruction reads comes from: its operands'."""
+        return frozenset().union(*(self.of(comp, o) for o in ins.operands if o in self.named[comp]))
+
+
 def overlapped(text: str, smallest: int) -> int | None:
     """How many executions of the program's ppermutes (collective-permutes the answer needs) each have a product
     of at least ``smallest`` operations (:func:`largest_product`'s count) that can run while it is in flight, a
     different product for each, one the answer can depend on (grader.suite.hlo_flow: not one multiplied by zero):
     in the same computation, neither one's result reaching the other, read from the
-    data flow of the compiled program, which no scheduling can undo; and a product of its own ring, one that
-    needs no ppermute sending elsewhere (a ring both ways is two rings: a block the one direction brought,
-    multiplied once that ring has finished, overlaps none of its steps, whatever the other direction does). A
-    ring that multiplies each block while the next one travels overlaps every step; one that gathers every
-    block before any product (an optimization_barrier over what arrived, products after the ring) overlaps
-    none. None where a ppermute is in a loop of unknown length."""
+    data flow of the compiled program, which no scheduling can undo; and a product of the block that step sends
+    (its data comes from where the ppermute's does, :class:`_Origins`): the schedule the task teaches multiplies
+    the block it holds while it passes it on. A ring that multiplies each block while it travels on overlaps
+    every step, in one direction or both, its halves multiplied apart or joined; one that gathers every block
+    before any product (an optimization_barrier over what arrived, products after the ring) overlaps none, and
+    neither does a ring in two chains, each gathered behind its own barrier: the one chain's products, run beside
+    the other chain's steps, multiply none of what those steps send. None where a ppermute is in a loop of
+    unknown length."""
     comps, entry, flow = _program(text)
     runs, found = _runs(comps, entry), collectives(text)
     idle = {(c.computation, c.instruction) for c in found if c.idle}
-    ring = {(c.computation, c.instruction): frozenset(c.groups or ()) for c in found}  # where each one sends
+    origins = _Origins(comps, _inputs_read(text)[0])
     total = 0
     for name in flow.reachable:
         instrs = comps[name]
@@ -648,9 +702,11 @@ def overlapped(text: str, smallest: int) -> int | None:
             before[ins.name] = set().union(*(before.get(op, set()) | {op} for op in ins.operands if op in shapes))
         products = [i.name for i in instrs if _product_size(i, comps, shapes) >= smallest
                     and (name, i.name) in flow.needed]  # a decoy the answer cannot depend on (times 0) overlaps nothing
-        rings = {p: {ring[(name, s)] for s in sends if s in before[p]} for p in products}  # the rings it needs
+        named = {ins.name: ins for ins in instrs}
+        sent = {s: origins.of(name, named[s].operands[0]) if named[s].operands else frozenset() for s in sends}
+        read = {p: origins.read(name, named[p]) for p in products}
         pairs = {s: [p for p in products if p != s and s not in before[p] and p not in before[s]
-                     and rings[p] <= {ring[(name, s)]}] for s in sends}
+                     and sent[s] & read[p]] for s in sends}
         total += _matched(pairs) * runs[name]
     return total
 

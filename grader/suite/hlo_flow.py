@@ -61,7 +61,8 @@ def _constant(rest: str) -> int:
                                    for n in numbers) else CONST
 
 
-def _index(rest: str) -> int | None:
+def tuple_index(rest: str) -> int | None:
+    """A get-tuple-element's ``index=``."""
     m = re.search(r"\bindex=(\d+)", rest)
     return int(m.group(1)) if m else None
 
@@ -140,7 +141,7 @@ class Flow:
         if op == "tuple":
             return tuple(ops), sent
         if op == "get-tuple-element":
-            whole, k = (ops[0] if ops else BOTTOM), _index(ins.rest)
+            whole, k = (ops[0] if ops else BOTTOM), tuple_index(ins.rest)
             return (whole[k] if isinstance(whole, tuple) and k is not None and k < len(whole) else level(whole)), sent
         calls = self._calls(ins)
         if op == "while":
@@ -226,7 +227,7 @@ class Flow:
         if op == "tuple":
             return whole if k is None or k >= len(names) else [whole[k]]
         if op == "get-tuple-element":
-            return [(comp, names[0], _index(ins.rest))] if names else []
+            return [(comp, names[0], tuple_index(ins.rest))] if names else []
         roots = [(how, c, self.comps[c][-1].name) for how, c in self._calls(ins) if self.comps[c]]
         if op == "while":  # the body's result, the trip count (the condition's), the initial carry
             return [(c, r, k if how == "body" else None) for how, c, r in roots] + [(comp, n, k) for n in names[:1]]

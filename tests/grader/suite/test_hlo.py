@@ -161,13 +161,17 @@ def test_a_ring_overlaps_its_steps_only_where_a_product_can_run_while_a_block_tr
     assert hlo.overlapped(program("ring_fori"), 1) == 0  # a ring all-reduce runs no product at all
 
 
-def test_a_ring_both_ways_is_two_rings_whose_products_overlap_only_their_own_steps():
+def test_a_step_overlaps_only_a_product_of_the_block_it_sends_in_one_chain_or_two():
     half = 2 * 1 * 3 * 5  # half a (2, 3) block of x by a (3, 5) w
     # each direction's halves multiplied as they arrive: the own block's product and a half's beside the next step
     assert hlo.overlapped(program("ring_matmul_both_ways"), half) == 3
-    # each direction's halves behind a barrier of its own: its products run after its ring, beside the other
-    # direction's steps only, which counts none; the own block's product overlaps one step
+    # the two halves that arrive in a step joined and multiplied as one block while they travel on
+    assert hlo.overlapped(program("ring_matmul_both_ways_merged"), half) == 3
+    # each direction's halves, or each of two chains of one direction, behind a barrier of its own: a chain's
+    # products run after it, beside the other chain's steps, which send none of what they multiply; the own
+    # block's product overlaps one step
     assert hlo.overlapped(program("ring_matmul_both_ways_barrier"), half) == 1
+    assert hlo.overlapped(program("ring_matmul_two_chains_barrier"), half) == 1
 
 
 def test_products_count_each_block_multiplied_and_a_product_run_again_on_top():

@@ -205,6 +205,29 @@ def _both_ways(a, w, barrier):
     return jnp.concatenate([a @ w] + [block @ w for block in ahead[1:] + behind[1:]])
 
 
+def _two_chains(a, w):
+    """A collective matmul's ring in two chains of one direction, the top halves and the bottom halves of the
+    blocks, each chain's halves multiplied only once it has finished, behind a barrier of its own."""
+    half = a.shape[0] // 2
+    top, bottom = [a[:half]], [a[half:]]
+    for _ in range(DEVICES - 1):
+        top.append(_shift(top[-1]))
+        bottom.append(_shift(bottom[-1]))
+    top, bottom = lax.optimization_barrier(tuple(top[1:])), lax.optimization_barrier(tuple(bottom[1:]))
+    return jnp.concatenate([a @ w] + [block @ w for block in list(top) + list(bottom)])
+
+
+def _both_ways_merged(a, w):
+    """A collective matmul's ring both ways, half a block each way, the two halves that arrive in a step joined
+    and multiplied as one block while the next halves travel."""
+    half = a.shape[0] // 2
+    ahead, behind = [a[:half]], [a[half:]]
+    for _ in range(DEVICES - 1):
+        ahead.append(_shift(ahead[-1]))
+        behind.append(_back(behind[-1]))
+    return jnp.concatenate([jnp.concatenate([t, b]) @ w for t, b in zip(ahead, behind)])
+
+
 def ring_matmul(x, w):
     """A collective matmul: each block of x multiplied by w while the next one travels."""
     return pmapped(lambda a, b: _ring_products(a, b, False), "i")(x, w)
@@ -246,6 +269,10 @@ PROGRAMS = {
                               (np.ones((DEVICES, 2, 3), np.float32), np.ones((DEVICES, 3, 5), np.float32))),
     "ring_matmul_both_ways_barrier": (lambda x, w: pmapped(lambda a, b: _both_ways(a, b, True), "i")(x, w),
                                       (np.ones((DEVICES, 2, 3), np.float32), np.ones((DEVICES, 3, 5), np.float32))),
+    "ring_matmul_two_chains_barrier": (lambda x, w: pmapped(_two_chains, "i")(x, w),
+                                       (np.ones((DEVICES, 2, 3), np.float32), np.ones((DEVICES, 3, 5), np.float32))),
+    "ring_matmul_both_ways_merged": (lambda x, w: pmapped(_both_ways_merged, "i")(x, w),
+                                     (np.ones((DEVICES, 2, 3), np.float32), np.ones((DEVICES, 3, 5), np.float32))),
 }
 
 
