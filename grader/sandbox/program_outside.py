@@ -79,6 +79,8 @@ def _arithmetic(op) -> int:
         combining = sum(1 for region in op.regions for block in region.blocks for inner in block.operations
                         if inner.operation.name not in NOT_ARITHMETIC)
         return _elements(list(op.operands)[-1].type) * combining
+    if op.name == "stablehlo.map":  # its body once per element: a whole product can be written as one
+        return out * _reducer(op)
     if op.name in ("stablehlo.reduce", "stablehlo.reduce_window"):
         data = list(op.operands)[:max(1, len(op.operands) // 2)]  # then as many initial values
         return max(_elements(v.type) for v in data) * _reducer(op)

@@ -272,9 +272,15 @@ def _base(opcode: str) -> str:
     return opcode[:-6] if opcode.endswith("-start") else opcode
 
 
+# Instructions that apply the computation they call to each element (or pair) of their operands.
+_PER_ELEMENT = frozenset({"reduce", "reduce-window", "map", "scatter", "sort", "select-and-scatter"})
+
+
 def _runs(comps: dict[str, list[_Instr]], entry: str | None) -> dict[str, int | None]:
     """How many times one program run executes each computation reachable from ENTRY (None: inside a
-    loop of unknown trip count); a computation called from several places adds up their counts."""
+    loop of unknown trip count); a computation called from several places adds up their counts. A computation an
+    instruction applies to each element (:data:`_PER_ELEMENT`: a reducer, a map's body, a sort's comparator) counts 0
+    here: :func:`_operations` counts its arithmetic once per element, at the instruction."""
     runs: dict[str, int | None] = {}
 
     def walk(name: str, times: int | None, stack: tuple[str, ...]):
@@ -286,7 +292,7 @@ def _runs(comps: dict[str, list[_Instr]], entry: str | None) -> dict[str, int | 
             for attr, callee in ins.calls:
                 if _base(ins.opcode) in COLLECTIVES:
                     continue  # its to_apply is its reducer
-                inner = times
+                inner = 0 if ins.opcode in _PER_ELEMENT and times is not None else times
                 if ins.opcode == "while" and attr in ("body", "condition"):
                     trip = _trip_count(ins.rest)
                     inner = None if (trip is None or times is None) else times * trip
@@ -467,6 +473,8 @@ def _operations(ins: _Instr, shapes: dict[str, str], comps: dict) -> int:
     if ins.opcode == "scatter" and ins.operands:  # each update combined by the computation it applies (none: set)
         reducer = next((comps.get(callee, []) for attr, callee in ins.calls if attr == "to_apply"), [])
         return _elements(shapes.get(ins.operands[-1], "")) * sum(1 for i in reducer if i.opcode not in NOT_WORK)
+    if ins.opcode == "map":  # its computation once per element: a whole product can be written as one
+        return out * _reducer_operations(ins, comps)
     if ins.opcode in ("reduce", "reduce-window") and ins.operands:
         data = ins.operands[:max(1, len(ins.operands) // 2)]  # then as many initial values
         return max(_elements(shapes.get(op, "")) for op in data) * _reducer_operations(ins, comps)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from jax_script import run_json
 
+from grader.sandbox import program_outside
+
 RUN = """
 import json, sys
 import jax
@@ -98,3 +100,24 @@ def test_arithmetic_on_indices_alone_is_no_work_through_calls_and_the_same_funct
     found = run_json(RUN)
     assert found["indices_in_a_function"] == [0, 10 + 10]  # iotas shifted and clamped, in called functions
     assert found["the_same_function_on_data"] == [40 // 4, 10 + 10]  # shifted(x): x's 40 elements, once
+
+
+MAPPED = """
+module @m {
+  func.func public @main(%x: tensor<6x5xf32>, %y: tensor<6x5xf32>) -> tensor<6x5xf32> {
+    %0 = "stablehlo.map"(%x, %y) <{dimensions = array<i64: 0, 1>}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %1 = stablehlo.multiply %a, %b : tensor<f32>
+      %2 = stablehlo.add %1, %a : tensor<f32>
+      stablehlo.return %2 : tensor<f32>
+    }) : (tensor<6x5xf32>, tensor<6x5xf32>) -> tensor<6x5xf32>
+    return %0 : tensor<6x5xf32>
+  }
+}
+"""
+
+
+def test_a_map_written_outside_counts_its_body_once_per_element():
+    from grader.sandbox.program_check import parse
+
+    assert program_outside.work(parse(MAPPED), 2) == (30 * 2 // 2, 0)  # a multiply and an add per element, over 2

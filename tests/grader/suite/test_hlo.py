@@ -187,6 +187,23 @@ def test_operations_in_a_loop_count_every_iteration_and_an_unknown_trip_count_is
     assert hlo.operations(program("while_unknown")) is None
 
 
+def test_a_map_counts_its_computation_once_per_element_and_a_reducer_is_not_counted_again():
+    mapped = ("HloModule m\n\n%body (a: f32[], b: f32[], c: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n"
+              "  %b = f32[] parameter(1)\n  %c = f32[] parameter(2)\n  %m = f32[] multiply(f32[] %a, f32[] %b)\n"
+              "  ROOT %s = f32[] add(f32[] %m, f32[] %c)\n}\n\n"
+              "ENTRY %main (x: f32[6,5], y: f32[6,5], z: f32[6,5]) -> f32[6,5] {\n  %x = f32[6,5]{1,0} parameter(0)\n"
+              "  %y = f32[6,5]{1,0} parameter(1)\n  %z = f32[6,5]{1,0} parameter(2)\n"
+              "  ROOT %r = f32[6,5]{1,0} map(f32[6,5]{1,0} %x, f32[6,5]{1,0} %y, f32[6,5]{1,0} %z), dimensions={0,1}, "
+              "to_apply=%body\n}\n")
+    assert hlo.operations(mapped) == 30 * 2  # a multiply and an add for each of the 30 elements
+    summed = ("HloModule m\n\n%add (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n"
+              "  %b = f32[] parameter(1)\n  ROOT %s = f32[] add(f32[] %a, f32[] %b)\n}\n\n"
+              "ENTRY %main (x: f32[6,5]) -> f32[6] {\n  %x = f32[6,5]{1,0} parameter(0)\n"
+              "  %zero = f32[] constant(0)\n"
+              "  ROOT %r = f32[6]{0} reduce(f32[6,5]{1,0} %x, f32[] %zero), dimensions={1}, to_apply=%add\n}\n")
+    assert hlo.operations(summed) == 30  # each element added once; the reducer is not a run of its own
+
+
 def test_operations_add_up_every_instruction_so_a_computation_in_pieces_counts_whole():
     one = ("HloModule m\n\nENTRY %main (a: f32[8,4], b: f32[4,2]) -> f32[8,2] {\n"
            "  %a = f32[8,4]{1,0} parameter(0)\n  %b = f32[4,2]{1,0} parameter(1)\n"
