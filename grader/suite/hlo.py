@@ -506,7 +506,8 @@ def operations(text: str) -> int | None:
     can carry the whole computation, and what runs is what the device does.
     A device that computes on its own part of the data does about the reference program's work per
     device; one that computes the whole answer itself, at once or a slice at a time, about n times it."""
-    return _counted(text, lambda opcode: opcode not in NOT_WORK)
+    return _counted(text, lambda comp, ins, shapes, comps, free: 0 if ins.opcode in NOT_WORK
+                    or (comp, ins.name) in free else _operations(ins, shapes, comps))
 
 
 # What an instruction can compute from without any input of the program: the same value on every run.
@@ -559,54 +560,67 @@ def _input_free(comps: dict[str, list[_Instr]], entry: str | None) -> set[tuple[
     return found
 
 
+def _product(comp: str, ins: _Instr, shapes: dict[str, str], comps: dict, free: set[tuple[str, str]]) -> int:
+    """The arithmetic of ``ins`` as a product, counted as :func:`operations` counts a dot (two per multiply-add):
+    a dot's or a convolution's, and an elementwise multiply of two values computed from the inputs (a product
+    written as a multiply and a sum: its multiplies and the adds after them), 0 for anything else. A multiply
+    by a constant, a mask or a device's offset (:func:`_input_free`) is no product."""
+    if (comp, ins.name) in free:
+        return 0
+    if ins.opcode in ("dot", "convolution"):
+        return _operations(ins, shapes, comps)
+    if ins.opcode == "multiply" and len(ins.operands) == 2 and all((comp, o) not in free for o in ins.operands):
+        return 2 * _elements(ins.shape)
+    return 0
+
+
 def products(text: str) -> int | None:
-    """The arithmetic of the products (dots and convolutions) one device performs over a run of the program,
-    counted as :func:`operations` counts it: a device that multiplies each block it needs once runs the
-    reference's products; one that multiplies a block again (copies of a product, scaled apart so that XLA
-    keeps them) runs more. None if one is in a loop of unknown trip count."""
-    return _counted(text, lambda opcode: opcode in ("dot", "convolution"))
+    """The arithmetic of the products (:func:`_product`) one device performs over a run of the program: a device
+    that multiplies each block it needs once runs the reference's products; one that multiplies a block again
+    (copies of a product, scaled apart so that XLA keeps them) runs more. None if one is in a loop of unknown
+    trip count."""
+    return _counted(text, _product)
 
 
-def _counted(text: str, counts) -> int | None:
-    """:func:`operations`' sum over the instructions whose opcode ``counts`` takes, but those that compute on no
-    input (:func:`_input_free`)."""
+def _counted(text: str, measure) -> int | None:
+    """The sum over the instructions one device runs of ``measure(computation, instruction, shapes, comps, free)``
+    (``free``: :func:`_input_free`'s), each once per run of its computation."""
     comps, entry, flow = _program(text)
     runs, free = _runs(comps, entry), _inputs_read(text)[0]
     total = 0
     for name in flow.reachable:
         shapes = {ins.name: ins.shape for ins in comps[name]}
         for ins in comps[name]:
-            if not counts(ins.opcode) or (name, ins.name) in free:
+            done = measure(name, ins, shapes, comps, free)
+            if not done:
                 continue
             if runs.get(name) is None:
                 return None
-            total += _operations(ins, shapes, comps) * runs[name]
+            total += done * runs[name]
     return total
 
 
 def largest_product(text: str) -> int:
-    """The most arithmetic one dot or convolution instruction of the compiled program performs, counted as
-    :func:`operations` counts it (two per multiply-add): a schedule that multiplies one block at a time runs no
-    product larger than one block's, however many it runs."""
+    """The most arithmetic one product (:func:`_product`) of the compiled program performs: a schedule that
+    multiplies one block at a time runs no product larger than one block's, however many it runs."""
     comps, _, flow = _program(text)
+    free = _inputs_read(text)[0]
     found = 0
     for name in flow.reachable:
         shapes = {ins.name: ins.shape for ins in comps[name]}
-        found = max([found, *(_operations(ins, shapes, comps) for ins in comps[name]
-                              if ins.opcode in ("dot", "convolution"))])
+        found = max([found, *(_product(name, ins, shapes, comps, free) for ins in comps[name])])
     return found
 
 
-def _product_size(ins: _Instr, comps: dict, shapes: dict[str, str], depth: int = 8) -> int:
-    """The largest product (:func:`largest_product`'s count) an instruction runs: itself, or one in a computation
-    it calls (a fusion of a dot with what uses it, a loop of products)."""
-    if ins.opcode in ("dot", "convolution"):
-        return _operations(ins, shapes, comps)
-    found = 0
+def _product_size(comp: str, ins: _Instr, comps: dict, shapes: dict[str, str], free: set[tuple[str, str]],
+                  depth: int = 8) -> int:
+    """The largest product (:func:`_product`) an instruction runs: itself, or one in a computation it calls (a
+    fusion of a dot with what uses it, a loop of products)."""
+    found = _product(comp, ins, shapes, comps, free)
     for attr, callee in ins.calls:
         if depth and attr != "to_apply" and callee in comps:
             inner = {i.name: i.shape for i in comps[callee]}
-            found = max([found, *(_product_size(i, comps, inner, depth - 1) for i in comps[callee])])
+            found = max([found, *(_product_size(callee, i, comps, inner, free, depth - 1) for i in comps[callee])])
     return found
 
 
@@ -694,7 +708,8 @@ def overlapped(text: str, smallest: int) -> int | None:
     comps, entry, flow = _program(text)
     runs, found = _runs(comps, entry), collectives(text)
     idle = {(c.computation, c.instruction) for c in found if c.idle}
-    origins = _Origins(comps, _inputs_read(text)[0])
+    free = _inputs_read(text)[0]
+    origins = _Origins(comps, free)
     total = 0
     for name in flow.reachable:
         instrs = comps[name]
@@ -708,7 +723,7 @@ def overlapped(text: str, smallest: int) -> int | None:
         before: dict[str, set[str]] = {}
         for ins in instrs:  # printed in an order where every operand comes before its users
             before[ins.name] = set().union(*(before.get(op, set()) | {op} for op in ins.operands if op in shapes))
-        products = [i.name for i in instrs if _product_size(i, comps, shapes) >= smallest
+        products = [i.name for i in instrs if _product_size(name, i, comps, shapes, free) >= smallest
                     and (name, i.name) in flow.needed]  # a decoy the answer cannot depend on (times 0) overlaps nothing
         named = {ins.name: ins for ins in instrs}
         sent = {s: origins.of(name, named[s].operands[0]) if named[s].operands else frozenset() for s in sends}

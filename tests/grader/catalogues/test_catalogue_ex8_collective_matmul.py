@@ -36,6 +36,19 @@ WRONG = {
         blocks = blocks.at[(me - step) % n].set(passing)
     products = (blocks.reshape(n * x_block.shape[0], x_block.shape[1]) @ w_block).reshape(n, x_block.shape[0], -1)
 ''')), devices="4", says=("2.0 times one step's", "each block as it arrives")),
+    # Round 26 (written apart): the gathered blocks multiplied as a multiply and a sum, which no dot shows, and a
+    # needed decoy dot of half the passing block beside each ppermute.
+    "the ring gathering x, a product without a dot, and decoys": Wrong(
+        collective_matmul((TAIL, '''    blocks = jnp.zeros((n, *x_block.shape), x_block.dtype).at[me].set(x_block)
+    passing, decoy, h = x_block, 0.0, x_block.shape[0] // 2
+    for step in range(1, n):
+        decoy = decoy + passing[:h] @ w_block
+        passing = lax.ppermute(passing, "model", perm=[(i, (i + 1) % n) for i in range(n)])
+        blocks = blocks.at[(me - step) % n].set(passing)
+    xs = blocks.reshape(n * x_block.shape[0], x_block.shape[1])
+    products = jnp.sum(xs[:, :, None] * w_block[None], axis=1).reshape(n, x_block.shape[0], -1)
+    products = products.at[0, :h].add(1e-30 * decoy)
+''')), devices="4", says=("2.0 times one step's", "each block as it arrives")),
     "a loop carry of zeros": Wrong(
         collective_matmul((TAIL, '''    def step(s, carry):
         products, passing = carry
@@ -66,6 +79,10 @@ RIGHT = {
 
     products = lax.fori_loop(1, n, step, (products, x_block))[0]
 ''')), devices="1,4"),
+    # Each block's product written as a multiply and a sum: products all the same, one step's each.
+    "products as a multiply and a sum": Right(collective_matmul(
+        ("set(x_block @ w_block)", "set(jnp.sum(x_block[:, :, None] * w_block[None], axis=1))"),
+        ("set(passing @ w_block)", "set(jnp.sum(passing[:, :, None] * w_block[None], axis=1))")), devices="4"),
     "blocks passed the other way round": Right(collective_matmul(
         ("perm=[(i, (i + 1) % n) for i in range(n)]", "perm=[(i, (i - 1) % n) for i in range(n)]"),
         ("products.at[(me - step) % n]", "products.at[(me + step) % n]")), devices="4"),

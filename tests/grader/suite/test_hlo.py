@@ -181,6 +181,17 @@ def test_products_count_each_block_multiplied_and_a_product_run_again_on_top():
     assert hlo.products(program("ring_fori")) == 0 < hlo.operations(program("ring_fori"))  # sums are no products
 
 
+def test_a_product_written_as_a_multiply_of_two_inputs_counts_and_one_by_a_constant_does_not():
+    text = ("HloModule m\n\nENTRY %main (x: f32[6,5], y: f32[6,5]) -> (f32[6,5], f32[6,5]) {\n"
+            "  %x = f32[6,5]{1,0} parameter(0)\n  %y = f32[6,5]{1,0} parameter(1)\n"
+            "  %m = f32[6,5]{1,0} multiply(f32[6,5]{1,0} %x, f32[6,5]{1,0} %y)\n  %c = f32[] constant(3)\n"
+            "  %b = f32[6,5]{1,0} broadcast(f32[] %c), dimensions={}\n"
+            "  %s = f32[6,5]{1,0} multiply(f32[6,5]{1,0} %x, f32[6,5]{1,0} %b)\n"
+            "  ROOT %t = (f32[6,5]{1,0}, f32[6,5]{1,0}) tuple(%m, %s)\n}\n")
+    assert hlo.products(text) == hlo.largest_product(text) == 2 * 30  # x * y: a multiply-add each, as a dot counts
+    assert hlo.operations(text) == 2 * 30  # and x * 3 is arithmetic, but no product
+
+
 def test_operations_in_a_loop_count_every_iteration_and_an_unknown_trip_count_is_not_guessed():
     # an add of one 6-number block and of the loop's counter, n - 1 = 3 times
     assert hlo.operations(program("ring_fori")) == 3 * (6 + 1)
