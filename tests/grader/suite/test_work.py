@@ -37,6 +37,9 @@ def test_a_share_of_an_input_within_the_bound_passes_and_one_over_it_fails_with_
     with pytest.raises(AssertionError, match=r"receives all of x on 4 devices, 4.0 times the share one device of the "
                                              r"reference program receives \(25%\)"):
         work.expect_share_of_work(program((("x", 1.0), ("y", 0.25)), [["x", 0.25], ["y", 0.25]]), "dot", "share", 4)
+    with pytest.raises(AssertionError, match=r"receives 50% of x on 8 devices, 4.0 times the share one device of the "
+                                             r"reference program receives \(12.5%\)"):  # a share's tenth, where it has one
+        work.expect_share_of_work(program((("x", 0.5), ("y", 0.125)), [["x", 0.125], ["y", 0.125]]), "dot", "share", 8)
 
 
 def test_an_input_no_per_device_computation_receives_is_not_compared():
