@@ -176,42 +176,85 @@ def _add(found: list, name: str, params: dict, shape, read: tuple = ()) -> None:
 _LOOPS = ("while", "scan")  # primitives whose body runs a number of times a trace does not count
 
 
+def _carried(body, consts: list, carry: list, rest: list, ncarry: int) -> list:
+    """A loop's carry as its body sees it: what each element may be computed from once the body has run any
+    number of times (what it starts from, and what the body returns in its place, until nothing new arrives)."""
+    for _ in range(len(carry) + 1):
+        outs = _walk(body, [], [], dict(zip(body.invars, consts + carry + rest)), None, True, record=False)
+        grown = [c | o for c, o in zip(carry, outs[:ncarry])]
+        if grown == carry:
+            break
+        carry = grown
+    return carry
+
+
+def _inner(eqn, ins: list) -> list:
+    """Each jaxpr nested in ``eqn`` with what each of its inputs may be computed from, ``ins`` being its equation's
+    inputs': by place where the nesting says which input is which (a jit, a branch, a loop's consts and carry, a
+    loop's carry after any number of runs), else every input for each (more than it may use, never less)."""
+    from jax._src import core
+
+    name, params = eqn.primitive.name, eqn.params
+    if name == "while":
+        cond, body = params["cond_jaxpr"].jaxpr, params["body_jaxpr"].jaxpr
+        cn, bn = params["cond_nconsts"], params["body_nconsts"]
+        carry = _carried(body, ins[cn:cn + bn], ins[cn + bn:], [], len(ins) - cn - bn)
+        return [(cond, ins[:cn] + carry), (body, ins[cn:cn + bn] + carry)]
+    if name == "scan":
+        body, nc, ncarry = params["jaxpr"].jaxpr, params["num_consts"], params["num_carry"]
+        carry = _carried(body, ins[:nc], ins[nc:nc + ncarry], ins[nc + ncarry:], ncarry)
+        return [(body, ins[:nc] + carry + ins[nc + ncarry:])]
+    if name == "cond":
+        return [(branch.jaxpr, ins[1:]) for branch in params["branches"]]
+    every = frozenset().union(*ins)
+    return [(inner, ins if len(inner.invars) == len(ins) else [every] * len(inner.invars))
+            for inner in core.jaxprs_in_params(params)]
+
+
 def _walk(jaxpr, found: list, maps: list, origin: dict | None = None, inputs: list | None = None,
-          looped: bool = False) -> None:
-    """Read ``jaxpr``'s collectives and computations into ``found`` and ``maps``. Inside a per-device computation,
-    ``origin`` maps each variable to the inputs of that computation it is computed from (``inputs``: their
-    global shapes), so each collective says what it runs on; a nested jaxpr (a loop's body, a jit) takes every
-    input of its equation as the origin of each of its own (more than it may use, never less). ``looped``: inside
+          looped: bool = False, record: bool = True) -> list | None:
+    """Read ``jaxpr``'s collectives and computations into ``found`` and ``maps`` (unless not ``record``); return
+    what each of its outputs may be computed from. Inside a per-device computation, ``origin`` maps each variable
+    to the inputs of that computation it is computed from (``inputs``: their global shapes), so each collective
+    says what it runs on; a nested jaxpr takes its inputs' origins by place (:func:`_inner`). ``looped``: inside
     a loop's body, where a collective asked once may run many times."""
     from jax._src import core
+
+    def of(v) -> frozenset:
+        return origin.get(v, frozenset()) if isinstance(v, core.Var) else frozenset()
 
     divided = {v for eqn in jaxpr.eqns if eqn.primitive.name == "div" for v in eqn.invars[:1]
                if isinstance(v, core.Var)}
     for eqn in jaxpr.eqns:
-        came = frozenset().union(*(origin.get(v, frozenset()) for v in eqn.invars if isinstance(v, core.Var))) \
-            if origin is not None else None
+        ins = [of(v) for v in eqn.invars] if origin is not None else None
+        came = frozenset().union(*ins) if ins is not None else None
         name = NAMES.get(eqn.primitive.name)
-        if name:
+        if name and record:
             averaged = name == "psum" and any(v in divided for v in eqn.outvars)
             _add(found, "pmean" if averaged else name, eqn.params, eqn.outvars[0].aval.shape,
                  (None if came is None else [[k, [int(d) for d in inputs[k]]] for k in sorted(came)], looped))
         if eqn.primitive.name == "shard_map":
-            if len(maps) < MAPS:
+            if len(maps) < MAPS and record:
                 maps.append(_map("pmap" if _by_pmap(eqn.params["jaxpr"]) else "shard_map", eqn.params["mesh"],
                                  eqn.params["in_specs"], [v.aval.shape for v in eqn.invars], eqn.params["out_specs"]))
             body = eqn.params["jaxpr"]
             body = getattr(body, "jaxpr", body)
             _walk(body, found, maps, {v: frozenset({k}) for k, v in enumerate(body.invars)},
-                  [v.aval.shape for v in eqn.invars], looped)
+                  [v.aval.shape for v in eqn.invars], looped, record)
         else:
-            jitted = _jit_map(eqn) if eqn.primitive.name == "jit" and len(maps) < MAPS else None
+            jitted = _jit_map(eqn) if eqn.primitive.name == "jit" and len(maps) < MAPS and record else None
             if jitted:
                 maps.append(jitted)
-            for inner in core.jaxprs_in_params(eqn.params):
-                _walk(inner, found, maps, None if came is None else {v: came for v in inner.invars}, inputs,
-                      looped or eqn.primitive.name in _LOOPS)
+            if ins is None:
+                for inner in core.jaxprs_in_params(eqn.params):
+                    _walk(inner, found, maps, None, inputs, looped or eqn.primitive.name in _LOOPS, record)
+            else:
+                for inner, given in _inner(eqn, ins):
+                    _walk(inner, found, maps, dict(zip(inner.invars, given)), inputs,
+                          looped or eqn.primitive.name in _LOOPS, record)
         if came is not None:
             origin.update((v, came) for v in eqn.outvars)
+    return None if origin is None else [of(v) for v in jaxpr.outvars]
 
 
 def collectives(fn, specs) -> dict:

@@ -38,6 +38,11 @@ FUNCTIONS = {{
                                              P("data", "model")),
 }}
 out = {{name: traced_collectives.collectives(fn, SPEC) for name, fn in FUNCTIONS.items()}}
+# a ring in a loop: the block passed on is x's alone, though the carry beside it multiplies it by w
+ring = jax.shard_map(lambda x, w: lax.fori_loop(0, 2, lambda i, c: (c[0] + c[1] @ w, lax.ppermute(
+    c[1], "model", [(0, 1), (1, 0)])), (jnp.zeros((2, 2)), x))[0], mesh=mesh,
+    in_specs=(P("data", "model"), P("model", None)), out_specs=P("data", None))
+out["a ring in a loop's carry"] = traced_collectives.collectives(ring, SPEC + (ArraySpec((6, 2), "float32"),))
 for found in out.values():
     found.pop("maps")  # read in the test of maps below
 try:
@@ -64,6 +69,8 @@ def test_a_refused_shard_map_is_read_with_its_collectives_axes_and_shapes_and_th
                                             ["psum_scatter", ["data"], 0, [2, 3], [], False])
     assert out["a gather along the wrong axis"] == {"collectives": [["all_gather", ["data"], 1, [2, 6]]],
                                                     "complete": False}  # what was asked before the trace failed
+    # a loop's carry by place: the ppermute runs on what x's block became, never on w, whatever runs beside it
+    assert out["a ring in a loop's carry"] == whole(["ppermute", ["model"], None, [2, 3], b, True])
     assert out["checked again after"]  # JAX's own check is back once the trace is read
 
 
