@@ -98,9 +98,14 @@ def test_fsdp_step_gathers_weights_and_scatters_gradients(student, rng, devices)
     by_hand = kinds == ["all-gather", "all-to-all"]
     if kinds != ["all-gather", "reduce-scatter"] and not by_hand:
         ran = " and ".join(meshes.phrase(c, AXES, sizes) for c in moved) or "no collective"
+        others = sorted(set(kinds) - {"all-gather", "reduce-scatter", "all-to-all"})
+        # what follows from the kinds measured: another kind doing the gradient's exchange, or none (the gradient
+        # of a w gathered outside the function differentiated arrives whole, with nothing to scatter)
+        fix = (f"the {' and '.join(others)} {'is' if len(others) == 1 else 'are'} neither; exchange the gradient with "
+               "one of those two") if others else "gather w inside the function you differentiate"
         raise AssertionError(f"fsdp_step runs {ran} {where}; a step needs an all-gather of w's blocks before use and a "
                              "reduce-scatter of the gradient after (lax.psum_scatter, or an all_to_all of its row "
-                             "blocks summed where they arrive): gather w inside the function you differentiate")
+                             f"blocks summed where they arrive): {fix}")
     gathered = [c for c in moved if c.op == "all-gather"]
     heavy = next((c for c in gathered if meshes.per_run(c) > block), None)
     if heavy:

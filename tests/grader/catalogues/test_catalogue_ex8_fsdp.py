@@ -32,6 +32,18 @@ WRONG = {
                  '    mine = lax.dynamic_slice_in_dim(lax.psum(grad, "data"), lax.axis_index("data") * k, k)\n'
                  '    return w_shard - lr * mine / n, lax.pmean(loss, "data")')), devices="4",
         says=("the whole gradient", "a reduce-scatter"), never=("all-gather of",)),
+    # Round 26 (written apart): the gradient's reduce-scatter written as a ring of ppermutes: not a collective the
+    # statement names, and the advice says so, not to gather w inside the differentiated function (it already is)
+    "the gradient reduce-scattered by a ring of ppermutes": Wrong(fsdp(
+        (GRAD, WHOLE_GRADIENT + '''
+    m, me = lax.axis_size("data"), lax.axis_index("data")
+    chunks = grad.reshape(m, grad.shape[0] // m, -1)
+    total = chunks[(me - 1) % m]
+    for step in range(1, m):
+        total = lax.ppermute(total, "data", [(i, (i + 1) % m) for i in range(m)]) + chunks[(me - step - 1) % m]
+    grad = total''')), devices="4",
+        says=("the collective-permute is neither", "exchange the gradient with one of those two"),
+        never=("gather w inside the function you differentiate",)),
     "the gradient summed, not averaged": Wrong(fsdp(
         (UPDATE, 'return w_shard - lr * grad, lax.pmean(loss, "data")')), devices="4",
         says=("update is 4 times the full-batch step", "divide it by n")),
