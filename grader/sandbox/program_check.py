@@ -76,6 +76,34 @@ def parse(module_text: str):
         return ir.Module.parse(module_text)
 
 
+def composites_as_calls(module) -> None:
+    """Each ``stablehlo.composite`` of the parsed module (``jax.lax.composite``) replaced, in place, by a call of
+    its decomposition, the function that computes it: what XLA runs, and what every reading of the module
+    (per-device computations, work outside them, input shares, collectives) follows as an ordinary call."""
+    from jaxlib.mlir import ir
+
+    def rewrite(block) -> None:
+        for op in list(block.operations):
+            op = op.operation
+            for region in op.regions:
+                for inner in region.blocks:
+                    rewrite(inner)
+            if op.name == "stablehlo.composite":
+                with ir.InsertionPoint(op), op.location:
+                    call = ir.Operation.create("func.call", results=[r.type for r in op.results],
+                                               operands=list(op.operands),
+                                               attributes={"callee": op.attributes["decomposition"]})
+                for old, new in zip(op.results, call.results):
+                    old.replace_all_uses_with(new)
+                op.erase()
+
+    with context():
+        for op in module.body.operations:
+            for region in op.operation.regions:
+                for block in region.blocks:
+                    rewrite(block)
+
+
 def functions(module) -> dict:
     """The functions of a parsed module by name (``main`` and those it calls); call in :func:`context`."""
     from jaxlib.mlir import ir

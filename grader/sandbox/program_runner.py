@@ -29,7 +29,8 @@ from grader.errors import StudentFailure
 from grader.layout import plural
 from grader.protocol import FRESH_MARK, IDLE_MARK
 from grader.sandbox import program_held, program_outside, program_ring_steps
-from grader.sandbox.program_check import holds_manual_computation, module_operations, parse, refusal
+from grader.sandbox.program_check import (composites_as_calls, holds_manual_computation, module_operations, parse,
+                                          refusal)
 from grader.sandbox.program_ablation import EXACT, Tolerance, measure
 from grader.sandbox.program_labels import mark, relabel, surviving
 from grader.sandbox.student_code import first_line
@@ -189,6 +190,7 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
     try:
         exported = jax.export.deserialize(bytearray(blob.tobytes()))
         module = parse(exported.mlir_module())
+        composites_as_calls(module)
         operations = module_operations(module)
     except Exception as exc:  # noqa: BLE001 - bytes that do not parse are the sender's fault
         raise _refuse(name, f"it cannot be read as a jax.export program ({first_line(exc, 160)})") from None

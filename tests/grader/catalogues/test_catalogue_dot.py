@@ -55,6 +55,12 @@ WRONG = {
 
 
 RIGHT = {
+    # round 27 (written apart): the reference wrapped in jax.lax.composite, whose body is a function of its own that
+    # XLA inlines: read as a call of it
+    "the pmap inside a jax.lax.composite": Right({"dot": mutate("dot", (
+        "    return local(_split(x, n), _split(y, n))[0]",
+        '    return lax.composite(lambda a, b: local(_split(a, n), _split(b, n))[0], name="course.dot")(x, y)'))},
+        "2"),
     # round 24 (written apart): padding another way. jnp.resize then a mask of the real elements (XLA moves the
     # resized copy's slices: the inputs as they are, no arithmetic), and a mask built inside the pmap from the
     # device's id (index arithmetic on no input): neither is the task's work or communication

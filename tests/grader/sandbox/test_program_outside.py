@@ -19,7 +19,7 @@ from jax import lax
 from jax.sharding import PartitionSpec as P
 sys.path[:0] = [{root!r}]
 from grader.sandbox import program_outside
-from grader.sandbox.program_check import parse
+from grader.sandbox.program_check import composites_as_calls, parse
 
 mesh = jax.make_mesh((4,), ("i",), axis_types=(jax.sharding.AxisType.Auto,))
 
@@ -64,6 +64,10 @@ def the_same_function_on_data(x, y):
     return inside(jnp.take(shifted(x), jnp.minimum(shifted(jnp.arange(40)), 39)), y)
 
 
+def inside_a_composite(x, y):
+    return jax.lax.composite(inside, name="course.dot")(x, y)  # its body a function of the module's
+
+
 def shard_map_inside(x, y):
     return jax.shard_map(lambda a, b: lax.psum(jnp.dot(a, b), "i"), mesh=mesh, in_specs=(P("i"), P("i")),
                          out_specs=P())(x, y)
@@ -71,12 +75,14 @@ def shard_map_inside(x, y):
 
 def figure(fn):
     shape = jax.ShapeDtypeStruct((40,), jnp.float32)
-    return program_outside.work(parse(jax.export.export(jax.jit(fn))(shape, shape).mlir_module()), 4)
+    module = parse(jax.export.export(jax.jit(fn))(shape, shape).mlir_module())
+    composites_as_calls(module)  # as the clean worker reads every program
+    return program_outside.work(module, 4)
 
 
 found = {{fn.__name__: figure(fn) for fn in (inside, outside, outside_in_a_loop, outside_in_a_loop_of_unknown_length,
                                              outside_in_a_branch, indices_in_a_function,
-                                             the_same_function_on_data, shard_map_inside)}}
+                                             the_same_function_on_data, inside_a_composite, shard_map_inside)}}
 jax.config.update("jax_use_shardy_partitioner", False)
 found["gspmd_inside"] = figure(shard_map_inside)
 print(json.dumps(found))
@@ -93,6 +99,7 @@ def test_work_inside_the_per_device_code_is_not_outside_and_work_around_it_is():
     found = _found()
     # (outside, spread over the 4 devices; inside, one device's): 10 products and 10 elements summed per device
     assert found["inside"] == [0, 10 + 10]  # the same jitted product, called from inside the pmap
+    assert found["inside_a_composite"] == found["inside"]  # a jax.lax.composite read as the call of its body
     assert found["shard_map_inside"] == found["gspmd_inside"] == [0, 10 + 10]  # both partitioners' shard_maps
     assert found["outside"] == [(40 + 40) // 4, 0]  # written around the pmap, which only adds up
 
