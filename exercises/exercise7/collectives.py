@@ -40,7 +40,8 @@ devices' rows of x hold together, if that is
 more than 1.5 times what the reference's device puts in), nor compute on one device alone: no
 device does more than 1.5 times the arithmetic one device of the reference solution does (the
 report gives both counts; the same bound
-holds for the share of each input a device's pmap or shard_map receives;
+holds for the share of each input a device's pmap or shard_map receives, or where none does, the
+layout your jax.device_put gives it;
 and no more than a quarter of that arithmetic written around the pmap, where XLA splits it by
 itself: the pmap does the work). And nothing else moves: no collective of a kind the reference
 solution does not run (a reduce-scatter, a ring of ppermutes), and in each kind no more than 1.5 times

@@ -29,7 +29,8 @@ itself a wrapper over ``jit(shard_map)``, and new code uses shard_map and meshes
    (your psum), among the devices of one mesh row, no all-gather, and no device multiplying more
    than the blocks it holds: at most 1.5 times the arithmetic one device of the reference solution
    does (the report gives both counts; the same bound
-holds for the share of each input a device's pmap or shard_map receives;
+holds for the share of each input a device's pmap or shard_map receives, or where none does, the
+layout your jax.device_put gives it;
 and no more than a quarter of that arithmetic written around the shard_map, where XLA splits it by
 itself: the shard_map does the work). Nothing else moves: no collective of a kind the
 reference solution does not run (whether you or XLA asked for it: an all-gather XLA adds where

@@ -39,7 +39,8 @@ The grader compares your step with a float64 full-batch step on 1, 2, 4 and 8 de
 the compiled step: each device may send only its gradient and its loss, never its data, and works
 on its own shard of the batch only: at most 1.5 times the arithmetic one device of the reference
 solution does (the report gives both counts; the same bound
-holds for the share of each input a device's pmap or shard_map receives;
+holds for the share of each input a device's pmap or shard_map receives, or where none does, the
+layout your jax.device_put gives it;
 and no more than a quarter of that arithmetic written around the pmap, where XLA splits it by
 itself: the pmap does the work). Nothing else moves: no collective of a kind the reference
 solution does not run (a reduce-scatter of copies of the gradient is one), and in each kind no more

@@ -32,16 +32,18 @@ program on meshes of several shapes and counts the ppermutes y depends on: n_mod
 'model', each of one block of x, each after the first passing on the block the one before brought,
 all to the same neighbour (or a ring both ways: 2(n_model - 1), half a block each); and no device doing more than 1.5 times the arithmetic one device of the
 reference solution does (the report gives both counts; the same bound holds for the share of each
-input a device's pmap or shard_map receives;
+input a device's pmap or shard_map receives, or where none does, the
+layout your jax.device_put gives it;
 and no more than a quarter of that arithmetic written around the shard_map, where XLA splits it by
 itself: the shard_map does the work): each multiplies every block of x once by its own
 block of w, and no more, one block at a time, so that each product can run while the next block
 travels (no single product more than 1.5 times one block's, the products together no more than the
-reference's: a product computed twice multiplies nothing new; and in each of the n_model - 1 steps a
-product that needs neither the block in flight nor a later one, read from the compiled program:
-gathering the blocks with the ring and multiplying them afterwards, behind an optimization_barrier or
-not, is an all-gather by hand; in a lax.fori_loop a step is one iteration, so multiply the block an
-iteration sends in that iteration, and the block that arrived in the next).
+reference's: a product computed twice multiplies nothing new; and in each of the n_model - 1 steps,
+read from the compiled program, a product that needs neither the block in flight nor a later one and is
+a product of the block that step sends: gathering the blocks with the ring and multiplying them only once
+all have arrived (behind an optimization_barrier, or in one product of them all) is an all-gather by hand;
+in a lax.fori_loop a step is one iteration, so multiply the block an iteration sends in that iteration,
+and the block that arrived in the next).
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.
 """

@@ -41,7 +41,8 @@ B, D and F divide the mesh's axes. The grader compiles each on meshes of several
 2 x 1, 2 x 2, 1 x 4, 2 x 4, 4 x 2) and reads the compiled program: which collectives run, over
 which mesh axis, how much of y each device holds, and that no device does more than 1.5 times
 the arithmetic one device of the reference solution does (the report gives both counts; the same bound
-holds for the share of each input a device's pmap or shard_map receives). Forgetting out_shardings is not always
+holds for the share of each input a device's pmap or shard_map receives, or where none does, the
+layout your jax.device_put gives it). Forgetting out_shardings is not always
 wrong: the compiler then chooses a layout for y itself; check which it chose with ``.sharding``
 on the result.
 

@@ -37,7 +37,8 @@ reads the compiled step: one all-gather of w's blocks and one reduce-scatter of 
 same by hand: an all_to_all of its row blocks, summed where they arrive), over 'data'; an all-reduce may carry the loss, never the gradient; and new_w leaves every device with its
 D / n rows only; and no device does more than 1.5 times the arithmetic one device of the
 reference solution does (the report gives both counts; the same bound
-holds for the share of each input a device's pmap or shard_map receives): each takes the gradient of its own rows
+holds for the share of each input a device's pmap or shard_map receives, or where none does, the
+layout your jax.device_put gives it): each takes the gradient of its own rows
 of the batch only. No collective of another kind than the reference solution's (an all_to_all
 counts as its reduce-scatter), and in each kind no more than 1.5 times the bytes its collectives
 move (the report lists both): a reduce-scatter of n copies of the gradient is an all-reduce by

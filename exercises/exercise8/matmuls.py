@@ -39,7 +39,8 @@ y, and reads the compiled program: exactly the one collective each case needs (n
 over 'model', with the bytes it moves, each device holding only its block of y, and no device
 doing more than 1.5 times the arithmetic one device of the reference solution does (the report
 gives both counts; the same bound
-holds for the share of each input a device's pmap or shard_map receives;
+holds for the share of each input a device's pmap or shard_map receives, or where none does, the
+layout your jax.device_put gives it;
 and no more than a quarter of that arithmetic written around the shard_map, where XLA splits it by
 itself: the shard_map does the work). ``jax.jit``
 with shardings computes the same y, with XLA choosing the collectives; this task is about choosing

@@ -27,7 +27,8 @@ The grader compares y with NumPy's on meshes of several shapes (2 x 1, 2 x 2, 1 
 reads the compiled forward pass: exactly one all-reduce, over 'model', of B / n_data x F numbers
 per device, that y depends on; no all-gather; and no device doing more than 1.5 times the
 arithmetic one device of the reference solution does (the report gives both counts; the same bound
-holds for the share of each input a device's pmap or shard_map receives): whole weights
+holds for the share of each input a device's pmap or shard_map receives, or where none does, the
+layout your jax.device_put gives it): whole weights
 multiplied on every device is every device's work done on each.
 
 Try it on 4 CPU devices: jax.config.update("jax_num_cpu_devices", 4) before your first JAX call.

@@ -30,7 +30,8 @@ only the collectives your answer depends on, and needs at least one all-gather o
 sum over 'model' among them: a step computed whole on every device has neither. No device may do
 more than 1.5 times the arithmetic one device of the reference solution does (the report gives
 both counts; the same bound
-holds for the share of each input a device's pmap or shard_map receives), and no collective of a
+holds for the share of each input a device's pmap or shard_map receives, or where none does, the
+layout your jax.device_put gives it), and no collective of a
 kind the reference solution does not run, nor in one kind more than 1.5 times the bytes its
 collectives move (the report lists both).
 

@@ -81,7 +81,11 @@ def export_program(fn, specs: tuple, name: str) -> np.ndarray:
         raise _needs_values(exc, name) from None
     written = program_as_written.function(traced)
     if written is not None:
-        jitted = jax.jit(written)
+        try:  # as written; where JAX cannot export that, the program as jit reads it
+            with program_as_written.mesh_context(traced):
+                return np.frombuffer(bytes(jax.export.export(jax.jit(written))(*inputs).serialize()), dtype=np.uint8)
+        except Exception:  # noqa: BLE001 - the plain export below tells a refusal of the program itself
+            pass
     try:
         return np.frombuffer(bytes(jax.export.export(jitted)(*inputs).serialize()), dtype=np.uint8)
     except Exception as exc:  # noqa: BLE001 - past tracing, a refusal is the program's, not a crash

@@ -13,8 +13,11 @@ So for each input of the program (an argument of its ``main``) this follows the 
 from it, through calls of the module's functions and into nested regions, to the operands of every
 manual computation, and gives the largest share of that input one device receives as such an
 operand (a block of x: 1/n; x padded and handed over whole: a little more than 1). An input that
-reaches no manual computation has no share (None). grader.suite.work compares the shares with the
-reference's.
+reaches no manual computation has no share (None). An input that reaches no manual computation (a ``jax.jit`` program that places its inputs itself) is
+measured where the program places it instead: a layout asked for (``jax.device_put``, kept as written by
+grader.sandbox.program_as_written) on a value made of that input alone holds the value's part of it over
+the parts the layout splits it into (``P()``: all of it, on every device). grader.suite.work compares the
+shares with the reference's.
 
 What a value holds of an input is an upper bound, not a pattern: for each input it comes from, the
 part of the value's bytes that may carry it (its *density*). An input itself, and anything
@@ -99,13 +102,42 @@ def _result(op, ins: list[Held], size: int) -> Held:
     return _whole(held)
 
 
+PLACE = frozenset({"sdy.sharding_constraint", "sdy.reshard"})  # a layout asked for (jax.device_put, as written)
+_AXIS = re.compile(r'"([^"]+)"=(\d+)')
+
+
+def _meshes(module) -> dict[str, dict[str, int]]:
+    """The module's meshes by name: each axis's size."""
+    from jaxlib.mlir import ir
+
+    return {ir.StringAttr(op.attributes["sym_name"]).value: dict((a, int(n)) for a, n in
+                                                                 _AXIS.findall(str(op.attributes["mesh"])))
+            for op in module.body.operations if op.operation.name == "sdy.mesh"}
+
+
+def _shards(sharding: str, meshes: dict[str, dict[str, int]]) -> int:
+    """Into how many parts a layout (``<@mesh, [{"data"}, {}]>``) splits a value: the product of the sizes of
+    the mesh axes its dimensions are split over."""
+    found = re.search(r"@([\w.$-]+)\s*,\s*\[(.*?)\]", sharding)
+    if found is None:
+        return 1
+    axes = meshes.get(found.group(1), {})
+    count = 1
+    for name in re.findall(r'"([^"]+)"', found.group(2)):
+        count *= axes.get(name, 1)
+    return count
+
+
 class _Flow:
-    """The inputs of ``main`` each value is computed from, and what manual computations receive of them."""
+    """The inputs of ``main`` each value is computed from, what manual computations receive of them, and the
+    layouts the program places them in."""
 
     def __init__(self, module):
         self.functions = functions(module)
+        self.meshes = _meshes(module)
         self.inputs: list[int] = []  # each input's bytes
         self.shares: list[float | None] = []
+        self.placed: list[float | None] = []
         self._called: dict = {}
 
     def function(self, name: str, sources: tuple) -> list[Held]:
@@ -135,6 +167,8 @@ class _Flow:
             else:
                 if op.name == MANUAL:
                     self._receive(op, ins)
+                if op.name in PLACE and ins:
+                    self._place(op, ins[0])
                 outs = self._regions(op, ins, everything, env)
                 if not op.regions:
                     outs = [_result(op, ins, _bytes(r.type)) for r in op.results]
@@ -195,6 +229,18 @@ class _Flow:
             self.shares[i] = max(self.shares[i] or 0.0, max(*pieces, min(parts[i], max(1.0, *pieces))))
 
 
+    def _place(self, op, held: Held) -> None:
+        """The share of an input one device holds where the program places a value made of that input alone (as
+        written: ``jax.device_put(w, NamedSharding(mesh, P()))`` keeps all of w on every device): the value's bytes
+        that may carry it, over the input's, over the parts the layout splits it into."""
+        if len(held) != 1 or not self.inputs[held[0][0]]:
+            return
+        (i, density), = held
+        attribute = op.attributes["sharding"]
+        share = _bytes(op.operands[0].type) * density / self.inputs[i] / _shards(str(attribute), self.meshes)
+        self.placed[i] = max(self.placed[i] or 0.0, share)
+
+
 def _name(argument, index: int) -> str:
     """The input's name in the traced function's signature (``loc("x")``), for messages only: letters,
     digits and ``_``, else its position."""
@@ -202,10 +248,12 @@ def _name(argument, index: int) -> str:
     return found.group(1) if found else f"input {index + 1}"
 
 
-def shares(module) -> list[tuple[str, float | None]] | None:
-    """For each input of the parsed module's ``main``, its name and the largest share of it one device's
-    per-device computation receives (see the module's docstring), None where it reaches none; None for a
-    module nested deeper than the flow can follow (no program JAX exports is), which counts as the worst."""
+def shares(module) -> list[tuple[str, float | None, bool]] | None:
+    """For each input of the parsed module's ``main``: its name, the largest share of it one device's
+    per-device computation receives (see the module's docstring), and False; or, where it reaches none, the
+    largest share one device holds where the program places it (a jit program's own layout), and True; or None
+    and False where it is neither received nor placed. None for a module nested deeper than the flow can follow
+    (no program JAX exports is), which counts as the worst."""
     with context():
         flow = _Flow(module)
         main = flow.functions.get("main")
@@ -213,9 +261,14 @@ def shares(module) -> list[tuple[str, float | None]] | None:
             return []
         arguments = list(main.regions[0].blocks[0].arguments)
         flow.inputs = [_bytes(a.type) for a in arguments]
-        flow.shares = [None] * len(arguments)
+        flow.shares, flow.placed = [None] * len(arguments), [None] * len(arguments)
         try:
             flow.function("main", tuple(((i, 1.0),) for i in range(len(arguments))))
         except RecursionError:
             return None
-        return [(_name(a, i), None if s is None else round(s, 6)) for i, (a, s) in enumerate(zip(arguments, flow.shares))]
+        found = []
+        for i, (argument, received, placed) in enumerate(zip(arguments, flow.shares, flow.placed)):
+            share = received if received is not None else placed
+            found.append((_name(argument, i), None if share is None else round(share, 6),
+                          received is None and placed is not None))
+        return found

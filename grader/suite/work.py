@@ -57,11 +57,13 @@ def _expect_share_of_inputs(program, what: str, share: str, where: str) -> None:
                              "its functions call each other thousands of levels deep, which no program jax.jit makes "
                              "from ordinary code. So it counts as receiving every input whole; call jax.pmap or "
                              f"jax.shard_map on your inputs with fewer nested calls. {share}")
-    for (name, got), (_, expected) in zip(program.held, reference):
+    for (name, got, placed), (_, expected, _) in zip(program.held, reference):
         if got is not None and expected is not None and got > SLACK * expected:
             of = _input(name)
-            raise AssertionError(f"in {what} each device's per-device computation (its pmap or shard_map) receives "
-                                 f"{_portion(got, of)} {where}, {got / expected:.1f} times the share one device of "
+            held = (f"each device holds {_portion(got, of)} {where} where your program places it (jax.device_put)"
+                    if placed else f"each device's per-device computation (its pmap or shard_map) receives "
+                    f"{_portion(got, of)} {where}")
+            raise AssertionError(f"in {what} {held}, {got / expected:.1f} times the share one device of "
                                  f"the reference program receives ({_percent(expected)}), and the bound is {SLACK:g} times "
                                  f"that: hand each device only its block of {of}; {share}")
 

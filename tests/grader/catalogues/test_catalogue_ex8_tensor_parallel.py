@@ -36,6 +36,14 @@ WRONG = {
                          "SPECS))\n", ""), (SHARD_MAP, "return jax.jit(lambda x, w1, w2: jax.nn.relu(x @ w1) @ w2)(x, w1, w2)")),
         devices="4", says=("about the whole computation's work, done on every device", "another design"),
         never=("lax.psum", "all-reduce over 'model'")),
+    # round 26 (written apart): the jit route with the weights placed whole on every device (P()), XLA slicing what
+    # each device multiplies: the arithmetic and the all-reduce are the reference's, the weights are not split
+    "weights placed whole, then jit with shardings": Wrong(tensor_parallel(
+        ('SPECS = (P("data", None), P(None, "model"), P("model", None))', 'SPECS = (P("data", None), P(), P())'),
+        (SHARD_MAP, JIT.replace("y_at = ", 'h_at = NamedSharding(mesh, P("data", "model"))\n    y_at = ').replace(
+            "jax.nn.relu(x @ w1)", "jax.nn.relu(jnp.matmul(x, w1, out_sharding=h_at))")),
+        ("import jax\n", "import jax\nimport jax.numpy as jnp\n")), devices="4",
+        says=("each device holds all of", "where your program places it (jax.device_put)", "2.0 times")),
     "jit on Explicit axes with no out_sharding": Wrong(
         tensor_parallel((SHARD_MAP, "return jax.jit(lambda x, w1, w2: jax.nn.relu(x @ w1) @ w2)(x, w1, w2)")),
         devices="4", says=("Explicit axes", "split over mesh axis 'model'", "out_sharding=")),

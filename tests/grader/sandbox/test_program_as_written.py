@@ -1,5 +1,5 @@
-"""A program is graded as its code runs when written outside jit: ``jax.device_put`` to a layout on a
-mesh of Auto axes moves the data (grader.sandbox.program_as_written), where jit alone drops it.
+"""A program is graded as its code runs when written outside jit: ``jax.device_put`` to a layout of a
+mesh moves the data (grader.sandbox.program_as_written), where jit alone may drop it.
 
 A compiler task's function that copies x and w whole onto every device before multiplying them
 would otherwise compile to the reference's own program: one all-reduce and no gather.
@@ -80,6 +80,5 @@ def test_device_put_outside_jit_moves_the_data_inside_a_students_jit_it_does_not
     # Inside the student's own jit device_put does nothing when run either, and the reference's one sum stays.
     assert found["whole_inside_jit"] == {"rewritten": False, "right": True, "collectives": ["all-reduce"]}
     assert found["left_where_they_arrive"] == {"rewritten": False, "right": True, "collectives": ["all-reduce"]}
-    # On Explicit axes jit keeps the layout by itself: nothing to rewrite, and the gathers are there.
-    assert found["whole_first_explicit"]["rewritten"] is False
-    assert "all-gather" in found["whole_first_explicit"]["collectives"]
+    # On Explicit axes too, as a constraint: the gathers are there, whatever jit keeps of the type.
+    assert found["whole_first_explicit"] == {"rewritten": True, "right": True, "collectives": ["all-gather"]}

@@ -82,6 +82,11 @@ def laundered_through_a_branch(x, y):
     return whole(jnp.zeros(4), x, y)[0]
 
 
+def placed_by_a_jit_program(x, y):
+    at = lambda spec: jax.sharding.NamedSharding(mesh, spec)  # noqa: E731
+    return jnp.dot(lax.with_sharding_constraint(x, at(P())), lax.with_sharding_constraint(y, at(P("i"))))
+
+
 def stacked_and_laid_out(x, y):
     both = lax.with_sharding_constraint(jnp.stack([x, y], axis=1), jax.sharding.NamedSharding(mesh, P("i", None)))
     return jax.shard_map(lambda v: lax.psum(jnp.dot(v[:, 0], v[:, 1]), "i"), mesh=mesh, in_specs=P("i", None),
@@ -94,7 +99,7 @@ def shares(fn):
 
 
 print(json.dumps({{fn.__name__: shares(fn) for fn in (blocks, whole_then_sliced, y_whole_in_a_jit_in_a_loop,
-                                                     no_per_device_function, mixed_whole,
+                                                     no_per_device_function, placed_by_a_jit_program, mixed_whole,
                                                      stacked_then_taken_apart_whole, stacked_blocks,
                                                      scaled_blocks, stacked_and_laid_out, in_pieces,
                                                      laundered_through_a_branch)}}))
@@ -109,10 +114,12 @@ def _found() -> dict:
 
 def test_each_input_is_followed_to_what_a_device_receives():
     found = _found()
-    assert found["blocks"] == [["x", 0.25], ["y", 0.25]]
-    assert found["whole_then_sliced"] == [["x", 1.0], ["y", 1.0]]
-    assert found["y_whole_in_a_jit_in_a_loop"] == [["x", 0.25], ["y", 1.0]]
-    assert found["no_per_device_function"] == [["x", None], ["y", None]]
+    assert found["blocks"] == [["x", 0.25, False], ["y", 0.25, False]]
+    assert found["whole_then_sliced"] == [["x", 1.0, False], ["y", 1.0, False]]
+    assert found["y_whole_in_a_jit_in_a_loop"] == [["x", 0.25, False], ["y", 1.0, False]]
+    assert found["no_per_device_function"] == [["x", None, False], ["y", None, False]]
+    # reaching no per-device computation, each is held where the program places it: x whole, y in blocks
+    assert found["placed_by_a_jit_program"] == [["x", 1.0, True], ["y", 0.25, True]]
 
 
 def test_inputs_mixed_into_one_value_are_each_received_whole():
@@ -121,19 +128,19 @@ def test_inputs_mixed_into_one_value_are_each_received_whole():
     not (laid out by a sharding constraint or not); x's blocks scaled by an element of y add, beside y's own
     block, their part of y: half a block's bytes each (within 1.5 times a block)."""
     found = _found()
-    assert found["mixed_whole"] == [["x", 1.0], ["y", 1.0]]
-    assert found["stacked_then_taken_apart_whole"] == [["x", 1.0], ["y", 1.0]]
-    assert found["stacked_blocks"] == [["x", 0.25], ["y", 0.25]]
-    assert found["stacked_and_laid_out"] == [["x", 0.25], ["y", 0.25]]  # a layout asked for moves no element
+    assert found["mixed_whole"] == [["x", 1.0, False], ["y", 1.0, False]]
+    assert found["stacked_then_taken_apart_whole"] == [["x", 1.0, False], ["y", 1.0, False]]
+    assert found["stacked_blocks"] == [["x", 0.25, False], ["y", 0.25, False]]
+    assert found["stacked_and_laid_out"] == [["x", 0.25, False], ["y", 0.25, False]]  # a layout asked for moves no element
 
 
 def test_an_input_handed_over_in_pieces_or_through_a_branch_is_received_whole():
     """Each device handed all the blocks of x and y as separate arguments receives them whole, as it does
     when x and y come out of a lax.cond whose branches close over them (its operand, the predicate, holds none)."""
     found = _found()
-    assert found["in_pieces"] == [["x", 1.0], ["y", 1.0]]
-    assert found["laundered_through_a_branch"] == [["x", 1.0], ["y", 1.0]]
-    assert found["scaled_blocks"] == [["x", 0.25], ["y", 0.375]]
+    assert found["in_pieces"] == [["x", 1.0, False], ["y", 1.0, False]]
+    assert found["laundered_through_a_branch"] == [["x", 1.0, False], ["y", 1.0, False]]
+    assert found["scaled_blocks"] == [["x", 0.25, False], ["y", 0.375, False]]
 
 
 DEEP = """

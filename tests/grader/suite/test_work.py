@@ -32,23 +32,34 @@ def program(held, reference_held, operations=None):
     return Program(None, HLO, True, lambda: figures, None, "dot", held)
 
 
+def shares(x, y, placed=False):
+    """What a program holds of x and y: received by its per-device computation, or (``placed``) placed by it."""
+    return (("x", x, placed), ("y", y, placed))
+
+
 def test_a_share_of_an_input_within_the_bound_passes_and_one_over_it_fails_with_both_figures():
-    work.expect_share_of_work(program((("x", 0.3), ("y", 0.25)), [["x", 0.25], ["y", 0.25]]), "dot", "share", 4)
+    work.expect_share_of_work(program(shares(0.3, 0.25), shares(0.25, 0.25)), "dot", "share", 4)
     with pytest.raises(AssertionError, match=r"receives all of x on 4 devices, 4.0 times the share one device of the "
                                              r"reference program receives \(25%\)"):
-        work.expect_share_of_work(program((("x", 1.0), ("y", 0.25)), [["x", 0.25], ["y", 0.25]]), "dot", "share", 4)
+        work.expect_share_of_work(program(shares(1.0, 0.25), shares(0.25, 0.25)), "dot", "share", 4)
     with pytest.raises(AssertionError, match=r"receives 50% of x on 8 devices, 4.0 times the share one device of the "
                                              r"reference program receives \(12.5%\)"):  # a share's tenth, where it has one
-        work.expect_share_of_work(program((("x", 0.5), ("y", 0.125)), [["x", 0.125], ["y", 0.125]]), "dot", "share", 8)
+        work.expect_share_of_work(program(shares(0.5, 0.125), shares(0.125, 0.125)), "dot", "share", 8)
+
+
+def test_an_input_a_jit_program_places_whole_is_held_whole_where_the_reference_splits_it():
+    with pytest.raises(AssertionError, match=r"each device holds all of x on 4 devices where your program places it "
+                                             r"\(jax.device_put\), 4.0 times"):
+        work.expect_share_of_work(program(shares(1.0, 0.25, placed=True), shares(0.25, 0.25)), "dot", "share", 4)
 
 
 def test_an_input_no_per_device_computation_receives_is_not_compared():
-    work.expect_share_of_work(program((("x", 1.0), ("y", None)), [["x", None], ["y", 0.25]]), "dot", "share", 4)
+    work.expect_share_of_work(program(shares(1.0, None), shares(None, 0.25)), "dot", "share", 4)
 
 
 def test_a_program_too_deep_to_follow_counts_as_receiving_every_input_whole():
     with pytest.raises(AssertionError, match="counts as receiving every input whole"):
-        work.expect_share_of_work(program(None, [["x", 0.25], ["y", 0.25]]), "dot", "share", 4)
+        work.expect_share_of_work(program(None, [["x", 0.25, False], ["y", 0.25, False]]), "dot", "share", 4)
 
 
 def test_the_whole_computation_on_every_device_is_told_as_a_design_and_a_share_is_not():
@@ -59,7 +70,7 @@ def test_the_whole_computation_on_every_device_is_told_as_a_design_and_a_share_i
 
 def test_on_one_device_nothing_is_compared():
     """One device's share is the whole work: a reference XLA folded to no arithmetic bounds nothing there."""
-    folded = program((("x", 1.0), ("y", 1.0)), [["x", 1.0], ["y", 1.0]], operations=0)
+    folded = program((("x", 1.0, False), ("y", 1.0, False)), [["x", 1.0, False], ["y", 1.0, False]], operations=0)
     work.expect_share_of_work(folded, "standardize", "share", 1)
     with pytest.raises(AssertionError, match="one device of the reference program performs"):
         work.expect_share_of_work(folded, "standardize", "share", 2)
