@@ -562,16 +562,54 @@ def _input_free(comps: dict[str, list[_Instr]], entry: str | None) -> set[tuple[
 
 def _product(comp: str, ins: _Instr, shapes: dict[str, str], comps: dict, free: set[tuple[str, str]]) -> int:
     """The arithmetic of ``ins`` as a product, counted as :func:`operations` counts a dot (two per multiply-add):
-    a dot's or a convolution's, and an elementwise multiply of two values computed from the inputs (a product
-    written as a multiply and a sum: its multiplies and the adds after them), 0 for anything else. A multiply
-    by a constant, a mask or a device's offset (:func:`_input_free`) is no product."""
+    a dot's or a convolution's, an elementwise multiply of two values computed from the inputs (a product
+    written as a multiply and a sum: its multiplies and the adds after them), and a reduction's or a map's whose
+    computation multiplies two of the values it is given (a variadic reduce can compute a product in its
+    reducer), once per element; 0 for anything else. A multiply by a constant, a mask or a device's offset
+    (:func:`_input_free`) is no product."""
     if (comp, ins.name) in free:
         return 0
     if ins.opcode in ("dot", "convolution"):
         return _operations(ins, shapes, comps)
     if ins.opcode == "multiply" and len(ins.operands) == 2 and all((comp, o) not in free for o in ins.operands):
         return 2 * _elements(ins.shape)
+    if ins.opcode in _PER_ELEMENT and ins.operands:  # a reducer or a map's body multiplying what it is given
+        applied = next((comps.get(callee, []) for attr, callee in ins.calls if attr == "to_apply"), [])
+        kinds = {i.name: i.opcode for i in applied}
+        multiplies = sum(1 for i in applied if i.opcode == "multiply"
+                         and all(kinds.get(o) not in ("constant", None) for o in i.operands))
+        data = ins.operands[:max(1, len(ins.operands) // 2)] if ins.opcode != "map" else ins.operands
+        return 2 * multiplies * max([_elements(ins.shape), *(_elements(shapes.get(o, "")) for o in data)])
     return 0
+
+
+# What a loop fusion may hold for XLA to compute it one output element at a time (anything that reduces, contracts
+# or applies a computation of its own is computed as a whole).
+_WHOLE_AT_ONCE = frozenset({"reduce", "reduce-window", "dot", "convolution", "scatter", "map", "sort",
+                            "select-and-scatter", "fusion", "call", "while", "conditional", "custom-call"})
+
+
+def _loop_fusions(comps: dict[str, list[_Instr]]) -> dict[str, int]:
+    """The computations of loop fusions (``kind=kLoop``) of elementwise work, with the elements of their output:
+    XLA computes such a fusion one output element at a time, so a product or a sum of which the fusion keeps a
+    slice costs that slice (XLA may copy an elementwise step into each of several such fusions, one per slice)."""
+    found: dict[str, int] = {}
+    for instrs in comps.values():
+        for ins in instrs:
+            if ins.opcode == "fusion" and "kind=kLoop" in ins.rest:
+                callee = next((c for attr, c in ins.calls if attr == "calls" and c in comps), None)
+                if callee and not any(_base(i.opcode) in _WHOLE_AT_ONCE or _base(i.opcode) in COLLECTIVES
+                                      for i in comps[callee]):
+                    found[callee] = max(found.get(callee, 0), _elements(ins.shape))
+    return found
+
+
+def _per_output(loops: dict[str, int], comp: str, ins: _Instr, done: int) -> int:
+    """``done``, an instruction's count, as a loop fusion runs it (:func:`_loop_fusions`): for no more elements than
+    the fusion outputs (a value it broadcasts is still counted once per element of its own, as it is written)."""
+    if comp not in loops or not done:
+        return done
+    return min(done, max(1, done // max(1, _elements(ins.shape))) * loops[comp])
 
 
 def products(text: str) -> int | None:
@@ -586,12 +624,12 @@ def _counted(text: str, measure) -> int | None:
     """The sum over the instructions one device runs of ``measure(computation, instruction, shapes, comps, free)``
     (``free``: :func:`_input_free`'s), each once per run of its computation."""
     comps, entry, flow = _program(text)
-    runs, free = _runs(comps, entry), _inputs_read(text)[0]
+    runs, free, loops = _runs(comps, entry), _inputs_read(text)[0], _loop_fusions(comps)
     total = 0
     for name in flow.reachable:
         shapes = {ins.name: ins.shape for ins in comps[name]}
         for ins in comps[name]:
-            done = measure(name, ins, shapes, comps, free)
+            done = _per_output(loops, name, ins, measure(name, ins, shapes, comps, free))
             if not done:
                 continue
             if runs.get(name) is None:
@@ -604,11 +642,12 @@ def largest_product(text: str) -> int:
     """The most arithmetic one product (:func:`_product`) of the compiled program performs: a schedule that
     multiplies one block at a time runs no product larger than one block's, however many it runs."""
     comps, _, flow = _program(text)
-    free = _inputs_read(text)[0]
+    free, loops = _inputs_read(text)[0], _loop_fusions(comps)
     found = 0
     for name in flow.reachable:
         shapes = {ins.name: ins.shape for ins in comps[name]}
-        found = max([found, *(_product(name, ins, shapes, comps, free) for ins in comps[name])])
+        found = max([found, *(_per_output(loops, name, ins, _product(name, ins, shapes, comps, free))
+                              for ins in comps[name])])
     return found
 
 

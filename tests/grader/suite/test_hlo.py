@@ -207,12 +207,27 @@ def test_a_map_counts_its_computation_once_per_element_and_a_reducer_is_not_coun
               "  ROOT %r = f32[6,5]{1,0} map(f32[6,5]{1,0} %x, f32[6,5]{1,0} %y, f32[6,5]{1,0} %z), dimensions={0,1}, "
               "to_apply=%body\n}\n")
     assert hlo.operations(mapped) == 30 * 2  # a multiply and an add for each of the 30 elements
+    assert hlo.products(mapped) == hlo.largest_product(mapped) == 30 * 2  # its multiply of two inputs: a product
     summed = ("HloModule m\n\n%add (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n"
               "  %b = f32[] parameter(1)\n  ROOT %s = f32[] add(f32[] %a, f32[] %b)\n}\n\n"
               "ENTRY %main (x: f32[6,5]) -> f32[6] {\n  %x = f32[6,5]{1,0} parameter(0)\n"
               "  %zero = f32[] constant(0)\n"
               "  ROOT %r = f32[6]{0} reduce(f32[6,5]{1,0} %x, f32[] %zero), dimensions={1}, to_apply=%add\n}\n")
     assert hlo.operations(summed) == 30  # each element added once; the reducer is not a run of its own
+    assert hlo.products(summed) == 0  # and it multiplies nothing
+
+
+def test_a_loop_fusion_counts_each_instruction_once_per_element_of_its_output():
+    text = ("HloModule m\n\n%sliced (p: f32[16,3], q: f32[16,3]) -> f32[2,3] {\n  %p = f32[16,3]{1,0} parameter(0)\n"
+            "  %q = f32[16,3]{1,0} parameter(1)\n  %m = f32[16,3]{1,0} multiply(f32[16,3]{1,0} %p, f32[16,3]{1,0} %q)\n"
+            "  %a = f32[16,3]{1,0} add(f32[16,3]{1,0} %m, f32[16,3]{1,0} %p)\n"
+            "  ROOT %s = f32[2,3]{1,0} slice(f32[16,3]{1,0} %a), slice={[2:4], [0:3]}\n}\n\n"
+            "ENTRY %main (x: f32[16,3], y: f32[16,3]) -> f32[2,3] {\n  %x = f32[16,3]{1,0} parameter(0)\n"
+            "  %y = f32[16,3]{1,0} parameter(1)\n"
+            "  ROOT %f = f32[2,3]{1,0} fusion(f32[16,3]{1,0} %x, f32[16,3]{1,0} %y), kind=kLoop, calls=%sliced\n}\n")
+    assert hlo.operations(text) == 2 * 6  # the multiply and the add for the 6 elements it keeps, not for 48
+    assert hlo.products(text) == hlo.largest_product(text) == 2 * 6
+    assert hlo.operations(text.replace("kind=kLoop", "kind=kInput")) == 2 * 48  # any other fusion: as it is written
 
 
 def test_operations_add_up_every_instruction_so_a_computation_in_pieces_counts_whole():
