@@ -149,7 +149,7 @@ def test_sharded_matmul_matches_numpy(student, rng, devices):
     _matmul(student, rng, devices)
 
 
-@pytest.mark.devices(2, 4, 8)  # on one device nothing is split: no structure to measure
+@pytest.mark.devices(4, 8)  # below 4 devices one mesh axis has one device: its split cannot be measured
 def test_sharded_matmul_is_row_parallel_with_one_psum(student, rng, devices):
     x, w, out = _matmul(student, rng, devices, Asks("jax.shard_map"))
     feedback.communication(out["program"])

@@ -19,7 +19,7 @@ WRONG = {
     show = jax.shard_map(lambda t: lax.psum(jax.numpy.where(lax.axis_index("model") == 0, t, 0 * t), "model"),
                          mesh=mesh, in_specs=P("data", None), out_specs=P("data", None))
     return show(total)'''))},
-        "2", says=("runs an all-gather over 'model' (added by XLA", "where the reference's runs no all-gather")),
+        "4", says=("runs an all-gather over 'model' (added by XLA", "where the reference's runs no all-gather")),
     "the chapter's mesh_utils grid": Wrong(
         {"mesh": mutate("mesh", (MESH, "from jax.experimental import mesh_utils\n"
                                       "    return mesh_utils.create_device_mesh((2, 2))"))},

@@ -1499,16 +1499,16 @@ TASKS = {
     "collectives_replicated": ([2], "collectives", {"test_communicates_with_all_reduce": NO_PMAP}),
     "collectives_psum_gathers": ([2], "collectives", {"test_communicates_with_all_reduce": "the whole"}),
     "train_replicated": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": NO_PMAP}),
-    "mesh_replicated": ([2], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": NO_SHARD_MAP}),
+    "mesh_replicated": ([4], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": NO_SHARD_MAP}),
     "dot_carries_a_one": ([2], "dot", {"test_dot_uses_one_all_reduce": NO_PMAP}),
     "dot_carries_a_one_in_a_loop": ([2], "dot", {"test_dot_uses_one_all_reduce": REDUCED_BY_XLA}),
     "collectives_carries_a_one": ([2], "collectives", {"test_communicates_with_all_reduce": NO_PMAP}),
     "basics_picks_by_a_flag": ([2], "basics", {"test_each_function_runs_a_pmap": "square_plus_one: " + NO_PMAP}),
     "train_carries_a_one": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": NO_PMAP}),
-    "mesh_carries_a_one": ([2], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": NO_SHARD_MAP}),
+    "mesh_carries_a_one": ([4], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": NO_SHARD_MAP}),
     "dot_checksum": ([2], "dot", {"test_dot_uses_one_all_reduce": REDUCED_BY_XLA}),
     "collectives_checksum": ([2], "collectives", {"test_communicates_with_all_reduce": REDUCED_BY_XLA}),
-    "mesh_checksum": ([2], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": REDUCED_BY_XLA}),
+    "mesh_checksum": ([4], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": REDUCED_BY_XLA}),
     "train_checksum": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": REDUCED_BY_XLA}),
     "basics_passes_on_the_work": ([2], "basics", {"test_each_function_runs_a_pmap": "square_plus_one: " + NO_PMAP}),
     "ring_buffer_in_a_while_loop": ([2], "ring", {"test_ring_allreduce_uses_ppermute_only": "a loop whose length is "
@@ -1688,11 +1688,12 @@ def test_no_structural_point_in_gradescopes_layout_either(course, graded, tmp_pa
 
 # The real suites of a released copy of the course at 2 devices, in Gradescope's layout, the hostile
 # modules in place of the solution's functions: each keeps every value point and loses every structural one.
+# (mesh's structural test runs from 4 devices on, where both mesh axes are split: its hostile is graded above.)
 IN_PLACE = {"dot": "dot_psum_of_difference", "ring": "ring_lying_label", "basics": "basics_patched_jaxpr",
-            "collectives": "collectives_replicated", "train": "train_replicated", "mesh": "mesh_replicated"}
+            "collectives": "collectives_replicated", "train": "train_replicated"}
 STRUCTURAL = {"test_dot_uses_one_all_reduce", "test_ring_allreduce_uses_ppermute_only",
               "test_each_function_runs_a_pmap", "test_communicates_with_all_reduce",
-              "test_train_step_sends_only_gradient_and_loss", "test_sharded_matmul_is_row_parallel_with_one_psum"}
+              "test_train_step_sends_only_gradient_and_loss"}
 
 
 def test_with_the_real_suites_the_hostile_modules_keep_their_value_points_only(tmp_path):
