@@ -562,8 +562,8 @@ def _input_free(comps: dict[str, list[_Instr]], entry: str | None) -> set[tuple[
 
 def _product(comp: str, ins: _Instr, shapes: dict[str, str], comps: dict, free: set[tuple[str, str]]) -> int:
     """The arithmetic of ``ins`` as a product, counted as :func:`operations` counts a dot (two per multiply-add):
-    a dot's or a convolution's, an elementwise multiply of two values computed from the inputs (a product
-    written as a multiply and a sum: its multiplies and the adds after them), and a reduction's or a map's whose
+    a dot's or a convolution's, an elementwise multiply or divide of two values computed from the inputs (a
+    product written as a multiply and a sum: its multiplies and the adds after them), and a reduction's or a map's whose
     computation multiplies two of the values it is given (a variadic reduce can compute a product in its
     reducer), once per element; 0 for anything else. A multiply by a constant, a mask or a device's offset
     (:func:`_input_free`) is no product."""
@@ -571,7 +571,8 @@ def _product(comp: str, ins: _Instr, shapes: dict[str, str], comps: dict, free: 
         return 0
     if ins.opcode in ("dot", "convolution"):
         return _operations(ins, shapes, comps)
-    if ins.opcode == "multiply" and len(ins.operands) == 2 and all((comp, o) not in free for o in ins.operands):
+    if ins.opcode in ("multiply", "divide") and len(ins.operands) == 2 \
+            and all((comp, o) not in free for o in ins.operands):  # a / b multiplies a by b's reciprocal
         return 2 * _elements(ins.shape)
     if ins.opcode in _PER_ELEMENT and ins.operands:  # a reducer or a map's body multiplying what it is given
         applied = next((comps.get(callee, []) for attr, callee in ins.calls if attr == "to_apply"), [])

@@ -190,6 +190,8 @@ def test_a_product_written_as_a_multiply_of_two_inputs_counts_and_one_by_a_const
             "  ROOT %t = (f32[6,5]{1,0}, f32[6,5]{1,0}) tuple(%m, %s)\n}\n")
     assert hlo.products(text) == hlo.largest_product(text) == 2 * 30  # x * y: a multiply-add each, as a dot counts
     assert hlo.operations(text) == 2 * 30  # and x * 3 is arithmetic, but no product
+    divided = text.replace("multiply(f32[6,5]{1,0} %x, f32[6,5]{1,0} %y)", "divide(f32[6,5]{1,0} %x, f32[6,5]{1,0} %y)")
+    assert hlo.products(divided) == 2 * 30  # x / y multiplies x by y's reciprocal: a product as well
 
 
 def test_operations_in_a_loop_count_every_iteration_and_an_unknown_trip_count_is_not_guessed():
