@@ -12,12 +12,15 @@ student's process exported can: every ``jax.pmap`` and ``jax.shard_map`` is an
 So for each input of the program (an argument of its ``main``) this follows the values computed
 from it, through calls of the module's functions and into nested regions, to the operands of every
 manual computation, and gives the largest share of that input one device receives as such an
-operand (a block of x: 1/n; x padded and handed over whole: a little more than 1). An input that
-reaches no manual computation has no share (None). An input that reaches no manual computation (a ``jax.jit`` program that places its inputs itself) is
-measured where the program places it instead: a layout asked for (``jax.device_put``, kept as written by
-grader.sandbox.program_as_written) on a value made of that input alone holds the value's part of it over
-the parts the layout splits it into (``P()``: all of it, on every device). grader.suite.work compares the
-shares with the reference's.
+operand (a block of x: 1/n; x padded and handed over whole: a little more than 1). Pieces of an input
+handed to several manual computations add up (each block handed whole to every device by a pmap of its
+own is all of it), the same values handed again do not, and a manual computation's result handed to
+another is no piece of the input. An input that reaches no manual computation (a ``jax.jit`` program that
+places its inputs itself) is measured where the program places it instead: a layout asked for
+(``jax.device_put``, kept as written by grader.sandbox.program_as_written) on a value made of that input
+alone holds the value's part of it over the parts the layout splits it into (``P()``: all of it, on every
+device); one neither received nor placed is held as the worker hands it over (:func:`as_arrived`).
+grader.suite.work compares the shares with the reference's.
 
 What a value holds of an input is an upper bound, not a pattern: for each input it comes from, the
 part of the value's bytes that may carry it (its *density*). An input itself, and anything
@@ -138,11 +141,13 @@ class _Flow:
         self.inputs: list[int] = []  # each input's bytes
         self.shares: list[float | None] = []
         self.placed: list[float | None] = []
+        self.pieces: list[dict] = []  # per input: its share in the per-device computations given the same values
+        self.origin: dict = {}  # a value -> the value its data comes from as it is (None: a per-device result)
         self._called: dict = {}
 
-    def function(self, name: str, sources: tuple) -> list[Held]:
-        """What function ``name``'s results hold, its arguments holding ``sources``."""
-        key = (name, sources)
+    def function(self, name: str, sources: tuple, origins: tuple = ()) -> list[Held]:
+        """What function ``name``'s results hold, its arguments holding ``sources`` and coming from ``origins``."""
+        key = (name, sources, origins)
         if key not in self._called:
             self._called[key] = []  # a recursive call sees no sources: no module of jax.export recurses
             func = self.functions.get(name)
@@ -150,8 +155,22 @@ class _Flow:
                 return []
             block = func.regions[0].blocks[0]
             env = dict(zip(block.arguments, sources))
+            self.origin.update(zip(block.arguments, origins))
             self._called[key] = self.block(block, env)
         return self._called[key]
+
+    def _from(self, value):
+        """The value ``value``'s data comes from as it is (itself, or what it rearranges), None for one computed
+        from a per-device computation's result."""
+        return self.origin.get(value, value)
+
+    def _trace(self, op) -> None:
+        """Where the results of ``op`` come from (:meth:`_from`)."""
+        found = [self._from(v) for v in op.operands]
+        if op.name == MANUAL or any(f is None for f in found):
+            self.origin.update((r, None) for r in op.results)
+        elif op.name in REARRANGE and found:
+            self.origin.update((r, found[0]) for r in op.results)
 
     def block(self, block, env: dict) -> list[Held]:
         """Walk ``block``'s operations; what its terminator returns holds."""
@@ -162,8 +181,12 @@ class _Flow:
             op = op.operation
             ins = [env.get(v, ()) for v in op.operands]
             everything = _whole(_merge(*ins))
+            self._trace(op)
             if op.name == CALL:
-                outs = self.function(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, tuple(ins))
+                outs = self.function(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, tuple(ins),
+                                     tuple(self._from(v) for v in op.operands))
+                if self._manual_in(ir.FlatSymbolRefAttr(op.attributes["callee"]).value):
+                    self.origin.update((r, None) for r in op.results)
             else:
                 if op.name == MANUAL:
                     self._receive(op, ins)
@@ -205,6 +228,20 @@ class _Flow:
                 carried = sources
         return carried
 
+    def _manual_in(self, name: str, seen: frozenset = frozenset()) -> bool:
+        """Whether function ``name``, or one it calls, holds a per-device computation."""
+        from jaxlib.mlir import ir
+
+        func = self.functions.get(name)
+        if func is None or name in seen:
+            return False
+        for op in func.regions[0].blocks[0].operations:
+            op = op.operation
+            if op.name == MANUAL or (op.name == CALL and self._manual_in(
+                    ir.FlatSymbolRefAttr(op.attributes["callee"]).value, seen | {name})):
+                return True
+        return False
+
     def _receive(self, op, ins: list[Held]) -> None:
         """Each input's share one device receives of it through the manual computation's arguments: the
         argument's bytes that may carry it over the input's bytes. Where an argument is made of several inputs,
@@ -212,8 +249,9 @@ class _Flow:
         (padded): a scalar of one input mixed into a block of another is not hundreds of copies of it."""
         body = op.regions[0].blocks[0]
         whole_pieces: dict[int, list[float]] = {}  # each argument's share of the input, as if all of it
+        origins: dict[int, set] = {}  # where the arguments holding each input come from (:meth:`_from`)
         parts: dict[int, float] = {}  # ... and its part of the argument's bytes, shared among what it is made of
-        for held, argument in zip(ins, body.arguments):
+        for held, argument, operand in zip(ins, body.arguments, op.operands):
             whole = sum(self.inputs[i] for i, _ in held)
             if not whole:
                 continue
@@ -223,11 +261,15 @@ class _Flow:
                 if self.inputs[i]:
                     whole_pieces.setdefault(i, []).append(min(bound, size * density / self.inputs[i]))
                     parts[i] = parts.get(i, 0.0) + size / whole
+                    origins.setdefault(i, set()).add(self._from(operand))
         # an input handed over in several arguments (its pieces, mixed with others or not) adds up, to all of it
         # at most unless one argument alone holds more (padded)
         for i, pieces in whole_pieces.items():
-            self.shares[i] = max(self.shares[i] or 0.0, max(*pieces, min(parts[i], max(1.0, *pieces))))
-
+            share = max(*pieces, min(parts[i], max(1.0, *pieces)))
+            self.shares[i] = max(self.shares[i] or 0.0, share)
+            if None not in origins[i]:  # no per-device result handed on: the input's own pieces, kept to add up
+                key = frozenset(origins[i])
+                self.pieces[i][key] = max(self.pieces[i].get(key, 0.0), share)
 
     def _place(self, op, held: Held) -> None:
         """The share of an input one device holds where the program places a value made of that input alone (as
@@ -248,12 +290,15 @@ def _name(argument, index: int) -> str:
     return found.group(1) if found else f"input {index + 1}"
 
 
-def shares(module) -> list[tuple[str, float | None, bool]] | None:
+RECEIVED, PLACED, ARRIVED = "received", "placed", "arrived"  # how a device came to hold its share of an input
+
+
+def shares(module) -> list[tuple[str, float | None, str]] | None:
     """For each input of the parsed module's ``main``: its name, the largest share of it one device's
-    per-device computation receives (see the module's docstring), and False; or, where it reaches none, the
-    largest share one device holds where the program places it (a jit program's own layout), and True; or None
-    and False where it is neither received nor placed. None for a module nested deeper than the flow can follow
-    (no program JAX exports is), which counts as the worst."""
+    per-device computation receives (see the module's docstring) and RECEIVED; or, where it reaches none, the
+    largest share one device holds where the program places it (a jit program's own layout) and PLACED, None
+    where it is neither received nor placed (:func:`as_arrived` fills that in). None for a module nested deeper
+    than the flow can follow (no program JAX exports is), which counts as the worst."""
     with context():
         flow = _Flow(module)
         main = flow.functions.get("main")
@@ -262,13 +307,27 @@ def shares(module) -> list[tuple[str, float | None, bool]] | None:
         arguments = list(main.regions[0].blocks[0].arguments)
         flow.inputs = [_bytes(a.type) for a in arguments]
         flow.shares, flow.placed = [None] * len(arguments), [None] * len(arguments)
+        flow.pieces = [{} for _ in arguments]
         try:
             flow.function("main", tuple(((i, 1.0),) for i in range(len(arguments))))
         except RecursionError:
             return None
+        # the input's pieces handed to several per-device computations add up (the same values handed again do not)
+        for i, pieces in enumerate(flow.pieces):
+            if pieces and flow.shares[i] is not None:
+                flow.shares[i] = max(flow.shares[i], min(sum(pieces.values()), max(1.0, *pieces.values())))
         found = []
         for i, (argument, received, placed) in enumerate(zip(arguments, flow.shares, flow.placed)):
-            share = received if received is not None else placed
-            found.append((_name(argument, i), None if share is None else round(share, 6),
-                          received is None and placed is not None))
+            share, how = (received, RECEIVED) if received is not None else (placed, PLACED if placed else ARRIVED)
+            found.append((_name(argument, i), None if share is None else round(share, 6), how))
         return found
+
+
+def as_arrived(shares: list | None, arrived: list[float]) -> list | None:
+    """``shares`` with each input neither received nor placed held as the worker hands it over (``arrived``: the
+    share of it one device gets, 1 for an input handed over whole): a program that leaves the weights where they
+    arrive, whole, and lets XLA slice what each device multiplies keeps all of them on every device."""
+    if shares is None:
+        return None
+    return [(name, round(arrived[i], 6), ARRIVED) if share is None and i < len(arrived) else (name, share, how)
+            for i, (name, share, how) in enumerate(shares)]

@@ -141,6 +141,14 @@ def _shardings(exported, mesh, arrives=None, name: str = ""):
                                                                            list(exported.out_shardings_jax(mesh)))
 
 
+def _parts(sharding) -> int:
+    """Into how many parts an input's layout splits it (1: every device holds all of it)."""
+    spec = getattr(sharding, "spec", ())
+    sizes = dict(zip(sharding.mesh.axis_names, sharding.mesh.axis_sizes)) if hasattr(sharding, "mesh") else {}
+    return math.prod(sizes.get(axis, 1) for entry in spec if entry is not None
+                     for axis in (entry if isinstance(entry, tuple) else (entry,)))
+
+
 def _avals_text(avals) -> str:
     return ", ".join(f"{a.dtype}[{','.join(map(str, a.shape))}]" for a in avals)
 
@@ -209,6 +217,7 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
     exported = dataclasses.replace(exported, mlir_module_serialized=labelled)
     try:
         in_shardings, out_shardings = _shardings(exported, _mesh(exported, devices), arrives, name)
+        shares = program_held.as_arrived(shares, [1 / _parts(s) for s in jax.tree.leaves(in_shardings)])
         compiled = jax.jit(exported.call, in_shardings=in_shardings, out_shardings=out_shardings).lower(
             *sets[0]).compile(compile_options(devices[0].platform))
         values = [compiled(*inputs) for inputs in sets]

@@ -57,15 +57,18 @@ def _expect_share_of_inputs(program, what: str, share: str, where: str) -> None:
                              "its functions call each other thousands of levels deep, which no program jax.jit makes "
                              "from ordinary code. So it counts as receiving every input whole; call jax.pmap or "
                              f"jax.shard_map on your inputs with fewer nested calls. {share}")
-    for (name, got, placed), (_, expected, _) in zip(program.held, reference):
+    for (name, got, how), (_, expected, _) in zip(program.held, reference):
         if got is not None and expected is not None and got > SLACK * expected:
             of = _input(name)
-            held = (f"each device holds {_portion(got, of)} {where} where your program places it (jax.device_put)"
-                    if placed else f"each device's per-device computation (its pmap or shard_map) receives "
-                    f"{_portion(got, of)} {where}")
-            raise AssertionError(f"in {what} {held}, {got / expected:.1f} times the share one device of "
-                                 f"the reference program receives ({_percent(expected)}), and the bound is {SLACK:g} times "
-                                 f"that: hand each device only its block of {of}; {share}")
+            held = {"placed": f"each device holds {_portion(got, of)} {where} where your program places it "
+                              "(jax.device_put)",
+                    "arrived": f"each device holds {_portion(got, of)} {where} as it arrives, since your program "
+                               "neither places it (jax.device_put) nor hands it to a pmap or shard_map",
+                    }.get(how, f"each device's per-device computation (its pmap or shard_map) receives "
+                               f"{_portion(got, of)} {where}")
+            raise AssertionError(f"in {what} {held}, {got / expected:.1f} times the share one device of the "
+                                 f"reference program receives ({_percent(expected)}), and the bound is {SLACK:g} "
+                                 f"times that: hand each device only its block of {of}; {share}")
 
 
 def whole_on_every_device(program, what: str, devices: int) -> str | None:

@@ -82,6 +82,23 @@ def laundered_through_a_branch(x, y):
     return whole(jnp.zeros(4), x, y)[0]
 
 
+def each_block_to_every_device_in_pmaps_of_its_own(x, y):
+    blocks, n = x.reshape(4, -1), 4
+    got = [jax.pmap(lambda p, k=k: jnp.where(lax.axis_index("i") == k, p, 0 * p), axis_name="i")(
+        jnp.broadcast_to(blocks[k], (n, 10))) for k in range(n)]
+    spread = sum(jnp.where((jnp.arange(n) == k)[:, None], g, 0.0) for k, g in enumerate(got))
+    return blocks_of(spread, y.reshape(4, -1))
+
+
+def the_same_blocks_to_two_pmaps(x, y):
+    first = jax.pmap(lambda a: a * 2, axis_name="i")(x.reshape(4, -1))
+    return blocks_of(x.reshape(4, -1), y.reshape(4, -1)) + first.sum()
+
+
+def blocks_of(a, b):
+    return jax.pmap(lambda a, b: lax.psum(jnp.dot(a, b), "i"), axis_name="i")(a, b)[0]
+
+
 def placed_by_a_jit_program(x, y):
     at = lambda spec: jax.sharding.NamedSharding(mesh, spec)  # noqa: E731
     return jnp.dot(lax.with_sharding_constraint(x, at(P())), lax.with_sharding_constraint(y, at(P("i"))))
@@ -100,6 +117,8 @@ def shares(fn):
 
 print(json.dumps({{fn.__name__: shares(fn) for fn in (blocks, whole_then_sliced, y_whole_in_a_jit_in_a_loop,
                                                      no_per_device_function, placed_by_a_jit_program, mixed_whole,
+                                                     each_block_to_every_device_in_pmaps_of_its_own,
+                                                     the_same_blocks_to_two_pmaps,
                                                      stacked_then_taken_apart_whole, stacked_blocks,
                                                      scaled_blocks, stacked_and_laid_out, in_pieces,
                                                      laundered_through_a_branch)}}))
@@ -114,12 +133,12 @@ def _found() -> dict:
 
 def test_each_input_is_followed_to_what_a_device_receives():
     found = _found()
-    assert found["blocks"] == [["x", 0.25, False], ["y", 0.25, False]]
-    assert found["whole_then_sliced"] == [["x", 1.0, False], ["y", 1.0, False]]
-    assert found["y_whole_in_a_jit_in_a_loop"] == [["x", 0.25, False], ["y", 1.0, False]]
-    assert found["no_per_device_function"] == [["x", None, False], ["y", None, False]]
+    assert found["blocks"] == [["x", 0.25, "received"], ["y", 0.25, "received"]]
+    assert found["whole_then_sliced"] == [["x", 1.0, "received"], ["y", 1.0, "received"]]
+    assert found["y_whole_in_a_jit_in_a_loop"] == [["x", 0.25, "received"], ["y", 1.0, "received"]]
+    assert found["no_per_device_function"] == [["x", None, "arrived"], ["y", None, "arrived"]]
     # reaching no per-device computation, each is held where the program places it: x whole, y in blocks
-    assert found["placed_by_a_jit_program"] == [["x", 1.0, True], ["y", 0.25, True]]
+    assert found["placed_by_a_jit_program"] == [["x", 1.0, "placed"], ["y", 0.25, "placed"]]
 
 
 def test_inputs_mixed_into_one_value_are_each_received_whole():
@@ -128,19 +147,25 @@ def test_inputs_mixed_into_one_value_are_each_received_whole():
     not (laid out by a sharding constraint or not); x's blocks scaled by an element of y add, beside y's own
     block, their part of y: half a block's bytes each (within 1.5 times a block)."""
     found = _found()
-    assert found["mixed_whole"] == [["x", 1.0, False], ["y", 1.0, False]]
-    assert found["stacked_then_taken_apart_whole"] == [["x", 1.0, False], ["y", 1.0, False]]
-    assert found["stacked_blocks"] == [["x", 0.25, False], ["y", 0.25, False]]
-    assert found["stacked_and_laid_out"] == [["x", 0.25, False], ["y", 0.25, False]]  # a layout asked for moves no element
+    assert found["mixed_whole"] == [["x", 1.0, "received"], ["y", 1.0, "received"]]
+    assert found["stacked_then_taken_apart_whole"] == [["x", 1.0, "received"], ["y", 1.0, "received"]]
+    assert found["stacked_blocks"] == [["x", 0.25, "received"], ["y", 0.25, "received"]]
+    # a layout asked for moves no element
+    assert found["stacked_and_laid_out"] == [["x", 0.25, "received"], ["y", 0.25, "received"]]
 
 
 def test_an_input_handed_over_in_pieces_or_through_a_branch_is_received_whole():
     """Each device handed all the blocks of x and y as separate arguments receives them whole, as it does
     when x and y come out of a lax.cond whose branches close over them (its operand, the predicate, holds none)."""
     found = _found()
-    assert found["in_pieces"] == [["x", 1.0, False], ["y", 1.0, False]]
-    assert found["laundered_through_a_branch"] == [["x", 1.0, False], ["y", 1.0, False]]
-    assert found["scaled_blocks"] == [["x", 0.25, False], ["y", 0.375, False]]
+    assert found["in_pieces"] == [["x", 1.0, "received"], ["y", 1.0, "received"]]
+    # each block handed whole to every device, a pmap per block: the pieces add up to all of x; the same blocks
+    # handed to two pmaps are still one block each (and a pmap's result handed on is no piece of x)
+    assert found["each_block_to_every_device_in_pmaps_of_its_own"] == [["x", 1.0, "received"],
+                                                                       ["y", 0.25, "received"]]
+    assert found["the_same_blocks_to_two_pmaps"] == [["x", 0.25, "received"], ["y", 0.25, "received"]]
+    assert found["laundered_through_a_branch"] == [["x", 1.0, "received"], ["y", 1.0, "received"]]
+    assert found["scaled_blocks"] == [["x", 0.25, "received"], ["y", 0.375, "received"]]
 
 
 DEEP = """

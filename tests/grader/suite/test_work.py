@@ -32,9 +32,9 @@ def program(held, reference_held, operations=None):
     return Program(None, HLO, True, lambda: figures, None, "dot", held)
 
 
-def shares(x, y, placed=False):
-    """What a program holds of x and y: received by its per-device computation, or (``placed``) placed by it."""
-    return (("x", x, placed), ("y", y, placed))
+def shares(x, y, how="received"):
+    """What a program holds of x and y: received by its per-device computation, placed by it, or as it arrived."""
+    return (("x", x, how), ("y", y, how))
 
 
 def test_a_share_of_an_input_within_the_bound_passes_and_one_over_it_fails_with_both_figures():
@@ -43,14 +43,17 @@ def test_a_share_of_an_input_within_the_bound_passes_and_one_over_it_fails_with_
                                              r"reference program receives \(25%\)"):
         work.expect_share_of_work(program(shares(1.0, 0.25), shares(0.25, 0.25)), "dot", "share", 4)
     with pytest.raises(AssertionError, match=r"receives 50% of x on 8 devices, 4.0 times the share one device of the "
-                                             r"reference program receives \(12.5%\)"):  # a share's tenth, where it has one
+                                             r"reference program receives \(12.5%\)"):  # a tenth, where it has one
         work.expect_share_of_work(program(shares(0.5, 0.125), shares(0.125, 0.125)), "dot", "share", 8)
 
 
 def test_an_input_a_jit_program_places_whole_is_held_whole_where_the_reference_splits_it():
     with pytest.raises(AssertionError, match=r"each device holds all of x on 4 devices where your program places it "
                                              r"\(jax.device_put\), 4.0 times"):
-        work.expect_share_of_work(program(shares(1.0, 0.25, placed=True), shares(0.25, 0.25)), "dot", "share", 4)
+        work.expect_share_of_work(program(shares(1.0, 0.25, "placed"), shares(0.25, 0.25)), "dot", "share", 4)
+    with pytest.raises(AssertionError, match=r"each device holds all of x on 4 devices as it arrives, since your "
+                                             r"program neither places it"):
+        work.expect_share_of_work(program(shares(1.0, 0.25, "arrived"), shares(0.25, 0.25)), "dot", "share", 4)
 
 
 def test_an_input_no_per_device_computation_receives_is_not_compared():
