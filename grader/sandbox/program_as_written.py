@@ -79,7 +79,7 @@ def mesh_context(traced):
 
 def as_written(closed):
     """``closed`` (the ClosedJaxpr of a traced function) with its top-level ``device_put`` to a NamedSharding
-    made a sharding constraint, or None if it has none."""
+    made a sharding constraint or a reshard (:func:`_constraint_equations`), or None if it has none."""
     from jax.extend.core import ClosedJaxpr
 
     eqns, changed = [], False
@@ -92,8 +92,8 @@ def as_written(closed):
 
 def function(traced):
     """A function of the same arguments as the one ``traced`` (a ``jax.stages.Traced``) was traced from that
-    runs it as written (see the module's docstring), or None if tracing it inside jit changed nothing or JAX refuses the
-    rewrite (the program is then exported as jit reads it)."""
+    runs it as written (see the module's docstring), or None if tracing it inside jit changed nothing or JAX
+    refuses the rewrite (the program is then exported as jit reads it)."""
     import jax
     from jax.extend.core import jaxpr_as_fun
 

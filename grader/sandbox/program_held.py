@@ -144,6 +144,7 @@ class _Flow:
         self.pieces: list[dict] = []  # per input: its share in the per-device computations given the same values
         self.origin: dict = {}  # a value -> the value its data comes from as it is (None: a per-device result)
         self._called: dict = {}
+        self._manual: dict[str, bool] = {}
 
     def function(self, name: str, sources: tuple, origins: tuple = ()) -> list[Held]:
         """What function ``name``'s results hold, its arguments holding ``sources`` and coming from ``origins``."""
@@ -228,19 +229,18 @@ class _Flow:
                 carried = sources
         return carried
 
-    def _manual_in(self, name: str, seen: frozenset = frozenset()) -> bool:
-        """Whether function ``name``, or one it calls, holds a per-device computation."""
+    def _manual_in(self, name: str) -> bool:
+        """Whether function ``name``, or one it calls, holds a per-device computation (read once per function)."""
         from jaxlib.mlir import ir
 
-        func = self.functions.get(name)
-        if func is None or name in seen:
-            return False
-        for op in func.regions[0].blocks[0].operations:
-            op = op.operation
-            if op.name == MANUAL or (op.name == CALL and self._manual_in(
-                    ir.FlatSymbolRefAttr(op.attributes["callee"]).value, seen | {name})):
-                return True
-        return False
+        if name not in self._manual:
+            self._manual[name] = False  # no module of jax.export recurses
+            func = self.functions.get(name)
+            self._manual[name] = func is not None and any(
+                op.operation.name == MANUAL or (op.operation.name == CALL and self._manual_in(
+                    ir.FlatSymbolRefAttr(op.operation.attributes["callee"]).value))
+                for op in func.regions[0].blocks[0].operations)
+        return self._manual[name]
 
     def _receive(self, op, ins: list[Held]) -> None:
         """Each input's share one device receives of it through the manual computation's arguments: the
