@@ -143,6 +143,12 @@ def _branch_on_tracer(match: re.Match, s: Situation) -> str:
             "the program is built; choose with jnp.where or lax.cond, or branch on shapes only")
 
 
+def _set_mesh_in_jit(match: re.Match, s: Situation) -> str:
+    return ("jax.set_mesh is refused inside jax.jit, and the grader reads every function inside jax.jit (to compile "
+            "it as one program on its own workers), even one that calls no jit itself: give the mesh to each call "
+            "instead, NamedSharding(mesh, spec) to jax.device_put and mesh=mesh to jax.shard_map")
+
+
 def _pmap_leading_axis(match: re.Match, s: Situation) -> str:
     parts, size = int(match["parts"]), int(match["size"])
     return (f"jax.pmap got an input with leading axis {size}, but it maps over {plural(parts, 'device')}: the leading axis "
@@ -448,6 +454,7 @@ RULES: tuple[Rule, ...] = (
     Rule("python number from a tracer", re.compile(r"The problem arose with the `(?P<fn>float|int|complex)` function"),
          _python_number),
     Rule("branch on a tracer", re.compile(r"Attempted boolean conversion of traced array"), _branch_on_tracer),
+    Rule("set_mesh under jit", re.compile(r"`set_mesh` can only be used outside of `jax\.jit`"), _set_mesh_in_jit),
     Rule("pmap leading axis", re.compile(r"_internal_pmap_axis_name.*implies that array axis 0 is partitioned "
                                          r"(?P<parts>\d+) times, but the dimension size is (?P<size>\d+)", re.S),
          _pmap_leading_axis),

@@ -73,6 +73,8 @@ EXPECTED = {
     "int_blocks_added_up_in_a_float_carry": (4, ("carry goes in as int32[3] but the loop body returns float32[3]",
                                                  "must return int32[3] again")),
     "padding_to_a_shorter_length": (4, ("negative pad width", "(-L) % n")),
+    "set_mesh_inside_the_function": (4, ("jax.set_mesh is refused inside jax.jit", "NamedSharding(mesh, spec)",
+                                         "mesh=mesh to jax.shard_map")),
 }
 
 # Words a rule of the grader's own may never say: they belong to one task, and are wrong advice in another.

@@ -270,6 +270,15 @@ def global_shape_of_the_local_rows():
     return jax.make_array_from_process_local_data(sharding, np.ones((4, 4)), global_shape=(2, 4))
 
 
+def set_mesh_inside_the_function():
+    mesh = _auto_mesh()
+
+    def step(x):
+        with jax.set_mesh(mesh):
+            return jax.device_put(x, NamedSharding(mesh, P("data")))
+    return jax.jit(step)(np.ones((4, 4)))
+
+
 MISTAKES = [ring_written_for_4_on_2_devices, ring_that_sends_everything_to_device_0, psum_over_the_wrong_mesh_axis,
             w_not_placed_on_the_mesh, rows_that_do_not_split_over_the_mesh, np_sqrt_inside_pmap, float_inside_pmap,
             if_on_a_traced_value, reshape_without_padding, leading_axis_one_too_many, leading_axis_twice_the_devices,
@@ -285,7 +294,7 @@ MISTAKES = [ring_written_for_4_on_2_devices, ring_that_sends_everything_to_devic
             one_axis_for_two_dimensions, spec_longer_than_the_array, gradient_of_a_vector,
             all_gather_over_a_dimension_the_block_lacks, psum_scatter_over_a_dimension_the_block_lacks,
             pmap_in_axes_over_columns, psum_over_an_axis_the_mesh_lacks, global_shape_of_the_local_rows,
-            psum_scatter_without_tiled, out_spec_of_a_tuple_replicated]
+            psum_scatter_without_tiled, out_spec_of_a_tuple_replicated, set_mesh_inside_the_function]
 
 
 def _line_here(exc: BaseException) -> str:
