@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 
 from grader.sandbox.program_check import MANUAL, context, functions
+from grader.sandbox.program_outside import CONTROL, NOT_ARITHMETIC
 
 CALL = "func.call"
 
@@ -67,6 +68,7 @@ REARRANGE = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.re
                        "sdy.sharding_constraint", "sdy.reshard"})
 
 Held = tuple  # ((input index, density), ...) sorted by input: what a value holds of each input
+
 
 
 def _merge(*helds: Held) -> Held:
@@ -145,6 +147,8 @@ class _Flow:
         self.origin: dict = {}  # a value -> the value its data comes from as it is (None: a per-device result)
         self._called: dict = {}
         self._manual: dict[str, bool] = {}
+        self.inside = 0  # how deep the walk is in per-device computations
+        self.outside: set[int] = set()  # inputs the program computes on outside every per-device computation
 
     def function(self, name: str, sources: tuple, origins: tuple = ()) -> list[Held]:
         """What function ``name``'s results hold, its arguments holding ``sources`` and coming from ``origins``."""
@@ -182,6 +186,9 @@ class _Flow:
             op = op.operation
             ins = [env.get(v, ()) for v in op.operands]
             everything = _whole(_merge(*ins))
+            if not self.inside and op.name not in NOT_ARITHMETIC:  # computing on an input as it is held here
+                self.outside.update(i for held, v in zip(ins, op.operands) if self._from(v) is not None
+                                    for i, _ in held)  # (a per-device computation's results are its own)
             self._trace(op)
             if op.name == CALL:
                 outs = self.function(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, tuple(ins),
@@ -207,27 +214,39 @@ class _Flow:
         """Walk the regions of ``op``; what its results hold. A region whose arguments match the operands one
         to one (a loop's carry) gets what each operand holds, and what the region returns is fed back until
         nothing new arrives; any other gets all of them, whole, and what each returns (a branch's result,
-        made of whatever values in scope it closes over) is merged into the results."""
+        made of whatever values in scope it closes over) is merged into the results. A per-device
+        computation's body, and a reducer's, is walked as inside one (:attr:`inside`): no arithmetic of the
+        program outside per-device code."""
         carried: list[Held] = []
-        for region in op.regions:
-            for inner in region.blocks:
-                arguments = list(inner.arguments)
-                if len(arguments) != len(ins):  # a branch (which may use any value in scope), a reducer
-                    returned = self.block(inner, {**env, **{a: everything for a in arguments}})
-                    if len(returned) == len(op.results):
-                        carried = [_merge(c, r, everything) for c, r in zip(carried or [()] * len(returned), returned)]
-                    continue
-                sources = list(ins)
-                for _ in range(len(ins) + 1):
-                    returned = self.block(inner, {**env, **dict(zip(arguments, sources))})
-                    if len(returned) != len(sources):
-                        break
-                    grown = [_merge(a, r) for a, r in zip(sources, returned)]
-                    if grown == sources:
-                        break
-                    sources = grown
-                carried = sources
+        inside = op.name == MANUAL or op.name not in CONTROL  # a reducer's arithmetic is its operation's
+        self.inside += inside
+        try:
+            for region in op.regions:
+                for inner in region.blocks:
+                    carried = self._walked(inner, ins, everything, env, carried, len(op.results))
+        finally:
+            self.inside -= inside
         return carried
+
+    def _walked(self, inner, ins: list[Held], everything: Held, env: dict, carried: list[Held],
+                results: int) -> list[Held]:
+        """:meth:`_regions` for one block of a region: what the operation's results hold after it."""
+        arguments = list(inner.arguments)
+        if len(arguments) != len(ins):  # a branch (which may use any value in scope), a reducer
+            returned = self.block(inner, {**env, **{a: everything for a in arguments}})
+            if len(returned) == results:
+                carried = [_merge(c, r, everything) for c, r in zip(carried or [()] * len(returned), returned)]
+            return carried
+        sources = list(ins)
+        for _ in range(len(ins) + 1):
+            returned = self.block(inner, {**env, **dict(zip(arguments, sources))})
+            if len(returned) != len(sources):
+                break
+            grown = [_merge(a, r) for a, r in zip(sources, returned)]
+            if grown == sources:
+                break
+            sources = grown
+        return sources
 
     def _manual_in(self, name: str) -> bool:
         """Whether function ``name``, or one it calls, holds a per-device computation (read once per function)."""
@@ -296,8 +315,9 @@ RECEIVED, PLACED, ARRIVED = "received", "placed", "arrived"  # how a device came
 def shares(module) -> list[tuple[str, float | None, str]] | None:
     """For each input of the parsed module's ``main``: its name, the largest share of it one device's
     per-device computation receives (see the module's docstring) and RECEIVED; or, where it reaches none, the
-    largest share one device holds where the program places it (a jit program's own layout) and PLACED, None
-    where it is neither received nor placed (:func:`as_arrived` fills that in). None for a module nested deeper
+    largest share one device holds where the program places it (a jit program's own layout) and PLACED; ARRIVED
+    where it is neither received nor placed (share None) or computed on outside every per-device computation
+    without being placed (:func:`as_arrived` fills in how it arrives). None for a module nested deeper
     than the flow can follow (no program JAX exports is), which counts as the worst."""
     with context():
         flow = _Flow(module)
@@ -319,15 +339,18 @@ def shares(module) -> list[tuple[str, float | None, str]] | None:
         found = []
         for i, (argument, received, placed) in enumerate(zip(arguments, flow.shares, flow.placed)):
             share, how = (received, RECEIVED) if received is not None else (placed, PLACED if placed else ARRIVED)
+            if i in flow.outside and placed is None:  # computed on as it arrives, beside what pmaps receive
+                how = ARRIVED
             found.append((_name(argument, i), None if share is None else round(share, 6), how))
         return found
 
 
 def as_arrived(shares: list | None, arrived: list[float]) -> list | None:
-    """``shares`` with each input neither received nor placed held as the worker hands it over (``arrived``: the
-    share of it one device gets, 1 for an input handed over whole): a program that leaves the weights where they
-    arrive, whole, and lets XLA slice what each device multiplies keeps all of them on every device."""
+    """``shares`` with each input neither received nor placed, or computed on outside every per-device computation
+    without being placed, held as the worker hands it over (``arrived``: the share of it one device gets, 1 for an
+    input handed over whole): a program that leaves the weights where they arrive, whole, and multiplies them
+    outside its shard_map (or lets XLA slice what each device multiplies) keeps all of them on every device."""
     if shares is None:
         return None
-    return [(name, round(arrived[i], 6), ARRIVED) if share is None and i < len(arrived) else (name, share, how)
-            for i, (name, share, how) in enumerate(shares)]
+    return [(name, round(max(share or 0.0, arrived[i]), 6), ARRIVED) if how == ARRIVED and i < len(arrived)
+            else (name, share, how) for i, (name, share, how) in enumerate(shares)]

@@ -653,14 +653,16 @@ def largest_product(text: str) -> int:
 
 
 def _product_size(comp: str, ins: _Instr, comps: dict, shapes: dict[str, str], free: set[tuple[str, str]],
-                  depth: int = 8) -> int:
+                  loops: dict[str, int], depth: int = 8) -> int:
     """The largest product (:func:`_product`) an instruction runs: itself, or one in a computation it calls (a
-    fusion of a dot with what uses it, a loop of products)."""
-    found = _product(comp, ins, shapes, comps, free)
+    fusion of a dot with what uses it, a loop of products), counted as :func:`largest_product` counts it (in a
+    loop fusion, for no more elements than it outputs)."""
+    found = _per_output(loops, comp, ins, _product(comp, ins, shapes, comps, free))
     for attr, callee in ins.calls:
         if depth and attr != "to_apply" and callee in comps:
             inner = {i.name: i.shape for i in comps[callee]}
-            found = max([found, *(_product_size(callee, i, comps, inner, free, depth - 1) for i in comps[callee])])
+            found = max([found, *(_product_size(callee, i, comps, inner, free, loops, depth - 1)
+                                  for i in comps[callee])])
     return found
 
 
@@ -748,7 +750,7 @@ def overlapped(text: str, smallest: int) -> int | None:
     comps, entry, flow = _program(text)
     runs, found = _runs(comps, entry), collectives(text)
     idle = {(c.computation, c.instruction) for c in found if c.idle}
-    free = _inputs_read(text)[0]
+    free, loops = _inputs_read(text)[0], _loop_fusions(comps)
     origins = _Origins(comps, free)
     total = 0
     for name in flow.reachable:
@@ -763,7 +765,7 @@ def overlapped(text: str, smallest: int) -> int | None:
         before: dict[str, set[str]] = {}
         for ins in instrs:  # printed in an order where every operand comes before its users
             before[ins.name] = set().union(*(before.get(op, set()) | {op} for op in ins.operands if op in shapes))
-        products = [i.name for i in instrs if _product_size(name, i, comps, shapes, free) >= smallest
+        products = [i.name for i in instrs if _product_size(name, i, comps, shapes, free, loops) >= smallest
                     and (name, i.name) in flow.needed]  # a decoy the answer cannot depend on (times 0) overlaps nothing
         named = {ins.name: ins for ins in instrs}
         sent = {s: origins.of(name, named[s].operands[0]) if named[s].operands else frozenset() for s in sends}

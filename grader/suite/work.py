@@ -62,8 +62,9 @@ def _expect_share_of_inputs(program, what: str, share: str, where: str) -> None:
             of = _input(name)
             held = {"placed": f"each device holds {_portion(got, of)} {where} where your program places it "
                               "(jax.device_put)",
-                    "arrived": f"each device holds {_portion(got, of)} {where} as it arrives, since your program "
-                               "neither places it (jax.device_put) nor hands it to a pmap or shard_map",
+                    "arrived": f"each device holds {_portion(got, of)} {where} as the task hands it over: your "
+                               "program computes with it without splitting it first (jax.device_put to a split "
+                               "layout, or a pmap or shard_map handed only its block)",
                     }.get(how, f"each device's per-device computation (its pmap or shard_map) receives "
                                f"{_portion(got, of)} {where}")
             raise AssertionError(f"in {what} {held}, {got / expected:.1f} times the share one device of the "

@@ -147,7 +147,7 @@ def test_inputs_mixed_into_one_value_are_each_received_whole():
     not (laid out by a sharding constraint or not); x's blocks scaled by an element of y add, beside y's own
     block, their part of y: half a block's bytes each (within 1.5 times a block)."""
     found = _found()
-    assert found["mixed_whole"] == [["x", 1.0, "received"], ["y", 1.0, "received"]]
+    assert found["mixed_whole"] == [["x", 1.0, "arrived"], ["y", 1.0, "arrived"]]  # y + 0 * x: computed on, whole
     assert found["stacked_then_taken_apart_whole"] == [["x", 1.0, "received"], ["y", 1.0, "received"]]
     assert found["stacked_blocks"] == [["x", 0.25, "received"], ["y", 0.25, "received"]]
     # a layout asked for moves no element
@@ -165,7 +165,8 @@ def test_an_input_handed_over_in_pieces_or_through_a_branch_is_received_whole():
                                                                        ["y", 0.25, "received"]]
     assert found["the_same_blocks_to_two_pmaps"] == [["x", 0.25, "received"], ["y", 0.25, "received"]]
     assert found["laundered_through_a_branch"] == [["x", 1.0, "received"], ["y", 1.0, "received"]]
-    assert found["scaled_blocks"] == [["x", 0.25, "received"], ["y", 0.375, "received"]]
+    # computed on outside the pmap (x * y[0]): each held as the worker hands it over (program_held.as_arrived)
+    assert found["scaled_blocks"] == [["x", 0.25, "arrived"], ["y", 0.375, "arrived"]]
 
 
 DEEP = """

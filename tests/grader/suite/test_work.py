@@ -51,8 +51,8 @@ def test_an_input_a_jit_program_places_whole_is_held_whole_where_the_reference_s
     with pytest.raises(AssertionError, match=r"each device holds all of x on 4 devices where your program places it "
                                              r"\(jax.device_put\), 4.0 times"):
         work.expect_share_of_work(program(shares(1.0, 0.25, "placed"), shares(0.25, 0.25)), "dot", "share", 4)
-    with pytest.raises(AssertionError, match=r"each device holds all of x on 4 devices as it arrives, since your "
-                                             r"program neither places it"):
+    with pytest.raises(AssertionError, match=r"each device holds all of x on 4 devices as the task hands it over: "
+                                             r"your program computes with it without splitting it first"):
         work.expect_share_of_work(program(shares(1.0, 0.25, "arrived"), shares(0.25, 0.25)), "dot", "share", 4)
 
 
