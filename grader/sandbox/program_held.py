@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 
 from grader.sandbox.program_check import MANUAL, context, functions
-from grader.sandbox.program_outside import CONTROL, NOT_ARITHMETIC
+from grader.sandbox.program_outside import CONTROL, NOT_ARITHMETIC, arithmetic
 
 CALL = "func.call"
 
@@ -186,7 +186,7 @@ class _Flow:
             op = op.operation
             ins = [env.get(v, ()) for v in op.operands]
             everything = _whole(_merge(*ins))
-            if not self.inside and op.name not in NOT_ARITHMETIC:  # computing on an input as it is held here
+            if not self.inside and op.name not in NOT_ARITHMETIC and arithmetic(op):  # computing on an input here
                 self.outside.update(i for held, v in zip(ins, op.operands) if self._from(v) is not None
                                     for i, _ in held)  # (a per-device computation's results are its own)
             self._trace(op)

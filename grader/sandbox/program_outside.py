@@ -72,7 +72,7 @@ def _reducer(op) -> int:
                       if inner.operation.name not in NOT_ARITHMETIC))
 
 
-def _arithmetic(op) -> int:
+def arithmetic(op) -> int:
     """What one run of a region-free (or reduction) operation computes, as grader.suite.hlo counts it."""
     out = max((_elements(r.type) for r in op.results), default=0)
     if op.name == "stablehlo.scatter":  # each update combined by its region's arithmetic (none: x.at[...].set)
@@ -188,7 +188,7 @@ class _Count:
                 if op.name in NO_INPUT or (operands and all(v in free for v in operands)):
                     free.update(op.results)
                     continue
-                work = 0 if op.name in NOT_ARITHMETIC else _arithmetic(op)
+                work = 0 if op.name in NOT_ARITHMETIC else arithmetic(op)
                 done = (0, work) if inside else (work, 0)
             else:
                 done = (0, 0)
