@@ -15,7 +15,8 @@ manual computation, and gives the largest share of that input one device receive
 operand (a block of x: 1/n; x padded and handed over whole: a little more than 1). Pieces of an input
 handed to several manual computations add up (each block handed whole to every device by a pmap of its
 own is all of it), the same values handed again do not, and a manual computation's result handed to
-another is no piece of the input. An input that reaches no manual computation (a ``jax.jit`` program that
+another is no piece of the input; a manual computation in a loop handed a slice, at an offset the loop
+computes, of a value the loop carries as it is receives a piece each run (a chunk of x per iteration). An input that reaches no manual computation (a ``jax.jit`` program that
 places its inputs itself) is measured where the program places it instead: a layout asked for
 (``jax.device_put``, kept as written by grader.sandbox.program_as_written) on a value made of that input
 alone holds the value's part of it over the parts the layout splits it into (``P()``: all of it, on every
@@ -38,7 +39,7 @@ from __future__ import annotations
 import re
 
 from grader.sandbox.program_check import MANUAL, context, functions
-from grader.sandbox.program_outside import CONTROL, NOT_ARITHMETIC, arithmetic
+from grader.sandbox.program_outside import CONTROL, NOT_ARITHMETIC, WHILE, arithmetic, trips
 
 CALL = "func.call"
 
@@ -68,6 +69,16 @@ REARRANGE = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.re
                        "sdy.sharding_constraint", "sdy.reshard"})
 
 Held = tuple  # ((input index, density), ...) sorted by input: what a value holds of each input
+UNKNOWN_RUNS = 1e9  # a loop whose length the program does not say: any number of runs
+
+
+def _loop(op, body) -> tuple[float, set]:
+    """A while loop as :meth:`_Flow._per_run` reads it: how many times it runs its body, and which of the body's
+    arguments it carries as they are (returned unchanged)."""
+    terminator = list(body.operations)[-1].operation if len(list(body.operations)) else None
+    kept = {a for a, r in zip(body.arguments, terminator.operands if terminator is not None else ()) if a == r}
+    found = trips(op)
+    return (UNKNOWN_RUNS if found is None else max(1, found)), kept
 
 
 
@@ -149,6 +160,7 @@ class _Flow:
         self._manual: dict[str, bool] = {}
         self.inside = 0  # how deep the walk is in per-device computations
         self.outside: set[int] = set()  # inputs the program computes on outside every per-device computation
+        self.loops: list[tuple[float, set]] = []  # the loops being walked: (runs, the carried values kept as they are)
 
     def function(self, name: str, sources: tuple, origins: tuple = ()) -> list[Held]:
         """What function ``name``'s results hold, its arguments holding ``sources`` and coming from ``origins``."""
@@ -216,37 +228,58 @@ class _Flow:
         nothing new arrives; any other gets all of them, whole, and what each returns (a branch's result,
         made of whatever values in scope it closes over) is merged into the results. A per-device
         computation's body, and a reducer's, is walked as inside one (:attr:`inside`): no arithmetic of the
-        program outside per-device code."""
+        program outside per-device code. A loop's body is walked knowing the loop (:meth:`_per_run`)."""
         carried: list[Held] = []
         inside = op.name == MANUAL or op.name not in CONTROL  # a reducer's arithmetic is its operation's
         self.inside += inside
         try:
             for region in op.regions:
                 for inner in region.blocks:
-                    carried = self._walked(inner, ins, everything, env, carried, len(op.results))
+                    if op.name == WHILE and region == op.regions[len(op.regions) - 1]:
+                        self.loops.append(_loop(op, inner))
+                    try:
+                        carried = self._walked(op, inner, ins, everything, env, carried)
+                    finally:
+                        if op.name == WHILE and region == op.regions[len(op.regions) - 1]:
+                            self.loops.pop()
         finally:
             self.inside -= inside
         return carried
 
-    def _walked(self, inner, ins: list[Held], everything: Held, env: dict, carried: list[Held],
-                results: int) -> list[Held]:
-        """:meth:`_regions` for one block of a region: what the operation's results hold after it."""
+    def _walked(self, op, inner, ins: list[Held], everything: Held, env: dict, carried: list[Held]) -> list[Held]:
+        """:meth:`_regions` for one block of a region of ``op``: what the operation's results hold after it. A
+        carried value that comes from a per-device computation's result, from the operand or from a run of the
+        block, is one (:meth:`_from`)."""
         arguments = list(inner.arguments)
         if len(arguments) != len(ins):  # a branch (which may use any value in scope), a reducer
             returned = self.block(inner, {**env, **{a: everything for a in arguments}})
-            if len(returned) == results:
+            if len(returned) == len(op.results):
                 carried = [_merge(c, r, everything) for c, r in zip(carried or [()] * len(returned), returned)]
             return carried
+        terminator = list(inner.operations)[-1].operation if len(list(inner.operations)) else None
+        back = list(terminator.operands) if terminator is not None else []
         sources = list(ins)
-        for _ in range(len(ins) + 1):
+        for _ in range(len(ins) + 2):
+            marked = self._results_carried(op, arguments, back)
             returned = self.block(inner, {**env, **dict(zip(arguments, sources))})
             if len(returned) != len(sources):
                 break
             grown = [_merge(a, r) for a, r in zip(sources, returned)]
-            if grown == sources:
+            if grown == sources and not marked and not self._results_carried(op, arguments, back):
                 break
             sources = grown
         return sources
+
+    def _results_carried(self, op, arguments: list, back: list) -> bool:
+        """Mark each of a region's ``arguments`` that carries a per-device computation's result, given to ``op``
+        or fed ``back`` by the region; whether any is newly marked."""
+        new = False
+        for k, argument in enumerate(arguments):
+            result = (k < len(op.operands) and self._from(op.operands[k]) is None) or \
+                (k < len(back) and self._from(back[k]) is None)
+            if result and self.origin.get(argument, argument) is not None:
+                self.origin[argument], new = None, True
+        return new
 
     def _manual_in(self, name: str) -> bool:
         """Whether function ``name``, or one it calls, holds a per-device computation (read once per function)."""
@@ -285,10 +318,30 @@ class _Flow:
         # at most unless one argument alone holds more (padded)
         for i, pieces in whole_pieces.items():
             share = max(*pieces, min(parts[i], max(1.0, *pieces)))
+            runs = max((self._per_run(v) for v in op.operands), default=1.0)
+            share = max(share, min(share * runs, max(1.0, share)))  # another piece each run of a loop
             self.shares[i] = max(self.shares[i] or 0.0, share)
             if None not in origins[i]:  # no per-device result handed on: the input's own pieces, kept to add up
                 key = frozenset(origins[i])
                 self.pieces[i][key] = max(self.pieces[i].get(key, 0.0), share)
+
+    def _per_run(self, value) -> float:
+        """How many different pieces ``value`` is over the loops being walked: their runs where it is a slice at an
+        offset the loop computes (``xs[t]``) of a value the loop carries as it is (the whole input, handed a chunk
+        each iteration), else 1: a value the loop computes again each run is no new piece of the input."""
+        sliced = False
+        while True:
+            owner = value.owner
+            name = getattr(owner, "name", None)
+            if name == "stablehlo.dynamic_slice":
+                sliced, value = True, owner.operands[0]
+            elif name in REARRANGE and len(owner.operands):
+                value = owner.operands[0]
+            elif self.origin.get(value) is not None and self.origin[value] is not value:  # a function's argument
+                value = self.origin[value]
+            else:
+                break
+        return next((runs for runs, kept in reversed(self.loops) if sliced and value in kept), 1.0)
 
     def _place(self, op, held: Held) -> None:
         """The share of an input one device holds where the program places a value made of that input alone (as

@@ -103,7 +103,7 @@ def _constant(value) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def _trips(op) -> int | None:
+def trips(op) -> int | None:
     """How many times a while loop runs its body, where its condition compares a counter that starts at a
     constant with a constant bound (``lax.fori_loop``, ``lax.scan``); else None. Counting up by at least one
     is the only way such a loop ends, so the difference bounds it."""
@@ -196,7 +196,7 @@ class _Count:
                     for inner in region.blocks:
                         done = _plus(done, self.block(inner, inside or op.name == MANUAL, free))
                 if op.name == WHILE:
-                    done = _times(done, _trips(op))
+                    done = _times(done, trips(op))
             total = _plus(total, done)
         return total
 

@@ -99,6 +99,19 @@ def blocks_of(a, b):
     return jax.pmap(lambda a, b: lax.psum(jnp.dot(a, b), "i"), axis_name="i")(a, b)[0]
 
 
+def _chunks_in_a_loop(x, y, run):
+    xs, ys = x.reshape(2, 20), y.reshape(2, 20)
+    return lax.fori_loop(0, 2, lambda t, acc: acc + run(xs[t], ys[t]).sum(), 0.0)
+
+
+def a_block_of_each_chunk_per_run(x, y):
+    return _chunks_in_a_loop(x, y, lambda a, b: blocks_of(a.reshape(4, 5), b.reshape(4, 5)))
+
+
+def each_chunk_whole_per_run(x, y):
+    return _chunks_in_a_loop(x, y, lambda a, b: whole(jnp.zeros(4), a, b))
+
+
 def placed_by_a_jit_program(x, y):
     at = lambda spec: jax.sharding.NamedSharding(mesh, spec)  # noqa: E731
     return jnp.dot(lax.with_sharding_constraint(x, at(P())), lax.with_sharding_constraint(y, at(P("i"))))
@@ -118,6 +131,7 @@ def shares(fn):
 print(json.dumps({{fn.__name__: shares(fn) for fn in (blocks, whole_then_sliced, y_whole_in_a_jit_in_a_loop,
                                                      no_per_device_function, placed_by_a_jit_program, mixed_whole,
                                                      each_block_to_every_device_in_pmaps_of_its_own,
+                                                     a_block_of_each_chunk_per_run, each_chunk_whole_per_run,
                                                      the_same_blocks_to_two_pmaps,
                                                      stacked_then_taken_apart_whole, stacked_blocks,
                                                      scaled_blocks, stacked_and_laid_out, in_pieces,
@@ -164,6 +178,9 @@ def test_an_input_handed_over_in_pieces_or_through_a_branch_is_received_whole():
     assert found["each_block_to_every_device_in_pmaps_of_its_own"] == [["x", 1.0, "received"],
                                                                        ["y", 0.25, "received"]]
     assert found["the_same_blocks_to_two_pmaps"] == [["x", 0.25, "received"], ["y", 0.25, "received"]]
+    # a pmap in a loop handed a chunk of x each run, sliced from x the loop carries as it is: a piece per run
+    assert found["a_block_of_each_chunk_per_run"] == [["x", 0.25, "received"], ["y", 0.25, "received"]]
+    assert found["each_chunk_whole_per_run"] == [["x", 1.0, "received"], ["y", 1.0, "received"]]
     assert found["laundered_through_a_branch"] == [["x", 1.0, "received"], ["y", 1.0, "received"]]
     # computed on outside the pmap (x * y[0]): each held as the worker hands it over (program_held.as_arrived)
     assert found["scaled_blocks"] == [["x", 0.25, "arrived"], ["y", 0.375, "arrived"]]
