@@ -161,10 +161,12 @@ class _Flow:
         self.inside = 0  # how deep the walk is in per-device computations
         self.outside: set[int] = set()  # inputs the program computes on outside every per-device computation
         self.loops: list[tuple[float, set]] = []  # the loops being walked: (runs, the carried values kept as they are)
+        self.arrived: set = set()  # values that hold input data as it arrived: not through a layout the program asks
 
-    def function(self, name: str, sources: tuple, origins: tuple = ()) -> list[Held]:
-        """What function ``name``'s results hold, its arguments holding ``sources`` and coming from ``origins``."""
-        key = (name, sources, origins)
+    def function(self, name: str, sources: tuple, origins: tuple = (), arrived: tuple = ()) -> list[Held]:
+        """What function ``name``'s results hold, its arguments holding ``sources``, coming from ``origins``, and
+        (``arrived``, by place) holding input data as it arrived."""
+        key = (name, sources, origins, arrived)
         if key not in self._called:
             self._called[key] = []  # a recursive call sees no sources: no module of jax.export recurses
             func = self.functions.get(name)
@@ -173,6 +175,7 @@ class _Flow:
             block = func.regions[0].blocks[0]
             env = dict(zip(block.arguments, sources))
             self.origin.update(zip(block.arguments, origins))
+            self.arrived.update(a for a, flag in zip(block.arguments, arrived) if flag)
             self._called[key] = self.block(block, env)
         return self._called[key]
 
@@ -198,13 +201,18 @@ class _Flow:
             op = op.operation
             ins = [env.get(v, ()) for v in op.operands]
             everything = _whole(_merge(*ins))
-            if not self.inside and op.name not in NOT_ARITHMETIC and arithmetic(op):  # computing on an input here
-                self.outside.update(i for held, v in zip(ins, op.operands) if self._from(v) is not None
-                                    for i, _ in held)  # (a per-device computation's results are its own)
+            computes = op.name not in NOT_ARITHMETIC and arithmetic(op) > 0
+            if not self.inside and computes:  # computing on an input as it arrived, not as the program laid it out
+                self.outside.update(i for held, v in zip(ins, op.operands) if v in self.arrived
+                                    and self._from(v) is not None  # (a per-device computation's results are its own)
+                                    for i, _ in held)
+            if not (computes or op.name in PLACE or op.name == MANUAL) and any(v in self.arrived for v in op.operands):
+                self.arrived.update(op.results)
             self._trace(op)
             if op.name == CALL:
                 outs = self.function(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, tuple(ins),
-                                     tuple(self._from(v) for v in op.operands))
+                                     tuple(self._from(v) for v in op.operands),
+                                     tuple(v in self.arrived for v in op.operands))
                 if self._manual_in(ir.FlatSymbolRefAttr(op.attributes["callee"]).value):
                     self.origin.update((r, None) for r in op.results)
             else:
@@ -251,6 +259,10 @@ class _Flow:
         carried value that comes from a per-device computation's result, from the operand or from a run of the
         block, is one (:meth:`_from`)."""
         arguments = list(inner.arguments)
+        if len(arguments) == len(op.operands):
+            self.arrived.update(a for a, v in zip(arguments, op.operands) if v in self.arrived)
+        elif any(v in self.arrived for v in op.operands):
+            self.arrived.update(arguments)
         if len(arguments) != len(ins):  # a branch (which may use any value in scope), a reducer
             returned = self.block(inner, {**env, **{a: everything for a in arguments}})
             if len(returned) == len(op.results):
@@ -369,8 +381,9 @@ def shares(module) -> list[tuple[str, float | None, str]] | None:
     """For each input of the parsed module's ``main``: its name, the largest share of it one device's
     per-device computation receives (see the module's docstring) and RECEIVED; or, where it reaches none, the
     largest share one device holds where the program places it (a jit program's own layout) and PLACED; ARRIVED
-    where it is neither received nor placed (share None) or computed on outside every per-device computation
-    without being placed (:func:`as_arrived` fills in how it arrives). None for a module nested deeper
+    where it is neither received nor placed (share None) or computed on, outside every per-device computation,
+    as it arrived rather than through a layout the program asks for (:func:`as_arrived` fills in how it
+    arrives). None for a module nested deeper
     than the flow can follow (no program JAX exports is), which counts as the worst."""
     with context():
         flow = _Flow(module)
@@ -381,6 +394,7 @@ def shares(module) -> list[tuple[str, float | None, str]] | None:
         flow.inputs = [_bytes(a.type) for a in arguments]
         flow.shares, flow.placed = [None] * len(arguments), [None] * len(arguments)
         flow.pieces = [{} for _ in arguments]
+        flow.arrived.update(arguments)
         try:
             flow.function("main", tuple(((i, 1.0),) for i in range(len(arguments))))
         except RecursionError:
@@ -392,7 +406,7 @@ def shares(module) -> list[tuple[str, float | None, str]] | None:
         found = []
         for i, (argument, received, placed) in enumerate(zip(arguments, flow.shares, flow.placed)):
             share, how = (received, RECEIVED) if received is not None else (placed, PLACED if placed else ARRIVED)
-            if i in flow.outside and placed is None:  # computed on as it arrives, beside what pmaps receive
+            if i in flow.outside:  # computed on as it arrived, whatever else the program places or hands on
                 how = ARRIVED
             found.append((_name(argument, i), None if share is None else round(share, 6), how))
         return found

@@ -117,6 +117,12 @@ def placed_by_a_jit_program(x, y):
     return jnp.dot(lax.with_sharding_constraint(x, at(P())), lax.with_sharding_constraint(y, at(P("i"))))
 
 
+def a_layout_the_product_never_reads(x, y):
+    at = lambda spec: jax.sharding.NamedSharding(mesh, spec)  # noqa: E731
+    split = lax.with_sharding_constraint(x, at(P("i")))  # placed, but the select never picks it
+    return jnp.dot(jnp.where(x == x, x, split), lax.with_sharding_constraint(y, at(P("i"))))
+
+
 def stacked_and_laid_out(x, y):
     both = lax.with_sharding_constraint(jnp.stack([x, y], axis=1), jax.sharding.NamedSharding(mesh, P("i", None)))
     return jax.shard_map(lambda v: lax.psum(jnp.dot(v[:, 0], v[:, 1]), "i"), mesh=mesh, in_specs=P("i", None),
@@ -130,6 +136,7 @@ def shares(fn):
 
 print(json.dumps({{fn.__name__: shares(fn) for fn in (blocks, whole_then_sliced, y_whole_in_a_jit_in_a_loop,
                                                      no_per_device_function, placed_by_a_jit_program, mixed_whole,
+                                                     a_layout_the_product_never_reads,
                                                      each_block_to_every_device_in_pmaps_of_its_own,
                                                      a_block_of_each_chunk_per_run, each_chunk_whole_per_run,
                                                      the_same_blocks_to_two_pmaps,
@@ -153,6 +160,8 @@ def test_each_input_is_followed_to_what_a_device_receives():
     assert found["no_per_device_function"] == [["x", None, "arrived"], ["y", None, "arrived"]]
     # reaching no per-device computation, each is held where the program places it: x whole, y in blocks
     assert found["placed_by_a_jit_program"] == [["x", 1.0, "placed"], ["y", 0.25, "placed"]]
+    # x laid out in blocks, but the product reads x as it arrived: held as it arrives (program_held.as_arrived)
+    assert found["a_layout_the_product_never_reads"] == [["x", 0.25, "arrived"], ["y", 0.25, "placed"]]
 
 
 def test_inputs_mixed_into_one_value_are_each_received_whole():
