@@ -334,11 +334,12 @@ def _divided(instructions: list[_Instr], name: str, depth: int = 4) -> bool:
 
 
 @functools.lru_cache(maxsize=8)
-def _inputs_read(text: str) -> tuple[set[tuple[str, str]], dict[str, set[str]]]:
-    """(:func:`_input_free`, :func:`_computed`) of the program ``text``: read once, asked by many rules."""
+def _inputs_read(text: str) -> tuple[set[tuple[str, str]], dict[str, set[str]], dict[str, int]]:
+    """(:func:`_input_free`, :func:`_computed`, :func:`_loop_fusions`) of the program ``text``: read once, asked
+    by many rules."""
     comps, entry, _ = _program(text)
     free = _input_free(comps, entry)
-    return free, _computed(comps, entry, free)
+    return free, _computed(comps, entry, free), _loop_fusions(comps)
 
 
 def _computed(comps: dict[str, list[_Instr]], entry: str | None, free: set[tuple[str, str]]) -> dict[str, set[str]]:
@@ -458,11 +459,15 @@ def _dims(shape: str) -> list[int]:
     return [int(d) for d in found.group(2).split(",") if d.strip()] if found else []
 
 
+def _applied(ins: _Instr, comps: dict) -> list[_Instr]:
+    """The instructions of the computation ``ins`` applies to each element (its ``to_apply``), or none."""
+    return next((comps.get(callee, []) for attr, callee in ins.calls if attr == "to_apply"), [])
+
+
 def _reducer_operations(ins: _Instr, comps: dict) -> int:
     """The arithmetic instructions of the reducer a reduction applies at each element (at least one): a
     reduction of several inputs at once can compute a whole product in its reducer."""
-    reducer = next((comps.get(callee, []) for attr, callee in ins.calls if attr == "to_apply"), [])
-    return max(1, sum(1 for i in reducer if i.opcode not in NOT_WORK))
+    return max(1, sum(1 for i in _applied(ins, comps) if i.opcode not in NOT_WORK))
 
 
 def _operations(ins: _Instr, shapes: dict[str, str], comps: dict) -> int:
@@ -471,8 +476,8 @@ def _operations(ins: _Instr, shapes: dict[str, str], comps: dict) -> int:
     instruction's results; any other its largest array."""
     out = _elements(ins.shape)
     if ins.opcode == "scatter" and ins.operands:  # each update combined by the computation it applies (none: set)
-        reducer = next((comps.get(callee, []) for attr, callee in ins.calls if attr == "to_apply"), [])
-        return _elements(shapes.get(ins.operands[-1], "")) * sum(1 for i in reducer if i.opcode not in NOT_WORK)
+        return _elements(shapes.get(ins.operands[-1], "")) * sum(1 for i in _applied(ins, comps)
+                                                                if i.opcode not in NOT_WORK)
     if ins.opcode == "map":  # its computation once per element: a whole product can be written as one
         return out * _reducer_operations(ins, comps)
     if ins.opcode in ("reduce", "reduce-window") and ins.operands:
@@ -563,10 +568,10 @@ def _input_free(comps: dict[str, list[_Instr]], entry: str | None) -> set[tuple[
 def _product(comp: str, ins: _Instr, shapes: dict[str, str], comps: dict, free: set[tuple[str, str]]) -> int:
     """The arithmetic of ``ins`` as a product, counted as :func:`operations` counts a dot (two per multiply-add):
     a dot's or a convolution's, an elementwise multiply or divide of two values computed from the inputs (a
-    product written as a multiply and a sum: its multiplies and the adds after them), and a reduction's or a map's whose
-    computation multiplies two of the values it is given (a variadic reduce can compute a product in its
-    reducer), once per element; 0 for anything else. A multiply by a constant, a mask or a device's offset
-    (:func:`_input_free`) is no product."""
+    product written as a multiply and a sum: its multiplies and the adds after them), and a reduction's or a
+    map's whose computation multiplies two of the values it is given (a variadic reduce can compute a product
+    in its reducer), once per element; 0 for anything else. A multiply by a constant, a mask or a device's
+    offset (:func:`_input_free`) is no product."""
     if (comp, ins.name) in free:
         return 0
     if ins.opcode in ("dot", "convolution"):
@@ -575,7 +580,7 @@ def _product(comp: str, ins: _Instr, shapes: dict[str, str], comps: dict, free: 
             and all((comp, o) not in free for o in ins.operands):  # a / b multiplies a by b's reciprocal
         return 2 * _elements(ins.shape)
     if ins.opcode in _PER_ELEMENT and ins.operands:  # a reducer or a map's body multiplying what it is given
-        applied = next((comps.get(callee, []) for attr, callee in ins.calls if attr == "to_apply"), [])
+        applied = _applied(ins, comps)
         kinds = {i.name: i.opcode for i in applied}
         multiplies = sum(1 for i in applied if i.opcode == "multiply"
                          and all(kinds.get(o) not in ("constant", None) for o in i.operands))
@@ -625,7 +630,7 @@ def _counted(text: str, measure) -> int | None:
     """The sum over the instructions one device runs of ``measure(computation, instruction, shapes, comps, free)``
     (``free``: :func:`_input_free`'s), each once per run of its computation."""
     comps, entry, flow = _program(text)
-    runs, free, loops = _runs(comps, entry), _inputs_read(text)[0], _loop_fusions(comps)
+    runs, (free, _, loops) = _runs(comps, entry), _inputs_read(text)
     total = 0
     for name in flow.reachable:
         shapes = {ins.name: ins.shape for ins in comps[name]}
@@ -643,7 +648,7 @@ def largest_product(text: str) -> int:
     """The most arithmetic one product (:func:`_product`) of the compiled program performs: a schedule that
     multiplies one block at a time runs no product larger than one block's, however many it runs."""
     comps, _, flow = _program(text)
-    free, loops = _inputs_read(text)[0], _loop_fusions(comps)
+    free, _, loops = _inputs_read(text)
     found = 0
     for name in flow.reachable:
         shapes = {ins.name: ins.shape for ins in comps[name]}
@@ -750,7 +755,7 @@ def overlapped(text: str, smallest: int) -> int | None:
     comps, entry, flow = _program(text)
     runs, found = _runs(comps, entry), collectives(text)
     idle = {(c.computation, c.instruction) for c in found if c.idle}
-    free, loops = _inputs_read(text)[0], _loop_fusions(comps)
+    free, _, loops = _inputs_read(text)
     origins = _Origins(comps, free)
     total = 0
     for name in flow.reachable:
