@@ -38,7 +38,8 @@ NOT_ARITHMETIC = frozenset({
     "stablehlo.reverse", "stablehlo.gather", "stablehlo.convert", "stablehlo.bitcast_convert",
     "stablehlo.partition_id", "stablehlo.replica_id", "stablehlo.after_all", "stablehlo.select",
     "stablehlo.compare", "stablehlo.clamp", "stablehlo.negate", "stablehlo.optimization_barrier",
-    "stablehlo.get_dimension_size", "stablehlo.custom_call", "stablehlo.return", "stablehlo.while", "stablehlo.if", "stablehlo.case",
+    "stablehlo.get_dimension_size", "stablehlo.custom_call", "stablehlo.return", "stablehlo.while", "stablehlo.if",
+    "stablehlo.case",
     "stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.all_to_all", "stablehlo.reduce_scatter",
     "stablehlo.collective_permute", "stablehlo.collective_broadcast", "func.return", "func.call", "func.func",
     "sdy.sharding_constraint", "sdy.reshard", "sdy.return", "sdy.mesh", MANUAL})
@@ -66,19 +67,22 @@ def _shape(type_) -> list[int]:
         return []
 
 
+def _applied(op) -> int:
+    """The arithmetic operations of the computation ``op`` applies at each element (its regions')."""
+    return sum(1 for region in op.regions for block in region.blocks for inner in block.operations
+               if inner.operation.name not in NOT_ARITHMETIC)
+
+
 def _reducer(op) -> int:
     """The arithmetic operations a reduction's reducer applies at each element (at least one)."""
-    return max(1, sum(1 for region in op.regions for block in region.blocks for inner in block.operations
-                      if inner.operation.name not in NOT_ARITHMETIC))
+    return max(1, _applied(op))
 
 
 def arithmetic(op) -> int:
     """What one run of a region-free (or reduction) operation computes, as grader.suite.hlo counts it."""
     out = max((_elements(r.type) for r in op.results), default=0)
     if op.name == "stablehlo.scatter":  # each update combined by its region's arithmetic (none: x.at[...].set)
-        combining = sum(1 for region in op.regions for block in region.blocks for inner in block.operations
-                        if inner.operation.name not in NOT_ARITHMETIC)
-        return _elements(list(op.operands)[-1].type) * combining
+        return _elements(list(op.operands)[-1].type) * _applied(op)
     if op.name == "stablehlo.map":  # its body once per element: a whole product can be written as one
         return out * _reducer(op)
     if op.name in ("stablehlo.reduce", "stablehlo.reduce_window"):
