@@ -79,6 +79,9 @@ LABEL_SEPARATOR = ":"
 COLLECTIVE_INDEX = "c"
 IDLE_MARK = "idle"
 FRESH_MARK = "fresh"
+# How a device came to hold its share of an input (grader.sandbox.program_held measures it, grader.suite.work
+# says it): received by a pmap or shard_map, placed by the program's own layout, or as the worker handed it over.
+RECEIVED, PLACED, ARRIVED = "received", "placed", "arrived"
 
 
 @dataclass(frozen=True)

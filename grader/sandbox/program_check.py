@@ -20,6 +20,7 @@ refused too, since no task of the course needs them.
 from __future__ import annotations
 
 import functools
+import re
 
 # Dialects whose operations are computation, control flow or sharding annotations.
 DIALECTS = frozenset({"builtin", "func", "stablehlo", "chlo", "sdy"})
@@ -66,6 +67,9 @@ def context():
     from jax._src.interpreters import mlir
 
     return mlir.make_ir_context()
+
+
+MESH_AXIS = re.compile(r'"([^"]+)"=(\d+)')  # an axis of an sdy.mesh and its size: "data"=2
 
 
 def parse(module_text: str):

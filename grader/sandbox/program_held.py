@@ -16,11 +16,13 @@ operand (a block of x: 1/n; x padded and handed over whole: a little more than 1
 handed to several manual computations add up (each block handed whole to every device by a pmap of its
 own is all of it), the same values handed again do not, and a manual computation's result handed to
 another is no piece of the input; a manual computation in a loop handed a slice, at an offset the loop
-computes, of a value the loop carries as it is receives a piece each run (a chunk of x per iteration). An input that reaches no manual computation (a ``jax.jit`` program that
-places its inputs itself) is measured where the program places it instead: a layout asked for
-(``jax.device_put``, kept as written by grader.sandbox.program_as_written) on a value made of that input
-alone holds the value's part of it over the parts the layout splits it into (``P()``: all of it, on every
-device); one neither received nor placed is held as the worker hands it over (:func:`as_arrived`).
+computes, of a value the loop carries as it is receives a piece each run (a chunk of x per iteration).
+An input that reaches no manual computation (a ``jax.jit`` program that places its inputs itself) is
+measured where the program places it instead: a layout asked for (``jax.device_put``, kept as written by
+grader.sandbox.program_as_written) on a value made of that input alone holds the value's part of it over
+the parts the layout splits it into (``P()``: all of it, on every device); one neither received nor
+placed, or computed on outside every manual computation as it arrived rather than through such a layout,
+is held as the worker hands it over (:func:`as_arrived`).
 grader.suite.work compares the shares with the reference's.
 
 What a value holds of an input is an upper bound, not a pattern: for each input it comes from, the
@@ -38,7 +40,8 @@ from __future__ import annotations
 
 import re
 
-from grader.sandbox.program_check import MANUAL, context, functions
+from grader.protocol import ARRIVED, PLACED, RECEIVED
+from grader.sandbox.program_check import MANUAL, MESH_AXIS, context, functions
 from grader.sandbox.program_outside import CONTROL, NOT_ARITHMETIC, WHILE, arithmetic, trips
 
 CALL = "func.call"
@@ -72,11 +75,16 @@ Held = tuple  # ((input index, density), ...) sorted by input: what a value hold
 UNKNOWN_RUNS = 1e9  # a loop whose length the program does not say: any number of runs
 
 
+def _returned(block) -> list:
+    """The values a block's terminator returns (a loop body's next carry, a branch's result)."""
+    operations = list(block.operations)
+    return list(operations[-1].operation.operands) if operations else []
+
+
 def _loop(op, body) -> tuple[float, set]:
     """A while loop as :meth:`_Flow._per_run` reads it: how many times it runs its body, and which of the body's
     arguments it carries as they are (returned unchanged)."""
-    terminator = list(body.operations)[-1].operation if len(list(body.operations)) else None
-    kept = {a for a, r in zip(body.arguments, terminator.operands if terminator is not None else ()) if a == r}
+    kept = {a for a, r in zip(body.arguments, _returned(body)) if a == r}
     found = trips(op)
     return (UNKNOWN_RUNS if found is None else max(1, found)), kept
 
@@ -119,7 +127,6 @@ def _result(op, ins: list[Held], size: int) -> Held:
 
 
 PLACE = frozenset({"sdy.sharding_constraint", "sdy.reshard"})  # a layout asked for (jax.device_put, as written)
-_AXIS = re.compile(r'"([^"]+)"=(\d+)')
 
 
 def _meshes(module) -> dict[str, dict[str, int]]:
@@ -127,7 +134,7 @@ def _meshes(module) -> dict[str, dict[str, int]]:
     from jaxlib.mlir import ir
 
     return {ir.StringAttr(op.attributes["sym_name"]).value: dict((a, int(n)) for a, n in
-                                                                 _AXIS.findall(str(op.attributes["mesh"])))
+                                                                 MESH_AXIS.findall(str(op.attributes["mesh"])))
             for op in module.body.operations if op.operation.name == "sdy.mesh"}
 
 
@@ -242,14 +249,13 @@ class _Flow:
         self.inside += inside
         try:
             for region in op.regions:
+                body = op.name == WHILE and region == op.regions[len(op.regions) - 1]  # (the other: its condition)
                 for inner in region.blocks:
-                    if op.name == WHILE and region == op.regions[len(op.regions) - 1]:
-                        self.loops.append(_loop(op, inner))
+                    self.loops.extend([_loop(op, inner)] if body else [])
                     try:
                         carried = self._walked(op, inner, ins, everything, env, carried)
                     finally:
-                        if op.name == WHILE and region == op.regions[len(op.regions) - 1]:
-                            self.loops.pop()
+                        del self.loops[len(self.loops) - body:]
         finally:
             self.inside -= inside
         return carried
@@ -268,8 +274,7 @@ class _Flow:
             if len(returned) == len(op.results):
                 carried = [_merge(c, r, everything) for c, r in zip(carried or [()] * len(returned), returned)]
             return carried
-        terminator = list(inner.operations)[-1].operation if len(list(inner.operations)) else None
-        back = list(terminator.operands) if terminator is not None else []
+        back = _returned(inner)
         sources = list(ins)
         for _ in range(len(ins) + 2):
             marked = self._results_carried(op, arguments, back)
@@ -374,17 +379,14 @@ def _name(argument, index: int) -> str:
     return found.group(1) if found else f"input {index + 1}"
 
 
-RECEIVED, PLACED, ARRIVED = "received", "placed", "arrived"  # how a device came to hold its share of an input
-
-
 def shares(module) -> list[tuple[str, float | None, str]] | None:
     """For each input of the parsed module's ``main``: its name, the largest share of it one device's
     per-device computation receives (see the module's docstring) and RECEIVED; or, where it reaches none, the
     largest share one device holds where the program places it (a jit program's own layout) and PLACED; ARRIVED
     where it is neither received nor placed (share None) or computed on, outside every per-device computation,
     as it arrived rather than through a layout the program asks for (:func:`as_arrived` fills in how it
-    arrives). None for a module nested deeper
-    than the flow can follow (no program JAX exports is), which counts as the worst."""
+    arrives). None for a module nested deeper than the flow can follow (no program JAX exports is), which
+    counts as the worst."""
     with context():
         flow = _Flow(module)
         main = flow.functions.get("main")
@@ -414,7 +416,7 @@ def shares(module) -> list[tuple[str, float | None, str]] | None:
 
 def as_arrived(shares: list | None, arrived: list[float]) -> list | None:
     """``shares`` with each input neither received nor placed, or computed on outside every per-device computation
-    without being placed, held as the worker hands it over (``arrived``: the share of it one device gets, 1 for an
+    as it arrived, held as the worker hands it over (``arrived``: the share of it one device gets, 1 for an
     input handed over whole): a program that leaves the weights where they arrive, whole, and multiplies them
     outside its shard_map (or lets XLA slice what each device multiplies) keeps all of them on every device."""
     if shares is None:

@@ -29,8 +29,8 @@ from grader.errors import StudentFailure
 from grader.layout import plural
 from grader.protocol import FRESH_MARK, IDLE_MARK
 from grader.sandbox import program_held, program_outside, program_ring_steps
-from grader.sandbox.program_check import (composites_as_calls, holds_manual_computation, module_operations, parse,
-                                          refusal)
+from grader.sandbox.program_check import (MESH_AXIS, composites_as_calls, holds_manual_computation,
+                                          module_operations, parse, refusal)
 from grader.sandbox.program_ablation import EXACT, Tolerance, measure
 from grader.sandbox.program_labels import mark, relabel, surviving
 from grader.sandbox.student_code import first_line
@@ -75,7 +75,7 @@ def _module_mesh(exported) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
     m = _MODULE_MESH.search(exported.mlir_module())
     if not m:
         return None
-    axes = re.findall(r'"([^"]+)"=(\d+)', m.group(1))
+    axes = MESH_AXIS.findall(m.group(1))
     return tuple(name for name, _ in axes), tuple(int(size) for _, size in axes)
 
 

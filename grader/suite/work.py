@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from grader.errors import GraderError
 from grader.layout import plural
+from grader.protocol import ARRIVED, PLACED
 from grader.suite import hlo, structure
 
 SLACK = 1.5  # a device may perform up to half again the arithmetic of one device of the reference
@@ -60,11 +61,11 @@ def _expect_share_of_inputs(program, what: str, share: str, where: str) -> None:
     for (name, got, how), (_, expected, _) in zip(program.held, reference):
         if got is not None and expected is not None and got > SLACK * expected:
             of = _input(name)
-            held = {"placed": f"each device holds {_portion(got, of)} {where} where your program places it "
-                              "(jax.device_put)",
-                    "arrived": f"each device holds {_portion(got, of)} {where} as the task hands it over: your "
-                               "program computes with it without splitting it first (jax.device_put to a split "
-                               "layout, or a pmap or shard_map handed only its block)",
+            held = {PLACED: f"each device holds {_portion(got, of)} {where} where your program places it "
+                            "(jax.device_put)",
+                    ARRIVED: f"each device holds {_portion(got, of)} {where} as the task hands it over: your "
+                             "program computes with it without splitting it first (jax.device_put to a split "
+                             "layout, or a pmap or shard_map handed only its block)",
                     }.get(how, f"each device's per-device computation (its pmap or shard_map) receives "
                                f"{_portion(got, of)} {where}")
             raise AssertionError(f"in {what} {held}, {got / expected:.1f} times the share one device of the "
