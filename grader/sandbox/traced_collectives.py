@@ -245,13 +245,10 @@ def _walk(jaxpr, found: list, maps: list, origin: dict | None = None, inputs: li
             jitted = _jit_map(eqn) if eqn.primitive.name == "jit" and len(maps) < MAPS and record else None
             if jitted:
                 maps.append(jitted)
-            if ins is None:
-                for inner in core.jaxprs_in_params(eqn.params):
-                    _walk(inner, found, maps, None, inputs, looped or eqn.primitive.name in _LOOPS, record)
-            else:
-                for inner, given in _inner(eqn, ins):
-                    _walk(inner, found, maps, dict(zip(inner.invars, given)), inputs,
-                          looped or eqn.primitive.name in _LOOPS, record)
+            nested = _inner(eqn, ins) if ins is not None else [(j, None) for j in core.jaxprs_in_params(eqn.params)]
+            for inner, given in nested:
+                _walk(inner, found, maps, None if given is None else dict(zip(inner.invars, given)), inputs,
+                      looped or eqn.primitive.name in _LOOPS, record)
         if came is not None:
             origin.update((v, came) for v in eqn.outvars)
     return None if origin is None else [of(v) for v in jaxpr.outvars]
