@@ -161,7 +161,7 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
         try:
             progress.starting()
             with timeline.timed("grader", "start the zygote"):
-                pool.prestart(single_layouts(exercise, devices))
+                pool.prestart(single_layouts(exercise, devices, backend))
             with timeline.timed("grader", "import pytest and the plugin"):
                 import pytest  # only now, while the zygote imports JAX: the two overlap
 

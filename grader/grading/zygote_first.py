@@ -21,16 +21,18 @@ from grader.workers.backends import Backend, resolve
 from grader.workers.worker import Worker
 
 
-def single_layouts(exercise: Exercise, devices=None) -> list[Layout]:
-    """One single-process layout per device count the run grades (``devices``, else the tasks')."""
+def single_layouts(exercise: Exercise, devices, backend: Backend) -> list[Layout]:
+    """One single-process layout per device count the run grades (``devices``, else the tasks') and ``backend``
+    can run: a count this machine cannot take is reported "not run here", and no worker is started for it."""
     counts = set(devices) if devices else {n for t in exercise.tasks for n in t.devices}
-    return [Layout(n) for n in sorted(counts)]
+    return [Layout(n) for n in sorted(counts) if backend.unavailable(n) is None]
 
 
 def environments(space: Workspace, exercise: Exercise, devices, backend: Backend, timeout_s: float | None):
     """The environments of the workers a run of ``exercise`` in ``space`` starts first (one per layout)."""
     run = space.settings(backend=backend, memory_mb=0, timeout_s=timeout_s or exercise.timeout_s)
-    return [Worker(layout, run, space.launcher).environment() for layout in single_layouts(exercise, devices)]
+    return [Worker(layout, run.for_layout(layout), space.launcher).environment()
+            for layout in single_layouts(exercise, devices, backend)]
 
 
 def start(course: Course, exercise: Exercise, devices=None, backend: str | None = None,

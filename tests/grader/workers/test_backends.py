@@ -194,3 +194,28 @@ def test_batch_refuses_a_missing_backend_before_grading_anyone(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "error: --backend tpu: JAX sees no TPU on this machine" in proc.stderr
     assert not (tmp_path / "g.sqlite").exists()
+
+
+def test_the_first_workers_of_a_run_at_the_courses_own_counts_fit_a_one_chip_tpu(monkeypatch, tmp_path):
+    """On the lent one-chip TPU, ``grade exercise7 --backend tpu`` (the course's counts 1, 2, 4 and 8) stopped with
+    an internal KeyError: the zygote was prepared for every count, and 8 has no chip shape. A count the machine
+    cannot take starts no worker; under --backend auto it starts an emulated one, with no TPU settings."""
+    from grader.course import find_course
+    from grader.grading.workspace import Workspace
+    from grader.grading.zygote_first import environments, single_layouts
+
+    for name, value in TPU_VM.items():
+        monkeypatch.setenv(name, value)
+    exercise = find_course(str(ROOT)).exercise("exercise7")
+    tpu, auto = resolve("tpu", ONE_CHIP, environ={}), resolve("auto", ONE_CHIP, environ={})
+    assert single_layouts(exercise, None, tpu) == [Layout(1)]
+    assert single_layouts(exercise, None, auto) == [Layout(n) for n in (1, 2, 4, 8)]
+    space = Workspace()
+    try:
+        on_tpu = environments(space, exercise, None, tpu, None)
+        mixed = environments(space, exercise, None, auto, None)
+    finally:
+        space.close()
+    assert [env.get("JAX_PLATFORMS") for env in on_tpu] == ["tpu"]
+    assert [env.get("JAX_PLATFORMS") for env in mixed][0] == "tpu"
+    assert not any(k.startswith("TPU_") for env in mixed[1:] for k in env)
