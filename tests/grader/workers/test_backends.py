@@ -20,6 +20,8 @@ CPU_ONLY = Inventory("0.10.2", {"cpu": Platform(1, "cpu")})
 TWO_GPUS = Inventory("0.10.2", {"cuda": Platform(2, "NVIDIA H200"), "cpu": Platform(1, "cpu")})
 FOUR_GPUS = Inventory("0.10.2", {"cuda": Platform(4, "NVIDIA H200"), "cpu": Platform(1, "cpu")})
 TPU_V5E = Inventory("0.10.2", {"tpu": Platform(8, "TPU v5 lite"), "cpu": Platform(1, "cpu")})
+# What an accelerator worker multiplies at: float32's own precision, not the TPU's bfloat16 passes or a GPU's TF32.
+ACCURATE = {"JAX_DEFAULT_MATMUL_PRECISION": "highest"}
 TPU_V3 = Inventory("0.10.2", {"tpu": Platform(8, "TPU v3", per_chip=2), "cpu": Platform(1, "cpu")})
 
 
@@ -88,7 +90,7 @@ def test_gpu_workers_get_their_own_subset(monkeypatch):
     monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
     gpu = resolve("gpu", FOUR_GPUS, environ={})
     assert gpu.worker_variables(2) == {"JAX_PLATFORMS": "cuda", "CUDA_VISIBLE_DEVICES": "0,1",
-                                       "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+                                       "XLA_PYTHON_CLIENT_PREALLOCATE": "false", **ACCURATE}
     assert gpu.worker_variables(2, process=1)["CUDA_VISIBLE_DEVICES"] == "2,3"
     assert gpu.worker_variables(1, process=3)["CUDA_VISIBLE_DEVICES"] == "3"
     assert not gpu.exclusive
@@ -106,7 +108,7 @@ def test_tpu_workers_get_whole_chips_one_configuration_at_a_time():
     env = tpu.worker_variables(4)
     assert (env["TPU_VISIBLE_CHIPS"], env["TPU_CHIPS_PER_PROCESS_BOUNDS"], env["TPU_PROCESS_BOUNDS"]) == \
         ("0,1,2,3", "2,2,1", "1,1,1")
-    assert tpu.worker_variables(8) == {"JAX_PLATFORMS": "tpu"}
+    assert tpu.worker_variables(8) == {"JAX_PLATFORMS": "tpu", **ACCURATE}
     assert "not 3 devices" in tpu.unavailable(3)
     assert tpu.unavailable(2, processes=2) == "multi-process layouts run on the cpu and gpu backends"
     v3 = resolve("tpu", TPU_V3, environ={})
@@ -127,7 +129,7 @@ def test_tpu_workers_keep_the_vms_tpu_settings_and_the_whole_machine_names_no_ch
         monkeypatch.setenv(name, value)
     one = resolve("tpu", ONE_CHIP, environ={})
     vm = {k: v for k, v in TPU_VM.items() if k.startswith(("TPU_", "LIBTPU_", "LD_"))}
-    assert one.worker_variables(1) == {"JAX_PLATFORMS": "tpu", **vm}  # no TPU_VISIBLE_CHIPS=0: it is chip 3
+    assert one.worker_variables(1) == {"JAX_PLATFORMS": "tpu", **ACCURATE, **vm}  # no TPU_VISIBLE_CHIPS=0: it is chip 3
     assert one.refuses(2) == "needs 2 devices, this machine has 1"
     four = resolve("tpu", TPU_V5E, environ={}).worker_variables(4)
     assert four["TPU_VISIBLE_CHIPS"] == "0,1,2,3" and four["TPU_TOPOLOGY"] == "2x2"  # its own share wins
