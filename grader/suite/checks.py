@@ -214,14 +214,31 @@ def _names(text: str, value) -> bool:
     return re.search(rf"(?<![\w.-]){re.escape(str(value))}(?![\w]|\.\d)", text) is not None
 
 
-def expect_raises(call, exc_type: str, what: str, mentions=(), why: str = "") -> str:
+# Whole numbers in a message: "-1", "4" and the 4 of "(4, 6)", not the parts of "4.5", "x4" or "14".
+_NUMBER = re.compile(r"(?<![\w.-])-?\d+(?![\w]|\.\d)")
+# How many numbers a message may name that are no fact of the call ("axis 0", "rank 3" and the like).
+OTHER_NUMBERS = 2
+
+
+def _unrelated(text: str, mentions, facts) -> list[str]:
+    """The numbers ``text`` names that are no fact of the call: not one of ``mentions`` or next to one (the end of
+    a range, "0 to 3"), not one of ``facts`` (the input's own sizes), not 0, 1 or 2."""
+    known = {0, 1, 2, *(int(f) for f in facts)}
+    known |= {int(m) + d for m in mentions for d in (-1, 0, 1)}
+    return list(dict.fromkeys(n for n in _NUMBER.findall(text) if int(n) not in known))
+
+
+def expect_raises(call, exc_type: str, what: str, mentions=(), why: str = "", facts=()) -> str:
     """Run ``call()`` (a student call) and require it to raise ``exc_type`` naming each of ``mentions``.
 
     Returns the student's error message. An error raised inside JAX or another library (not by the
     student's own code: ``StudentFailure.raised_in``), a student error of another type, a returned
     value, or a message that leaves out one of ``mentions`` fails the check; ``why`` (a sentence) says
-    what the error should be about. Failures that are not a raised exception (time-out, crash, not
-    started) propagate unchanged, so they are reported as what they are.
+    what the error should be about. So does a message that names ``mentions`` among numbers the call
+    has nothing to do with (more than OTHER_NUMBERS that are neither ``mentions``, their neighbours, nor
+    ``facts``, the sizes of the call's inputs): a list of every small number names none of them.
+    Failures that are not a raised exception (time-out, crash, not started) propagate unchanged, so
+    they are reported as what they are.
     """
     why = f" ({why})" if why else ""
     try:
@@ -238,10 +255,17 @@ def expect_raises(call, exc_type: str, what: str, mentions=(), why: str = "") ->
         if failure.exc_type != exc_type:
             raise AssertionError(f"{what} raised {failure.exc_type}{at} (\"{text}\"), expected "
                                  f"{exc_type}{why}") from None
-        missing = [str(m) for m in mentions if not _names(text, m)]
+        missing = list(dict.fromkeys(str(m) for m in mentions if not _names(text, m)))
         if missing:
             raise AssertionError(f"{what} raised {exc_type} as it should, but its message does not name "
                                  f"{' and '.join(missing)}{why}: \"{text}\"") from None
+        unrelated = _unrelated(text, mentions, facts) if mentions else []
+        if len(unrelated) > OTHER_NUMBERS:
+            listed = ", ".join(unrelated[:4]) + (", ..." if len(unrelated) > 4 else "")
+            raise AssertionError(f"{what} raised {exc_type} as it should, but its message also names "
+                                 f"{len(unrelated)} numbers this call has nothing to do with ({listed}): name only "
+                                 f"this call's own, {' and '.join(dict.fromkeys(str(m) for m in mentions))}{why}: "
+                                 f"\"{text}\"") from None
         return text
     raise AssertionError(f"{what} returned a value, expected it to raise {exc_type}{why}")
 

@@ -97,7 +97,8 @@ def _expect_rejected(student, rng, devices, name, cases):
         else:
             why = f"the leading axis must equal the device count; name both {lead} and {devices}"
         expect_raises(lambda: student.call(f"basics.{name}", *args), "ValueError",
-                      f"{name} with {shapes_text} on {devices} device{plural}", mentions=(lead, devices), why=why)
+                      f"{name} with {shapes_text} on {devices} device{plural}", mentions=(lead, devices), why=why,
+                      facts=[d for s in shapes for d in s])
 
 
 @pytest.mark.devices(1, 2, 4)

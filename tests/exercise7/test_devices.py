@@ -71,7 +71,7 @@ def _expect_bad_index(student, rng, devices, indices):
     for index in indices:
         what = f"put_on_device(x, {index}) with {devices} device{'s' if devices > 1 else ''}"
         expect_raises(lambda: student.call("devices.put_on_device", x, index), "ValueError", what,
-                      mentions=(index, devices),
+                      mentions=(index, devices), facts=x.shape,
                       why=f"device indices run from 0 to {devices - 1}; name the index and the device count")
 
 

@@ -40,7 +40,7 @@ def test_global_mean_of_more_rows(student, rng, devices):
 def _expect_uneven_rejected(student, rng, counts):
     batches = [rng.normal(size=(rows, FEATURES)).astype(np.float32) for rows in counts]
     expect_raises(lambda: student.probe("multihost_probes.global_mean", batches), "ValueError",
-                  f"global_mean with row counts {counts}", mentions=counts,
+                  f"global_mean with row counts {counts}", mentions=counts, facts=(FEATURES,),
                   why="gather every process's row count first, raise ValueError when they differ, and name them")
 
 

@@ -102,7 +102,7 @@ def test_shard_batch_rejects_uneven_batch(student, rng, devices):
         rows = 3 * n + 1
         x = _batch(rng, rows)
         expect_raises(lambda: student.call("shard.shard_batch", x, n), "ValueError",
-                      f"shard_batch(x, {n}) with a batch of {rows} rows", mentions=(rows, n),
+                      f"shard_batch(x, {n}) with a batch of {rows} rows", mentions=(rows, n), facts=x.shape,
                       why=f"{rows} rows do not split evenly over {n} devices; name both numbers")
 
 

@@ -4,6 +4,7 @@ import pytest
 
 from apart import apart
 from catalogue import Catalogue, Right, Wrong
+from conftest import task
 
 # Each submission carries one mistake per function; each mistake is (test it fails, words its
 # message must contain, the first of them naming the function, device counts at which it shows up).
@@ -116,6 +117,32 @@ SUBMISSIONS = {
         """},
         fails=(("test_each_function_runs_a_pmap", ("per_device_sum: its program has no jax.pmap that its answer depends on",),
                 {2, 4}),)),
+    # Round 35 (written apart): the same as the entry above, the sums returned where they were computed. Where a
+    # result lives is feedback only (course.yaml: weight 0), so the device_put above earns nothing over this.
+    "computed on one device, returned there": Wrong(
+        {"basics": """
+        import jax
+        import jax.numpy as jnp
+
+        def _check(name, a):
+            if a.shape[0] != jax.device_count():
+                raise ValueError(f"{name} has leading axis {a.shape[0]}, but there are {jax.device_count()} devices")
+
+        def square_plus_one(x):
+            _check("x", x)
+            return jax.pmap(lambda a: a**2 + 1)(x)
+
+        def per_device_sum(x):
+            _check("x", x)
+            return jnp.stack([jnp.sum(x[d]) for d in range(len(x))])
+
+        def per_device_matmul(X, Y):
+            _check("X", X)
+            _check("Y", Y)
+            return jax.pmap(jnp.matmul)(X, Y)
+        """},
+        fails=(("test_results_live_on_every_device", ("per_device_sum's result lives on 1 device",), {2, 4}),
+               ("test_each_function_runs_a_pmap", ("per_device_sum: its program has no jax.pmap",), {2, 4}))),
     # Issue 23: written from the statements alone (apart.py); each names its mistake and no wrong advice.
     "int32 squared with a float exponent, a check for too many rows only": Wrong(
         apart("basics", ("b ** 2 + 1)", "b ** 2.0 + 1.0)"), ("if a.shape[0] != n:", "if a.shape[0] > n:")), "2",
@@ -162,3 +189,10 @@ def test_wrong_basics_loses_points_on_basics_only(name):
 @pytest.mark.parametrize("way", RIGHT)
 def test_other_right_basics_keeps_full_marks(way):
     CATALOGUE.expect_full_marks(way)
+
+
+def test_a_result_spread_by_device_put_earns_nothing_over_one_left_on_one_device():
+    """Round 35: where a result lives earns no point of its own; the pmap that computes each row does."""
+    spread = task(CATALOGUE.report("computed on one device, spread with device_put"), "basics")
+    kept = task(CATALOGUE.report("computed on one device, returned there"), "basics")
+    assert spread["score"] == kept["score"] < spread["max_score"]

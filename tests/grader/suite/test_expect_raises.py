@@ -72,3 +72,25 @@ def test_the_students_message_is_read_from_the_exception_not_from_the_grader_wor
 def test_a_failure_that_does_not_say_who_raised_it_counts_as_the_students():
     assert expect_raises(raising("ValueError", "5 rows, 4 devices", raised_in=None), "ValueError", "f",
                          mentions=(5, 4)) == "5 rows, 4 devices"
+
+
+SHOTGUN = "bad shape: " + " ".join(str(k) for k in range(40))  # round 35: every small number, so any two are in it
+
+
+@pytest.mark.parametrize("text", [
+    SHOTGUN,
+    "bad shape: 4 5 9 11 13",  # a shorter list: still three numbers that are no fact of the call
+])
+def test_a_message_that_lists_numbers_names_none_of_them(text):
+    with pytest.raises(AssertionError, match="also names .* numbers this call has nothing to do with"):
+        expect_raises(raising("ValueError", text), "ValueError", "f(x)", mentions=(5, 4), facts=(5, 6, 10))
+
+
+@pytest.mark.parametrize("text", [
+    "x has shape (5, 6, 10): its leading axis 5 is not the 4 devices (axis 0 must be 4)",  # the input's own sizes
+    "no device 7: there are 4 devices, indices 0 .. 3",  # a range ends next to a mention
+    "leading axis 5 != 4 devices (rank 3, see section 12)",  # two numbers of its own are allowed
+])
+def test_a_message_about_the_call_may_name_its_other_facts(text):
+    mentions = (7, 4) if "device 7" in text else (5, 4)
+    assert expect_raises(raising("ValueError", text), "ValueError", "f(x)", mentions=mentions, facts=(5, 6, 10)) == text
