@@ -195,9 +195,16 @@ def _reshape(match: re.Match, s: Situation) -> str:
 
 
 def _scatter(match: re.Match, s: Situation) -> str:
+    """Which dimension should be scattered is the task's, not JAX's: round 36's fsdp scattered the gradient's columns
+    (3) where w is split by rows, and "pad it" was wrong advice. So the fix is said for both cases."""
     size, parts = match["size"], match["parts"]
-    return (f"lax.psum_scatter splits a dimension of {size} into {parts} equal parts, one per device, and {size} "
-            f"does not divide: pad it to a multiple of {parts}")
+    written = argument(s.line, "psum_scatter", "scatter_dimension")
+    if written is None and call_with(s.line, ("psum_scatter",)):
+        written = "0"  # the call on the line leaves it out: the default
+    which = f"dimension {written} (scatter_dimension={written})" if written else "its scatter_dimension"
+    return (f"lax.psum_scatter splits {which}, of {size} entries, into {parts} equal parts, one per device, and {parts} "
+            f"does not divide {size}: scatter_dimension must name the dimension the result is split along; if that "
+            f"is this one, pad it to a multiple of {parts}")
 
 
 def _contraction(match: re.Match, s: Situation) -> str:

@@ -137,7 +137,7 @@ def _otherwise(mine: list[Asked], theirs: list[Asked]) -> str | None:
             continue
         made = [r for r in same if _inputs(a) is not None and _inputs(r) == _inputs(a)]
         if made:
-            return f"your {_call(a)} {_returns(a)}; the reference's {_returns(made[0])}"
+            return _against(a, made[0])
         formed = [r for r in same if _form(r) == _form(a) and None not in (_inputs(a), _inputs(r))]
         if formed:
             return (f"your {_call(a)} runs on a value made of {_made_of(a.origin)} of its per-device computation; "
@@ -152,8 +152,27 @@ def _otherwise(mine: list[Asked], theirs: list[Asked]) -> str | None:
             # its counterpart: a lacking one of the same dimension before one of the same shape before any
             r = min((r for r in theirs if r.key == key and _form(r) in lacking),
                     key=lambda r: (r.dimension != a.dimension, r.shape != a.shape))
-            return f"your {_call(a)} {_returns(a)}; the reference's {_returns(r)}"
+            return _against(a, r)
     return None
+
+
+def _against(a: Asked, r: Asked) -> str:
+    """The student's collective ``a`` told against the reference's ``r`` of the same kind: what each returns, and,
+    where the shapes prove it, that ``a`` stacks the gathered blocks in a new axis where ``r`` joins them."""
+    if _stacked(a, r):
+        return (f"your {_call(a)} stacks the blocks in a new axis {a.dimension} and returns {a.shape} on each device; "
+                f"the reference's joins them along axis {r.dimension} and returns {r.shape} (tiled=True)")
+    return f"your {_call(a)} {_returns(a)}; the reference's {_returns(r)}"
+
+
+def _stacked(a: Asked, r: Asked) -> bool:
+    """Whether all_gather ``a`` returns ``r``'s shape with the gathered axis split in two (devices, block): the
+    untiled form, one block per device along a new axis, where ``r`` is the tiled one."""
+    if a.name != "all_gather" or r.name != a.name or a.dimension is None or a.dimension != r.dimension \
+            or a.shape is None or r.shape is None or len(a.shape) != len(r.shape) + 1:
+        return False
+    d = a.dimension
+    return a.shape[:d] == r.shape[:d] and a.shape[d + 2:] == r.shape[d + 1:] and a.shape[d] * a.shape[d + 1] == r.shape[d]
 
 
 def _elsewhere(mine: list[Asked], theirs: list[Asked]) -> str | None:

@@ -34,7 +34,8 @@ EXPECTED = {
     "lr_mapped_by_a_pmap_inside_jit": (4, ("a scalar was split over the devices of axis 'batch'",
                                            "in_axes=(0, 0, None)")),
     "params_at_x": (4, ("contracts a dimension of 3 with one of 5", "the last axis of the left operand")),
-    "psum_scatter_that_does_not_divide": (4, ("splits a dimension of 3 into 4 equal parts",)),
+    "psum_scatter_that_does_not_divide": (4, ("splits dimension 0 (scatter_dimension=0), of 3 entries, into 4 equal",
+                                              "must name the dimension the result is split along")),
     "psum_over_an_unbound_axis_name": (4, ("axis name 'batch'", "use the axis_name you are given")),
     "mesh_larger_than_the_machine": (4, ("a mesh of shape (2, 4)", "the 4 there are")),
     "all_gather_over_a_dimension_the_block_lacks": (4, ("lax.all_gather's axis=3", "has 2 dimensions")),
@@ -222,3 +223,13 @@ def test_an_error_no_rule_knows_is_told_with_a_measured_difference():
     failure.measured = LAID_OUT
     assert explain(failure) == f"f() raised TypeError: JAX refused it (some words of JAX about a type). Compared with " \
                                f"the reference solution: {LAID_OUT}"
+
+
+def test_a_psum_scatter_of_a_dimension_that_does_not_divide_is_not_told_to_pad_it_only():
+    """Round 36: fsdp's gradient scattered along its columns (3), where w is split by rows. Padding would make the
+    call run and leave the gradient split the wrong way: the message names the dimension and both fixes."""
+    text = "tiled reduce_scatter operand scatter dimension size 3 must be divisible by shard_count 2"
+    told = mistake(text, "ValueError", Situation(2, 'grad = lax.psum_scatter(grad, "data", scatter_dimension=1, '
+                                                    'tiled=True)'))
+    assert told.startswith("lax.psum_scatter splits dimension 1 (scatter_dimension=1), of 3 entries, into 2 equal")
+    assert "must name the dimension the result is split along; if that is this one, pad it" in told

@@ -34,6 +34,17 @@ def test_a_gather_along_another_axis_is_told_from_a_trace_that_failed_after_it()
     assert traced.difference(trace(GATHER, complete=False), FSDP) is None  # no collective is missing from a prefix
 
 
+def test_a_gather_without_tiled_is_told_by_the_axis_its_blocks_are_stacked_in():
+    """Round 36: an all_gather without tiled=True returns (devices, block) where the reference's joins the blocks.
+    Only where the shapes prove it: the same dimension, that axis split in two."""
+    untiled = trace(("all_gather", ["data"], 0, [4, 2, 3]), complete=False)
+    assert traced.difference(untiled, FSDP) == ("your lax.all_gather over 'data' stacks the blocks in a new axis 0 and "
+                                                "returns (4, 2, 3) on each device; the reference's joins them along "
+                                                "axis 0 and returns (8, 3) (tiled=True)")
+    other = trace(("all_gather", ["data"], 0, [4, 3, 3]), complete=False)  # 4 x 3 is not 8: not the untiled form
+    assert "stacks" not in traced.difference(other, FSDP)
+
+
 def test_one_missing_and_one_too_many_are_both_said():
     mine = trace(GATHER, GATHER, GATHER, ("psum_scatter", ["data"], 0, [2, 3]))
     assert traced.difference(mine, FSDP) == ("the reference's function runs lax.pmean over 'data' once, yours never; "
