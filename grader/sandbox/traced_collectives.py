@@ -225,6 +225,10 @@ def _walk(jaxpr, found: list, maps: list, origin: dict | None = None, inputs: li
 
     divided = {v for eqn in jaxpr.eqns if eqn.primitive.name == "div" for v in eqn.invars[:1]
                if isinstance(v, core.Var)}
+    # a sum also used as it is (returned, or anything but divided) is a psum, not a pmean written out (round 35)
+    divided -= {v for eqn in jaxpr.eqns for i, v in enumerate(eqn.invars)
+                if isinstance(v, core.Var) and (eqn.primitive.name, i) != ("div", 0)}
+    divided -= {v for v in jaxpr.outvars if isinstance(v, core.Var)}
     for eqn in jaxpr.eqns:
         ins = [of(v) for v in eqn.invars] if origin is not None else None
         came = frozenset().union(*ins) if ins is not None else None
@@ -262,7 +266,7 @@ def collectives(fn, specs) -> dict:
          "maps": [{"kind": "shard_map" | "pmap" | "jit", "mesh": [axis, ...], "in": [[spec, shape], ...],
                    "out": [spec, ...]}, ...]}
 
-    The collectives in the order the trace holds them, a psum whose result is divided read as pmean, each with
+    The collectives in the order the trace holds them, a psum whose result is only ever divided read as pmean, each with
     its origin (inside a per-device computation: [[k, shape of input k], ...] for the inputs of that computation
     its operand is computed from; else None) and whether it sits in a loop's body; where the trace fails, those
     bound before it failed, in the order they were bound (without origin), and ``complete`` False. ``maps``:

@@ -29,6 +29,8 @@ FUNCTIONS = {{
     "psum over the other axis": on_mesh(lambda b: lax.psum(b, "data")),
     "pmean": on_mesh(lambda b: lax.pmean(b, "model")),
     "a count divided by": on_mesh(lambda b: b / lax.psum(jnp.ones(()), "model") + lax.psum(b, "model")),
+    # round 35: a sum used as it is and divided by a hard-coded count is a psum, not a pmean written out
+    "a sum also used whole": on_mesh(lambda b: (lambda t: t + t / 4)(lax.psum(b, "model"))),
     "a gather in a loop's body": on_mesh(lambda b: lax.fori_loop(
         0, 2, lambda i, c: c + lax.all_gather(b, "model", axis=1, tiled=True)[:, :3], b), P("data", "model")),
     "grad of a gather": on_mesh(lambda b: jax.grad(lambda v: lax.all_gather(v, "data", tiled=True).sum())(b),
@@ -62,6 +64,7 @@ def test_a_refused_shard_map_is_read_with_its_collectives_axes_and_shapes_and_th
     assert out["pmean"] == whole(["pmean", ["model"], None, [2, 3], b, False])  # a psum whose result is divided
     assert out["a count divided by"] == whole(["psum", ["model"], None, [], [], False],
                                               ["psum", ["model"], None, [2, 3], b, False])
+    assert out["a sum also used whole"] == whole(["psum", ["model"], None, [2, 3], b, False])
     # nested jaxprs are read, their collectives made of what their equation is given, a loop's marked as such
     assert out["a gather in a loop's body"] == whole(["all_gather", ["model"], 1, [2, 6], b, True])
     # the gradient of a sum is ones, made of no input
