@@ -91,7 +91,7 @@ def test_optimal_sends_2_n_minus_1_chunks(student, rng, devices, size):
     if sent > limit:
         raise AssertionError(f"on {devices} devices each device sends {sent} bytes to all-reduce a block of "
                              f"{size * 4} bytes; the reduce-scatter + all-gather ring sends 2(n - 1) chunks of "
-                             f"ceil(size / n) elements, {limit} bytes. Passing whole blocks costs (n - 1) blocks")
+                             f"ceil(size / n) elements, {limit} bytes. {_steps(text, devices, size)}")
     least = 2 * (devices - 1) * (size // devices) * 4
     if sent < least:
         raise AssertionError(f"on {devices} devices the ppermutes ring_allreduce_optimal's answer depends on send "
@@ -99,3 +99,18 @@ def test_optimal_sends_2_n_minus_1_chunks(student, rng, devices, size):
                              f"at least size // n = {size // devices} elements, {least} bytes: the chunks that arrive "
                              "must be what you add up and pass on")
     rings.expect_ring(text, "ring_allreduce_optimal", "chunk", f"on {devices} devices")
+
+
+def _steps(text: str, devices: int, size: int) -> str:
+    """How the student's ppermutes come to more bytes, measured (round 35: "passing whole blocks" was said of a ring
+    that passed chunks one step too often): a step that sends more than a chunk, else more steps than 2(n - 1)."""
+    sends = hlo.select(text, "collective-permute", by_student=True)
+    steps, largest = sum(c.times for c in sends), max(c.bytes for c in sends)
+    chunk, n = math.ceil(size / devices) * 4, devices
+    if largest >= size * 4:
+        return f"A step of yours sends the whole block ({largest} bytes): pass one chunk of {chunk} bytes per step"
+    if largest > chunk:
+        return f"A step of yours sends {largest} bytes, more than one chunk ({chunk} bytes): pass one chunk per step"
+    return (f"Each of your ppermutes sends at most a chunk ({largest} bytes; a chunk is {chunk}), but they run {steps} "
+            f"times, where the ring runs 2(n - 1) = {2 * (n - 1)}: n - 1 steps adding the chunks up, n - 1 passing the "
+            "finished ones on")

@@ -182,7 +182,7 @@ ENTRIES: dict[tuple[str, str], dict[str, Wrong]] = {
         "the naive ring as the optimal one": Wrong(apart("ring", (
             "    n = lax.axis_size(axis_name)\n    i = lax.axis_index(axis_name)\n",
             "    return ring_allreduce(x, axis_name)\n    n = lax.axis_size(axis_name)\n"
-            "    i = lax.axis_index(axis_name)\n")), "4", says=("Passing whole blocks",), intact="ring"),
+            "    i = lax.axis_index(axis_name)\n")), "4", says=("sends the whole block",), intact="ring"),
     },
     ("exercise7", "train"): {
         "gradients summed, not averaged": Wrong(apart("train", ('grads = lax.pmean(grads, "batch")',
