@@ -402,6 +402,13 @@ class _Contribution:
     kind: str  # ok | missing | scaled | lands | other
     scale: float = 1.0
     belongs: int | None = None  # for "lands": the result block it belongs in
+    expected: bool = True  # the reference's result block depends on the input block
+
+    @property
+    def times(self) -> int | None:
+        """How many times the student's result block counts the input block where the reference's counts it once:
+        1, 0 (left out) or a whole number (counted that often); None otherwise."""
+        return {"ok": 1, "missing": 0}.get(self.kind, _times(self.scale) and round(self.scale))
 
 
 def _contributions(s, r, j: int, out: Split | None, rtol, atol) -> list[_Contribution]:
@@ -412,7 +419,7 @@ def _contributions(s, r, j: int, out: Split | None, rtol, atol) -> list[_Contrib
     found = []
     for b, sb, rb in pieces:
         if close(sb, rb, rtol, atol):
-            found.append(_Contribution(j, b, "ok"))
+            found.append(_Contribution(j, b, "ok", expected=not _tiny(rb, atol)))
         elif _tiny(rb, atol):
             belongs = next((p for p, _, rp in pieces if not _tiny(rp, atol) and close(sb, rp, rtol, atol)), None)
             found.append(_Contribution(j, b, "lands", belongs=belongs))
@@ -446,6 +453,9 @@ def _said(found: list[_Contribution], split: Split, out: Split | None, counts: d
     if kinds == {"scaled"} and len(scales) == 1 and len(wrong) == len(found):
         return f"is {named_factor(wrong[0].scale, counts)}, and so is what each block of {split.name} adds alone"
     if kinds <= {"missing", "scaled"} and all(_times(c) for c in scales):
+        each = _per_result(found, split, out)
+        if each:
+            return each
         missing = [_whose(split, out, c) for c in wrong if c.kind == "missing"]
         said = [f"leaves out {_pairs_text(missing)}"] if missing else []
         for k in sorted({round(c) for c in scales}):
@@ -458,6 +468,46 @@ def _said(found: list[_Contribution], split: Split, out: Split | None, counts: d
                  f"{c.belongs}'s" for c in sorted(wrong, key=lambda c: c.j) if c.kind == "lands"]
         return f"puts blocks in the wrong place: {_pairs_text(moved)}"
     return None
+
+
+def _per_result(found: list[_Contribution], split: Split, out: Split | None) -> str | None:
+    """Where every block of the reference's result counts every block of ``split``'s input once and some block of
+    the student's result is wrong in more than one of them, what each result block counts, said per result block
+    (round 37: a ring that kept only the block that arrived last was told a list of what it left out)."""
+    if out is None or not all(c.expected and c.times is not None for c in found):
+        return None
+    rows: dict[int, dict[int, int]] = {}
+    for c in found:
+        rows.setdefault(c.b, {})[c.j] = c.times
+    if max(sum(t != 1 for t in row.values()) for row in rows.values()) < 2:
+        return None  # one wrong block per result at most: the list says it as plainly
+    blocks = len(next(iter(rows.values())))
+    said = []
+    if all(set(row.values()) <= {0, 1} for row in rows.values()):
+        kept = {b: [j for j, t in sorted(row.items()) if t] for b, row in sorted(rows.items())}
+        held = {len(js) for js in kept.values()}
+        head = (f"holds only {held.pop()} of {split.name}'s {blocks} blocks in each {out.owner}'s result" if len(held) == 1
+                else f"holds only some of {split.name}'s {blocks} blocks in each {out.owner}'s result")
+        for b, js in kept.items():
+            said.append(f"{out.owner} {b}'s {_numbered('block', js)}" if js else f"{out.owner} {b}'s none")
+    else:
+        head = f"counts {split.name}'s blocks unevenly in each {out.owner}'s result"
+        for b, row in sorted(rows.items()):
+            said.append(f"{out.owner} {b}'s counts " + _and([f"block {j} {_often(t)}" for j, t in sorted(row.items())]))
+    shown = "; ".join(said[:MAX_PAIRS]) + ("; ..." if len(said) > MAX_PAIRS else "")
+    return f"{head}: {shown}; the answer counts each block once in every result"
+
+
+def _often(t: int) -> str:
+    return {0: "never", 1: "once", 2: "twice"}.get(t, f"{t} times")
+
+
+def _numbered(word: str, numbers: list[int]) -> str:
+    return f"{word} {numbers[0]}" if len(numbers) == 1 else f"{word}s {_and([str(n) for n in numbers])}"
+
+
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def probed(probe: Probe, got, rtol: float = 1e-4, atol: float = 1e-5) -> str | None:

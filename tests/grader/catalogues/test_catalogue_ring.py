@@ -40,7 +40,8 @@ WRONG = {
     "the running sum passed around the ring": Wrong(
         apart("ring", ("block = ring_shift(block, axis_name)\n        total = total + block",
                        "total = total + ring_shift(total, axis_name)")), "4",
-        says=("counts 3 times x's block 2 (device 2's) from device 0's result",), never=("lax.psum", "lax.pmean", "collective ("),
+        says=("counts x's blocks unevenly in each device's result: device 0's counts block 0 once, block 1 once, block 2 "
+              "3 times and block 3 3 times",), never=("lax.psum", "lax.pmean", "collective ("),
         intact="ring_optimal"),
     "the sum started from zeros": Wrong(
         apart("ring", ("total, block = x, x", "total, block = jnp.zeros_like(x), x")), "2",

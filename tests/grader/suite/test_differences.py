@@ -160,6 +160,18 @@ def test_each_device_missing_another_devices_block():
                     "3's result"), said
 
 
+def test_a_result_missing_several_blocks_says_which_it_holds():
+    """Round 37: only the block that arrived last added to a device's own; the list of what each result left out hid
+    that each holds two blocks."""
+    def student(x):
+        n = len(x)
+        return np.stack([x[d] + x[(d - (n - 1)) % n] for d in range(n)])
+    said = probed(ring_probe(student), student(RING))
+    assert said == ("holds only 2 of x's 4 blocks in each device's result: device 0's blocks 0 and 1; device 1's "
+                    "blocks 1 and 2; device 2's blocks 2 and 3; device 3's blocks 0 and 3; the answer counts each block "
+                    "once in every result"), said
+
+
 def test_blocks_counted_more_than_twice_say_how_many_times():
     def student(x):  # the running sum passed on: device d counts block d - 1 and d - 2 three times each
         total = x.copy()
@@ -167,8 +179,9 @@ def test_blocks_counted_more_than_twice_say_how_many_times():
             total = total + np.roll(total, 1, axis=0)
         return total
     said = probed(ring_probe(student), student(RING))
-    assert said.startswith("counts 3 times x's block 2 (device 2's) from device 0's result; x's block 3 (device 3's) "
-                           "from device 0's result;"), said
+    assert said.startswith("counts x's blocks unevenly in each device's result: device 0's counts block 0 once, block "
+                           "1 once, block 2 3 times and block 3 3 times; device 1's counts block 0 3 times,"), said
+    assert said.endswith("; the answer counts each block once in every result"), said
 
     def halves(x):  # half of a block is no whole number of times: nothing is claimed block by block
         return np.broadcast_to(x.sum(axis=0) - x[0] / 2, x.shape)
