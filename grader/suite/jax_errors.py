@@ -240,8 +240,15 @@ def _unbound_axis(match: re.Match, s: Situation) -> str:
 
 
 def _mesh_size(match: re.Match, s: Situation) -> str:
-    return (f"a mesh of shape {match['shape']} needs more devices than the {match['devices']} there are: build the "
-            "mesh from the shape you are given, which fits jax.device_count()")
+    """A mesh whose shape does not hold the devices there are: jax.make_mesh asks for at most as many, mesh_utils'
+    create_device_mesh for exactly as many (round 37: a shape written as (2, 2) run on 2 devices)."""
+    shape, devices = match["shape"], int(match["devices"])
+    holds = math.prod(int(d) for d in re.findall(r"\d+", shape))
+    if holds <= devices:
+        return (f"a mesh of shape {shape} holds {plural(holds, 'device')}, and it must hold all {devices} there are: "
+                "build the mesh from the shape you are given, which fits jax.device_count(), not from numbers of your own")
+    return (f"a mesh of shape {shape} needs {holds} devices, more than the {devices} there are: build the mesh from the "
+            "shape you are given, which fits jax.device_count(), not from numbers of your own")
 
 
 def _bare_spec(match: re.Match, s: Situation) -> str:
@@ -483,8 +490,8 @@ RULES: tuple[Rule, ...] = (
                                             r"times, but does not evenly divide the dimension size (?P<size>\d+)"),
          _indivisible_spec),
     Rule("unbound axis name", re.compile(r"Found an unbound axis name: (?P<axis>[^\s.]+)"), _unbound_axis),
-    Rule("mesh too large", re.compile(r"Number of devices (?P<devices>\d+) must be >= the product of mesh_shape "
-                                      r"(?P<shape>\(.*?\))"), _mesh_size),
+    Rule("mesh of another size", re.compile(r"Number of devices (?P<devices>\d+) must (?:be >=|equal) the product of "
+                                            r"mesh_shape (?P<shape>\(.*?\))"), _mesh_size),
     Rule("bare PartitionSpec", re.compile(r"(?:mesh in context if you are passing `PartitionSpec`s|set a mesh via "
                                           r"`jax\.set_mesh` if a PartitionSpec is passed|Using PartitionSpec when you "
                                           r"are not under a mesh context)"), _bare_spec),

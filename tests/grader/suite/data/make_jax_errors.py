@@ -109,6 +109,11 @@ def mesh_larger_than_the_machine():
     return jax.make_mesh((2, 4), ("data", "model"))
 
 
+def device_mesh_of_a_fixed_shape():
+    from jax.experimental import mesh_utils
+    return mesh_utils.create_device_mesh((2, 1))
+
+
 def ring_over_every_device_on_a_mesh_axis():
     mesh, x, _ = _mesh_operands()
     n = jax.device_count()  # 4, where the ring is the 2 devices along 'model'
@@ -284,6 +289,7 @@ MISTAKES = [ring_written_for_4_on_2_devices, ring_that_sends_everything_to_devic
             if_on_a_traced_value, reshape_without_padding, leading_axis_one_too_many, leading_axis_twice_the_devices,
             lr_mapped_by_pmap, lr_mapped_by_a_pmap_with_an_axis_name, lr_mapped_by_a_pmap_inside_jit, params_at_x,
             psum_scatter_that_does_not_divide, psum_over_an_unbound_axis_name, mesh_larger_than_the_machine,
+            device_mesh_of_a_fixed_shape,
             matmul_of_two_sharded_arrays_outside_shard_map, add_of_arrays_sharded_differently,
             in_specs_naming_an_axis_the_mesh_lacks, out_specs_longer_than_the_result, one_spec_for_two_arguments,
             range_over_the_device_index, slice_up_to_the_device_index, int_blocks_added_up_in_a_float_carry,
