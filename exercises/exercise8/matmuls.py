@@ -24,7 +24,8 @@ copies would first gather them, and the grader counts that gather), and compute 
 ``per_device(x_block, w_block)`` multiplies blocks and uses at most one collective over 'model':
 ``lax.all_gather(a, "model", axis=..., tiled=True)`` (each device receives the others' blocks),
 ``lax.psum(a, "model")`` (sums, every device gets the whole sum) or ``lax.psum_scatter(a, "model",
-scatter_dimension=..., tiled=True)`` (sums, each device gets only its block of the sum). Pick the one
+scatter_dimension=..., tiled=True)`` (sums, each device gets only its block of the sum; or the same
+by hand: an all_to_all of the sum's blocks, summed where they arrive). Pick the one
 that moves the fewest bytes and leaves y in the layout the case asks for. Return y.
 
     >>> mesh = jax.make_mesh((2, 2), ("data", "model"))

@@ -84,6 +84,10 @@ def _wrong_collective(case, moved, sizes, blocks) -> str | None:
     ops = sorted(c.op for c in moved)
     if ops == ([op] if op else []):
         return _wrong_place(case, moved, sizes, blocks) if op else None
+    if op == "reduce-scatter" and ops == ["all-to-all"]:
+        # a reduce-scatter by hand (round 36, as fsdp accepts it): each device's blocks of its partial sum sent to
+        # their owners by one all_to_all, no more than the partial sum, then summed where they arrive
+        return _wrong_place(case, moved, sizes, blocks)
     if case == "matmul_case3" and ops == ["all-reduce"]:
         return (f"{case} runs {ran}: an all-reduce where a reduce-scatter suffices. Every device receives the whole "
                 "sum and keeps only its columns; lax.psum_scatter(partial, 'model', scatter_dimension=1, tiled=True) "
@@ -99,8 +103,8 @@ def _wrong_collective(case, moved, sizes, blocks) -> str | None:
 
 def _wrong_place(case, moved, sizes, blocks) -> str | None:
     """The mistake behind the right kind of collective over the wrong axis or with too many bytes, or None."""
-    op, size, why = _needed(case, blocks)
-    axes = meshes.axes_of(moved[0], AXES, sizes)
+    _, size, why = _needed(case, blocks)
+    op, axes = moved[0].op, meshes.axes_of(moved[0], AXES, sizes)
     if axes != ("model",):
         return (f"{case} runs its {op} {meshes.over_text(axes)}: the blocks it needs are spread over 'model' (each "
                 "mesh row holds all of them), so name 'model'")

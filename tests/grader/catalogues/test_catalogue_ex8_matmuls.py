@@ -47,6 +47,13 @@ WRONG = {
         '    return jax.jit(jnp.matmul, out_shardings=NamedSharding(mesh, P("data", "model")))(x, w)'),
         ("import jax\n", "import jax\nimport jax.numpy as jnp\n")), devices="4",
         says=("matmul_case1(x, w, mesh) on a", "the program holds no jax.shard_map at all")),
+    "case 3: all_to_all of the partial sum twice over": Wrong(
+        matmuls((CASE3, 'partial = xb @ wb\n        n = lax.axis_size("model")\n'
+                        '        parts = partial.reshape(partial.shape[0], n, -1).transpose(1, 0, 2)\n'
+                        '        both = lax.all_to_all(jnp.concatenate([parts, parts], 2), "model", 0, 0).sum(0)\n'
+                        '        return both[:, :parts.shape[2]]'),
+                ("import jax\n", "import jax\nimport jax.numpy as jnp\n")), devices="4",
+        says=("matmul_case3's all-to-all takes 384 bytes per device where 192 suffice",)),
     "w used without placing it on the mesh": Wrong(
         matmuls(("        w = jax.device_put(w, NamedSharding(mesh, w_spec))\n", "")), devices="4",
         says=("laid out as P(None, 'model'), but it arrives as P(None, None)", "jax.device_put")),
@@ -57,6 +64,12 @@ RIGHT = {
         (CASE2, 'g = lax.all_gather(xb, "model", axis=1)\n        return g.reshape(xb.shape[0], -1) @ wb'),
         (CASE4, 'g = lax.all_gather(wb, "model", axis=1)\n        return xb @ g.reshape(wb.shape[0], -1)')),
         devices="4"),
+    # Round 36 (written apart): case 3's reduce-scatter by hand, as fsdp accepts it: each device's column blocks of
+    # its partial sum sent to their owners by one all_to_all, summed where they arrive.
+    "case 3: a reduce-scatter by hand with all_to_all": Right(matmuls(
+        (CASE3, 'partial = xb @ wb\n        n = lax.axis_size("model")\n'
+                '        parts = partial.reshape(partial.shape[0], n, -1).transpose(1, 0, 2)\n'
+                '        return lax.all_to_all(parts, "model", 0, 0).sum(0)')), devices="4"),
 }
 
 CATALOGUE = Catalogue(exercise="exercise8", task="matmuls", intact="layouts", wrong=WRONG, right=RIGHT)
