@@ -486,8 +486,8 @@ def _per_result(found: list[_Contribution], split: Split, out: Split | None) -> 
     if all(set(row.values()) <= {0, 1} for row in rows.values()):
         kept = {b: [j for j, t in sorted(row.items()) if t] for b, row in sorted(rows.items())}
         held = {len(js) for js in kept.values()}
-        head = (f"holds only {held.pop()} of {split.name}'s {blocks} blocks in each {out.owner}'s result" if len(held) == 1
-                else f"holds only some of {split.name}'s {blocks} blocks in each {out.owner}'s result")
+        some = str(held.pop()) if len(held) == 1 else "some"
+        head = f"holds only {some} of {split.name}'s {blocks} blocks in each {out.owner}'s result"
         for b, js in kept.items():
             said.append(f"{out.owner} {b}'s {_numbered('block', js)}" if js else f"{out.owner} {b}'s none")
     else:

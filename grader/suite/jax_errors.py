@@ -202,9 +202,9 @@ def _scatter(match: re.Match, s: Situation) -> str:
     if written is None and call_with(s.line, ("psum_scatter",)):
         written = "0"  # the call on the line leaves it out: the default
     which = f"dimension {written} (scatter_dimension={written})" if written else "its scatter_dimension"
-    return (f"lax.psum_scatter splits {which}, of {size} entries, into {parts} equal parts, one per device, and {parts} "
-            f"does not divide {size}: scatter_dimension must name the dimension the result is split along; if that "
-            f"is this one, pad it to a multiple of {parts}")
+    return (f"lax.psum_scatter splits {which}, of {plural(int(size), 'entry', 'entries')}, into {parts} equal parts, "
+            f"one per device, and {parts} does not divide {size}: scatter_dimension must name the dimension the result "
+            f"is split along; if that is this one, pad it to a multiple of {parts}")
 
 
 def _contraction(match: re.Match, s: Situation) -> str:
@@ -246,9 +246,10 @@ def _mesh_size(match: re.Match, s: Situation) -> str:
     holds = math.prod(int(d) for d in re.findall(r"\d+", shape))
     if holds <= devices:
         return (f"a mesh of shape {shape} holds {plural(holds, 'device')}, and it must hold all {devices} there are: "
-                "build the mesh from the shape you are given, which fits jax.device_count(), not from numbers of your own")
-    return (f"a mesh of shape {shape} needs {holds} devices, more than the {devices} there are: build the mesh from the "
-            "shape you are given, which fits jax.device_count(), not from numbers of your own")
+                "build the mesh from the shape you are given, which fits jax.device_count(), not from numbers of your "
+                "own")
+    return (f"a mesh of shape {shape} needs {plural(holds, 'device')}, more than the {devices} there are: build the "
+            "mesh from the shape you are given, which fits jax.device_count(), not from numbers of your own")
 
 
 def _bare_spec(match: re.Match, s: Situation) -> str:

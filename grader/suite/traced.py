@@ -172,7 +172,8 @@ def _stacked(a: Asked, r: Asked) -> bool:
             or a.shape is None or r.shape is None or len(a.shape) != len(r.shape) + 1:
         return False
     d = a.dimension
-    return a.shape[:d] == r.shape[:d] and a.shape[d + 2:] == r.shape[d + 1:] and a.shape[d] * a.shape[d + 1] == r.shape[d]
+    split = a.shape[d] * a.shape[d + 1] == r.shape[d]
+    return split and a.shape[:d] == r.shape[:d] and a.shape[d + 2:] == r.shape[d + 1:]
 
 
 def _elsewhere(mine: list[Asked], theirs: list[Asked]) -> str | None:

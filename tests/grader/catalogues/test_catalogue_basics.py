@@ -3,8 +3,36 @@
 import pytest
 
 from apart import apart
-from catalogue import Catalogue, Right, Wrong
+from catalogue import Catalogue, Right, Wrong, edited
 from conftest import task
+
+# Computed on one device, its result then spread over every device (and the same left where it was computed).
+SPREAD = """
+        import jax
+        import jax.numpy as jnp
+        from jax.sharding import NamedSharding, PartitionSpec as P
+
+        def _check(name, a):
+            if a.shape[0] != jax.device_count():
+                raise ValueError(f"{name} has leading axis {a.shape[0]}, but there are {jax.device_count()} devices")
+
+        def _spread(rows):
+            mesh = jax.make_mesh((jax.device_count(),), ("d",))
+            return jax.device_put(rows, NamedSharding(mesh, P("d")))
+
+        def square_plus_one(x):
+            _check("x", x)
+            return jax.pmap(lambda a: a**2 + 1)(x)
+
+        def per_device_sum(x):
+            _check("x", x)
+            return _spread(jnp.stack([jnp.sum(x[d]) for d in range(len(x))]))
+
+        def per_device_matmul(X, Y):
+            _check("X", X)
+            _check("Y", Y)
+            return jax.pmap(jnp.matmul)(X, Y)
+        """
 
 # Each submission carries one mistake per function; each mistake is (test it fails, words its
 # message must contain, the first of them naming the function, device counts at which it shows up).
@@ -89,58 +117,13 @@ SUBMISSIONS = {
         fails=(("test_each_function_runs_a_pmap", ("square_plus_one cannot be compiled with jax.jit",
                                                    "keep to jax.numpy"), {2, 4}),)),
     "computed on one device, spread with device_put": Wrong(
-        {"basics": """
-        import jax
-        import jax.numpy as jnp
-        from jax.sharding import NamedSharding, PartitionSpec as P
-
-        def _check(name, a):
-            if a.shape[0] != jax.device_count():
-                raise ValueError(f"{name} has leading axis {a.shape[0]}, but there are {jax.device_count()} devices")
-
-        def _spread(rows):
-            mesh = jax.make_mesh((jax.device_count(),), ("d",))
-            return jax.device_put(rows, NamedSharding(mesh, P("d")))
-
-        def square_plus_one(x):
-            _check("x", x)
-            return jax.pmap(lambda a: a**2 + 1)(x)
-
-        def per_device_sum(x):
-            _check("x", x)
-            return _spread(jnp.stack([jnp.sum(x[d]) for d in range(len(x))]))
-
-        def per_device_matmul(X, Y):
-            _check("X", X)
-            _check("Y", Y)
-            return jax.pmap(jnp.matmul)(X, Y)
-        """},
+        {"basics": SPREAD},
         fails=(("test_each_function_runs_a_pmap", ("per_device_sum: its program has no jax.pmap that its answer depends on",),
                 {2, 4}),)),
     # Round 35 (written apart): the same as the entry above, the sums returned where they were computed. Where a
     # result lives is feedback only (course.yaml: weight 0), so the device_put above earns nothing over this.
     "computed on one device, returned there": Wrong(
-        {"basics": """
-        import jax
-        import jax.numpy as jnp
-
-        def _check(name, a):
-            if a.shape[0] != jax.device_count():
-                raise ValueError(f"{name} has leading axis {a.shape[0]}, but there are {jax.device_count()} devices")
-
-        def square_plus_one(x):
-            _check("x", x)
-            return jax.pmap(lambda a: a**2 + 1)(x)
-
-        def per_device_sum(x):
-            _check("x", x)
-            return jnp.stack([jnp.sum(x[d]) for d in range(len(x))])
-
-        def per_device_matmul(X, Y):
-            _check("X", X)
-            _check("Y", Y)
-            return jax.pmap(jnp.matmul)(X, Y)
-        """},
+        {"basics": edited(SPREAD, ("return _spread(jnp.stack(", "return (jnp.stack("))},
         fails=(("test_results_live_on_every_device", ("per_device_sum's result lives on 1 device",), {2, 4}),
                ("test_each_function_runs_a_pmap", ("per_device_sum: its program has no jax.pmap",), {2, 4}))),
     # Issue 23: written from the statements alone (apart.py); each names its mistake and no wrong advice.
