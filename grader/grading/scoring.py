@@ -146,8 +146,11 @@ def score_task(task: Task, cases: list[Case], functions: tuple[str, ...] = ()) -
     share = counted_weight / full_weight if full_weight else 1.0
     score = task.points * passed_weight / full_weight if full_weight else 0.0
     failed = [c for c in cases if c.outcome == "failed"]
-    first = headline(failed) if failed else None
-    status, reason = _status(cases, failed, first, score)
+    costly = [c for c in failed if task.rule(c.test).weight > 0]  # a test of weight 0 is feedback only
+    first = headline(costly or failed) if failed else None
+    status, reason = _status(cases, costly, first if costly else None, score)
+    if failed and not costly:
+        reason = _reason(first)  # passed, with the feedback shown
     return TaskScore(task=task, score=round(score, 4), max_score=round(task.points * share, 4),
                      status=status, reason=reason, cases=cases, led_by=first,
                      other_failures=_other_failures(failed, first, functions) if first and status != "not started"

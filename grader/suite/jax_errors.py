@@ -207,6 +207,17 @@ def _scatter(match: re.Match, s: Situation) -> str:
             f"is split along; if that is this one, pad it to a multiple of {parts}")
 
 
+def _unhashable_static(match: re.Match, s: Situation) -> str:
+    """An array (or a tuple holding one) passed where static_broadcasted_argnums / static_argnums says the argument
+    is a fixed Python value (round 38: a batch marked static where lr was meant)."""
+    index = f"the argument at index {match['index']}" if match["index"] else "an argument"
+    kind = (match["type"] or match["other"] or "value").rpartition(".")[2]
+    kind = {"ndarray": "NumPy array", "ArrayImpl": "JAX array"}.get(kind, kind)
+    return (f"{index} is marked static (static_broadcasted_argnums or static_argnums), and it is a {kind}, which "
+            "cannot be hashed: mark static only fixed Python values such as a learning rate, and pass arrays as "
+            "ordinary arguments (in_axes None gives every device the same one)")
+
+
 def _contraction(match: re.Match, s: Situation) -> str:
     return (f"a matrix product contracts a dimension of {match['a']} with one of {match['b']}: the last axis of the "
             "left operand must have as many entries as the first axis of the right one (the second to last, if it "
@@ -482,6 +493,10 @@ RULES: tuple[Rule, ...] = (
                                r"\((?P<parts>\d+)\))?"), _reshape),
     Rule("psum_scatter", re.compile(r"scatter dimension size (?P<size>\d+) must be divisible by shard_count "
                                     r"(?P<parts>\d+)"), _scatter),
+    Rule("unhashable static argument", re.compile(r"Non-hashable static arguments are not supported.*?(?:Static "
+                                                  r"argument \(index (?P<index>\d+)\) of type <class '(?P<type>[\w.]+)'>|"
+                                                  r"an object of type <class '(?P<other>[\w.]+)'>)", re.S),
+         _unhashable_static),
     Rule("contraction", re.compile(r"dot_general requires contracting dimensions to have the same shape, got "
                                    r"\((?P<a>\d+),?\) and \((?P<b>\d+),?\)"), _contraction),
     Rule("shard_map in_specs", re.compile(r"in_specs passed to shard_map: (?P<want>P\(.*?\)) does not match the specs "

@@ -119,8 +119,9 @@ def _check_step(student, rng, devices, lr):
                              "devices: average the gradients with lax.pmean(grads, axis_name) before the update, "
                              "so every replica takes the same step")
     if devices > 1 and np.allclose(new[0], expected - (devices - 1) * lr * grad, rtol=1e-4, atol=1e-5):
-        raise AssertionError(f"train_step's update is {devices} times the full-batch step on {devices} devices: "
-                             "lax.psum adds the gradients up; lax.pmean averages them")
+        raise AssertionError(f"train_step's update is {devices} times the full-batch step on {devices} devices: the "
+                             "step is lr times the devices' mean gradient (lax.pmean); their sum (lax.psum), or "
+                             f"anything else scaled by the device count, is {devices} times that")
     expect_close(new[0], expected, what=f"params after one train_step on {devices} devices (lr={lr})",
                  rtol=1e-4, atol=1e-5, dtype=np.float32)
 

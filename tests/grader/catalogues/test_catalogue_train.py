@@ -19,7 +19,14 @@ WRONG = {
         "2", says=("average the gradients with lax.pmean",)),
     "psum where pmean was meant": Wrong(
         {"train": mutate("train", (GRADS, "grads = lax.psum(grads, AXIS)"))},
-        "2", says=("lax.psum adds the gradients up",)),
+        "2", says=("update is 2 times the full-batch step", "their sum (lax.psum)"),
+        fails=(("test_train_step_sends_only_gradient_and_loss", ("your function runs lax.psum over 'batch'",), {2}),)),
+    # Round 38 (written apart): the gradients averaged, then lr scaled by the device count (a linear-scaling rule).
+    # The program runs the reference's pmean: no psum may be blamed.
+    "lr scaled by the device count": Wrong(
+        {"train": mutate("train", ("params - lr * grads", "params - lr * lax.axis_size(AXIS) * grads"))},
+        "2", says=("update is 2 times the full-batch step", "anything else scaled by the device count"),
+        never=("runs lax.psum",)),
     "the chapter's lr mapped over devices": Wrong(
         {"train": mutate("train", (", in_axes=(0, 0, None)", ""))},
         "2", says=("maps lr over the devices",)),

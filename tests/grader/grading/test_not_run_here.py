@@ -108,3 +108,15 @@ def test_ran_on_is_said_per_place_only_when_the_run_used_two():
     assert "ran on NVIDIA H200, 1 on this machine (1 device) and emulated CPU devices (8 devices)" in \
         to_text(run, Score([ts]), "course")
 
+
+
+def test_a_test_of_weight_zero_is_feedback_only():
+    """course.yaml's weight 0 (basics' result placement): its failure shows, costs nothing, and never leads the
+    reason while a test that costs points failed."""
+    task = _task(tests={"where": course.TestRule(weight=0)})
+    feedback = _case("where", 2, "failed", "its result lives on 1 device")
+    ts = score_task(task, [_case("t", 1, "passed"), _case("t", 2, "passed"), feedback])
+    assert (ts.score, ts.max_score, ts.status) == (20, 20, "passed")
+    assert ts.reason == "[2 devices] its result lives on 1 device"
+    ts = score_task(task, [_case("t", 1, "passed"), _case("t", 2, "failed", "wrong value"), feedback])
+    assert ts.status == "partial" and ts.reason == "[2 devices] wrong value"

@@ -38,6 +38,8 @@ EXPECTED = {
                                               "must name the dimension the result is split along")),
     "psum_over_an_unbound_axis_name": (4, ("axis name 'batch'", "use the axis_name you are given")),
     "mesh_larger_than_the_machine": (4, ("a mesh of shape (2, 4) needs 8 devices, more than the 4 there are",)),
+    "batch_marked_static_where_lr_was_meant": (4, ("the argument at index 1 is marked static", "it is a tuple, which cannot be "
+                                                   "hashed", "such as a learning rate")),
     "device_mesh_of_a_fixed_shape": (4, ("a mesh of shape (2, 1) holds 2 devices, and it must hold all 4 there are",
                                          "not from numbers of your own")),
     "all_gather_over_a_dimension_the_block_lacks": (4, ("lax.all_gather's axis=3", "has 2 dimensions")),

@@ -109,6 +109,11 @@ def mesh_larger_than_the_machine():
     return jax.make_mesh((2, 4), ("data", "model"))
 
 
+def batch_marked_static_where_lr_was_meant():
+    step = jax.pmap(lambda p, b, lr: p - lr * b[0], axis_name="i", static_broadcasted_argnums=(1,))
+    return step(np.ones((4, 3)), (np.ones((4, 3)), np.ones(4)), 0.1)
+
+
 def device_mesh_of_a_fixed_shape():
     from jax.experimental import mesh_utils
     return mesh_utils.create_device_mesh((2, 1))
@@ -289,7 +294,7 @@ MISTAKES = [ring_written_for_4_on_2_devices, ring_that_sends_everything_to_devic
             if_on_a_traced_value, reshape_without_padding, leading_axis_one_too_many, leading_axis_twice_the_devices,
             lr_mapped_by_pmap, lr_mapped_by_a_pmap_with_an_axis_name, lr_mapped_by_a_pmap_inside_jit, params_at_x,
             psum_scatter_that_does_not_divide, psum_over_an_unbound_axis_name, mesh_larger_than_the_machine,
-            device_mesh_of_a_fixed_shape,
+            device_mesh_of_a_fixed_shape, batch_marked_static_where_lr_was_meant,
             matmul_of_two_sharded_arrays_outside_shard_map, add_of_arrays_sharded_differently,
             in_specs_naming_an_axis_the_mesh_lacks, out_specs_longer_than_the_result, one_spec_for_two_arguments,
             range_over_the_device_index, slice_up_to_the_device_index, int_blocks_added_up_in_a_float_carry,
