@@ -24,6 +24,7 @@ import numpy as np
 from grader.errors import StudentFailure
 from grader.protocol import ArraySpec
 from grader.sandbox import program_as_written
+from grader.sandbox.mesh_in_trace import meshes_settable
 from grader.sandbox.student_code import exception_facts, first_line, student_frame
 
 CALLBACK_ADVICE = ("it calls back into Python on the host (jax.pure_callback, io_callback, jax.debug.print or "
@@ -75,7 +76,8 @@ def export_program(fn, specs: tuple, name: str) -> np.ndarray:
     inputs = abstract_inputs(specs)
     jitted = jax.jit(fn)
     try:
-        traced = jitted.trace(*inputs)  # the student's Python runs here: what it raises is the student's own failure
+        with meshes_settable():  # the student's Python runs here: what it raises is the student's own failure
+            traced = jitted.trace(*inputs)
     except (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError,
             jax.errors.TracerArrayConversionError) as exc:
         raise _needs_values(exc, name) from None

@@ -36,6 +36,13 @@ RIGHT = {
     "the compiler's own layout (no out_shardings)": Right(compiler(
         (", " + LOCAL, ")(x, w)"), (", " + SUMMED, ")(x, w)")), devices="4"),
     "the sum left split over both axes": Right(compiler((SUMMED, LOCAL)), devices="4"),
+    # Round 39 (written apart): the mesh made current with jax.set_mesh, the layouts bare PartitionSpecs. Right when
+    # called; the grader traces it under jax.jit, where JAX's own set_mesh refuses (grader.sandbox.mesh_in_trace).
+    "the mesh set with jax.set_mesh, bare specs": Right(compiler(
+        ("    return jax.jit(jnp.matmul, " + LOCAL, "    with jax.set_mesh(mesh):\n"
+         '        return jax.jit(jnp.matmul, out_shardings=P("data", "model"))(x, w)'),
+        ("    return jax.jit(jnp.matmul, " + SUMMED, "    with jax.set_mesh(mesh):\n"
+         '        return jax.jit(jnp.matmul, out_shardings=P("data", None))(x, w)')), devices="4"),
 }
 
 CATALOGUE = Catalogue(exercise="exercise8", task="compiler", intact="layouts", wrong=WRONG, right=RIGHT)
