@@ -159,11 +159,23 @@ def over_text(axes) -> str:
     return "over " + " and ".join(repr(a) for a in axes)
 
 
-def phrase(c: Collective, names, sizes) -> str:
-    """One collective as a student reads it: "an all-gather over 'model'"."""
+# What an operation XLA added a collective for is, in the code's words, where its primitive's name is not.
+_ADDED_FOR = {"sharding_constraint": "a layout the code sets with device_put or with_sharding_constraint",
+              "dot_general": "a product (dot_general), to give its operands and result the layouts they are given"}
+
+
+def added_by_xla(origin: str) -> str:
+    """"added by XLA for ...": what XLA's partitioner added a collective for, in the code's words."""
+    return f"added by XLA for {_ADDED_FOR.get(origin, origin)}" if origin else "added by XLA"
+
+
+def phrase(c: Collective, names, sizes, why: bool = False) -> str:
+    """One collective as a student reads it: "an all-gather over 'model'"; with ``why``, for one the code did not
+    ask for itself, what XLA added it for (round 39: a gather for a device_put was told as if written)."""
     article = "an" if c.op[0] in "aeiou" else "a"
     times = f" ({c.times} times)" if c.times and c.times > 1 else ""
-    return f"{article} {c.op} {over_text(axes_of(c, names, sizes))}{times}"
+    added = f" ({added_by_xla(c.origin)})" if why and not c.by_student else ""
+    return f"{article} {c.op} {over_text(axes_of(c, names, sizes))}{times}{added}"
 
 
 def moving(text: str, names, sizes, ops=None) -> list[Collective]:

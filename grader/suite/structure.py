@@ -175,15 +175,11 @@ def listing(found, mesh: tuple | None = None, by_student: bool = False) -> list[
                     for (op, added, over, origin, n, idle) in sorted(unknown)]
 
 
-# What an operation XLA added a collective for is, in the code's words, where its primitive's name is not.
-_ORIGINS = {"sharding_constraint": "a layout the code sets with device_put or with_sharding_constraint"}
-
-
 def source(added: bool, origin: str) -> str:
     """Who asked for a collective: the program (the student's primitive), or XLA's partitioner (for what)."""
     if not added:
         return f"({origin}) " if origin else ""
-    return f"(added by XLA for {_ORIGINS.get(origin, origin)}) " if origin else "(added by XLA) "
+    return f"({meshes.added_by_xla(origin)}) "
 
 
 def _places(found: list[Step], op: str, where: Mesh) -> dict:

@@ -7,6 +7,8 @@ devices; the hidden ones (course.yaml) try the other mesh shapes and read which 
 partitioner added, over which axis, and how much of y each device holds.
 """
 
+from collections import Counter
+
 import numpy as np
 import pytest
 
@@ -43,7 +45,11 @@ def test_compiler_on_another_mesh_shape(student, rng, devices, function):
 
 
 def _ran(moved, sizes) -> str:
-    return " and ".join(meshes.phrase(c, AXES, sizes) for c in moved) or "no collective"
+    """The collectives a program runs, the same one said once with how often; each with what XLA added it for where
+    that is not the product itself (every collective of this task is XLA's; one for a device_put is the code's)."""
+    said = Counter(meshes.phrase(c, AXES, sizes, why=c.origin != "dot_general") for c in moved)
+    return " and ".join(p if k == 1 else f"{k} {p.split(' ', 2)[1]}s {p.split(' ', 2)[2]}"
+                        for p, k in said.items()) or "no collective"
 
 
 @pytest.mark.devices(4, 8)

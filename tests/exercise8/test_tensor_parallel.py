@@ -68,9 +68,9 @@ def test_mlp_runs_one_all_reduce_over_model(student, rng, devices):
     moved = meshes.moving(program.hlo, AXES, sizes)
     gathers = [c for c in moved if c.op == "all-gather"]
     if gathers:
-        raise AssertionError(f"mlp runs {meshes.phrase(gathers[0], AXES, sizes)} {where}: nothing needs gathering. "
-                             "relu(x @ w1_block) gives each device its own columns of the activations, and w2's rows "
-                             "match them: multiply, then add the partial sums over 'model'")
+        raise AssertionError(f"mlp runs {meshes.phrase(gathers[0], AXES, sizes, why=True)} {where}: nothing needs "
+                             "gathering. relu(x @ w1_block) gives each device its own columns of the activations, "
+                             "and w2's rows match them: multiply, then add the partial sums over 'model'")
     if [c.op for c in moved] != ["all-reduce"]:
         ran = " and ".join(meshes.phrase(c, AXES, sizes) for c in moved) or "no collective the answer needs"
         raise AssertionError(f"mlp runs {ran} {where}{hlo.idle_note(program.hlo)}; a forward pass needs exactly one "
