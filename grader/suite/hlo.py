@@ -781,6 +781,30 @@ def overlapped(text: str, smallest: int) -> int | None:
     return total
 
 
+def sends_products(text: str, op: str) -> bool:
+    """Whether every ``op`` collective the answer needs (of the program's own) sends data a product computed (a dot,
+    a convolution or a fusion holding one, followed back through moves by :class:`_Origins`): an all_to_all that
+    passes on partial sums (a reduce-scatter by hand) does; one that passes on blocks of the inputs (a gather by
+    another name, round 41) does not."""
+    comps, entry, flow = _program(text)
+    free, _, loops = _inputs_read(text)
+    origins = _Origins(comps, free)
+    chosen = {(c.computation, c.instruction) for c in select(text, op, by_student=True)}
+    if not chosen:
+        return False
+    for comp, name in chosen:
+        named = {ins.name: ins for ins in comps[comp]}
+        ins = named.get(name)
+        if ins is None or not ins.operands:
+            return False
+        shapes = {i.name: i.shape for i in comps[comp]}
+        came = origins.read(comp, ins)
+        if not came or not all(c == comp and n in named and _product_size(comp, named[n], comps, shapes, free, loops)
+                               for c, n, _ in came):
+            return False
+    return True
+
+
 def in_words(done: int | None) -> str:
     """An :func:`operations` figure in words: "45 arithmetic operations", or, for a loop the compiler cannot
     count, that and how to make it countable (the checks that use it cannot bound such work, so they fail it)."""

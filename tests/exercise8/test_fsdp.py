@@ -96,6 +96,10 @@ def test_fsdp_step_gathers_weights_and_scatters_gradients(student, rng, devices)
                              f"than the whole gradient of w ({w.nbytes} bytes): a reduce-scatter by hand sends each "
                              "device's gradient row blocks to their owners and no more; the batch stays where it is")
     by_hand = kinds == ["all-gather", "all-to-all"]
+    if by_hand and not hlo.sends_products(program.hlo, "all-to-all"):  # round 41: an exchange of inputs by another name
+        raise AssertionError(f"fsdp_step's all-to-all {where} sends blocks of its inputs, which no product computed: a "
+                             "reduce-scatter by hand sends each device's row blocks of its gradient to their owners, "
+                             "to be summed where they arrive; the batch stays where it is")
     if kinds != ["all-gather", "reduce-scatter"] and not by_hand:
         ran = " and ".join(meshes.phrase(c, AXES, sizes) for c in moved) or "no collective"
         others = sorted(set(kinds) - {"all-gather", "reduce-scatter", "all-to-all"})

@@ -54,6 +54,17 @@ WRONG = {
                         '        return both[:, :parts.shape[2]]'),
                 ("import jax\n", "import jax\nimport jax.numpy as jnp\n")), devices="4",
         says=("matmul_case3's all-to-all takes 384 bytes per device where 192 suffice",)),
+    # Round 41 (written apart): both operands gathered by one all_to_all (x's block to everyone, w's column pieces
+    # to their owners), then multiplied: within the partial sum's bytes, but a gather by another name.
+    "case 3: operands gathered by an all_to_all": Wrong(
+        matmuls((CASE3, 'n = lax.axis_size("model")\n        b, dm = xb.shape\n        dm2, f = wb.shape\n'
+                        '        xs = jnp.broadcast_to(xb.reshape(1, -1), (n, b * dm))\n'
+                        '        ws = wb.reshape(dm2, n, f // n).transpose(1, 0, 2).reshape(n, -1)\n'
+                        '        got = lax.all_to_all(jnp.concatenate([xs, ws], axis=1), "model", 0, 0)\n'
+                        '        xfull = got[:, :b * dm].reshape(n, b, dm).transpose(1, 0, 2).reshape(b, n * dm)\n'
+                        '        return xfull @ got[:, b * dm:].reshape(n * dm2, f // n)'),
+                ("import jax\n", "import jax\nimport jax.numpy as jnp\n")), devices="4",
+        says=("matmul_case3 runs an all-to-all over 'model'; it needs exactly one reduce-scatter",)),
     "w used without placing it on the mesh": Wrong(
         matmuls(("        w = jax.device_put(w, NamedSharding(mesh, w_spec))\n", "")), devices="4",
         says=("laid out as P(None, 'model'), but it arrives as P(None, None)", "jax.device_put")),

@@ -361,3 +361,13 @@ ENTRY %main (x: f32[8]) -> (f32[4], f32[4]) {
     # an input handed over in blocks is not held whole by every device: moving it is communication
     split = text.replace("sharding={replicated}", "sharding={devices=[2]<=[2]}")
     assert [(c.instruction, c.computed) for c in hlo.collectives(split)] == [("moved", True), ("sent", True)]
+
+
+def test_an_all_to_all_of_partial_sums_sends_products_and_one_of_inputs_does_not():
+    """Round 41: an all_to_all of x's own blocks (a gather by another name) passed as matmuls' reduce-scatter by
+    hand; only one that passes on what a product computed is one."""
+    summed, gathered = program("all_to_all_of_partial_sums"), program("all_to_all_of_inputs")
+    assert hlo.select(summed, "all-to-all", by_student=True) and hlo.select(gathered, "all-to-all", by_student=True)
+    assert hlo.sends_products(summed, "all-to-all")
+    assert not hlo.sends_products(gathered, "all-to-all")
+    assert not hlo.sends_products(summed, "all-gather")  # none of that kind: nothing is sent

@@ -238,6 +238,22 @@ def ring_matmul_barrier(x, w):
     return pmapped(lambda a, b: _ring_products(a, b, True), "i")(x, w)
 
 
+def _parts_to_owners(v):
+    """One all_to_all over 'i' that sends each device's k-th block of columns of ``v`` to device k."""
+    parts = v.reshape(v.shape[0], DEVICES, -1).transpose(1, 0, 2)
+    return lax.all_to_all(parts, "i", 0, 0)
+
+
+def all_to_all_of_partial_sums(x, w):
+    """A reduce-scatter by hand: each device's partial product, its column blocks sent to their owners and summed."""
+    return pmapped(lambda a, b: _parts_to_owners(a @ b).sum(0), "i")(x, w)
+
+
+def all_to_all_of_inputs(x, w):
+    """A gather by another name: x's block itself sent out in pieces, the product taken after."""
+    return pmapped(lambda a, b: _parts_to_owners(a).reshape(a.shape[0], -1) @ b[:, :a.shape[1]], "i")(x, w)
+
+
 PROGRAMS = {
     "dot_with_squeeze": (dot_with_squeeze, (np.ones(16, np.float32), np.ones(16, np.float32))),
     "merged_psums": (merged_psums, (np.ones((DEVICES, 3), np.float32),)),
@@ -273,6 +289,10 @@ PROGRAMS = {
                                        (np.ones((DEVICES, 2, 3), np.float32), np.ones((DEVICES, 3, 5), np.float32))),
     "ring_matmul_both_ways_merged": (lambda x, w: pmapped(_both_ways_merged, "i")(x, w),
                                      (np.ones((DEVICES, 2, 3), np.float32), np.ones((DEVICES, 3, 5), np.float32))),
+    "all_to_all_of_partial_sums": (all_to_all_of_partial_sums, (np.ones((DEVICES, 2, 3), np.float32),
+                                                                np.ones((DEVICES, 3, 8), np.float32))),
+    "all_to_all_of_inputs": (all_to_all_of_inputs, (np.ones((DEVICES, 2, 8), np.float32),
+                                                    np.ones((DEVICES, 8, 8), np.float32))),
 }
 
 
