@@ -9,6 +9,7 @@ over 'model', each of one block of x, and no other collective.
 import numpy as np
 import pytest
 
+from grader.layout import plural
 from grader.suite import feedback, hlo, meshes, rings, work
 from grader.suite.bypass import Asks
 from grader.suite.differences import Probe, Split
@@ -87,10 +88,12 @@ def test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes(student, rng, device
                              "as it arrives, then pass it on")
     work.expect_products_once(program, "collective_matmul", step // 2, "Multiply the block you hold, then each block "
                               "that arrives, once each, while the next one travels", where)
-    overlapping = hlo.overlapped(program.hlo, step // 2)  # a product of half a block or more (a ring both ways)
+    # beside each step, a product of the block it sends: a whole block one way round, half of one in a ring both ways
+    # (round 41: half of each block multiplied while it travelled, the other halves behind a barrier after the ring)
+    overlapping = hlo.overlapped(program.hlo, step // 2 if both_ways else step)
     if overlapping is not None and overlapping < cols - 1:
         raise AssertionError(f"collective_matmul runs a product while a block travels in only {overlapping} of the "
-                             f"ring's {cols - 1} steps {where} (measured on the compiled program: beside each other "
+                             f"ring's {plural(cols - 1, 'step')} {where} (measured on the compiled program: beside each other "
                              "ppermute, every product needs the block it brings or a later one, or waits for them "
                              "behind an optimization_barrier, or runs in another loop iteration, so it runs after the "
                              "transfer). Multiply the block you hold while you pass it on: in each step, the ppermute "

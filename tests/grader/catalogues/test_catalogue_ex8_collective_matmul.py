@@ -27,6 +27,42 @@ WRONG = {
     "the ring's length from jax.device_count()": Wrong(
         collective_matmul((START, START.replace('lax.axis_size("model")', "jax.device_count()"))), devices="4",
         says=("written for 4 devices", "the axis it runs over has fewer")),
+    # Round 41 (written apart): a one-way ring that multiplies only the first half of each block while it travels,
+    # the other halves behind a barrier after the ring: half a block is what a ring both ways overlaps, not this one.
+    "half of each block multiplied while it travels": Wrong(
+        {"collective_matmul": '''import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+
+def _per_device(xb, wb):
+    """Overlap only the first half of each block's rows with the ring; the second halves after it."""
+    n, me = lax.axis_size("model"), lax.axis_index("model")
+    r = xb.shape[0]
+    h = r // 2
+    first = jnp.zeros((n, h, wb.shape[1]), xb.dtype)
+    second = jnp.zeros((n, r - h, wb.shape[1]), xb.dtype)
+    held, blocks = xb, []
+    for s in range(n):
+        first = first.at[(me - s) % n].set(held[:h] @ wb)
+        blocks.append(held)
+        if s < n - 1:
+            held = lax.ppermute(held, "model", [(i, (i + 1) % n) for i in range(n)])
+    blocks = lax.optimization_barrier(blocks)
+    for s, b in enumerate(blocks):
+        second = second.at[(me - s) % n].set(b[h:] @ wb)
+    return jnp.concatenate([first, second], axis=1).reshape(n * r, wb.shape[1])
+
+
+def collective_matmul(x, w, mesh):
+    x = jax.device_put(x, NamedSharding(mesh, P("model", None)))
+    w = jax.device_put(w, NamedSharding(mesh, P(None, "model")))
+    return jax.shard_map(_per_device, mesh=mesh, in_specs=(P("model", None), P(None, "model")),
+                         out_specs=P(None, "model"))(x, w)
+'''}, devices="4",
+        says=("collective_matmul runs a product while a block travels in only 0 of the ring's 1 step on a 2 x 2",)),
     # Round 14 (written apart): the ring only gathers x, then one product of all the blocks (no step overlaps).
     "the ring gathering x, then one product": Wrong(
         collective_matmul((TAIL, '''    blocks = jnp.zeros((n, *x_block.shape), x_block.dtype).at[me].set(x_block)
