@@ -805,6 +805,25 @@ def sends_products(text: str, op: str) -> bool:
     return True
 
 
+def feeds_products(text: str, op: str) -> bool:
+    """Whether a product (a dot, a convolution, a multiply of two computed values, or a fusion or call holding one)
+    reads, directly or through any computation, what an ``op`` collective of the program's own returns, in the
+    computation it runs in. A reduce-scatter by hand sums what arrives and multiplies none of it; a gather by an
+    all_to_all multiplies what it brought (round 42: its blocks first multiplied by one, so that it sent "products")."""
+    comps, _, _ = _program(text)
+    free, _, loops = _inputs_read(text)
+    for c in select(text, op, by_student=True):
+        instrs = comps.get(c.computation, [])
+        shapes = {i.name: i.shape for i in instrs}
+        reached = {c.instruction}
+        for ins in instrs:  # printed in an order where every operand comes before its users
+            if ins.name not in reached and any(o in reached for o in ins.operands):
+                if _product_size(c.computation, ins, comps, shapes, free, loops):
+                    return True
+                reached.add(ins.name)
+    return False
+
+
 def in_words(done: int | None) -> str:
     """An :func:`operations` figure in words: "45 arithmetic operations", or, for a loop the compiler cannot
     count, that and how to make it countable (the checks that use it cannot bound such work, so they fail it)."""

@@ -85,10 +85,11 @@ def _wrong_collective(case, moved, sizes, blocks, text) -> str | None:
     ops = sorted(c.op for c in moved)
     if ops == ([op] if op else []):
         return _wrong_place(case, moved, sizes, blocks) if op else None
-    if op == "reduce-scatter" and ops == ["all-to-all"] and hlo.sends_products(text, "all-to-all"):
+    if op == "reduce-scatter" and ops == ["all-to-all"] and hlo.sends_products(text, "all-to-all") \
+            and not hlo.feeds_products(text, "all-to-all"):
         # a reduce-scatter by hand (round 36, as fsdp accepts it): each device's blocks of its partial sum sent to
         # their owners by one all_to_all, no more than the partial sum, then summed where they arrive; one that sends
-        # blocks of x and w is a gather by another name (round 41)
+        # blocks of x and w (round 41), or multiplies what arrives (round 42), is a gather by another name
         return _wrong_place(case, moved, sizes, blocks)
     if case == "matmul_case3" and ops == ["all-reduce"]:
         return (f"{case} runs {ran}: an all-reduce where a reduce-scatter suffices. Every device receives the whole "

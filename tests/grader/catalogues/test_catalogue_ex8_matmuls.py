@@ -65,6 +65,18 @@ WRONG = {
                         '        return xfull @ got[:, b * dm:].reshape(n * dm2, f // n)'),
                 ("import jax\n", "import jax\nimport jax.numpy as jnp\n")), devices="4",
         says=("matmul_case3 runs an all-to-all over 'model'; it needs exactly one reduce-scatter",)),
+    # Round 42 (written apart): the same gather, its blocks first multiplied by a one made of x, so that what the
+    # all_to_all sends counts as computed by a product; what arrives is multiplied all the same.
+    "case 3: operands gathered by an all_to_all, sent as 'products'": Wrong(
+        matmuls((CASE3, 'n = lax.axis_size("model")\n        b, dm = xb.shape\n        dm2, f = wb.shape\n'
+                        '        one = xb[0, 0] * 0 + 1\n'
+                        '        xs = jnp.broadcast_to(xb.reshape(1, -1), (n, b * dm)) * one\n'
+                        '        ws = wb.reshape(dm2, n, f // n).transpose(1, 0, 2).reshape(n, -1) * one\n'
+                        '        got = lax.all_to_all(jnp.concatenate([xs, ws], axis=1), "model", 0, 0)\n'
+                        '        xfull = got[:, :b * dm].reshape(n, b, dm).transpose(1, 0, 2).reshape(b, n * dm)\n'
+                        '        return xfull @ got[:, b * dm:].reshape(n * dm2, f // n)'),
+                ("import jax\n", "import jax\nimport jax.numpy as jnp\n")), devices="4",
+        says=("matmul_case3 runs an all-to-all over 'model'; it needs exactly one reduce-scatter",)),
     "w used without placing it on the mesh": Wrong(
         matmuls(("        w = jax.device_put(w, NamedSharding(mesh, w_spec))\n", "")), devices="4",
         says=("laid out as P(None, 'model'), but it arrives as P(None, None)", "jax.device_put")),

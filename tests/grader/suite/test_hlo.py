@@ -371,3 +371,5 @@ def test_an_all_to_all_of_partial_sums_sends_products_and_one_of_inputs_does_not
     assert hlo.sends_products(summed, "all-to-all")
     assert not hlo.sends_products(gathered, "all-to-all")
     assert not hlo.sends_products(summed, "all-gather")  # none of that kind: nothing is sent
+    # round 42: what arrives is multiplied (a gather), or only added up (a reduce-scatter by hand)
+    assert hlo.feeds_products(gathered, "all-to-all") and not hlo.feeds_products(summed, "all-to-all")

@@ -199,7 +199,7 @@ ENTRY %main (p: f32[4], q: f32[6]) -> (f32[4], f32[6]) {
 # --- every CPU rule holds on the GPU's asynchronous form ----------------------------------------
 
 _COLLECTIVE_LINE = re.compile(r"^(\s*)(ROOT\s+)?%?([\w.\-]+) = (.*?) "
-                              r"(all-reduce|all-gather|collective-permute|reduce-scatter)\((.*)$")
+                              r"(all-reduce|all-gather|collective-permute|reduce-scatter|all-to-all)\((.*)$")
 
 
 def async_form(text: str) -> str:
@@ -218,7 +218,7 @@ def async_form(text: str) -> str:
         sent = ", ".join(shapes[o] for o in operands[name])
         start_type = {"all-reduce": result, "all-gather": f"({sent}, {result})",
                       "collective-permute": f"({sent}, {result}, u32[], u32[])",
-                      "reduce-scatter": f"(({sent}), {result})"}[op]
+                      "reduce-scatter": f"(({sent}), {result})", "all-to-all": f"(({sent}), {result})"}[op]
         lines.append(f"{indent}%{name}.start = {start_type} {op}-start({rest}")
         lines.append(f"{indent}{root or ''}%{name} = {result} {op}-done(%{name}.start)")
     return "\n".join(lines) + "\n"
@@ -241,7 +241,7 @@ def test_the_gpu_form_of_every_cpu_program_reads_as_the_cpu_one(name):
 
 def test_the_async_form_covers_every_kind_of_collective_the_cpu_fixtures_have():
     kinds = {c.op for name in CPU_FIXTURES for c in hlo.collectives((DATA / "hlo" / f"{name}.txt").read_text())}
-    assert kinds == {"all-reduce", "all-gather", "collective-permute", "reduce-scatter"}
+    assert kinds == {"all-reduce", "all-gather", "collective-permute", "reduce-scatter", "all-to-all"}
 
 
 def test_a_cpu_module_is_left_as_it_is():
