@@ -15,9 +15,14 @@ class _MeshSetInTrace:
     """``jax.set_mesh(mesh)`` without its refusal inside jit: it swaps the same two contexts JAX's own does (the
     abstract and the concrete mesh; none for ``None``), and puts them back as a context manager."""
 
+    set: list = []  # the meshes set meanwhile, in order (meshes_settable empties it)
+
     def __init__(self, mesh):
         from jax._src import config
         from jax._src.mesh import empty_abstract_mesh, empty_concrete_mesh
+
+        if mesh is not None:
+            _MeshSetInTrace.set.append(mesh)
 
         self._config = config
         self._abstract = config.abstract_mesh_context_manager.swap_local(
@@ -34,16 +39,24 @@ class _MeshSetInTrace:
 
 @contextlib.contextmanager
 def meshes_settable():
-    """While the student's function is traced: ``jax.set_mesh`` (and ``jax.sharding.set_mesh``) as
-    :class:`_MeshSetInTrace`; JAX's own again after."""
+    """While the student's function is traced (and exported, which may trace it again): ``jax.set_mesh`` (and
+    ``jax.sharding.set_mesh``) as :class:`_MeshSetInTrace`; JAX's own again after, and the meshes in context as
+    they were, also where the function set one with a plain call, never put back (round 42). Yields the list of
+    the meshes the function sets, in order: a program typed with Explicit axes is exported in its mesh."""
     import jax
+    from jax._src import config
 
     owners = [m for m in (jax, jax.sharding) if getattr(m, "set_mesh", None) is not None]
     own = {m: m.set_mesh for m in owners}
+    contexts = (config.abstract_mesh_context_manager, config.device_context)
+    were = [c.get_local() for c in contexts]
     for m in owners:
         m.set_mesh = _MeshSetInTrace
+    _MeshSetInTrace.set = []
     try:
-        yield
+        yield _MeshSetInTrace.set
     finally:
         for m, setter in own.items():
             m.set_mesh = setter
+        for c, was in zip(contexts, were):
+            c.set_local(was)

@@ -70,14 +70,21 @@ def abstract_inputs(specs):
 
 def export_program(fn, specs: tuple, name: str) -> np.ndarray:
     """``jax.jit(fn)`` traced from the shapes and dtypes ``specs``, as written (its own layouts kept,
-    :mod:`grader.sandbox.program_as_written`), exported and serialized: the bytes as a uint8 array."""
+    :mod:`grader.sandbox.program_as_written`), exported and serialized: the bytes as a uint8 array. Exporting may
+    trace the function again, so ``jax.set_mesh`` works in both (grader.sandbox.mesh_in_trace)."""
+    with meshes_settable() as set_meshes:
+        return _exported(fn, specs, name, set_meshes)
+
+
+def _exported(fn, specs: tuple, name: str, set_meshes: list) -> np.ndarray:
+    import contextlib
+
     import jax
 
     inputs = abstract_inputs(specs)
     jitted = jax.jit(fn)
     try:
-        with meshes_settable():  # the student's Python runs here: what it raises is the student's own failure
-            traced = jitted.trace(*inputs)
+        traced = jitted.trace(*inputs)  # the student's Python runs here: what it raises is the student's own failure
     except (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError,
             jax.errors.TracerArrayConversionError) as exc:
         raise _needs_values(exc, name) from None
@@ -88,8 +95,9 @@ def export_program(fn, specs: tuple, name: str) -> np.ndarray:
                 return np.frombuffer(bytes(jax.export.export(jax.jit(written))(*inputs).serialize()), dtype=np.uint8)
         except Exception:  # noqa: BLE001 - the plain export below tells a refusal of the program itself
             pass
-    try:
-        return np.frombuffer(bytes(jax.export.export(jitted)(*inputs).serialize()), dtype=np.uint8)
+    try:  # in the mesh the function set, where it set one: its Explicit types name that mesh's axes
+        with jax.set_mesh(set_meshes[-1]) if set_meshes else contextlib.nullcontext():
+            return np.frombuffer(bytes(jax.export.export(jitted)(*inputs).serialize()), dtype=np.uint8)
     except Exception as exc:  # noqa: BLE001 - past tracing, a refusal is the program's, not a crash
         if student_frame(exc.__traceback__) is not None:
             raise
