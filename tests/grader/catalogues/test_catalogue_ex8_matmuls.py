@@ -15,6 +15,21 @@ def matmuls(*edits):
     return {"matmuls": mutate("matmuls", *edits, exercise="exercise8")}
 
 
+A2A_GATHER = "matmul_case3 runs an all-to-all over 'model'; it needs exactly one reduce-scatter"
+
+
+def gathered_by_all_to_all(first: str = "", scaled: str = "") -> dict:
+    """matmuls with case 3's operands gathered by one all_to_all and multiplied after (``first``: a line before,
+    ``scaled``: what the blocks sent are multiplied by)."""
+    return matmuls((CASE3, 'n = lax.axis_size("model")\n        b, dm = xb.shape\n        dm2, f = wb.shape\n' + first +
+                           f'        xs = jnp.broadcast_to(xb.reshape(1, -1), (n, b * dm)){scaled}\n'
+                           f'        ws = wb.reshape(dm2, n, f // n).transpose(1, 0, 2).reshape(n, -1){scaled}\n'
+                           '        got = lax.all_to_all(jnp.concatenate([xs, ws], axis=1), "model", 0, 0)\n'
+                           '        xfull = got[:, :b * dm].reshape(n, b, dm).transpose(1, 0, 2).reshape(b, n * dm)\n'
+                           '        return xfull @ got[:, b * dm:].reshape(n * dm2, f // n)'),
+                   ("import jax\n", "import jax\nimport jax.numpy as jnp\n"))
+
+
 WRONG = {
     "case 3: an all-reduce, then keeping its columns": Wrong(
         matmuls((CASE3, 'y = lax.psum(xb @ wb, "model")' + MY_COLUMNS)), devices="4",
@@ -56,27 +71,12 @@ WRONG = {
         says=("matmul_case3's all-to-all takes 384 bytes per device where 192 suffice",)),
     # Round 41 (written apart): both operands gathered by one all_to_all (x's block to everyone, w's column pieces
     # to their owners), then multiplied: within the partial sum's bytes, but a gather by another name.
-    "case 3: operands gathered by an all_to_all": Wrong(
-        matmuls((CASE3, 'n = lax.axis_size("model")\n        b, dm = xb.shape\n        dm2, f = wb.shape\n'
-                        '        xs = jnp.broadcast_to(xb.reshape(1, -1), (n, b * dm))\n'
-                        '        ws = wb.reshape(dm2, n, f // n).transpose(1, 0, 2).reshape(n, -1)\n'
-                        '        got = lax.all_to_all(jnp.concatenate([xs, ws], axis=1), "model", 0, 0)\n'
-                        '        xfull = got[:, :b * dm].reshape(n, b, dm).transpose(1, 0, 2).reshape(b, n * dm)\n'
-                        '        return xfull @ got[:, b * dm:].reshape(n * dm2, f // n)'),
-                ("import jax\n", "import jax\nimport jax.numpy as jnp\n")), devices="4",
-        says=("matmul_case3 runs an all-to-all over 'model'; it needs exactly one reduce-scatter",)),
+    "case 3: operands gathered by an all_to_all": Wrong(gathered_by_all_to_all(), devices="4",
+                                                      says=(A2A_GATHER,)),
     # Round 42 (written apart): the same gather, its blocks first multiplied by a one made of x, so that what the
     # all_to_all sends counts as computed by a product; what arrives is multiplied all the same.
     "case 3: operands gathered by an all_to_all, sent as 'products'": Wrong(
-        matmuls((CASE3, 'n = lax.axis_size("model")\n        b, dm = xb.shape\n        dm2, f = wb.shape\n'
-                        '        one = xb[0, 0] * 0 + 1\n'
-                        '        xs = jnp.broadcast_to(xb.reshape(1, -1), (n, b * dm)) * one\n'
-                        '        ws = wb.reshape(dm2, n, f // n).transpose(1, 0, 2).reshape(n, -1) * one\n'
-                        '        got = lax.all_to_all(jnp.concatenate([xs, ws], axis=1), "model", 0, 0)\n'
-                        '        xfull = got[:, :b * dm].reshape(n, b, dm).transpose(1, 0, 2).reshape(b, n * dm)\n'
-                        '        return xfull @ got[:, b * dm:].reshape(n * dm2, f // n)'),
-                ("import jax\n", "import jax\nimport jax.numpy as jnp\n")), devices="4",
-        says=("matmul_case3 runs an all-to-all over 'model'; it needs exactly one reduce-scatter",)),
+        gathered_by_all_to_all("        one = xb[0, 0] * 0 + 1\n", " * one"), devices="4", says=(A2A_GATHER,)),
     "w used without placing it on the mesh": Wrong(
         matmuls(("        w = jax.device_put(w, NamedSharding(mesh, w_spec))\n", "")), devices="4",
         says=("laid out as P(None, 'model'), but it arrives as P(None, None)", "jax.device_put")),
