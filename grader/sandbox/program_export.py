@@ -88,6 +88,7 @@ def _exported(fn, specs: tuple, name: str, set_meshes: list) -> np.ndarray:
     except (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError,
             jax.errors.TracerArrayConversionError) as exc:
         raise _needs_values(exc, name) from None
+    set_meshes = list(set_meshes)  # the student's own: the as-written export below sets one of the grader's
     written = program_as_written.function(traced)
     if written is not None:
         try:  # as written; where JAX cannot export that, the program as jit reads it
