@@ -18,7 +18,7 @@ def matmuls(*edits):
 A2A_GATHER = "matmul_case3 runs an all-to-all over 'model'; it needs exactly one reduce-scatter"
 
 
-def gathered_by_all_to_all(first: str = "", scaled: str = "") -> dict:
+def gathered_by_all_to_all(first: str, scaled: str) -> dict:
     """matmuls with case 3's operands gathered by one all_to_all and multiplied after (``first``: a line before,
     ``scaled``: what the blocks sent are multiplied by)."""
     return matmuls((CASE3, 'n = lax.axis_size("model")\n        b, dm = xb.shape\n        dm2, f = wb.shape\n' + first +
@@ -69,12 +69,10 @@ WRONG = {
                         '        return both[:, :parts.shape[2]]'),
                 ("import jax\n", "import jax\nimport jax.numpy as jnp\n")), devices="4",
         says=("matmul_case3's all-to-all takes 384 bytes per device where 192 suffice",)),
-    # Round 41 (written apart): both operands gathered by one all_to_all (x's block to everyone, w's column pieces
-    # to their owners), then multiplied: within the partial sum's bytes, but a gather by another name.
-    "case 3: operands gathered by an all_to_all": Wrong(gathered_by_all_to_all(), devices="4",
-                                                      says=(A2A_GATHER,)),
-    # Round 42 (written apart): the same gather, its blocks first multiplied by a one made of x, so that what the
-    # all_to_all sends counts as computed by a product; what arrives is multiplied all the same.
+    # Rounds 41 and 42 (written apart): both operands gathered by one all_to_all (x's block to everyone, w's column
+    # pieces to their owners), then multiplied: within the partial sum's bytes, but a gather by another name; its
+    # blocks first multiplied by a one made of x, so that what it sends counts as computed by a product (the plain
+    # form, which sends no product, is tests/grader/suite/test_hlo.py's all_to_all_of_inputs).
     "case 3: operands gathered by an all_to_all, sent as 'products'": Wrong(
         gathered_by_all_to_all("        one = xb[0, 0] * 0 + 1\n", " * one"), devices="4", says=(A2A_GATHER,)),
     "w used without placing it on the mesh": Wrong(
