@@ -6,6 +6,7 @@ the script prints one JSON object, which is returned.
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -21,3 +22,10 @@ def run_json(script: str, timeout: float = 180, **fields) -> dict:
                           env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
+
+
+@functools.cache
+def run_json_once(script: str) -> dict:
+    """:func:`run_json` of ``script``, run once per test process: the tests of a file that read the same figures
+    share one JAX process."""
+    return run_json(script)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import functools
-
-from jax_script import run_json
+from jax_script import run_json_once
 
 RUN = """
 import json, sys
@@ -63,13 +61,9 @@ print(json.dumps(out))
 """
 
 
-@functools.cache
-def _run() -> dict:
-    return run_json(RUN)
-
 
 def test_set_mesh_inside_a_traced_function_works_while_the_grader_traces_it_and_jax_refuses_it_again_after():
-    out = _run()
+    out = run_json_once(RUN)
     assert "can only be used outside of `jax.jit`" in out["refused by JAX"]
     assert out["sharding"] == "P('data',)" and out["values"] == [4.0] * 4
     assert out["after"] == "()"  # the context the trace set is put back
@@ -77,6 +71,6 @@ def test_set_mesh_inside_a_traced_function_works_while_the_grader_traces_it_and_
 
 
 def test_a_mesh_set_by_a_plain_call_or_typed_into_explicit_arrays_is_exported_and_put_back():
-    out = _run()
+    out = run_json_once(RUN)
     assert out["left set"] and out["left set, after"] == "()"  # exported, and no mesh left set in the worker
     assert out["explicit"] and out["explicit, after"] == "()"  # exported in the mesh the function set

@@ -4,9 +4,7 @@ is handed it and slices its part inside, whatever calls and loops lie between.""
 
 from __future__ import annotations
 
-import functools
-
-from jax_script import run_json
+from jax_script import run_json, run_json_once
 
 RUN = """
 import json, sys
@@ -146,14 +144,9 @@ print(json.dumps({{fn.__name__: shares(fn) for fn in (blocks, whole_then_sliced,
 """
 
 
-@functools.cache
-def _found() -> dict:
-    """The script's shares, measured once for the tests that read them (one JAX process)."""
-    return run_json(RUN)
-
 
 def test_each_input_is_followed_to_what_a_device_receives():
-    found = _found()
+    found = run_json_once(RUN)
     assert found["blocks"] == [["x", 0.25, "received"], ["y", 0.25, "received"]]
     assert found["whole_then_sliced"] == [["x", 1.0, "received"], ["y", 1.0, "received"]]
     assert found["y_whole_in_a_jit_in_a_loop"] == [["x", 0.25, "received"], ["y", 1.0, "received"]]
@@ -169,7 +162,7 @@ def test_inputs_mixed_into_one_value_are_each_received_whole():
     all of y, and so does each half of their stack taken apart again; stacked and split in blocks they are
     not (laid out by a sharding constraint or not); x's blocks scaled by an element of y add, beside y's own
     block, their part of y: half a block's bytes each (within 1.5 times a block)."""
-    found = _found()
+    found = run_json_once(RUN)
     assert found["mixed_whole"] == [["x", 1.0, "arrived"], ["y", 1.0, "arrived"]]  # y + 0 * x: computed on, whole
     assert found["stacked_then_taken_apart_whole"] == [["x", 1.0, "received"], ["y", 1.0, "received"]]
     assert found["stacked_blocks"] == [["x", 0.25, "received"], ["y", 0.25, "received"]]
@@ -180,7 +173,7 @@ def test_inputs_mixed_into_one_value_are_each_received_whole():
 def test_an_input_handed_over_in_pieces_or_through_a_branch_is_received_whole():
     """Each device handed all the blocks of x and y as separate arguments receives them whole, as it does
     when x and y come out of a lax.cond whose branches close over them (its operand, the predicate, holds none)."""
-    found = _found()
+    found = run_json_once(RUN)
     assert found["in_pieces"] == [["x", 1.0, "received"], ["y", 1.0, "received"]]
     # each block handed whole to every device, a pmap per block: the pieces add up to all of x; the same blocks
     # handed to two pmaps are still one block each (and a pmap's result handed on is no piece of x)

@@ -4,9 +4,7 @@ code only combines what was computed around it, whatever calls, loops and partit
 
 from __future__ import annotations
 
-import functools
-
-from jax_script import run_json
+from jax_script import run_json_once
 
 from grader.sandbox import program_outside
 
@@ -89,14 +87,9 @@ print(json.dumps(found))
 """
 
 
-@functools.cache
-def _found() -> dict:
-    """The script's figures, measured once for the tests below (one JAX process)."""
-    return run_json(RUN)
-
 
 def test_work_inside_the_per_device_code_is_not_outside_and_work_around_it_is():
-    found = _found()
+    found = run_json_once(RUN)
     # (outside, spread over the 4 devices; inside, one device's): 10 products and 10 elements summed per device
     assert found["inside"] == [0, 10 + 10]  # the same jitted product, called from inside the pmap
     assert found["inside_a_composite"] == found["inside"]  # a jax.lax.composite read as the call of its body
@@ -105,14 +98,14 @@ def test_work_inside_the_per_device_code_is_not_outside_and_work_around_it_is():
 
 
 def test_a_loop_outside_counts_every_iteration_a_branch_counts_and_an_unknown_length_is_not_guessed():
-    found = _found()
+    found = run_json_once(RUN)
     assert 3 * 40 // 4 <= found["outside_in_a_loop"][0] < 4 * 40 // 4  # three products of 40 (and the counter)
     assert found["outside_in_a_branch"][0] >= 40 // 4
     assert found["outside_in_a_loop_of_unknown_length"] == [None, 10 + 10]
 
 
 def test_arithmetic_on_indices_alone_is_no_work_through_calls_and_the_same_function_on_data_is():
-    found = _found()
+    found = run_json_once(RUN)
     assert found["indices_in_a_function"] == [0, 10 + 10]  # iotas shifted and clamped, in called functions
     assert found["the_same_function_on_data"] == [40 // 4, 10 + 10]  # shifted(x): x's 40 elements, once
 
