@@ -15,14 +15,14 @@ class _MeshSetInTrace:
     """``jax.set_mesh(mesh)`` without its refusal inside jit: it swaps the same two contexts JAX's own does (the
     abstract and the concrete mesh; none for ``None``), and puts them back as a context manager."""
 
-    set: list = []  # the meshes set meanwhile, in order (meshes_settable empties it)
+    meshes: list = []  # the meshes set meanwhile, in order (meshes_settable starts a new list)
 
     def __init__(self, mesh):
         from jax._src import config
         from jax._src.mesh import empty_abstract_mesh, empty_concrete_mesh
 
         if mesh is not None:
-            _MeshSetInTrace.set.append(mesh)
+            _MeshSetInTrace.meshes.append(mesh)
 
         self._config = config
         self._abstract = config.abstract_mesh_context_manager.swap_local(
@@ -52,9 +52,9 @@ def meshes_settable():
     were = [c.get_local() for c in contexts]
     for m in owners:
         m.set_mesh = _MeshSetInTrace
-    _MeshSetInTrace.set = []
+    _MeshSetInTrace.meshes = []
     try:
-        yield _MeshSetInTrace.set
+        yield _MeshSetInTrace.meshes
     finally:
         for m, setter in own.items():
             m.set_mesh = setter

@@ -19,6 +19,8 @@ cannot carry, such as a host callback (``not_exportable``).
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from grader.errors import StudentFailure
@@ -77,8 +79,6 @@ def export_program(fn, specs: tuple, name: str) -> np.ndarray:
 
 
 def _exported(fn, specs: tuple, name: str, set_meshes: list) -> np.ndarray:
-    import contextlib
-
     import jax
 
     inputs = abstract_inputs(specs)

@@ -497,8 +497,9 @@ RULES: tuple[Rule, ...] = (
     Rule("psum_scatter", re.compile(r"scatter dimension size (?P<size>\d+) must be divisible by shard_count "
                                     r"(?P<parts>\d+)"), _scatter),
     Rule("unhashable static argument", re.compile(r"Non-hashable static arguments are not supported.*?(?:Static "
-                                                  r"argument \(index (?P<index>\d+)\) of type <class '(?P<type>[\w.]+)'>|"
-                                                  r"an object of type <class '(?P<other>[\w.]+)'>)", re.S),
+                                                  r"argument \(index (?P<index>\d+)\) of type "
+                                                  r"<class '(?P<type>[\w.]+)'>|an object of type "
+                                                  r"<class '(?P<other>[\w.]+)'>)", re.S),
          _unhashable_static),
     Rule("contraction", re.compile(r"dot_general requires contracting dimensions to have the same shape, got "
                                    r"\((?P<a>\d+),?\) and \((?P<b>\d+),?\)"), _contraction),

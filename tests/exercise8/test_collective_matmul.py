@@ -93,10 +93,10 @@ def test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes(student, rng, device
     overlapping = hlo.overlapped(program.hlo, step // 2 if both_ways else step)
     if overlapping is not None and overlapping < cols - 1:
         raise AssertionError(f"collective_matmul runs a product while a block travels in only {overlapping} of the "
-                             f"ring's {plural(cols - 1, 'step')} {where} (measured on the compiled program: beside each other "
-                             "ppermute, every product needs the block it brings or a later one, or waits for them "
-                             "behind an optimization_barrier, or runs in another loop iteration, so it runs after the "
-                             "transfer). Multiply the block you hold while you pass it on: in each step, the ppermute "
+                             f"ring's {plural(cols - 1, 'step')} {where} (measured on the compiled program: beside "
+                             "each other ppermute, every product needs the block it brings or a later one, or waits "
+                             "for them behind an optimization_barrier, or runs in another loop iteration, so it runs "
+                             "after the transfer). Multiply the block you hold while you pass it on: in each step, the ppermute "
                              "sends a block and a product multiplies that same block (in a lax.fori_loop, both in one "
                              "iteration; the block that arrives is multiplied in the next)")
     work.expect_share_of_work(program, "collective_matmul", "each device multiplies the block of x it holds by its "
