@@ -79,6 +79,26 @@ def test_a_layouts_workers_get_the_settings_of_the_backend_it_is_placed_on():
     assert gpu_only.for_layout(Layout(4)) is gpu_only  # --backend gpu: the case is not run here, not moved
 
 
+@pytest.fixture
+def no_tcp(monkeypatch):
+    """A machine whose sandbox has no network stack: every AF_INET socket is refused (the lent TPU machine)."""
+    def refused(*args, **kwargs):
+        raise OSError(97, "Address family not supported by protocol")
+
+    backends.no_localhost_tcp.cache_clear()
+    monkeypatch.setattr(backends.socket, "socket", refused)
+    yield
+    backends.no_localhost_tcp.cache_clear()
+
+
+def test_without_localhost_tcp_multi_process_layouts_are_not_run_here_on_every_backend(no_tcp):
+    said = ("multi-process layouts need a TCP port on localhost, which this machine does not give (Address family "
+            "not supported by protocol)")
+    for backend in (EMULATED, resolve("auto", TPU_V5E), resolve("auto", TWO_GPUS), resolve("gpu", TWO_GPUS)):
+        assert backend.unavailable(2, processes=2) == said  # not the reference's "result could not be checked"
+        assert backend.unavailable(2) is None and backend.unavailable(1, processes=None) is None
+
+
 def test_auto_on_a_tpu_runs_odd_chip_counts_and_process_layouts_emulated():
     tpu = resolve("auto", TPU_V3)
     assert tpu.placed(2) is tpu and tpu.placed(8) is tpu
