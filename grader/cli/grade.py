@@ -101,7 +101,8 @@ def _grade(name, *, course=None, submission, tasks, devices, seed, fmt, output, 
         _write(text, output)
         timeline.span("grader", "draw and write the report", drawing, time.monotonic())
         if output:
-            click.echo(f"{name}: {score.total:g} / {score.max_total:g} ({score.percent:.0f}%), seed {report.run.seed}; "
+            share = f" ({score.percent:.0f}%)" if score.max_total else ""
+            click.echo(f"{name}: {score.points_text()}{share}, seed {report.run.seed}; "
                        f"report written to {output}", err=True)
         if fail_under is not None and score.percent < fail_under:
             sys.exit(EXIT_BELOW)

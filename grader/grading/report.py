@@ -19,6 +19,7 @@ from grader.grading.printed import printed
 from grader.grading.runner import RunResult
 from grader.grading.scoring import Score
 from grader.layout import number, summary
+from grader.workers.backends import EMULATED
 from grader.grading.sanitise import terminal
 
 SCHEMA = "pmap-course/report"
@@ -174,7 +175,7 @@ def _ran_on(run: RunResult) -> str:
     """The configurations that ran; under --backend auto with some on the accelerators and some emulated,
     which ran where: "NVIDIA H200, 1 on this machine (1 device) and emulated CPU devices (2, 4, 8 devices)"."""
     places = dict.fromkeys(p["where"] for p in run.placement)
-    if len(places) < 2:
+    if len(places) < 2 and not (run.devices_here and EMULATED.describe() in places):  # all emulated, none here
         return summary((c.devices, c.processes) for c in run.cases if c.outcome != "skipped") or "no devices"
     layouts = {where: [(p["devices"], p["processes"]) for p in run.placement if p["where"] == where] for where in places}
     return " and ".join(f"{where} ({summary(ran)})" for where, ran in layouts.items())

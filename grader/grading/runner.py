@@ -191,7 +191,7 @@ def grade(course: Course, exercise: Exercise, submission: Submission, devices=No
         sandbox = confinement.combine(pool.sandbox_records)
         result = RunResult(exercise=exercise, submission=submission, seed=seed, backend=backend.name,
                            cases=plugin.cases, devices=tuple(devices) if devices else None,
-                           info={"platform": backend.platform, "device_kind": backend.kind, **pool.info()},
+                           info={**pool.info(), "platform": backend.platform, "device_kind": backend.kind},
                            wall_s=time.perf_counter() - started, worker_s=pool.worker_seconds,
                            start_s=pool.start_seconds,
                            grader_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,

@@ -87,7 +87,10 @@ def test_fail_under_output_and_exit_codes(tmp_path):
                      "--output", str(out))
     assert proc.returncode == 1
     assert proc.stdout == "" and "report written to" in proc.stderr
+    assert re.search(r"exercise7: 0 / [\d.]+ \(0%\), seed", proc.stderr)
     assert json.loads(out.read_text())["score"] == 0
+    proc = run_grade("exercise7", "--task", "ring_optimal", "--devices", "4", "--output", str(out))
+    assert "exercise7: 0 extra credit, seed" in proc.stderr  # no maximum to take a share of (a TPU run said "0 / 0")
     proc = run_grade("exercise7", "--task", "dot", "--devices", "1", "--fail-under", "100", "--submission", "solutions")
     assert proc.returncode == 0, proc.stderr
 

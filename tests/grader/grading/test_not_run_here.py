@@ -93,9 +93,10 @@ def test_auto_on_one_gpu_grades_every_case_and_says_where_each_ran():
         {"devices": 4, "processes": None, "backend": "cpu", "where": "emulated CPU devices"}]
     assert "not run here" not in text and "maximum scaled" not in text
     assert "ran on fake GPU, 1 on this machine (1 device) and emulated CPU devices (2, 4 devices)" in text
+    assert "backend gpu (fake GPU, 1 on this machine, jax " in text  # the machine's, not an emulated worker's "cpu"
 
 
-def test_ran_on_is_said_per_place_only_when_the_run_used_two():
+def test_ran_on_names_the_places_when_the_run_used_two_or_only_emulated_ones_on_an_accelerator():
     cases = [_case("t", 1, "passed"), _case("t", 8, "passed")]
     ts = score_task(_task(), cases)
     exercise = course.Exercise("exercise7", "T", (ts.task,), "tests/exercise7", "exercises/exercise7",
@@ -103,7 +104,10 @@ def test_ran_on_is_said_per_place_only_when_the_run_used_two():
     one_place = [{"devices": d, "processes": None, "backend": "cpu", "where": "emulated CPU devices"} for d in (1, 8)]
     run = RunResult(exercise=exercise, submission=Submission("s", "s", ()), seed=1, backend="gpu", cases=cases,
                     info={"device_kind": "NVIDIA H200"}, devices_here=1, placement=one_place)
+    run.backend, run.devices_here = "cpu", None
     assert "ran on 1, 8 devices ·" in to_text(run, Score([ts]), "course")
+    run.backend, run.devices_here = "gpu", 1  # a GPU machine whose cases all ran emulated says so (a TPU run did not)
+    assert "ran on emulated CPU devices (1, 8 devices) ·" in to_text(run, Score([ts]), "course")
     run.placement[0].update(backend="gpu", where="NVIDIA H200, 1 on this machine")
     assert "ran on NVIDIA H200, 1 on this machine (1 device) and emulated CPU devices (8 devices)" in \
         to_text(run, Score([ts]), "course")
