@@ -63,6 +63,13 @@ WRONG = {
     grad = n * 2 * columns.T @ jnp.concatenate(halves, axis=1) / (n * residual.size)
     loss = jnp.mean(residual ** 2)''')), devices="4",
         says=("all-to-alls move", "more than the whole gradient of w", "the batch stays where it is")),
+    # the one rule matmuls case 3 measures (round 42 there): what a reduce-scatter by hand brings is summed, never
+    # multiplied; here what arrives is multiplied by a one made of x, as a disguised gather's blocks would be
+    "what the all_to_all brings multiplied": Wrong(fsdp(
+        (GRAD, WHOLE_GRADIENT),
+        (UPDATE, 'grad = lax.all_to_all(grad.reshape(n, w_shard.shape[0], -1), "data", 0, 0).sum(0) * (x[0, 0] * 0 + 1)\n'
+                 '    return w_shard - lr * grad / n, lax.pmean(loss, "data")')), devices="4",
+        says=("fsdp_step multiplies what its all-to-all brings", "only sums the gradient row blocks that arrive")),
     "new parameters gathered whole": Wrong(fsdp(
         (UPDATE, 'new = lax.all_gather(w_shard - lr * grad / n, "data", axis=0, tiled=True)\n'
                  '    return new, lax.pmean(loss, "data")'),
