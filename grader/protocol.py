@@ -92,6 +92,23 @@ class ArraySpec:
     dtype: str
 
 
+@dataclass(frozen=True)
+class PerProcess:
+    """A request's argument of which each process of a multi-process layout gets only its own element
+    (``values[i]`` for process i; grader.workers.group). A process runs student code, which can read anything
+    in its own memory: data meant for the other processes must never reach it (round 44: a global_mean walked
+    up the stack to the probe's list of every process's rows and computed the mean with no communication)."""
+
+    values: tuple
+
+
+def for_process(request: dict, process: int) -> dict:
+    """``request`` ({"args": ..., "kwargs": ...}) as process ``process`` receives it: each :class:`PerProcess`
+    argument replaced by its own element."""
+    own = (lambda v: v.values[process] if isinstance(v, PerProcess) else v)
+    return {"args": tuple(map(own, request["args"])), "kwargs": {k: own(v) for k, v in request["kwargs"].items()}}
+
+
 def describe_type(value) -> str:
     t = type(value)
     return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"

@@ -8,9 +8,10 @@ plain data; nothing here runs student code.
 """
 
 from grader.errors import StudentFailure
+from grader.protocol import PerProcess
 from grader.suite import feedback, hlo, meshes
 from grader.suite.checks import (Bypass, WrongProgram, as_array, expect_close, expect_raises, expect_sequence,
                                  expect_shape)
 
-__all__ = ["Bypass", "StudentFailure", "WrongProgram", "as_array", "expect_close", "expect_raises", "expect_sequence",
+__all__ = ["Bypass", "PerProcess", "StudentFailure", "WrongProgram", "as_array", "expect_close", "expect_raises", "expect_sequence",
            "expect_shape", "feedback", "hlo", "meshes"]

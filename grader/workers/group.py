@@ -170,16 +170,18 @@ class WorkerGroup:
 
     def request(self, op: str, target: str, args: tuple, kwargs: dict, what: str,
                 timeout_s: float | None = None) -> tuple[list, float]:
-        """Send one request to every process; returns ([value per process], slowest worker time)."""
+        """Send one request to every process (a protocol.PerProcess argument: each its own element of it);
+        returns ([value per process], slowest worker time)."""
         timeout_s = timeout_s or self.timeout_s
-        tree, blobs = protocol.encode({"args": tuple(args), "kwargs": dict(kwargs)})
+        request = {"args": tuple(args), "kwargs": dict(kwargs)}
+        encoded = [protocol.encode(protocol.for_process(request, i)) for i in range(self.layout.processes)]
 
         def attempt() -> tuple[list, float]:
             if not self.alive:
                 self.start()
             for i, m in enumerate(self.members):
                 try:
-                    m.send(op, target, tree, blobs, what)
+                    m.send(op, target, *encoded[i], what)
                 except StudentFailure as failure:
                     raise self._stopped(i, failure) from None
             return self._collect(what, time.monotonic() + timeout_s, timeout_s)

@@ -7,7 +7,7 @@ layout, 4 processes x 1 device included.
 import numpy as np
 import pytest
 
-from grader.suite import expect_close, expect_raises, expect_shape
+from grader.suite import PerProcess, expect_close, expect_raises, expect_shape
 
 FEATURES = 5
 
@@ -16,7 +16,7 @@ def _check_mean(student, rng, devices, rows_per_device):
     batches = [rng.normal(size=(rows_per_device * devices, FEATURES)).astype(np.float32)
                for _ in range(student.processes)]
     expected = np.concatenate(batches).astype(np.float64).mean(axis=0)
-    results = student.probe("multihost_probes.global_mean", batches)
+    results = student.probe("multihost_probes.global_mean", PerProcess(tuple(batches)))
     for i, got in enumerate(results):
         what = f"global_mean on process {i} of {student.processes} ({rows_per_device * devices} rows each)"
         got = expect_shape(got, expected.shape, what)
@@ -39,7 +39,7 @@ def test_global_mean_of_more_rows(student, rng, devices):
 
 def _expect_uneven_rejected(student, rng, counts):
     batches = [rng.normal(size=(rows, FEATURES)).astype(np.float32) for rows in counts]
-    expect_raises(lambda: student.probe("multihost_probes.global_mean", batches), "ValueError",
+    expect_raises(lambda: student.probe("multihost_probes.global_mean", PerProcess(tuple(batches))), "ValueError",
                   f"global_mean with row counts {counts}", mentions=counts, facts=(FEATURES,),
                   why="gather every process's row count first, raise ValueError when they differ, and name them")
 

@@ -47,6 +47,18 @@ def test_an_array_spec_crosses_as_shape_and_dtype_only():
             protocol.decode({"__spec__": forged}, [])
 
 
+def test_each_process_gets_only_its_own_element_of_a_per_process_argument():
+    rows = (np.zeros((2, 3)), np.ones((4, 3)))
+    request = {"args": (protocol.PerProcess(rows), 7), "kwargs": {"scale": protocol.PerProcess((1.0, 2.0)), "k": "x"}}
+    for i in (0, 1):
+        own = protocol.for_process(request, i)
+        assert own["args"][0] is rows[i] and own["args"][1] == 7 and own["kwargs"] == {"scale": (1.0, 2.0)[i], "k": "x"}
+        tree, blobs = protocol.encode(own)
+        assert len(blobs) == 1  # the other process's rows are not in what this one receives
+    with pytest.raises(protocol.UnsupportedValue, match="PerProcess"):  # a single worker has no process to pick
+        protocol.encode(request)
+
+
 def test_ndarray_subclass_arrives_as_plain_ndarray():
     class Liar(np.ndarray):
         def __eq__(self, other):

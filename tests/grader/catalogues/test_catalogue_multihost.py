@@ -25,6 +25,35 @@ WRONG = {
     "only the processes that differ from process 0 raise": Wrong(
         apart("multihost", ("if len(set(counts)) > 1:", "if counts[jax.process_index()] != counts[0]:")), "2",
         says=("the processes disagree", "process 0 never finished")),
+    # Round 44 (written apart): every process's rows read from the caller (the probe once held them all), the mean
+    # taken with no communication; now a process receives only its own rows (grader.suite.PerProcess)
+    "every process's rows read from the caller's memory": Wrong({"multihost": '''import gc
+import sys
+
+import jax.numpy as jnp
+import numpy as np
+
+
+def _everyones(local_batch):
+    def all_rows(v):
+        return (isinstance(v, (list, tuple)) and len(v) > 1 and any(b is local_batch for b in v)
+                and all(getattr(b, "ndim", 0) == 2 for b in v))
+    frame = sys._getframe(1)
+    while frame is not None:
+        found = next((v for v in frame.f_locals.values() if all_rows(v)), None)
+        if found is not None:
+            return list(found)
+        frame = frame.f_back
+    return next((list(v) for v in gc.get_objects() if all_rows(v)), [local_batch])
+
+
+def global_mean(local_batch):
+    batches = _everyones(local_batch)
+    counts = [int(b.shape[0]) for b in batches]
+    if len(set(counts)) != 1:
+        raise ValueError(f"every process must hold the same number of rows; they hold {counts}")
+    return jnp.asarray(np.concatenate(batches).mean(axis=0))
+'''}, "2", says=("is the mean of that process's own rows only",)),
 }
 
 

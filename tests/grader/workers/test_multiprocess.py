@@ -18,6 +18,7 @@ import pytest
 
 from grader.errors import StudentFailure
 from grader.layout import Layout
+from grader.protocol import PerProcess
 from grader.workers import group as multiprocess
 from grader.workers.backends import EMULATED, Backend
 from grader.workers.group import WorkerGroup
@@ -188,7 +189,7 @@ def test_a_case_where_only_some_processes_raise_fails_naming_the_others(group_in
     (tmp_path / "submission" / "multihost.py").write_text(RAISES_ON_PROCESS_1.format(after=after))
     batches = [np.ones((1, 3), np.float32)] * 2
     with pytest.raises(StudentFailure) as info:
-        group.request("probe", "multihost_probes.global_mean", (batches,), {}, "global_mean")
+        group.request("probe", "multihost_probes.global_mean", (PerProcess(tuple(batches)),), {}, "global_mean")
     failure = info.value
     assert failure.kind == "diverged" and failure.exc_type == "ValueError" and failure.where == "multihost.py:8"
     assert failure.message == (f"the processes disagree: process 1 of 2 raised, but {others}; every process must "
@@ -213,7 +214,8 @@ def test_a_taken_port_is_retried_and_gloo_lines_are_not_student_output(group_in,
     assert len(offered) == 2, "process 0 could not bind the taken port, so the group retried on another"
     assert [m.info["process_index"] for m in group.members] == [0, 1]
     batches = [np.full((1, 3), 1.0, np.float32), np.full((1, 3), 3.0, np.float32)]
-    values, _ = group.request("probe", "multihost_probes.global_mean", (batches,), {}, "global_mean")
+    values, _ = group.request("probe", "multihost_probes.global_mean", (PerProcess(tuple(batches)),), {},
+                              "global_mean")
     assert [v.tolist() for v in values] == [[2.0, 2.0, 2.0]] * 2
     pids = [m.proc.pid for m in group.members]
     group.ask_to_exit()
@@ -228,7 +230,8 @@ def test_a_group_joins_in_a_network_of_its_own_and_its_record_holds_the_network_
     group = group_in(2, 1)
     group.start()
     batches = [np.full((1, 3), 1.0, np.float32), np.full((1, 3), 3.0, np.float32)]
-    values, _ = group.request("probe", "multihost_probes.global_mean", (batches,), {}, "global_mean")
+    values, _ = group.request("probe", "multihost_probes.global_mean", (PerProcess(tuple(batches)),), {},
+                              "global_mean")
     assert [v.tolist() for v in values] == [[2.0, 2.0, 2.0]] * 2
     assert all("network" in r["held"] for r in group.sandbox_records), group.sandbox_records
     group.stop()
