@@ -15,11 +15,16 @@ WRONG = {
         "2", says=("returned a value, expected it to raise ValueError",)),
     "each process's own mean": Wrong(
         {"multihost": mutate("multihost", ("    return mean(rows)\n", "    return local_batch.mean(axis=0)\n"))},
-        "2", says=("is the mean of that process's own rows only",)),
+        "2", says=("is the mean of that process's own rows only", "(jax.devices(); jax.local_devices() are")),
+    # Round 44 (written apart): the sum over every process divided by this process's rows
+    "the sum divided by one process's rows": Wrong(
+        {"multihost": mutate("multihost", ("    return mean(rows)\n", "    return mean(rows) * jax.process_count()\n"))},
+        "2", says=("is 2 times the answer (2 is the number of processes)",)),
     # Issue 30: both uneven layouts once put the odd count on the first or the last process; now each in turn.
     "only the first and last processes' counts compared": Wrong(
         {"multihost": mutate("multihost", ("    if len(set(counts)) != 1:\n", "    if counts[0] != counts[-1]:\n"))},
-        "1", says=("returned a value, expected it to raise ValueError",),
+        "1", says=("returned a value, expected it to raise ValueError",
+                   "It raised when process 0 held fewer rows, but not process 1: compare every process's count"),
         fails=(("test_uneven_rows_rejected_on_every_layout", ("row counts [3, 1, 3, 3]",), {1}),)),
     # Issue 23: written from the statements alone (apart.py); each names its mistake and no wrong advice.
     "only the processes that differ from process 0 raise": Wrong(
