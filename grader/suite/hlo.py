@@ -805,23 +805,117 @@ def sends_products(text: str, op: str) -> bool:
     return True
 
 
-def feeds_products(text: str, op: str) -> bool:
-    """Whether a product (a dot, a convolution, a multiply of two computed values, or a fusion or call holding one)
-    reads, directly or through any computation, what an ``op`` collective of the program's own returns, in the
-    computation it runs in. A reduce-scatter by hand sums what arrives and multiplies none of it; a gather by an
-    all_to_all multiplies what it brought (round 42: its blocks first multiplied by one, so that it sent "products")."""
-    comps, _, _ = _program(text)
-    free, _, loops = _inputs_read(text)
-    for c in select(text, op, by_student=True):
-        instrs = comps.get(c.computation, [])
-        shapes = {i.name: i.shape for i in instrs}
-        reached = {c.instruction}
-        for ins in instrs:  # printed in an order where every operand comes before its users
-            if ins.name not in reached and any(o in reached for o in ins.operands):
-                if _product_size(c.computation, ins, comps, shapes, free, loops):
-                    return True
-                reached.add(ins.name)
+# What a reduce-scatter by hand may do with the blocks an all_to_all brought: move them (and their elements apart
+# from the indices they are moved by), add them up, scale them by what no input decides, and add other values to
+# them. Every value it makes stays a sum of what arrived; a product of two of them needs anything else.
+_ADDS = frozenset({"add", "subtract", "negate", "all-to-all", "all-gather", "collective-permute"})
+_SCALES = frozenset({"multiply", "dot", "convolution"})  # by a value no input decides: one operand of the sum only
+_CALLS_DATA = frozenset({"fusion", "call", "conditional", "while"})
+_WHOLE = None  # a reached value's part: all of it (else the index of a tuple's element)
+
+
+def _linear(comp: str, ins: _Instr, places: list[int], comps: dict, free: set[tuple[str, str]]) -> bool:
+    """Whether ``ins`` gives a sum of what it reads at operand ``places`` (the values reached from a collective),
+    with the rest fixed: a move of their data, an addition, a scaling by an input-free value, a sum (a reduction
+    or a collective that adds), or a call whose computations are read in turn (a conditional's predicate aside)."""
+    op = _base(ins.opcode)
+    others = [o for k, o in enumerate(ins.operands) if k not in places]
+    if op in _MOVES:
+        data = _MOVES[op] or range(len(ins.operands))
+        return all(k in data for k in places)
+    if op in _ADDS or op in ("tuple", "get-tuple-element", "opt-barrier") \
+            or (op in _CALLS_DATA and not (op == "conditional" and 0 in places)):
+        return True
+    if op in _SCALES or op == "divide":
+        return len(places) == 1 and (op != "divide" or places == [0]) and all((comp, o) in free for o in others)
+    if op in ("reduce", "all-reduce", "reduce-scatter"):
+        data = range(max(1, len(ins.operands) // 2)) if op == "reduce" else range(len(ins.operands))
+        return _reduction(ins, comps) == "add" and all(k in data for k in places)
     return False
+
+
+class _Reach:
+    """The values reached from some instructions, forwards, across computations: by (computation, instruction),
+    the parts reached (_WHOLE, or tuple elements by index, so a loop's counter beside a reached carry is not)."""
+
+    def __init__(self, comps: dict[str, list[_Instr]], start: set[tuple[str, str]]):
+        self.comps = comps
+        self.parts: dict[tuple[str, str], set] = {key: {_WHOLE} for key in start}
+        self.grown = True
+        self.callers: dict[str, list[tuple[str, _Instr]]] = {}
+        for comp, instrs in comps.items():
+            for ins in instrs:
+                for attr, callee in ins.calls:
+                    if _base(ins.opcode) in _CALLS_DATA and (attr != "to_apply" or ins.opcode == "call"):
+                        self.callers.setdefault(callee, []).append((comp, ins))
+
+    def of(self, comp: str, name: str) -> set:
+        return self.parts.get((comp, name), set())
+
+    def add(self, comp: str, name: str, parts: set) -> None:
+        have = self.parts.setdefault((comp, name), set())
+        if not parts <= have:
+            have |= parts
+            self.grown = True
+
+    def read(self, comp: str, ins: _Instr) -> list[int]:
+        """The operand places of ``ins`` that read a reached value (a tuple's element: only where it is reached)."""
+        if ins.opcode == "get-tuple-element" and ins.operands:
+            parts = self.of(comp, ins.operands[0])
+            return [0] if _WHOLE in parts or tuple_index(ins.rest) in parts else []
+        return [k for k, o in enumerate(ins.operands) if self.of(comp, o)]
+
+    def step(self, comp: str, ins: _Instr, places: list[int]) -> None:
+        """Mark what ``ins`` gives, and what the computations it calls are given, as reached."""
+        op = _base(ins.opcode)
+        if op == "tuple":
+            self.add(comp, ins.name, set(places))
+        elif op in ("opt-barrier", "while"):
+            self.add(comp, ins.name, self.of(comp, ins.operands[0]))
+        elif op not in ("fusion", "call", "conditional"):
+            self.add(comp, ins.name, {_WHOLE})
+        for _, callee in ins.calls if op in _CALLS_DATA else ():
+            given = {parameter_number(i.rest): i.name for i in self.comps.get(callee, []) if i.opcode == "parameter"}
+            for k in places:
+                target = given.get(k if op in ("fusion", "call") else 0)  # a branch's or a loop's one parameter
+                if target and (op != "conditional" or k):
+                    self.add(callee, target, self.of(comp, ins.operands[k]))
+
+    def returned(self, comp: str) -> None:
+        """A computation whose result is reached: its callers give it (a loop's body: to its next round too)."""
+        root = self.comps[comp][-1]
+        parts = self.of(comp, root.name)
+        if not parts:
+            return
+        for caller_comp, caller in self.callers.get(comp, []):
+            self.add(caller_comp, caller.name, parts)
+            if caller.opcode == "while":
+                for i in self.comps[comp]:
+                    if i.opcode == "parameter":
+                        self.add(comp, i.name, parts)
+
+
+def sums_what_arrives(text: str, op: str) -> bool:
+    """Whether what every ``op`` collective of the program's own returns is only summed, wherever it goes: into
+    fusions, calls, branches and loops and out of them into their callers, to the program's outputs
+    (:func:`_linear`). A reduce-scatter by hand adds up the partial sums that arrive; a gather by an all_to_all
+    must multiply what it brought (round 42: after blocks multiplied by one so that it sent "products"; round 43:
+    the all_to_all in a branch, the product after it; a product made of exp and log is no sum either)."""
+    comps, _, _ = _program(text)
+    free, _, _ = _inputs_read(text)
+    reach = _Reach(comps, {(c.computation, c.instruction) for c in select(text, op, by_student=True)})
+    while reach.grown:
+        reach.grown = False
+        for comp, instrs in comps.items():
+            for ins in instrs:
+                places = reach.read(comp, ins)
+                if places:
+                    if not _linear(comp, ins, places, comps, free):
+                        return False
+                    reach.step(comp, ins, places)
+            if instrs:
+                reach.returned(comp)
+    return True
 
 
 def in_words(done: int | None) -> str:

@@ -86,11 +86,17 @@ def _wrong_collective(case, moved, sizes, blocks, text) -> str | None:
     if ops == ([op] if op else []):
         return _wrong_place(case, moved, sizes, blocks) if op else None
     if op == "reduce-scatter" and ops == ["all-to-all"] and hlo.sends_products(text, "all-to-all") \
-            and not hlo.feeds_products(text, "all-to-all"):
+            and hlo.sums_what_arrives(text, "all-to-all"):
         # a reduce-scatter by hand (round 36, as fsdp accepts it): each device's blocks of its partial sum sent to
-        # their owners by one all_to_all, no more than the partial sum, then summed where they arrive; one that sends
-        # blocks of x and w (round 41), or multiplies what arrives (round 42), is a gather by another name
+        # their owners by one all_to_all, no more than the partial sum, then only summed; one that sends blocks of x
+        # and w (round 41), or does anything but add up what arrives (rounds 42, 43), is a gather by another name
         return _wrong_place(case, moved, sizes, blocks)
+    if op == "reduce-scatter" and ops == ["all-to-all"]:  # measured: what it sends, or what is done with it
+        what = ("sends are blocks of x and w, not products of them" if not hlo.sends_products(text, "all-to-all")
+                else "brings is then multiplied, not only added up")
+        return (f"{case} runs {ran}, and what it {what}: that gathers operands, where a reduce-scatter suffices. "
+                f"{why} (by hand: one all_to_all of the partial sum's column blocks to their owners, summed where they "
+                "arrive)")
     if case == "matmul_case3" and ops == ["all-reduce"]:
         return (f"{case} runs {ran}: an all-reduce where a reduce-scatter suffices. Every device receives the whole "
                 "sum and keeps only its columns; lax.psum_scatter(partial, 'model', scatter_dimension=1, tiled=True) "

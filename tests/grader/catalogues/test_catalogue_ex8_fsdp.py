@@ -69,7 +69,7 @@ WRONG = {
         (GRAD, WHOLE_GRADIENT),
         (UPDATE, 'grad = lax.all_to_all(grad.reshape(n, w_shard.shape[0], -1), "data", 0, 0).sum(0) * (x[0, 0] * 0 + 1)\n'
                  '    return w_shard - lr * grad / n, lax.pmean(loss, "data")')), devices="4",
-        says=("fsdp_step multiplies what its all-to-all brings", "only sums the gradient row blocks that arrive")),
+        says=("fsdp_step does more than add up what its all-to-all brings", "only sums the gradient row blocks that arrive")),
     "new parameters gathered whole": Wrong(fsdp(
         (UPDATE, 'new = lax.all_gather(w_shard - lr * grad / n, "data", axis=0, tiled=True)\n'
                  '    return new, lax.pmean(loss, "data")'),

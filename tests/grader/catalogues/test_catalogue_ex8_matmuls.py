@@ -15,16 +15,18 @@ def matmuls(*edits):
     return {"matmuls": mutate("matmuls", *edits, exercise="exercise8")}
 
 
-A2A_GATHER = "matmul_case3 runs an all-to-all over 'model'; it needs exactly one reduce-scatter"
+A2A_GATHER = ("matmul_case3 runs an all-to-all over 'model', and what it brings is then multiplied, not only added "
+              "up: that gathers operands, where a reduce-scatter suffices")
+SENT = 'lax.all_to_all(jnp.concatenate([xs, ws], axis=1), "model", 0, 0)'
 
 
-def gathered_by_all_to_all(first: str, scaled: str) -> dict:
+def gathered_by_all_to_all(first: str, scaled: str, got: str = SENT) -> dict:
     """matmuls with case 3's operands gathered by one all_to_all and multiplied after (``first``: a line before,
-    ``scaled``: what the blocks sent are multiplied by)."""
+    ``scaled``: what the blocks sent are multiplied by, ``got``: how the all_to_all is called)."""
     return matmuls((CASE3, 'n = lax.axis_size("model")\n        b, dm = xb.shape\n        dm2, f = wb.shape\n' + first +
                            f'        xs = jnp.broadcast_to(xb.reshape(1, -1), (n, b * dm)){scaled}\n'
                            f'        ws = wb.reshape(dm2, n, f // n).transpose(1, 0, 2).reshape(n, -1){scaled}\n'
-                           '        got = lax.all_to_all(jnp.concatenate([xs, ws], axis=1), "model", 0, 0)\n'
+                           f'        got = {got}\n'
                            '        xfull = got[:, :b * dm].reshape(n, b, dm).transpose(1, 0, 2).reshape(b, n * dm)\n'
                            '        return xfull @ got[:, b * dm:].reshape(n * dm2, f // n)'),
                    ("import jax\n", "import jax\nimport jax.numpy as jnp\n"))
@@ -75,6 +77,11 @@ WRONG = {
     # form, which sends no product, is tests/grader/suite/test_hlo.py's all_to_all_of_inputs).
     "case 3: operands gathered by an all_to_all, sent as 'products'": Wrong(
         gathered_by_all_to_all("        one = xb[0, 0] * 0 + 1\n", " * one"), devices="4", says=(A2A_GATHER,)),
+    # Round 43 (written apart): the same, its all_to_all inside a lax.cond's branch and the product after the cond
+    "case 3: operands gathered by an all_to_all in a branch": Wrong(
+        gathered_by_all_to_all("        one = xb[0, 0] - xb[0, 0] + 1\n", "", got=(
+            'lax.cond(lax.axis_index("model") >= 0, lambda v: lax.all_to_all(v * one, "model", 0, 0), '
+            'lambda v: v * 0, jnp.concatenate([xs, ws], axis=1))')), devices="4", says=(A2A_GATHER,)),
     "w used without placing it on the mesh": Wrong(
         matmuls(("        w = jax.device_put(w, NamedSharding(mesh, w_spec))\n", "")), devices="4",
         says=("laid out as P(None, 'model'), but it arrives as P(None, None)", "jax.device_put")),

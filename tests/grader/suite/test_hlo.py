@@ -372,4 +372,13 @@ def test_an_all_to_all_of_partial_sums_sends_products_and_one_of_inputs_does_not
     assert not hlo.sends_products(gathered, "all-to-all")
     assert not hlo.sends_products(summed, "all-gather")  # none of that kind: nothing is sent
     # round 42: what arrives is multiplied (a gather), or only added up (a reduce-scatter by hand)
-    assert hlo.feeds_products(gathered, "all-to-all") and not hlo.feeds_products(summed, "all-to-all")
+    assert not hlo.sums_what_arrives(gathered, "all-to-all") and hlo.sums_what_arrives(summed, "all-to-all")
+
+
+@pytest.mark.parametrize("name, summed", [
+    ("all_to_all_of_inputs_in_a_branch", False),  # round 43: in a cond's branch, multiplied after the cond
+    ("all_to_all_multiplied_by_exp_and_log", False),  # a product with no multiply
+    ("all_to_all_summed_in_a_loop", True),  # a loop adds the blocks up; its counter indexes them, no part of a sum
+])
+def test_what_an_all_to_all_brings_is_followed_through_branches_and_loops(name, summed):
+    assert hlo.sums_what_arrives(program(name), "all-to-all") is summed

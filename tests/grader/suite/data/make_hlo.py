@@ -254,6 +254,32 @@ def all_to_all_of_inputs(x, w):
     return pmapped(lambda a, b: _parts_to_owners(a).reshape(a.shape[0], -1) @ b[:, :a.shape[1]], "i")(x, w)
 
 
+def all_to_all_of_inputs_in_a_branch(x, w):
+    """Round 43: the gather of x's blocks inside a cond's branch, the product after the cond."""
+    def per_device(a, b):
+        got = lax.cond(lax.axis_index("i") >= 0, _parts_to_owners, lambda v: jnp.zeros_like(_parts_to_owners(v)), a)
+        return got.reshape(a.shape[0], -1) @ b[:, :a.shape[1]]
+    return pmapped(per_device, "i")(x, w)
+
+
+def all_to_all_multiplied_by_exp_and_log(x, w):
+    """Round 43: what arrives multiplied with no multiply, as exp(log a + log b)."""
+    def per_device(a, b):
+        got = _parts_to_owners(jnp.abs(a) + 1).reshape(a.shape[0], -1)
+        return jnp.exp(jnp.log(got) + jnp.log(jnp.abs(b[0, :got.shape[1]]) + 1))
+    return pmapped(per_device, "i")(x, w)
+
+
+def all_to_all_summed_in_a_loop(x, w):
+    """A reduce-scatter by hand whose blocks a loop adds up one at a time (indexed by its counter), halved and
+    doubled: only sums of what arrived, beside a counter that is no part of it."""
+    def per_device(a, b):
+        parts = _parts_to_owners(a @ b)
+        total = lax.fori_loop(0, DEVICES, lambda k, acc: acc + parts[k] * 0.5, jnp.zeros_like(parts[0]))
+        return 2 * total
+    return pmapped(per_device, "i")(x, w)
+
+
 PROGRAMS = {
     "dot_with_squeeze": (dot_with_squeeze, (np.ones(16, np.float32), np.ones(16, np.float32))),
     "merged_psums": (merged_psums, (np.ones((DEVICES, 3), np.float32),)),
@@ -293,6 +319,12 @@ PROGRAMS = {
                                                                 np.ones((DEVICES, 3, 8), np.float32))),
     "all_to_all_of_inputs": (all_to_all_of_inputs, (np.ones((DEVICES, 2, 8), np.float32),
                                                     np.ones((DEVICES, 8, 8), np.float32))),
+    "all_to_all_of_inputs_in_a_branch": (all_to_all_of_inputs_in_a_branch, (np.ones((DEVICES, 2, 8), np.float32),
+                                                                            np.ones((DEVICES, 8, 8), np.float32))),
+    "all_to_all_multiplied_by_exp_and_log": (all_to_all_multiplied_by_exp_and_log, (
+        np.ones((DEVICES, 2, 8), np.float32), np.ones((DEVICES, 8, 8), np.float32))),
+    "all_to_all_summed_in_a_loop": (all_to_all_summed_in_a_loop, (np.ones((DEVICES, 2, 3), np.float32),
+                                                                  np.ones((DEVICES, 3, 8), np.float32))),
 }
 
 
