@@ -29,9 +29,10 @@ CASES = {"matmul_case1": (["data", None], [None, "model"], ["data", "model"]),
 JAX_ERRORS = (Rule("blocks that split D differently",
                    re.compile(r"dot_general requires contracting dimensions to have the same shape, got "
                               r"\((?P<a>\d+),?\) and \((?P<b>\d+),?\)"),
-                   lambda match, situation: f"the blocks you multiply hold {match['a']} and {match['b']} numbers of D: "
-                   "check each operand's PartitionSpec against the case, and gather the operand that lacks part of "
-                   "D before multiplying"),
+                   lambda match, situation: f"the blocks you multiply hold {match['a']} and {match['b']} numbers of D, "
+                   "so one of them lacks part of D: gather it before multiplying (lax.all_gather over the mesh axis "
+                   "that splits D, tiled=True, which joins the blocks), or, where no gather is due, check each "
+                   "operand's PartitionSpec against the case"),
               empty_assertion_on(AXES))
 
 

@@ -83,6 +83,11 @@ def test_a_result_never_negative_where_the_answer_is_is_said():
                                 "clipped at 0, as a relu clips what it is applied to")
     assert measured(-got, y) is None
     assert measured(y ** 2, y) is None  # never negative, but not clipped: squares say nothing of a relu
+    one = np.array([[1.5, 2.0], [-0.5, 3.0]])  # one device's 2 x 2 result: one negative entry, one clipped
+    assert measured(np.array([[0.7, 1.1], [0.0, 2.0]]), one) == (
+        "has no negative entry, where the answer has 1, and 1 entry exactly 0: it is clipped at 0, as a relu clips "
+        "what it is applied to")
+    assert measured(np.array([[1.5, 0.0], [0.0, 3.0]]), one).startswith("is 0 at each of its 2 wrong entries")
 
 
 def test_a_factor_that_is_one_count_over_another_names_both():
