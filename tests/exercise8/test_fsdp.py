@@ -80,6 +80,13 @@ def test_fsdp_step_gathers_weights_and_scatters_gradients(student, rng, devices)
     reduced = [c for c in moved if c.op == "all-reduce"]
     if meshes.per_run(reduced) > 4:  # together: a gradient all-reduced in pieces moves as much as in one
         what = "the whole gradient" if meshes.per_run(reduced) >= w.nbytes else "more than the loss's 4 bytes"
+        if not any(c.by_student for c in reduced):  # measured: XLA's partitioner chose them, the code wrote none
+            raise AssertionError(f"fsdp_step all-reduces {meshes.per_run_text(reduced)} per device {where}, {what}, "
+                                 "and your code wrote none of them: XLA's partitioner chose them for the shardings "
+                                 "you asked for (a w gathered by jax.reshard or a sharding constraint gets its "
+                                 "gradient back whole, summed on every device: data parallelism). In FSDP each "
+                                 "device updates only its rows: gather w yourself with lax.all_gather inside "
+                                 "jax.shard_map, and JAX makes its gradient a reduce-scatter")
         raise AssertionError(f"fsdp_step all-reduces {meshes.per_run_text(reduced)} per device {where}, {what}: "
                              "that is data parallelism (a gradient summed by all-reduces, whole or in pieces), every "
                              "device updating all of w. In FSDP each device "

@@ -70,6 +70,26 @@ WRONG = {
         (UPDATE, 'grad = lax.all_to_all(grad.reshape(n, w_shard.shape[0], -1), "data", 0, 0).sum(0) * (x[0, 0] * 0 + 1)\n'
                  '    return w_shard - lr * grad / n, lax.pmean(loss, "data")')), devices="4",
         says=("fsdp_step does more than add up what its all-to-all brings", "only sums the gradient row blocks that arrive")),
+    # Round 43 (written apart): FSDP by shardings alone, w gathered by jax.reshard under jit: right values, but XLA
+    # sums the gradient with all-reduces the code never wrote, and the message says who chose them
+    "w gathered by jax.reshard, no shard_map": Wrong({"fsdp": '''import jax
+import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
+
+
+def fsdp_step(w, x, y, lr, mesh):
+    with jax.set_mesh(mesh):
+        w, x, y = (jax.reshard(jnp.asarray(a), P("data", None)) for a in (w, x, y))
+
+        @jax.jit
+        def step(w, x, y):
+            def loss(w):
+                return jnp.mean((x @ jax.reshard(w, P()) - y) ** 2)
+            value, grad = jax.value_and_grad(loss)(w)
+            return w - lr * grad, value
+        return step(w, x, y)
+'''}, devices="4", says=("and your code wrote none of them: XLA's partitioner chose them",
+                          "gather w yourself with lax.all_gather inside jax.shard_map")),
     "new parameters gathered whole": Wrong(fsdp(
         (UPDATE, 'new = lax.all_gather(w_shard - lr * grad / n, "data", axis=0, tiled=True)\n'
                  '    return new, lax.pmean(loss, "data")'),
