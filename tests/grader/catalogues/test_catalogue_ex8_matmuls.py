@@ -17,16 +17,17 @@ def matmuls(*edits):
 
 A2A_GATHER = ("matmul_case3 runs an all-to-all over 'model', and what it brings is then multiplied, not only added "
               "up: that gathers operands, where a reduce-scatter suffices")
-SENT = 'lax.all_to_all(jnp.concatenate([xs, ws], axis=1), "model", 0, 0)'
 
 
-def gathered_by_all_to_all(first: str, scaled: str, got: str = SENT) -> dict:
-    """matmuls with case 3's operands gathered by one all_to_all and multiplied after (``first``: a line before,
-    ``scaled``: what the blocks sent are multiplied by, ``got``: how the all_to_all is called)."""
-    return matmuls((CASE3, 'n = lax.axis_size("model")\n        b, dm = xb.shape\n        dm2, f = wb.shape\n' + first +
-                           f'        xs = jnp.broadcast_to(xb.reshape(1, -1), (n, b * dm)){scaled}\n'
-                           f'        ws = wb.reshape(dm2, n, f // n).transpose(1, 0, 2).reshape(n, -1){scaled}\n'
-                           f'        got = {got}\n'
+def gathered_by_all_to_all_in_a_branch() -> dict:
+    """matmuls with case 3's operands gathered by one all_to_all inside a lax.cond's branch, its blocks multiplied
+    by a one made of x there (so that what it sends counts as computed by a product), multiplied after the cond."""
+    return matmuls((CASE3, 'n = lax.axis_size("model")\n        b, dm = xb.shape\n        dm2, f = wb.shape\n'
+                           '        one = xb[0, 0] - xb[0, 0] + 1\n'
+                           '        xs = jnp.broadcast_to(xb.reshape(1, -1), (n, b * dm))\n'
+                           '        ws = wb.reshape(dm2, n, f // n).transpose(1, 0, 2).reshape(n, -1)\n'
+                           '        got = lax.cond(lax.axis_index("model") >= 0, lambda v: lax.all_to_all(v * one, '
+                           '"model", 0, 0), lambda v: v * 0, jnp.concatenate([xs, ws], axis=1))\n'
                            '        xfull = got[:, :b * dm].reshape(n, b, dm).transpose(1, 0, 2).reshape(b, n * dm)\n'
                            '        return xfull @ got[:, b * dm:].reshape(n * dm2, f // n)'),
                    ("import jax\n", "import jax\nimport jax.numpy as jnp\n"))
@@ -71,17 +72,13 @@ WRONG = {
                         '        return both[:, :parts.shape[2]]'),
                 ("import jax\n", "import jax\nimport jax.numpy as jnp\n")), devices="4",
         says=("matmul_case3's all-to-all takes 384 bytes per device where 192 suffice",)),
-    # Rounds 41 and 42 (written apart): both operands gathered by one all_to_all (x's block to everyone, w's column
+    # Rounds 41 to 43 (written apart): both operands gathered by one all_to_all (x's block to everyone, w's column
     # pieces to their owners), then multiplied: within the partial sum's bytes, but a gather by another name; its
-    # blocks first multiplied by a one made of x, so that what it sends counts as computed by a product (the plain
-    # form, which sends no product, is tests/grader/suite/test_hlo.py's all_to_all_of_inputs).
-    "case 3: operands gathered by an all_to_all, sent as 'products'": Wrong(
-        gathered_by_all_to_all("        one = xb[0, 0] * 0 + 1\n", " * one"), devices="4", says=(A2A_GATHER,)),
-    # Round 43 (written apart): the same, its all_to_all inside a lax.cond's branch and the product after the cond
-    "case 3: operands gathered by an all_to_all in a branch": Wrong(
-        gathered_by_all_to_all("        one = xb[0, 0] - xb[0, 0] + 1\n", "", got=(
-            'lax.cond(lax.axis_index("model") >= 0, lambda v: lax.all_to_all(v * one, "model", 0, 0), '
-            'lambda v: v * 0, jnp.concatenate([xs, ws], axis=1))')), devices="4", says=(A2A_GATHER,)),
+    # blocks multiplied by a one made of x, so that what it sends counts as computed by a product (round 42), and
+    # the all_to_all inside a lax.cond's branch, the product after the cond (round 43). The plain form, which sends
+    # no product, and the one multiplied where it arrives are tests/grader/suite/test_hlo.py's fixtures.
+    "case 3: operands gathered by an all_to_all in a branch, sent as 'products'": Wrong(
+        gathered_by_all_to_all_in_a_branch(), devices="4", says=(A2A_GATHER,)),
     "w used without placing it on the mesh": Wrong(
         matmuls(("        w = jax.device_put(w, NamedSharding(mesh, w_spec))\n", "")), devices="4",
         says=("laid out as P(None, 'model'), but it arrives as P(None, None)", "jax.device_put")),
