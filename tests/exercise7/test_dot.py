@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from grader.suite import expect_close, expect_shape, feedback, hlo, work
+from grader.suite import expect_close, expect_shape, feedback, hlo, meshes, work
 from grader.suite.bypass import Asks
 from grader.suite.differences import Probe, Split
 from grader.suite.jax_errors import Rule
@@ -60,8 +60,12 @@ def _expect_no_padding_mistake(student, rng, what, devices, length, x64, y64, go
     """AssertionError naming the padding mistake whose value ``got`` is, if it is that value again on other
     vectors of the same length (once can be a coincidence: an int32 dot product off by exactly 1)."""
     pad, used = -length % devices, length // devices * devices
+    def told(value, x, y):  # a padding's value, where it differs from n times the answer (length 1: ones' copies)
+        return not np.isclose(value, devices * np.dot(x, y), rtol=1e-4, atol=1e-4)
+
     matches = [i for i, (value, _) in enumerate(PADDINGS)
-               if np.isclose(got, value(x64, y64, pad, used), rtol=1e-4, atol=1e-4)]
+               if np.isclose(got, value(x64, y64, pad, used), rtol=1e-4, atol=1e-4)
+               and told(value(x64, y64, pad, used), x64, y64)]
     if not matches:
         return
     x2, y2 = (v.astype(np.float64) for v in _vectors(rng, length, np.float32))
@@ -112,9 +116,13 @@ def test_dot_uses_one_all_reduce(student, rng, devices):
     text = program.hlo
     feedback.communication(program, by_student=False)
     # (not one XLA adds to move the inputs every device already holds whole, as they are: a padded copy's slices)
-    gathers = sum(c.times or 1 for c in hlo.select(text, "all-gather") if c.by_student or c.computed)
-    assert gathers == 0, (f"distributed_dot gathers whole vectors onto every device ({gathers} all-gather); "
-                          "each device only needs its own slices and one psum of the partial dot products")
+    gathered = [c for c in hlo.select(text, "all-gather") if c.by_student or c.computed]
+    if gathered:  # what is gathered, told by its bytes: slices of the vectors, or less (partial results)
+        sent, piece = meshes.per_run(gathered), -(-length // devices) * x.itemsize
+        what = ("slices of the vectors onto every device" if sent >= piece else
+                f"less than a slice of a vector ({piece} bytes): partial results, added up on every device")
+        raise AssertionError(f"distributed_dot gathers {meshes.per_run_text(gathered)} per device, {what}; each "
+                             "device only needs its own slices, and one lax.psum adds the partial dot products")
     reduces = hlo.select(text, "all-reduce", by_student=True)
     others = hlo.select(text, by_student=True)
     instead = (f"; it communicates with {' and '.join(sorted({c.op + 's' for c in others}))} instead" if others

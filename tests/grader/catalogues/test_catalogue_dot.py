@@ -18,7 +18,13 @@ WRONG = {
     "gathers whole vectors": Wrong(
         {"dot": mutate("dot", ("lambda a, b: lax.psum(jnp.dot(a, b), axis_name=\"i\")",
                        "lambda a, b: jnp.vdot(lax.all_gather(a, \"i\"), lax.all_gather(b, \"i\"))"))},
-        "2", says=("gathers whole vectors",)),
+        "2", says=("slices of the vectors onto every device",)),
+    # Round 46 (written apart): the partial dot products gathered and added on every device, not the vectors
+    "gathers the partial dot products": Wrong(
+        {"dot": mutate("dot", ("lambda a, b: lax.psum(jnp.dot(a, b), axis_name=\"i\")",
+                       "lambda a, b: jnp.sum(lax.all_gather(jnp.dot(a, b), \"i\"))"))},
+        "2", says=("less than a slice of a vector", "partial results, added up on every device"),
+        never=("slices of the vectors onto every device",)),
     "psum of the products, summed after": Wrong(
         {"dot": mutate("dot", ("lax.psum(jnp.dot(a, b), axis_name=\"i\")",
                                "jnp.sum(lax.psum(a * b, axis_name=\"i\"))"))},
@@ -46,7 +52,10 @@ WRONG = {
         never=("constant factor", "pmean", "psum where")),
     "the devices' totals added up": Wrong(
         apart("dot", ("return out[0]", "return jnp.sum(out)")), "2",
-        says=("is 2 times the answer on 2 devices", "return out[0]"), never=("pmean was meant", "lax.pmean where")),
+        says=("is 2 times the answer on 2 devices", "return out[0]"),
+        # round 46: at length 1 padding with copies of the last element adds as much; with int32 one device's part
+        # may be 0, and counting the other twice is every part twice: the factor is what the measurement shows
+        never=("pmean was meant", "lax.pmean where", "copies of the last element", "contribution twice")),
     "int32 vectors padded with float zeros": Wrong(
         apart("dot", ("jnp.zeros(padded - L, x.dtype)", "jnp.zeros(padded - L)"),
               ("jnp.zeros(padded - L, y.dtype)", "jnp.zeros(padded - L)")), "2",

@@ -27,6 +27,13 @@ def test_a_pattern_is_a_fact_verified_on_every_entry(got, kwargs, key, words):
     assert found and found[0] == key and all(w in found[1] for w in words), found
 
 
+def test_the_one_part_that_adds_anything_counted_twice_is_a_factor_not_that_device():
+    """Round 46: every contribution counted twice, where device 1's partial was 0, was told as device 0's twice."""
+    lone = np.stack([PARTS[0], np.zeros(5)])
+    found = find(2 * PARTS[0], PARTS[0], devices=2, parts=lone)
+    assert found and found[0] == "n_times", found
+
+
 def test_without_a_declared_cause_only_the_fact_is_said():
     """No psum, no pmean, no "constant factor is wrong": which mistake a factor is depends on the task."""
     for got, kwargs in ((4 * TOTAL, {"devices": 4}), (TOTAL / 4, {"devices": 4}), (TOTAL * 0.5, {})):
