@@ -27,9 +27,12 @@ def _check_mean(student, rng, devices, rows_per_device):
                                  "jax.make_array_from_process_local_data over a mesh of every process's devices "
                                  "(jax.devices(); jax.local_devices() are this process's only), its mean taken in "
                                  "jax.jit")
-        # a factor that is the process count names itself (a sum over processes divided by one process's rows)
+        if student.processes != devices and np.allclose(got, student.processes * expected, rtol=1e-4, atol=1e-5):
+            raise AssertionError(f"{what} is {student.processes} times the answer ({student.processes} is the number "
+                                 "of processes): the processes' parts were added up where they are averaged; the "
+                                 "mean divides the sum of every process's rows by the count of all of them")
         expect_close(got, expected, what=what, rtol=1e-4, atol=1e-5, dtype=np.float32,
-                     counts={"processes": student.processes})
+                     counts={"processes": student.processes, "devices per process": devices})
 
 
 @pytest.mark.devices(2)
