@@ -555,8 +555,9 @@ def _input_free(comps: dict[str, list[_Instr]], entry: str | None) -> set[tuple[
             if ins.opcode == "parameter":
                 if parameter_number(ins.rest) in given:
                     free.add(ins.name)
-            elif ins.opcode in _NO_INPUT or (ins.operands and all(op in free for op in ins.operands)):
-                free.add(ins.name)
+            elif ins.opcode in _NO_INPUT or (ins.operands and all(op in free for op in ins.operands)) \
+                    or (not ins.operands and ins.opcode in ("fusion", "call")):  # made inside of constants alone
+                free.add(ins.name)  # (round 45: einsum's vector of ones, a fusion of no operands)
             for attr, callee in ins.calls:
                 passed = {i for i, op in enumerate(ins.operands) if op in free} if attr == "calls" or \
                     ins.opcode == "call" else set()
@@ -574,8 +575,8 @@ def _product(comp: str, ins: _Instr, shapes: dict[str, str], comps: dict, free: 
     offset (:func:`_input_free`) is no product."""
     if (comp, ins.name) in free:
         return 0
-    if ins.opcode in ("dot", "convolution"):
-        return _operations(ins, shapes, comps)
+    if ins.opcode in ("dot", "convolution"):  # by a constant matrix (a permutation, round 45): a move, no product
+        return _operations(ins, shapes, comps) if all((comp, o) not in free for o in ins.operands) else 0
     if ins.opcode in ("multiply", "divide") and len(ins.operands) == 2 \
             and all((comp, o) not in free for o in ins.operands):  # a / b multiplies a by b's reciprocal
         return 2 * _elements(ins.shape)
@@ -696,9 +697,10 @@ _MOVES = {"bitcast": (0,), "reshape": (0,), "copy": (0,), "copy-start": (0,), "c
 
 class _Origins:
     """Where the data of a value comes from: the instructions that computed or brought it, followed back through
-    instructions that only move, slice, join or convert data, through tuples, barriers and fusions that only do
-    that, and to the element of a tuple it is (a loop's carry: each element its own origin). Values made only of
-    constants, iotas and the device's id carry no data (:func:`_input_free`)."""
+    instructions that only move, slice, join, convert or scale data (by a value no input decides, or negated),
+    through tuples, barriers and fusions that only do that, and to the element of a tuple it is (a loop's carry:
+    each element its own origin). Values made only of constants, iotas and the device's id carry no data
+    (:func:`_input_free`)."""
 
     def __init__(self, comps: dict[str, list[_Instr]], free: set[tuple[str, str]]):
         self.comps, self.free = comps, free
@@ -725,6 +727,10 @@ class _Origins:
         if op in _MOVES and index is None:
             places = _MOVES[op] or range(len(operands))
             return frozenset().union(*(self.of(comp, operands[k]) for k in places if k < len(operands)))
+        data = [k for k, o in enumerate(operands) if (comp, o) not in self.free]
+        if index is None and (op == "negate" or op in ("multiply", "divide") and data == [0] or op == "multiply"
+                              and data == [1]):  # scaled by what no input decides (round 45: lr / n before sending)
+            return self.of(comp, operands[data[0]])
         fused = next((c for attr, c in ins.calls if attr == "calls" and c in self.comps), None)
         if op == "fusion" and index is None and fused and self.comps[fused]:
             inside = self.of(fused, self.comps[fused][-1].name)
@@ -811,6 +817,7 @@ def sends_products(text: str, op: str) -> bool:
 _ADDS = frozenset({"add", "subtract", "negate", "all-to-all", "all-gather", "collective-permute"})
 _SCALES = frozenset({"multiply", "dot", "convolution"})  # by a value no input decides: one operand of the sum only
 _CALLS_DATA = frozenset({"fusion", "call", "conditional", "while"})
+_SUMS = frozenset({"parameter", "add", "tuple", "get-tuple-element", "constant", "copy", "bitcast", "convert"})
 _WHOLE = None  # a reached value's part: all of it (else the index of a tuple's element)
 
 
@@ -828,9 +835,11 @@ def _linear(comp: str, ins: _Instr, places: list[int], comps: dict, free: set[tu
         return True
     if op in _SCALES or op == "divide":
         return len(places) == 1 and (op != "divide" or places == [0]) and all((comp, o) in free for o in others)
-    if op in ("reduce", "all-reduce", "reduce-scatter"):
-        data = range(max(1, len(ins.operands) // 2)) if op == "reduce" else range(len(ins.operands))
-        return _reduction(ins, comps) == "add" and all(k in data for k in places)
+    if op in ("reduce", "all-reduce", "reduce-scatter"):  # a sum: a reducer that only adds (round 45: a variadic
+        data = range(max(1, len(ins.operands) // 2)) if op == "reduce" else range(len(ins.operands))  # reduce's
+        reducer = _applied(ins, comps)  # reducer multiplied its operands before its last add)
+        return (all(k in data for k in places) and any(i.opcode == "add" for i in reducer)
+                and all(i.opcode in _SUMS for i in reducer))
     return False
 
 

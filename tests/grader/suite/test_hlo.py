@@ -379,6 +379,15 @@ def test_an_all_to_all_of_partial_sums_sends_products_and_one_of_inputs_does_not
     ("all_to_all_of_inputs_in_a_branch", False),  # round 43: in a cond's branch, multiplied after the cond
     ("all_to_all_multiplied_by_exp_and_log", False),  # a product with no multiply
     ("all_to_all_summed_in_a_loop", True),  # a loop adds the blocks up; its counter indexes them, no part of a sum
+    ("all_to_all_of_scaled_partial_sums", True),  # round 45: summed by an einsum with a vector of ones
+    ("all_to_all_of_permuted_inputs_reduced_by_products", False),  # round 45: a reducer that multiplies, then adds
 ])
 def test_what_an_all_to_all_brings_is_followed_through_branches_and_loops(name, summed):
     assert hlo.sums_what_arrives(program(name), "all-to-all") is summed
+
+
+def test_what_an_all_to_all_sends_is_followed_back_through_scaling_not_through_a_permutation():
+    """Round 45: partial sums scaled by 1/n before they are sent are still products; blocks of x multiplied by an
+    anti-identity matrix (a dot with a constant operand) are x's blocks moved, no product."""
+    assert hlo.sends_products(program("all_to_all_of_scaled_partial_sums"), "all-to-all")
+    assert not hlo.sends_products(program("all_to_all_of_permuted_inputs_reduced_by_products"), "all-to-all")

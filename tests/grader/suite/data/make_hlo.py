@@ -280,6 +280,28 @@ def all_to_all_summed_in_a_loop(x, w):
     return pmapped(per_device, "i")(x, w)
 
 
+def all_to_all_of_scaled_partial_sums(x, w):
+    """Round 45: a reduce-scatter by hand whose partial sums are scaled by a constant before they are sent, and
+    summed as a ones-vector einsum where they arrive: sums of products all the same."""
+    def per_device(a, b):
+        got = _parts_to_owners((a @ b) / DEVICES)
+        return jnp.einsum("k,kbf->bf", jnp.ones((DEVICES,), got.dtype), got) * DEVICES
+    return pmapped(per_device, "i")(x, w)
+
+
+def all_to_all_of_permuted_inputs_reduced_by_products(x, w):
+    """Round 45: x's blocks sent as "products" (multiplied by an anti-identity matrix, a permutation), multiplied
+    where they arrive inside a variadic reduce whose reducer multiplies before it adds."""
+    def per_device(a, b):
+        flipped = a @ jnp.flip(jnp.eye(a.shape[1], dtype=a.dtype), 0)
+        got = jnp.flip(_parts_to_owners(flipped).reshape(a.shape[0], -1), 1)
+        rows, cols = jnp.broadcast_to(got[:, :, None], got.shape + (3,)), jnp.broadcast_to(b[None, :8, :3],
+                                                                                           got.shape + (3,))
+        zero = jnp.zeros((), a.dtype)
+        return lax.reduce((rows, cols), (zero, zero), lambda p, q: (p[0] + q[0] * q[1], q[1]), (1,))[0]
+    return pmapped(per_device, "i")(x, w)
+
+
 PROGRAMS = {
     "dot_with_squeeze": (dot_with_squeeze, (np.ones(16, np.float32), np.ones(16, np.float32))),
     "merged_psums": (merged_psums, (np.ones((DEVICES, 3), np.float32),)),
@@ -325,6 +347,10 @@ PROGRAMS = {
         np.ones((DEVICES, 2, 8), np.float32), np.ones((DEVICES, 8, 8), np.float32))),
     "all_to_all_summed_in_a_loop": (all_to_all_summed_in_a_loop, (np.ones((DEVICES, 2, 3), np.float32),
                                                                   np.ones((DEVICES, 3, 8), np.float32))),
+    "all_to_all_of_scaled_partial_sums": (all_to_all_of_scaled_partial_sums, (
+        np.ones((DEVICES, 2, 3), np.float32), np.ones((DEVICES, 3, 8), np.float32))),
+    "all_to_all_of_permuted_inputs_reduced_by_products": (all_to_all_of_permuted_inputs_reduced_by_products, (
+        np.ones((DEVICES, 2, 8), np.float32), np.ones((DEVICES, 8, 8), np.float32))),
 }
 
 
