@@ -31,16 +31,39 @@ def sgd(w1, w2, x, y):
     return w1 - LR * x.T @ d_hidden, w2 - LR * hidden.T @ d_out, np.mean(residual ** 2)
 
 
+def _explain(got, w1, w2, x, y, rows):
+    """The averaging mistake behind a wrong step: both weights moved n_data times as far as the full-batch step (the
+    devices' gradients over 'data' summed, not averaged), or the loss n_data times the mean."""
+    if rows < 2 or not isinstance(got, (list, tuple)) or len(got) != 3:
+        return
+    new1, new2, loss = (np.asarray(v, np.float64) for v in got)
+    want1, want2, want_loss = sgd(w1, w2, x, y)
+    close = lambda a, b: a.shape == np.shape(b) and np.allclose(a, b, rtol=1e-4, atol=1e-5)  # noqa: E731
+    if close(new1, w1 + rows * (want1 - w1)) and close(new2, w2 + rows * (want2 - w2)):
+        raise AssertionError(f"train_step's update is {rows} times the full-batch step on a mesh of {rows} devices "
+                             "along 'data': each device's loss is a mean over its own part of the batch, so the "
+                             f"gradients reduce-scattered (or summed) over 'data' add up {rows} such means; divide "
+                             "them by the number of devices along 'data'")
+    if close(loss, rows * want_loss):
+        raise AssertionError(f"train_step's loss is {rows} times the mean loss with {rows} devices along 'data': "
+                             "lax.psum adds the devices' losses up; lax.pmean averages them")
+
+
 def run(student, rng, rows, cols, asks=None):
     w1 = rng.normal(size=(2 * rows, 3 * cols)).astype(np.float32)
     w2 = rng.normal(size=(3 * cols, 2 * rows)).astype(np.float32)
     x = rng.normal(size=(4 * rows, 2 * rows)).astype(np.float32)
     y = rng.normal(size=(4 * rows, 2 * rows)).astype(np.float32)
-    program = student.program("probes_programs.on_mesh", w1, w2, x, y, asks=asks, expect=sgd,
-                              what=f"train_step(w1, w2, x, y, {LR}, mesh) on a {rows} x {cols} mesh "
-                                   "(new w1, new w2, loss)", rtol=1e-4, atol=1e-5,
-                              function="two_d.train_step", shape=[rows, cols], lr=LR,
-                              counts=meshes.counts(AXES, (rows, cols)), compare=(AXES, (rows, cols)))
+    fixed = {"function": "two_d.train_step", "shape": [rows, cols], "lr": LR}
+    try:
+        program = student.program("probes_programs.on_mesh", w1, w2, x, y, asks=asks, expect=sgd,
+                                  what=f"train_step(w1, w2, x, y, {LR}, mesh) on a {rows} x {cols} mesh "
+                                       "(new w1, new w2, loss)", rtol=1e-4, atol=1e-5,
+                                  counts=meshes.counts(AXES, (rows, cols)), compare=(AXES, (rows, cols)), **fixed)
+    except AssertionError as wrong:
+        if not getattr(wrong, "measured", None):  # a measured difference of communication says more
+            _explain(student.probe("probes_programs.values", "on_mesh", w1, w2, x, y, **fixed), w1, w2, x, y, rows)
+        raise
     return w1, w2, x, program
 
 

@@ -18,6 +18,11 @@ WRONG = {
         (SPECS, 'SPECS = (P(None, "model"), P("model", None), P("data", None), P("data", None))'),
         (GATHER_W1, "w1_rows = w1"), (GATHER_W2, "w2_cols = w2")), devices="4",
         says=("train_step all-reduces", "over 'data'", "a whole gradient", "reduce-scatters their gradients")),
+    # Rounds 43 and 45 (written apart): the gradients not divided by n_data, told as the factor alone before
+    "the gradients summed over 'data', not averaged": Wrong(two_d(
+        ("return w1 - lr * g1 / n, w2 - lr * g2 / n", "return w1 - lr * g1, w2 - lr * g2")), devices="4",
+        says=("train_step's update is 2 times the full-batch step", "divide them by the number of devices along "
+              "'data'")),
 }
 
 RIGHT = {
