@@ -19,19 +19,41 @@ AXES = ("data", "model")
 JAX_ERRORS = (empty_assertion_on(AXES),)  # an axis name the mesh lacks, told against its axes
 
 
+def _mirrored(got, x, w, cols) -> bool:
+    """Whether, in every device's columns of y, the rows of device (j + s) hold the product of device (j - s)'s block
+    and no row block is where it belongs but the device's own (the block that arrived after s steps put s places
+    the wrong way round the ring)."""
+    got, want = np.asarray(got, np.float64), x.astype(np.float64) @ w
+    if got.shape != want.shape or cols < 3:
+        return False
+    rows, width = len(x) // cols, w.shape[1] // cols
+    block = lambda a, b, j: a[b * rows:(b + 1) * rows, j * width:(j + 1) * width]  # noqa: E731
+    return all(np.allclose(block(got, (j + s) % cols, j), block(want, (j - s) % cols, j), rtol=1e-4, atol=1e-4)
+               for j in range(cols) for s in range(cols))
+
+
 def run(student, rng, rows, cols, asks=None):
     """x (2 n_model x 5) and w (5 x 3 n_model), and the program of collective_matmul on them."""
     x = rng.normal(size=(2 * cols, 5)).astype(np.float32)
     w = rng.normal(size=(5, 3 * cols)).astype(np.float32)
-    program = student.program("probes_programs.on_mesh", x, w, expect=lambda x, w: x.astype(np.float64) @ w,
-                              what=f"collective_matmul(x, w, mesh) on a {rows} x {cols} mesh", rtol=1e-4, atol=1e-4,
-                              function="collective_matmul.collective_matmul", shape=[rows, cols],
-                              arrives=(["model", None], [None, "model"]), compare=(AXES, (rows, cols)),
-                              counts=meshes.counts(AXES, (rows, cols)), asks=asks, probe=Probe(
-                                  splits=(Split(0, 0, cols, "x", "'model' device"),),
-                                  rerun=lambda *a: student.probe("probes_programs.values", "on_mesh", *a,
-                                                                 function="collective_matmul.collective_matmul",
-                                                                 shape=[rows, cols])))
+    fixed = {"function": "collective_matmul.collective_matmul", "shape": [rows, cols]}
+    try:
+        program = student.program("probes_programs.on_mesh", x, w, expect=lambda x, w: x.astype(np.float64) @ w,
+                                  what=f"collective_matmul(x, w, mesh) on a {rows} x {cols} mesh", rtol=1e-4,
+                                  atol=1e-4, arrives=(["model", None], [None, "model"]), compare=(AXES, (rows, cols)),
+                                  counts=meshes.counts(AXES, (rows, cols)), asks=asks, probe=Probe(
+                                      splits=(Split(0, 0, cols, "x", "'model' device"),),
+                                      rerun=lambda *a: student.probe("probes_programs.values", "on_mesh", *a,
+                                                                     **fixed)), **fixed)
+    except AssertionError as wrong:
+        if not getattr(wrong, "measured", None) and \
+                _mirrored(student.probe("probes_programs.values", "on_mesh", x, w, **fixed), x, w, cols):
+            raise AssertionError(f"collective_matmul on a {rows} x {cols} mesh puts the product of the block that "
+                                 "arrived after s steps in the rows of the device s places one way round the ring, "
+                                 "where the block came from the device s places the other way: its product belongs "
+                                 "in the rows of the device it came from (for a ring that sends i -> i + 1, index "
+                                 "(me - s) mod n)") from None
+        raise
     return x, w, program
 
 

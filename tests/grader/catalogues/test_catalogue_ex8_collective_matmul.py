@@ -24,6 +24,11 @@ WRONG = {
     "a ring of n steps": Wrong(
         collective_matmul((LOOP, LOOP.replace("range(1, n)", "range(1, n + 1)"))), devices="4",
         says=("collective_matmul runs 2 ppermutes", "expected n - 1 = 1", "the last one needs no sending")),
+    # Rounds 43 and 45 (written apart): each product stored s places the wrong way round (right on rings of 2)
+    "the product of the block after s steps stored at me + s": Wrong(
+        collective_matmul(("products.at[(me - step) % n]", "products.at[(me + step) % n]")), devices="4",
+        says=("puts the product of the block that arrived after s steps in the rows of the device s places one way",
+              "belongs in the rows of the device it came from")),
     "the ring's length from jax.device_count()": Wrong(
         collective_matmul((START, START.replace('lax.axis_size("model")', "jax.device_count()"))), devices="4",
         says=("written for 4 devices", "the axis it runs over has fewer")),
