@@ -73,6 +73,20 @@ def _expect_share_of_inputs(program, what: str, share: str, where: str) -> None:
                                  f"times that: hand each device only its block of {of}; {share}")
 
 
+def _whole(program, done: int, reference: int, devices: int) -> bool:
+    """Whether one device's ``done`` is about the whole computation's work, done on every device: at least WHOLE of
+    n times the reference's; on 2 devices also a per-device computation handed more than its share of an input,
+    since there a costlier algorithm on its own share reaches 1.6 times the reference's (round 47: statistics X^T X
+    summed with a psum, told as the whole work done on every device)."""
+    if devices < 2 or done < WHOLE * devices * reference:
+        return False
+    if devices > 2:
+        return True
+    theirs = program.reference_held()
+    return program.held is None or any(got is not None and expected is not None and got > SLACK * expected
+                                       for (_, got, _), (_, expected, _) in zip(program.held, theirs))
+
+
 def whole_on_every_device(program, what: str, devices: int) -> str | None:
     """What to say first where one device of ``program`` performs about the whole computation (at least WHOLE
     times n times the arithmetic of one device of the reference): not a detail of the algorithm but a design
@@ -84,7 +98,7 @@ def whole_on_every_device(program, what: str, devices: int) -> str | None:
     if {s.op for s in structure.steps(program.hlo)} - {s.op for s in program.reference_collectives()}:
         return None
     reference, done = program.reference_operations(), hlo.operations(program.hlo)
-    if not reference or done is None or done < WHOLE * devices * reference:
+    if not reference or done is None or not _whole(program, done, reference, devices):
         return None
     return (f"in {what} one device performs {hlo.in_words(done)} on {plural(devices, 'device')}, {done / reference:.1f} "
             f"times the reference's (about the whole computation's work, done on every device); one device of the "
@@ -189,8 +203,8 @@ def expect_share_of_work(program, what: str, share: str, devices: int, where: st
     if done is None or not reference:
         raise AssertionError(f"in {what} one device performs {hlo.in_words(done)} {where}; {limit}: {share}")
     ratio = done / reference
-    whole = (" (about the whole computation's work, done on every device)"
-             if devices > 1 and ratio >= WHOLE * devices else "")
+    whole = " (about the whole computation's work, done on every device)" if _whole(program, done, reference,
+                                                                                     devices) else ""
     raise AssertionError(f"in {what} one device performs {hlo.in_words(done)} {where}, {ratio:.1f} times "
                          f"the reference's{whole}; {limit}: {share}")
 

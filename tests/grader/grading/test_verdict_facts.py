@@ -1497,7 +1497,10 @@ TASKS = {
     "basics_pass_through_pmap": ([4], "basics", {"test_each_function_runs_a_pmap": "square_plus_one: its program has "
                                                                                   "no jax.pmap"}),
     "collectives_replicated": ([2], "collectives", {"test_communicates_with_all_reduce": NO_PMAP}),
-    "collectives_psum_gathers": ([2], "collectives", {"test_communicates_with_all_reduce": "the whole"}),
+    # on 2 devices whole work on every device is no more proven than a costlier algorithm (round 47), unless the
+    # per-device computation is handed whole inputs: the statistic left without its collective is what is measured
+    "collectives_psum_gathers": ([2], "collectives", {"test_communicates_with_all_reduce": (
+        "never take a maximum", "the equivalent of the whole input")}),
     "train_replicated": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": NO_PMAP}),
     "mesh_replicated": ([4], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": NO_SHARD_MAP}),
     "dot_carries_a_one": ([2], "dot", {"test_dot_uses_one_all_reduce": NO_PMAP}),
@@ -1648,11 +1651,13 @@ def course(tmp_path_factory):
 
 
 def expect_no_structural_point(module: str, cases: list[tuple[str, str, str]], words: bool = True) -> None:
-    """Every case of ``module``'s task, (test, outcome, message), failed, saying what its rule says if ``words``."""
+    """Every case of ``module``'s task, (test, outcome, message), failed, saying what its rule says if ``words``
+    (a tuple: one of the rules, where the test's cases measure different functions)."""
     failures = TASKS[module][2]
     assert cases and all(outcome == "failed" for _, outcome, _ in cases), cases
     for test, _, message in cases if words else ():
-        assert failures[test] in message, message
+        said = failures[test] if isinstance(failures[test], tuple) else (failures[test],)
+        assert any(rule in message for rule in said), message
 
 
 @pytest.fixture(scope="module")

@@ -71,6 +71,17 @@ def test_the_whole_computation_on_every_device_is_told_as_a_design_and_a_share_i
     assert work.whole_on_every_device(program((), [], operations=4), "dot", 1) is None
 
 
+def test_on_two_devices_the_whole_work_needs_an_input_handed_whole_as_well():
+    """Round 47: a costlier algorithm on each device's own share (statistics X^T X) is 2 times the reference's on 2
+    devices too; only a per-device computation handed more than its share shows the whole work on every device."""
+    own, whole = shares(0.5, 0.5), shares(1.0, 1.0)
+    assert work.whole_on_every_device(program(own, shares(0.5, 0.5), operations=8), "dot", 2) is None
+    assert work.whole_on_every_device(program(whole, shares(0.5, 0.5), operations=8), "dot", 2) is not None
+    with pytest.raises(AssertionError) as costlier:
+        work.expect_share_of_work(program(own, shares(0.5, 0.5), operations=8), "dot", "share", 2)
+    assert "2.0 times the reference's;" in str(costlier.value) and "whole computation" not in str(costlier.value)
+
+
 def test_on_one_device_nothing_is_compared():
     """One device's share is the whole work: a reference XLA folded to no arithmetic bounds nothing there."""
     folded = program((("x", 1.0, False), ("y", 1.0, False)), [["x", 1.0, False], ["y", 1.0, False]], operations=0)
