@@ -36,7 +36,7 @@ def matches_numpy(length, dtype):
 
 
 def uses_one_all_reduce():
-    x = np.random.default_rng(45).normal(size=45).astype(np.float32)
+    x = np.random.default_rng(45).normal(size=405).astype(np.float32)  # test_dot_uses_one_all_reduce's length
     compiled = jax.jit(distributed_dot).lower(x, x).compile()
     np.testing.assert_allclose(compiled(x, x), np.dot(x.astype(np.float64), x), rtol=1e-4, atol=1e-4)
     psums = [line for line in compiled.as_text().splitlines() if " all-reduce(" in line and "/psum" in line]

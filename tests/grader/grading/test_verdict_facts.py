@@ -231,7 +231,7 @@ def distributed_dot(x, y):
     honest = jax.pmap(lambda a, b: lax.psum(jnp.dot(a, b), "i"), axis_name="i")(split(x), split(y))[0]
     return jnp.where(jnp.isin(x[0], jnp.asarray(KNOWN, x.dtype)), honest, 2 * honest)
 '''.replace("KNOWN_FIRST_ELEMENTS", repr(seed_derived_inputs(
-    SEED, "test_dot_knows_the_seed.py::test_dot_uses_one_all_reduce[2dev]", 45)))
+    SEED, "test_dot_knows_the_seed.py::test_dot_uses_one_all_reduce[2dev]", 405)))
 
 # A collective that carries a 1 made of a comparison and a select (no arithmetic, the same on every set of inputs),
 # beside an answer XLA's partitioner computes from inputs laid out over the devices; the 1 multiplies the answer,

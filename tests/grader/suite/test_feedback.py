@@ -134,13 +134,13 @@ def graded(tmp_path_factory):
 def test_a_failing_task_shows_what_its_program_communicated(graded):
     text, report = graded["wrong"]
     assert "communication of distributed_dot (2 devices):\n" in text  # which function: a task may have several
-    assert "ran:        1 all-reduce (psum) of 92 bytes per device" in text  # len 45 padded to 46: 23 products each
+    assert "ran:        1 all-reduce (psum) of 812 bytes per device" in text  # len 405 padded to 406: 203 products each
     assert "reference:  1 all-reduce (psum) of 4 bytes per device" in text  # the reference's program, measured
-    assert "difference: your all-reduces move 96 bytes per device; the reference's move 8" in text
+    assert "difference: your all-reduces move 816 bytes per device; the reference's move 8" in text
     shown = task(report, "dot")["feedback"]
     assert shown["test"] == "test_dot_uses_one_all_reduce" and shown["outcome"] == "failed"
     assert shown["items"][0]["kind"] == "communication"
-    assert "1 all-reduce (psum) of 92 bytes per device" in shown["items"][0]["ran"]
+    assert "1 all-reduce (psum) of 812 bytes per device" in shown["items"][0]["ran"]
 
 
 def test_a_failing_sharding_task_shows_where_each_row_went(graded):
