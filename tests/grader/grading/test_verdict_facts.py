@@ -1509,7 +1509,8 @@ TASKS = {
     "basics_picks_by_a_flag": ([2], "basics", {"test_each_function_runs_a_pmap": "square_plus_one: " + NO_PMAP}),
     "train_carries_a_one": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": NO_PMAP}),
     "mesh_carries_a_one": ([4], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": NO_SHARD_MAP}),
-    "dot_checksum": ([2], "dot", {"test_dot_uses_one_all_reduce": REDUCED_BY_XLA}),
+    # at 405 elements the per-device code's measurement comes first: x[0] added and taken away again
+    "dot_checksum": ([2], "dot", {"test_dot_uses_one_all_reduce": (REDUCED_BY_XLA, NO_PMAP)}),
     "collectives_checksum": ([2], "collectives", {"test_communicates_with_all_reduce": REDUCED_BY_XLA}),
     "mesh_checksum": ([4], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": REDUCED_BY_XLA}),
     "train_checksum": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": REDUCED_BY_XLA}),
