@@ -204,7 +204,7 @@ def test_a_single_device_dot_keeps_the_value_points_and_loses_the_structural_one
     ("pure_callback", "not_exportable", "jax.pure_callback, io_callback, jax.debug.print or jax.debug.callback"),
     ("debug_callback", "not_exportable", "calls back into Python on the host"),
     ("forged_callback", "not_exportable", "distributed_dot's program was refused: it calls back into Python"),
-    ("bad_blob", "not_exportable", "it takes float32[3], float32[3], not the test's inputs (float32[45], float32[45])"),
+    ("bad_blob", "not_exportable", "it takes float32[3], float32[3], not the test's inputs (float32[405], float32[405])"),
     ("python_if", "not_traceable", "cannot be compiled with jax.jit, which knows only the shapes and dtypes of the "
                                    "inputs, not their values, and distributed_dot needs a value: an if"),
 ])
