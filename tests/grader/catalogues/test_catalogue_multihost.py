@@ -16,17 +16,18 @@ WRONG = {
     "each process's own mean": Wrong(
         {"multihost": mutate("multihost", ("    return mean(rows)\n", "    return local_batch.mean(axis=0)\n"))},
         "2", says=("is the mean of that process's own rows only", "(jax.devices(); jax.local_devices() are")),
-    # Round 44 (written apart): the sum over every process divided by this process's rows
-    "the sum divided by one process's rows": Wrong(
-        {"multihost": mutate("multihost", ("    return mean(rows)\n", "    return mean(rows) * jax.process_count()\n"))},
+    # Round 44 (written apart): the sum over every process divided by this process's rows; and (issue 30: both
+    # uneven layouts once put the odd count on the first or the last process, now each in turn) only the first and
+    # last processes' counts compared. Two mistakes of one function, each failing its own test, in one run.
+    "the sum divided by one process's rows, only the first and last counts compared": Wrong(
+        {"multihost": mutate("multihost", ("    return mean(rows)\n", "    return mean(rows) * jax.process_count()\n"),
+                             ("    if len(set(counts)) != 1:\n", "    if counts[0] != counts[-1]:\n"))},
         "1", says=("is 4 times the answer (4 is the number of processes)", "divides the sum of every process's rows"),
-        fails=(("test_global_mean_of_more_rows", ("is 4 times the answer (4 is the number of processes)",), {1}),)),
-    # Issue 30: both uneven layouts once put the odd count on the first or the last process; now each in turn.
-    "only the first and last processes' counts compared": Wrong(
-        {"multihost": mutate("multihost", ("    if len(set(counts)) != 1:\n", "    if counts[0] != counts[-1]:\n"))},
-        "1", says=("returned a value, expected it to raise ValueError",
+        fails=(("test_global_mean_of_more_rows", ("is 4 times the answer (4 is the number of processes)",), {1}),
+               ("test_uneven_rows_rejected_on_every_layout", (
+                   "row counts [3, 1, 3, 3]", "returned a value, expected it to raise ValueError",
                    "It raised when process 0 held fewer rows, but not process 1: compare every process's count"),
-        fails=(("test_uneven_rows_rejected_on_every_layout", ("row counts [3, 1, 3, 3]",), {1}),)),
+                {1}))),
     # Issue 23: written from the statements alone (apart.py); each names its mistake and no wrong advice.
     "only the processes that differ from process 0 raise": Wrong(
         apart("multihost", ("if len(set(counts)) > 1:", "if counts[jax.process_index()] != counts[0]:")), "2",
