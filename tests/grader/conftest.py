@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -15,9 +17,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# The tests grade without the shared compile cache (grader.workers.compile_cache), never the user's: a
-# test's outcome must not depend on what earlier runs or tests compiled. Its own tests give it a folder.
-os.environ.setdefault("GRADE_COMPILE_CACHE", "off")
+# The tests grade with a shared compile cache of their own (grader.workers.compile_cache), started empty for each
+# session and removed after it, never the user's: a test's outcome must not depend on what an earlier session
+# compiled; within one, what trusted workers compiled is read again, as a batch's jobs read it (a program's verdict
+# does not depend on whether it was compiled or read). A student's own cache is off. Its own tests set both.
+if "GRADE_COMPILE_CACHE" not in os.environ:
+    _cache = tempfile.mkdtemp(prefix="grade-tests-compile-cache-")
+    os.chmod(_cache, 0o711)  # workers of another uid read entries by name, as in the shared cache's own folder
+    atexit.register(shutil.rmtree, _cache, ignore_errors=True)
+    os.environ["GRADE_COMPILE_CACHE"] = _cache
+os.environ.setdefault("GRADE_OWN_COMPILE_CACHE", "off")
 
 GRADE = [sys.executable, "-c", "from grader.cli import main; main()"]
 

@@ -42,14 +42,6 @@ _JOBS = int(os.environ.get("CATALOGUE_JOBS") or
 _pool = ThreadPoolExecutor(max_workers=max(1, _JOBS), thread_name_prefix="catalogue")
 _scratch = Path(tempfile.mkdtemp(prefix="grade-catalogues-"))
 atexit.register(shutil.rmtree, _scratch, ignore_errors=True)
-# The catalogues' runs share a compile cache of their own, as a batch's jobs share theirs (the default everywhere
-# but in the tests): what the trusted workers of one run compiled (the reference's programs, JAX's pads and slices
-# at the suites' shapes, the modules an entry leaves as the solutions wrote them) is read by the next, a third
-# of a run's work. It starts empty and holds nothing of an earlier session; a program's verdict does not depend on
-# whether it was compiled or read (tests/grader/workers/test_compile_cache.py).
-_compile_cache = tempfile.mkdtemp(prefix="grade-catalogues-cache-")
-os.chmod(_compile_cache, 0o711)  # workers of another uid read entries by name, as in the shared cache's own folder
-atexit.register(shutil.rmtree, _compile_cache, ignore_errors=True)
 
 
 @dataclass(frozen=True)
@@ -208,8 +200,7 @@ def _graded(exercise: str, modules: dict[str, str], tasks, devices: str, folder:
     """The JSON report of one ``grade`` run: the solutions with ``modules`` replaced, ``tasks`` at ``devices``."""
     build_submission(folder, modules, exercise=exercise)
     proc = run_grade(exercise, "--submission", str(folder), "--format", "json", "--seed", str(SEED),
-                     *[arg for t in tasks for arg in ("--task", t)], "--devices", devices,
-                     env={"GRADE_COMPILE_CACHE": _compile_cache})
+                     *[arg for t in tasks for arg in ("--task", t)], "--devices", devices)
     assert proc.returncode == 0, f"grade exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     return json.loads(proc.stdout)
 

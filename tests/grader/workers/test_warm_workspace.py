@@ -63,7 +63,8 @@ def _taking(spares: Spares) -> list:
     return taken
 
 
-def test_rounds_take_spares_and_grade_each_save_anew(dot_only, make_submission):
+def test_rounds_take_spares_and_grade_each_save_anew(dot_only, make_submission, monkeypatch):
+    monkeypatch.setenv("GRADE_COMPILE_CACHE", "off")  # the student's workers compile, and keep it, themselves
     right, wrong = make_submission({}), make_submission({"dot": WRONG_DOT})
     space = Workspace(prefix="warm-test-", warm=True)
     try:
