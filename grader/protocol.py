@@ -105,7 +105,9 @@ class PerProcess:
 def for_process(request: dict, process: int) -> dict:
     """``request`` ({"args": ..., "kwargs": ...}) as process ``process`` receives it: each :class:`PerProcess`
     argument replaced by its own element."""
-    own = (lambda v: v.values[process] if isinstance(v, PerProcess) else v)
+    def own(value):
+        return value.values[process] if isinstance(value, PerProcess) else value
+
     return {"args": tuple(map(own, request["args"])), "kwargs": {k: own(v) for k, v in request["kwargs"].items()}}
 
 

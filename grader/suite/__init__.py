@@ -11,7 +11,7 @@ from grader.errors import StudentFailure
 from grader.protocol import PerProcess
 from grader.suite import feedback, hlo, meshes
 from grader.suite.checks import (Bypass, WrongProgram, as_array, expect_close, expect_raises, expect_sequence,
-                                 expect_shape)
+                                 expect_shape, explained)
 
-__all__ = ["Bypass", "PerProcess", "StudentFailure", "WrongProgram", "as_array", "expect_close", "expect_raises", "expect_sequence",
-           "expect_shape", "feedback", "hlo", "meshes"]
+__all__ = ["Bypass", "PerProcess", "StudentFailure", "WrongProgram", "as_array", "expect_close", "expect_raises",
+           "expect_sequence", "expect_shape", "explained", "feedback", "hlo", "meshes"]

@@ -835,9 +835,10 @@ def _linear(comp: str, ins: _Instr, places: list[int], comps: dict, free: set[tu
         return True
     if op in _SCALES or op == "divide":
         return len(places) == 1 and (op != "divide" or places == [0]) and all((comp, o) in free for o in others)
-    if op in ("reduce", "all-reduce", "reduce-scatter"):  # a sum: a reducer that only adds (round 45: a variadic
-        data = range(max(1, len(ins.operands) // 2)) if op == "reduce" else range(len(ins.operands))  # reduce's
-        reducer = _applied(ins, comps)  # reducer multiplied its operands before its last add)
+    if op in ("reduce", "all-reduce", "reduce-scatter"):
+        # a sum: a reducer that only adds (round 45: a variadic reduce's reducer multiplied before its last add)
+        data = range(max(1, len(ins.operands) // 2)) if op == "reduce" else range(len(ins.operands))
+        reducer = _applied(ins, comps)
         return (all(k in data for k in places) and any(i.opcode == "add" for i in reducer)
                 and all(i.opcode in _SUMS for i in reducer))
     return False

@@ -86,8 +86,8 @@ class Backend:
 
     def unavailable(self, devices: int, processes: int | None = None) -> str | None:
         """Why ``processes`` x ``devices`` cannot run here (None: it can), in words for the report."""
-        if processes and no_localhost_tcp():
-            return no_localhost_tcp()
+        if processes and (refused := no_localhost_tcp()):
+            return refused
         return None if self.fallback else self.refuses(devices, processes)
 
     def placed(self, devices: int, processes: int | None = None) -> Backend:

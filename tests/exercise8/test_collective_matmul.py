@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from grader.layout import plural
-from grader.suite import feedback, hlo, meshes, rings, work
+from grader.suite import explained, feedback, hlo, meshes, rings, work
 from grader.suite.bypass import Asks
 from grader.suite.differences import Probe, Split
 from grader.suite.jax_errors import empty_assertion_on
@@ -19,17 +19,21 @@ AXES = ("data", "model")
 JAX_ERRORS = (empty_assertion_on(AXES),)  # an axis name the mesh lacks, told against its axes
 
 
-def _mirrored(got, x, w, cols) -> bool:
-    """Whether, in every device's columns of y, the rows of device (j + s) hold the product of device (j - s)'s block
-    and no row block is where it belongs but the device's own (the block that arrived after s steps put s places
-    the wrong way round the ring)."""
+def _explain_order(got, x, w, rows, cols) -> None:
+    """Fail, saying so, where in every device's columns of y the rows of device (j + s) hold the product of device
+    (j - s)'s block: the block that arrived after s steps, stored s places the wrong way round the ring (on a ring
+    of 2 both ways are one)."""
     got, want = np.asarray(got, np.float64), x.astype(np.float64) @ w
     if got.shape != want.shape or cols < 3:
-        return False
-    rows, width = len(x) // cols, w.shape[1] // cols
-    block = lambda a, b, j: a[b * rows:(b + 1) * rows, j * width:(j + 1) * width]  # noqa: E731
-    return all(np.allclose(block(got, (j + s) % cols, j), block(want, (j - s) % cols, j), rtol=1e-4, atol=1e-4)
-               for j in range(cols) for s in range(cols))
+        return
+    height, width = len(x) // cols, w.shape[1] // cols
+    block = lambda a, b, j: a[b * height:(b + 1) * height, j * width:(j + 1) * width]  # noqa: E731
+    if all(np.allclose(block(got, (j + s) % cols, j), block(want, (j - s) % cols, j), rtol=1e-4, atol=1e-4)
+           for j in range(cols) for s in range(cols)):
+        raise AssertionError(f"collective_matmul on a {rows} x {cols} mesh puts the product of the block that arrived "
+                             "after s steps in the rows of the device s places one way round the ring, where the "
+                             "block came from the device s places the other way: its product belongs in the rows of "
+                             "the device it came from (for a ring that sends i -> i + 1, index (me - s) mod n)")
 
 
 def run(student, rng, rows, cols, asks=None):
@@ -37,7 +41,8 @@ def run(student, rng, rows, cols, asks=None):
     x = rng.normal(size=(2 * cols, 5)).astype(np.float32)
     w = rng.normal(size=(5, 3 * cols)).astype(np.float32)
     fixed = {"function": "collective_matmul.collective_matmul", "shape": [rows, cols]}
-    try:
+    with explained(lambda: _explain_order(student.probe("probes_programs.values", "on_mesh", x, w, **fixed), x, w,
+                                          rows, cols)):
         program = student.program("probes_programs.on_mesh", x, w, expect=lambda x, w: x.astype(np.float64) @ w,
                                   what=f"collective_matmul(x, w, mesh) on a {rows} x {cols} mesh", rtol=1e-4,
                                   atol=1e-4, arrives=(["model", None], [None, "model"]), compare=(AXES, (rows, cols)),
@@ -45,15 +50,6 @@ def run(student, rng, rows, cols, asks=None):
                                       splits=(Split(0, 0, cols, "x", "'model' device"),),
                                       rerun=lambda *a: student.probe("probes_programs.values", "on_mesh", *a,
                                                                      **fixed)), **fixed)
-    except AssertionError as wrong:
-        if not getattr(wrong, "measured", None) and \
-                _mirrored(student.probe("probes_programs.values", "on_mesh", x, w, **fixed), x, w, cols):
-            raise AssertionError(f"collective_matmul on a {rows} x {cols} mesh puts the product of the block that "
-                                 "arrived after s steps in the rows of the device s places one way round the ring, "
-                                 "where the block came from the device s places the other way: its product belongs "
-                                 "in the rows of the device it came from (for a ring that sends i -> i + 1, index "
-                                 "(me - s) mod n)") from None
-        raise
     return x, w, program
 
 

@@ -10,7 +10,7 @@ gradient in an all-reduce, and each device left with its rows of the new w only.
 import numpy as np
 import pytest
 
-from grader.suite import feedback, hlo, meshes, work
+from grader.suite import explained, feedback, hlo, meshes, work
 from grader.suite.bypass import Asks
 from grader.suite.jax_errors import empty_assertion_on
 
@@ -47,16 +47,13 @@ def run(student, rng, devices, samples, asks=None):
     x = rng.normal(size=(samples * devices, 2 * devices)).astype(np.float32)
     y = rng.normal(size=(samples * devices, 3)).astype(np.float32)
     fixed = {"function": "fsdp.fsdp_step", "shape": [devices], "axes": list(AXES), "lr": LR}
-    try:
+    with explained(lambda: _explain(student.probe("probes_programs.values", "on_mesh", w, x, y, **fixed), w, x, y,
+                                    devices)):
         program = student.program("probes_programs.on_mesh", w, x, y, asks=asks, expect=sgd,
                                   what=f"fsdp_step(w, x, y, {LR}, mesh) on {devices} devices (new w, loss)",
                                   rtol=1e-4, atol=1e-5, counts=meshes.counts(AXES, (devices,)),
                                   arrives=(["data", None], ["data", None], ["data", None]),
                                   compare=(AXES, (devices,)), **fixed)
-    except AssertionError as wrong:
-        if not getattr(wrong, "measured", None):  # a measured difference of communication says more
-            _explain(student.probe("probes_programs.values", "on_mesh", w, x, y, **fixed), w, x, y, devices)
-        raise
     return w, program
 
 
@@ -82,8 +79,8 @@ def test_fsdp_step_gathers_weights_and_scatters_gradients(student, rng, devices)
         what = "the whole gradient" if meshes.per_run(reduced) >= w.nbytes else "more than the loss's 4 bytes"
         if not any(c.by_student for c in reduced):  # measured: XLA's partitioner chose them, the code wrote none
             raise AssertionError(f"fsdp_step all-reduces {meshes.per_run_text(reduced)} per device {where}, {what}, "
-                                 "and your code wrote none of them: XLA's partitioner chose them for the shardings "
-                                 "you asked for (a w gathered by jax.reshard or a sharding constraint gets its "
+                                 "and your code wrote none of them: the compiler (XLA's partitioner) chose them "
+                                 "for the shardings you asked for (a w gathered by jax.reshard or a sharding constraint gets its "
                                  "gradient back whole, summed on every device: data parallelism). In FSDP each "
                                  "device updates only its rows: gather w yourself with lax.all_gather inside "
                                  "jax.shard_map, and JAX makes its gradient a reduce-scatter")

@@ -88,7 +88,7 @@ def fsdp_step(w, x, y, lr, mesh):
             value, grad = jax.value_and_grad(loss)(w)
             return w - lr * grad, value
         return step(w, x, y)
-'''}, devices="4", says=("and your code wrote none of them: XLA's partitioner chose them",
+'''}, devices="4", says=("and your code wrote none of them: the compiler (XLA's partitioner) chose them",
                           "gather w yourself with lax.all_gather inside jax.shard_map")),
     "new parameters gathered whole": Wrong(fsdp(
         (UPDATE, 'new = lax.all_gather(w_shard - lr * grad / n, "data", axis=0, tiled=True)\n'
