@@ -395,20 +395,22 @@ def _idle(zeroed, negative, transplanted, baselines: list, tolerance: Tolerance 
     where no transplant was measured, negated (``negative``); each None if not run, ``transplanted`` True where
     it is known to change the answers. They do not if zeros leave the answers as they were, or the first set's
     results leave the others' as they were (they carry nothing of the inputs: a constant, a test every set
-    passes), or change them just as zeros do (a test that zeros and another set's value fail alike: is it what a
-    copy computed beside it gives). Without a transplant, the negation stands in for it: answers left as they
-    were (a test that value and negation pass alike, is it not zero) or changed as zeros change them. An answer
-    even in the results (a product of two of them, a square) is left as it was by their negation, and needs
+    passes), or change them just as zeros do on the sets other than the first (a test that zeros and another set's
+    value fail alike: is it what a copy computed beside it gives; on the first set the transplant is the identity,
+    so its answer there is the baseline, which says nothing). Without a transplant, the negation stands in for it:
+    answers left as they were (a test that value and negation pass alike, is it not zero) or changed as zeros
+    change them. An answer even in the results (a product of two of them, a square) is left as it was by their negation, and needs
     them: the transplant, where there is one, tells."""
     if zeroed is not None and same_answers(zeroed, baselines, tolerance):
         return True
     other = transplanted if transplanted is not None and transplanted is not True else None
     if other is None and transplanted is True:
         return False
+    moved = slice(1, None)  # on the first set, the donor, a transplant is the identity: it tells on the others
     if other is None:
-        other = negative
+        other, moved = negative, slice(None)
     return other is not None and (same_answers(other, baselines, tolerance) or
-                                  (zeroed is not None and same_answers(other, zeroed, tolerance)))
+                                  (zeroed is not None and same_answers(other[moved], zeroed[moved], tolerance)))
 
 
 NEGATED, THROUGH, TRANSPLANTED = "negated", "passed on", "transplanted"  # variants measured beside the zeros ones

@@ -16,7 +16,7 @@ AXIS = "ring"  # not the chapter's 'batch' or 'i': the student's code must use t
 
 def _pmapped(target: str, **kwargs):
     fn = student_function(target)
-    return jax.pmap(lambda block: fn(block, AXIS, **kwargs), axis_name=AXIS)
+    return jax.pmap(lambda x: fn(x, AXIS, **kwargs), axis_name=AXIS)
 
 
 def ring_shift(**kwargs):

@@ -34,7 +34,7 @@ def ring(function: str, rows: int, cols: int):
     device's result comes back, in mesh order."""
     mesh = jax.make_mesh((rows, cols), AXES)
     fn = student_function(function)
-    per_device = jax.shard_map(lambda block: fn(block, "model"), mesh=mesh, in_specs=RING, out_specs=RING)
+    per_device = jax.shard_map(lambda x: fn(x, "model"), mesh=mesh, in_specs=RING, out_specs=RING)
     return lambda x: per_device(jax.device_put(x, NamedSharding(mesh, RING)))
 
 

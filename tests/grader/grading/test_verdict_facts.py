@@ -45,6 +45,10 @@ wants a structural point without the algorithm, each in one way a rule of the en
   device's own block k places along instead of passing on what arrived (grader.suite.rings), also where each
   send's operand reads the one before in a way worth nothing (``x + (arrived - arrived)``, ``x + 0 * sent``): the
   clean worker measures that it carries the same whatever arrived (grader.sandbox.program_ring_steps);
+* a ring's per-device function (both exercises) that finds the whole x up the call stack, the tracer the test's own
+  pmap or shard_map was handed, takes the answer from it, and runs the ring beside it, its ppermutes made needed by a
+  term that cancels when they carry what they should: x then reaches every device whole, n times the share the
+  reference's per-device function receives (grader.suite.work.expect_share_of_inputs);
 * a ring all-reduce whose devices each send their own block k hops by k ppermutes along the ring, the chains
   tied to each other by a factor that is 1 whenever anything arrived: one route and no fresh start, but n(n - 1)/2
   blocks sent, where a ring sends n - 1 (tests/exercise7/test_ring.py);
@@ -267,6 +271,29 @@ def _per_device(w1, w2, x, y, lr):
     g1 = lax.dynamic_slice_in_dim(_summed(g1, "data"), me * w1.shape[0], w1.shape[0], 0)
     g2 = lax.dynamic_slice_in_dim(_summed(g2, "data"), me * w2.shape[1], w2.shape[1], 1)
     return w1 - lr * g1 / n, w2 - lr * g2 / n, lax.pmean(loss, "data")
+'''
+# The outermost array up the call stack that stacks blocks like ``block`` (exercise 7's rows, exercise 8's
+# row blocks): the whole x.
+WHOLE_OFF_THE_STACK = '''
+
+import sys
+
+import jax
+import numpy as np
+
+
+def _whole(block):
+    found, frame = [], sys._getframe(1)
+    while frame is not None:
+        for v in list(frame.f_locals.values()):
+            if v is block or not isinstance(v, (jax.Array, np.ndarray)) or v.dtype != block.dtype:
+                continue
+            shape = v.shape
+            if shape[1:] == block.shape or (len(shape) == block.ndim and shape[1:] == block.shape[1:] and
+                                            shape[0] >= block.shape[0]):
+                found.append(v)
+        frame = frame.f_back
+    return jnp.asarray(found[-1])
 '''
 SUBMISSIONS = {
     # Round 20 (written apart): every row brought to every device by a ring of ppermutes, the variance taken whole
@@ -1282,6 +1309,48 @@ def ring_all_gather(block, axis_name):
         gathered = gathered.at[(me - k) % n].set(sent)
     return gathered.reshape(n * block.shape[0], *block.shape[1:])
 ''',
+    # Round 49 (written apart): the whole x found up the call stack (the tracer the test's own pmap or shard_map was
+    # handed), its sum or its row's blocks taken from it, and a ring of ppermutes beside it made needed by a term
+    # that cancels when they carry what they should: x reaches every device's per-device function whole.
+    "ring_whole_x_off_the_stack": (ROOT / "solutions" / EXERCISE / "ring.py").read_text() + WHOLE_OFF_THE_STACK + '''
+
+def ring_allreduce(x, axis_name):
+    n, me = lax.axis_size(axis_name), lax.axis_index(axis_name)
+    whole = _whole(x)
+    passing, fix = x, jnp.zeros_like(x)
+    for k in range(1, n):
+        passing = ring_shift(passing, axis_name)
+        fix = fix + (passing - whole[(me - k) % n])
+    return whole.sum(axis=0).astype(x.dtype) + fix
+''',
+    "ring_optimal_whole_x_off_the_stack": (ROOT / "solutions" / EXERCISE / "ring.py").read_text() + WHOLE_OFF_THE_STACK
+    + '''
+
+def ring_allreduce_optimal(x, axis_name):
+    n, me, size = lax.axis_size(axis_name), lax.axis_index(axis_name), x.size
+    whole, chunk = _whole(x), -(-size // n)
+    pad = n * chunk - size
+    theirs = jnp.pad(whole.reshape(n, -1), ((0, 0), (0, pad))).reshape(n, n, chunk)
+    passing, fix = jnp.pad(x.reshape(-1), (0, pad)).reshape(n, chunk)[me], jnp.zeros((chunk,), x.dtype)
+    for k in range(1, 2 * n - 1):
+        passing = ring_shift(passing, axis_name)
+        fix = fix + (passing - theirs[(me - k) % n, (me - k) % n])
+    out = jnp.pad(whole.sum(axis=0).astype(x.dtype).reshape(-1), (0, pad)).at[:chunk].add(fix)
+    return out[:size].reshape(x.shape)
+''',
+    "rings_whole_x_off_the_stack": (ROOT / "solutions" / "exercise8" / "rings.py").read_text() + WHOLE_OFF_THE_STACK
+    + '''
+
+def ring_all_gather(block, axis_name):
+    n, me, b = lax.axis_size(axis_name), lax.axis_index(axis_name), block.shape[0]
+    mine = lax.dynamic_slice_in_dim(_whole(block), lax.axis_index("data") * n * b, n * b)
+    blocks = mine.reshape(n, *block.shape)
+    passing, fix = block, jnp.zeros_like(block)
+    for step in range(1, n):
+        passing = _to_next(passing, axis_name, n)
+        fix = fix + (passing - blocks[(me - step) % n])
+    return mine + jnp.concatenate([fix] + [jnp.zeros_like(block)] * (n - 1))
+''',
     # Exercise 8's all-gather by recursive doubling: at step d each device swaps the d blocks it has with device me ^ d,
     # one ppermute per block: n - 1 ppermutes of one block each, as a ring's, to partners 1, 2, 4 places away.
     "rings_recursive_doubling": (ROOT / "solutions" / "exercise8" / "rings.py").read_text() + '''
@@ -1444,6 +1513,7 @@ OWN_SUITES = {"after a call": (AFTER_A_CALL, None, None), "after a probe": (AFTE
 NEVER_SAW = "a second set of inputs drawn by the grader that your code never saw"
 MORE_WORK = "times the reference's"  # one device's arithmetic against one device's of the reference program
 HELD = "hand each device only its block of"  # a device's pmap or shard_map handed whole inputs
+OFF_THE_STACK = "use only the block of x your function is handed"  # a ring's per-device function reaching x whole
 WHOLE_WORK = "times the reference's (about the whole computation's work, done on every device)"
 OWN_BLOCK = "of them send the device's own"  # direct sends: more ppermutes than a ring's start afresh
 OTHER_ROUTE = "in one step and to device"  # a partner other than the ring's neighbour
@@ -1551,6 +1621,10 @@ TASKS = {
     "compiler_device_put_whole": ([4], "exercise8/compiler", {
         "test_one_reduction_runs_one_sum_over_model": "and no sum over 'model'"}),
     # At 8 devices the rings are 4 long: 3 ppermutes, each of the device's own block.
+    "ring_whole_x_off_the_stack": ([2], "ring", {"test_ring_allreduce_uses_ppermute_only": OFF_THE_STACK}),
+    "ring_optimal_whole_x_off_the_stack": ([4], "ring_optimal", {"test_optimal_sends_2_n_minus_1_chunks": OFF_THE_STACK}),
+    "rings_whole_x_off_the_stack": ([4], "exercise8/rings", {
+        "test_ring_all_gather_sends_n_minus_1_blocks": OFF_THE_STACK}),
     "rings_direct_sends": ([8], "exercise8/rings", {"test_ring_all_gather_sends_n_minus_1_blocks": OWN_BLOCK}),
     "rings_recursive_doubling": ([8], "exercise8/rings", {"test_ring_all_gather_sends_n_minus_1_blocks": OTHER_ROUTE}),
     "collective_matmul_from_whole_x": ([4], "exercise8/collective_matmul", {

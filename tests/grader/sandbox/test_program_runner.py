@@ -89,6 +89,9 @@ PROGRAMS = {{
         lambda a, b: jnp.where(lax.psum(a[0] + 1000, "i") != 0, 1.0, 2.0))(x, y),
     "tested_for_its_count": lambda x, y: jnp.dot(x, y) * per_device(
         lambda a, b: jnp.where(lax.psum(jnp.sum(a * 0) + 1, "i") == n, 1.0, 2.0))(x, y),
+    # the sum only compared with a copy computed beside it: another set's sum fails the test as zeros do
+    "tested_against_a_copy": lambda x, y: jnp.dot(x, y) * per_device(
+        lambda a, b: jnp.where(jnp.abs(lax.psum(jnp.dot(a, b), "i") - jnp.dot(x, y)) < 1e-3, 1.0, 0.0))(x, y),
     # three copies of the sum voted on (their median): without any one the other two give the answer
     "voted": per_device(lambda a, b: _median(lax.psum(jnp.dot(a, b), "i"), lax.psum(jnp.dot(a, b) * 0.5, "i") * 2,
                                              lax.psum(jnp.dot(a, b) * 0.25, "i") * 4)),
@@ -125,7 +128,8 @@ def test_a_collective_counts_only_if_the_answer_changes_without_it():
     found = _collectives_measured(2)
     assert found["honest"] == [["all-reduce", False]]
     for trick in ("of_difference", "multiplied_away", "subtracted_from_itself", "dead_branch", "never_selected",
-                  "too_small_to_matter", "only_tested", "tested_for_its_count"):
+                  "too_small_to_matter", "only_tested", "tested_for_its_count",
+                  "tested_against_a_copy"):
         assert found[trick] and all(idle for _, idle in found[trick]), (trick, found[trick])
     # replaced one at a time, each of three psums voted on by their median leaves the answer; replaced together
     # they do not, so all three count

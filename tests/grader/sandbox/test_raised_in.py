@@ -114,3 +114,19 @@ def test_an_exception_with_no_message_never_ends_at_a_colon(folders):
     assert not failure.message.rstrip().endswith(":")
     own = student_code.classify(_raised(lambda: (_ for _ in ()).throw(AssertionError())), "f()")
     assert own.message.endswith("raised AssertionError with no message"), own.message
+
+
+def test_only_the_students_own_not_implemented_error_is_a_stub(folders, tmp_path):
+    """A stub raises NotImplementedError itself; JAX raises it too, for a use it does not support (closing over an
+    input that shard_map splits on Explicit axes): that one is told with its line and JAX's words, not as a stub."""
+    basics, jax_core = folders
+    (tmp_path / "submission" / "stub.py").write_text("def f(x):\n    raise NotImplementedError\n")
+    stub = student_code.classify(_raised(lambda: _load(tmp_path / "submission" / "stub.py", "student_stub").f(1)),
+                                 "f()")
+    assert (stub.kind, stub.message) == ("not_started", "f() still raises NotImplementedError")
+    path = __import__("pathlib").Path(jax_core.__file__)
+    path.write_text("def shard_map(x):\n    raise NotImplementedError('Closing over inputs to shard_map')\n")
+    unsupported = _load(path, "fake_jax_unsupported")
+    failure = student_code.classify(_raised(lambda: basics.unchecked(unsupported.shard_map, 5)), "f()")
+    assert failure.kind == "raised" and failure.message == ("f() raised NotImplementedError at `return pmap(x)`: "
+                                                            "Closing over inputs to shard_map"), failure.message

@@ -46,3 +46,38 @@ def test_inputs_are_only_checked_where_they_arrive_in_blocks_and_the_statement_n
     idle = GATHERED.replace("ROOT %dot = f32[6,10]{1,0} dot(%all-gather.1, %all-gather.2)",
                             "ROOT %dot = f32[6,10]{1,0} dot(%param.1, %all-gather.2)")
     assert bypass.told("f", 4, True, idle, Asks(names=("x", "w")), ARRIVES, SHAPES) is None  # gathered, unused
+
+
+# A pmap's psum of each device's partial dot, then its output summed outside it (XLA's partitioner all-reduces that
+# sum): round 49's `.sum()` where `[0]` was meant.
+SUMMED_AGAIN = '''HloModule m, entry_computation_layout={(f32[3]{0}, f32[3]{0})->f32[]}
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+ENTRY %main (param: f32[3], param.1: f32[3]) -> f32[] {
+  %param = f32[3]{0} parameter(0)
+  %param.1 = f32[3]{0} parameter(1)
+  %dot = f32[] dot(%param, %param.1), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  %psum = f32[] all-reduce(%dot), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=%add, metadata={op_name="jit(call)/call_exported/sdy.manual_computation:pmap/stablehlo.all_reduce:psum"}
+  ROOT %again = f32[] all-reduce(%psum), channel_id=2, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=%add, metadata={op_name="jit(call)/call_exported/stablehlo.reduce:reduce_sum"}
+}
+'''
+
+
+def test_a_reduction_left_to_xla_on_top_of_the_references_own_collectives_is_not_told_as_another_design():
+    from grader.suite import structure
+    own_psum = [s for s in structure.steps(SUMMED_AGAIN) if s.by_student]
+    said = bypass.told("distributed_dot", 2, True, SUMMED_AGAIN, Asks("jax.pmap"), reference=lambda: own_psum)
+    assert said.startswith("distributed_dot: on 2 devices, XLA's partitioner adds 1 all-reduce to finish a sum, mean "
+                           "or maximum that your program computes outside its jax.pmap"), said
+    assert "already runs the reference's all-reduce of its own" in said and "another design" not in said, said
+    without = [s for s in structure.steps(SUMMED_AGAIN) if not s.by_student]
+    alone = bypass.told("distributed_dot", 2, True, "\n".join(line for line in SUMMED_AGAIN.splitlines()
+                                                                if "%psum = " not in line).replace("(%psum)", "(%dot)"),
+                        Asks("jax.pmap"), reference=lambda: own_psum)
+    assert alone.endswith("another design, not a detail to fix"), alone
+    assert without and bypass.told("f", 2, True, SUMMED_AGAIN, Asks("jax.pmap"), reference=lambda: without) is None
