@@ -189,14 +189,35 @@ _ROUNDING = 0.05
 _DIGITS = {2: "about 3", 1: "1 or 2"}  # significant decimal digits a narrow float of this many bytes keeps
 
 
+def _narrow_values(arr64, expected) -> str | None:
+    """The narrow float every entry of a wider result is a value of, where the answer's entries are not (at least
+    two of them): the result was computed in it and cast back ("bfloat16", "float16"), else None."""
+    if arr64.size < 2 or not np.isfinite(arr64).all() or not np.isfinite(expected).all():
+        return None
+    kinds = {"bfloat16": lambda v: (v.astype(np.float32).view(np.uint32) & 0xFFFF) == 0,
+             "float16": lambda v: v.astype(np.float16).astype(np.float64) == v}
+    for name, held in kinds.items():
+        with np.errstate(over="ignore"):
+            if held(arr64).all() and int(np.count_nonzero(~held(expected))) >= 2:
+                return name
+    return None
+
+
 def _rounded(arr, arr64, expected) -> str:
-    """Where the result is a narrow float (bfloat16, float16, float8) off by no more than its rounding
-    accumulates to: that measured fact, and the dtype to compute in."""
-    if arr.dtype.itemsize > 2 or "float" not in arr.dtype.name:
+    """Where the result is a narrow float (bfloat16, float16, float8), or a wider one whose every entry is a
+    narrow float's value (computed in it and cast back, round 48), off by no more than its rounding accumulates
+    to: that measured fact, and the dtype to compute in."""
+    narrow = arr.dtype.itemsize <= 2 and "float" in arr.dtype.name
+    cast = None if narrow or "float" not in arr.dtype.name else _narrow_values(arr64, expected)
+    if not (narrow or cast):
         return ""
     scale = max(float(np.max(np.abs(expected), initial=0.0)), 1e-30)
     if float(np.max(np.abs(arr64 - expected), initial=0.0)) > _ROUNDING * scale:
         return ""
+    if cast:
+        return (f": every entry of the result is a {cast} value cast back to {_dtype_name(arr.dtype)} (a {cast} keeps "
+                f"{_DIGITS[2]} significant digits), and it is off by about what that rounds away: some step computes "
+                f"in {cast}; compute in the inputs' float32")
     return (f": the result is {_dtype_name(arr.dtype)}, which keeps {_DIGITS[arr.dtype.itemsize]} significant "
             "digits, and is off by about what that rounds away; compute and return it in the inputs' float32")
 

@@ -193,8 +193,13 @@ def _reshape(match: re.Match, s: Situation) -> str:
         return (f"an array of {size} elements cannot be reshaped to ({shape}): it does split into "
                 f"{plural(lead, 'equal part')}, of {int(size) // lead} elements each, but the shape gives each part "
                 f"{each}: the length per part your code computed does not match the array it reshapes")
-    return (f"an array of {size} elements cannot be reshaped to ({shape}): the new shape must hold exactly as many; "
-            "pad to a multiple of the device count first")
+    if 0 in dims and int(size):  # round 48: x.shape[0] // jax.device_count() inside a ring of fewer devices
+        return (f"an array of {size} elements cannot be reshaped to ({shape}): the new shape has an axis of length 0, "
+                "so a length your code computed by dividing came out 0, the divisor being larger than the axis it "
+                "divides; check what that count counts (inside jax.pmap or shard_map, the devices along an axis are "
+                "lax.axis_size(axis_name), not jax.device_count())")
+    pad = f"; pad to a multiple of {lead} first" if lead and lead == s.devices else ""
+    return f"an array of {size} elements cannot be reshaped to ({shape}): the new shape must hold exactly as many{pad}"
 
 
 def _scatter(match: re.Match, s: Situation) -> str:

@@ -128,6 +128,16 @@ SUBMISSIONS = {
         fails=(("test_unshard_keeps_every_row", ("unshard(x) with x of shape", "expected n_devices * per",
                                            "padding included"), {1, 2, 4}),
                ("test_round_trip_with_rows_of_zeros", ("unshard(sharded) has",), {1, 2, 4}))),
+    # Round 49 (written apart): padded at the end, then dealt out like cards by pad_and_shard's shard_batch; on bools
+    # (few distinct rows) the dealt order once read as "the padding first" (at 1 device, 5 bool rows dealt over 3
+    # can even come out right: there the edges pass).
+    "padded, then dealt out like cards": Wrong(
+        {"shard": mutate("shard", ("    return x.reshape(n_devices, x.shape[0] // n_devices, *x.shape[1:])",
+                                   "    return jnp.swapaxes(x.reshape(x.shape[0] // n_devices, n_devices, "
+                                   "*x.shape[1:]), 0, 1)"))},
+        fails=(("test_shard_batch", ("deals the rows out like cards",), {1, 2, 4}),
+               ("test_pad_and_shard", ("deals the rows out like cards",), {1, 2, 4}),
+               ("test_pad_and_shard_edges", ("deals the rows out like cards",), {2, 4}))),
     # Issue 23: written from the statements alone (apart.py); each names its mistake and no wrong advice.
     "no ValueError of its own, rows per device rounded down to a negative pad width": Wrong(
         apart("shard", ("per = -(-B // n_devices)", "per = B // n_devices"),

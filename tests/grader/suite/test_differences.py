@@ -296,6 +296,10 @@ def test_a_narrow_float_result_off_by_its_rounding_says_so_and_one_further_off_d
     with pytest.raises(AssertionError) as wrong:  # a float32 result is wrong for some other reason
         expect_close((expected * 1.001).astype(np.float32), expected, what="mlp", rtol=1e-6, atol=1e-6)
     assert "significant digits" not in str(wrong.value)
+    # round 48: computed in bfloat16 (or float16) and cast back to float32: every entry is a narrow float's value
+    for narrow, name in ((ml_dtypes.bfloat16, "bfloat16"), (np.float16, "float16")):
+        with pytest.raises(AssertionError, match=rf"every entry of the result is a {name} value cast back to float32"):
+            expect_close(expected.astype(narrow).astype(np.float32), expected, what="mlp", rtol=1e-6, atol=1e-6)
 
 
 def test_a_result_whose_only_wrong_entries_are_zeros_says_which_rows():

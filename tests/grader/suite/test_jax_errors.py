@@ -185,12 +185,18 @@ def test_numpy_on_the_functions_own_inputs_is_told_as_computing_on_the_host():
 
 def test_a_reshape_whose_parts_are_miscounted_is_not_told_to_pad():
     """The array splits into the parts already (padded too far, or a per-part length computed wrong): no pad advice."""
-    say = lambda size, shape: mistake(  # noqa: E731
-        f"cannot reshape array of shape ({size},) (size {size}) into shape ({shape})", "TypeError")
+    say = lambda size, shape, devices=2: mistake(  # noqa: E731
+        f"cannot reshape array of shape ({size},) (size {size}) into shape ({shape})", "TypeError", Situation(devices))
     told = say(16, "2, 3, 2")
     assert told.startswith("an array of 16 elements cannot be reshaped to (2, 3, 2): it does split into 2 equal parts, "
                            "of 8 elements each, but the shape gives each part 6") and "pad" not in told
-    assert say(15, "2, 4, 2").endswith("pad to a multiple of the device count first")  # 15 does not split in 2
+    assert say(15, "2, 4, 2").endswith("must hold exactly as many; pad to a multiple of 2 first")  # 15 in 2 parts
+    # pad advice only where the parts are the devices: 3 parts on 2 devices is some other count gone wrong
+    assert say(14, "3, 4, 2").endswith("must hold exactly as many")
+    # round 48: x.shape[0] // jax.device_count() in a ring shorter than the machine: padding would not help
+    zero = say(4, "2, 0, 2, 2")
+    assert "has an axis of length 0" in zero and "lax.axis_size(axis_name), not jax.device_count()" in zero
+    assert "pad" not in zero, zero
 
 
 def test_an_untiled_psum_scatter_is_told_from_jaxs_words_where_the_call_spans_lines():
