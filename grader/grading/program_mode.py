@@ -167,6 +167,35 @@ def _check(got, expected, call: tuple[str, str], rtol: float, atol: float, dtype
                      starts=tuple(a for a in starts if isinstance(a, np.ndarray)))
 
 
+# How close to the answer a result on the test's inputs is taken as known rather than computed: float32 rounding.
+_EXACT = 1e-6
+
+
+def _leaves(value) -> list:
+    if isinstance(value, dict):
+        return [leaf for key in sorted(value, key=repr) for leaf in _leaves(value[key])]
+    if isinstance(value, (tuple, list)):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [value]
+
+
+def _right_only_for(got, expect, inputs: tuple, what: str) -> str:
+    """What a result wrong on the grader's second set says of the test's own: right there to the last digits (the
+    answer known in advance, built in), or only within the check's tolerance (round 50: an element dropped from a
+    long dot moved it by less than that), a measured difference either way."""
+    try:
+        pairs = list(zip(_leaves(got), _leaves(_reference(expect, inputs, what)), strict=True))
+        exact = all(np.allclose(np.asarray(g, np.float64), np.asarray(e, np.float64), rtol=_EXACT, atol=_EXACT)
+                    for g, e in pairs)
+    except (TypeError, ValueError):
+        exact = False
+    if exact:
+        return ("it was right for the test's inputs only: a program must compute its result from its inputs, not "
+                "have it built in")
+    return ("on the test's own inputs it was off too, by less than the check's tolerance: the mistake shows on "
+            "these")
+
+
 def check_values(program: Program, values: list, input_sets: list[tuple], expect, what: str, devices: int,
                  rtol: float, atol: float, dtype=None, counts: dict | None = None, probe=None) -> None:
     """Every set's values against ``expect`` of the same inputs (the first set is the test's own), or
@@ -178,8 +207,7 @@ def check_values(program: Program, values: list, input_sets: list[tuple], expect
             _check(got, _reference(expect, inputs, what), call, rtol, atol, dtype,
                    counts={"devices": devices, **(counts or {})}, probe=probe if i == 0 else None, starts=inputs)
         except AssertionError as wrong:
-            message = str(wrong) if i == 0 else (f"{wrong}; it was right for the test's inputs only: a program must "
-                                                 "compute its result from its inputs, not have it built in")
+            message = str(wrong) if i == 0 else f"{wrong}; {_right_only_for(values[0], expect, input_sets[0], what)}"
             failure = WrongProgram(message, program)
             failure.unexplained = i == 0 and isinstance(wrong, Unexplained)
             raise failure from None

@@ -32,6 +32,15 @@ def square(devices: int) -> tuple[int, int]:
     return max((s for s in shapes(devices) if s[0] <= s[1]), key=lambda s: s[0])
 
 
+def long_rings(devices: int) -> tuple[int, int]:
+    """The mesh for a structural test of a ring along its second axis: rings of 3 or more devices where the count
+    allows (1 x 4, 2 x 4), since on a ring of 2 every schedule sends the same one block (direct sends, recursive
+    doubling, either direction: each is the ring there), and more than one row where that keeps them; else
+    :func:`square`."""
+    long = [s for s in shapes(devices) if s[1] >= 3]
+    return max(long, key=lambda s: (s[0] > 1, -s[1])) if long else square(devices)
+
+
 def other(devices: int) -> tuple[int, int]:
     """A second mesh shape for ``devices``, unlike :func:`square`: its transpose where that differs (2 x 1,
     4 x 2), else every device along the second axis (1 x 4); 1 x 1 for one device."""

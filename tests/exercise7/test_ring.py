@@ -133,8 +133,10 @@ def test_a_ring_of_some_of_the_devices(student, rng, devices):
     _check_ring_allreduce(student, rng, devices - 1, (5,))
 
 
-# On one device a ring has no neighbour: XLA drops every collective, so the program cannot tell one from another.
-@pytest.mark.devices(2, 4, 8)
+# On one device a ring has no neighbour: XLA drops every collective, so the program cannot tell one from another;
+# on two, every schedule is one ppermute of one block (direct sends, recursive doubling, the ring): only rings of 3 or
+# more can tell the ring apart (round 50).
+@pytest.mark.devices(4, 8)
 def test_ring_allreduce_uses_ppermute_only(student, rng, devices):
     x = rng.normal(size=(devices, 6)).astype(np.float32)
     out = student.program("probes_ring.ring_allreduce", x,

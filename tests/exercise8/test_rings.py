@@ -163,13 +163,13 @@ def _expect_ring(program, function, rows, cols, unit_bytes, unit):
 
 @pytest.mark.devices(4, 8)
 def test_ring_all_gather_sends_n_minus_1_blocks(student, rng, devices):
-    rows, cols = meshes.square(devices)
+    rows, cols = meshes.long_rings(devices)
     x, program = run(student, rng, "ring_all_gather", rows, cols)
     _expect_ring(program, "ring_all_gather", rows, cols, x[: len(x) // (rows * cols)].nbytes, "block")
 
 
 @pytest.mark.devices(4, 8)
 def test_ring_reduce_scatter_sends_n_minus_1_chunks(student, rng, devices):
-    rows, cols = meshes.square(devices)
+    rows, cols = meshes.long_rings(devices)
     x, program = run(student, rng, "ring_reduce_scatter", rows, cols)
     _expect_ring(program, "ring_reduce_scatter", rows, cols, x[: len(x) // (rows * cols * cols)].nbytes, "chunk")

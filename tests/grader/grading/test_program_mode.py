@@ -264,6 +264,11 @@ def test_a_wrong_value_names_the_call_the_devices_and_which_inputs():
     assert noise.startswith("f (compiled with jax.jit, on 4 devices, given the test's inputs) is wrong at 2 of 3 ")
     assert said.endswith("it was right for the test's inputs only: a program must compute its result from its "
                          "inputs, not have it built in")
+    # round 50: within the tolerance on the test's inputs, not exactly right: nothing says the answer was built in
+    long, heavy_last = np.ones(20000), np.concatenate([np.ones(19999), [10.0]])
+    dropped = _wrong([long[:-1].sum(), heavy_last[:-1].sum()], [(long,), (heavy_last,)], lambda v: v.sum())
+    assert dropped.endswith("on the test's own inputs it was off too, by less than the check's tolerance: the "
+                            "mistake shows on these") and "built in" not in dropped, dropped
     assert "f result[1] (compiled" in _wrong([(x, np.int32(3))], [(x,)], lambda v: (v, np.int32(2)))  # exactly
     assert "returned ['a'], expected a dict with keys ['value']" in _wrong([{"a": x}], [(x,)], lambda v: {"value": v})
 

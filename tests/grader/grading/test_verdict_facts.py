@@ -1620,18 +1620,20 @@ TASKS = {
         "test_one_reduction_runs_one_sum_over_model": "and no sum over 'model'"}),
     "compiler_device_put_whole": ([4], "exercise8/compiler", {
         "test_one_reduction_runs_one_sum_over_model": "and no sum over 'model'"}),
-    # At 8 devices the rings are 4 long: 3 ppermutes, each of the device's own block.
     "ring_whole_x_off_the_stack": ([2], "ring", {"test_ring_allreduce_uses_ppermute_only": OFF_THE_STACK}),
-    "ring_optimal_whole_x_off_the_stack": ([4], "ring_optimal", {"test_optimal_sends_2_n_minus_1_chunks": OFF_THE_STACK}),
+    "ring_optimal_whole_x_off_the_stack": ([4], "ring_optimal", {
+        "test_optimal_sends_2_n_minus_1_chunks": OFF_THE_STACK}),
     "rings_whole_x_off_the_stack": ([4], "exercise8/rings", {
         "test_ring_all_gather_sends_n_minus_1_blocks": OFF_THE_STACK}),
-    "rings_direct_sends": ([8], "exercise8/rings", {"test_ring_all_gather_sends_n_minus_1_blocks": OWN_BLOCK}),
-    "rings_recursive_doubling": ([8], "exercise8/rings", {"test_ring_all_gather_sends_n_minus_1_blocks": OTHER_ROUTE}),
+    # At 4 devices the structural tests' mesh is 1 x 4 (meshes.long_rings): 3 ppermutes, each of the device's own
+    # block.
+    "rings_direct_sends": ([4], "exercise8/rings", {"test_ring_all_gather_sends_n_minus_1_blocks": OWN_BLOCK}),
+    "rings_recursive_doubling": ([4], "exercise8/rings", {"test_ring_all_gather_sends_n_minus_1_blocks": OTHER_ROUTE}),
     "collective_matmul_from_whole_x": ([4], "exercise8/collective_matmul", {
         "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": NO_SHARD_MAP}),
-    "collective_matmul_direct_sends": ([8], "exercise8/collective_matmul", {
+    "collective_matmul_direct_sends": ([4], "exercise8/collective_matmul", {
         "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": OWN_BLOCK}),
-    "collective_matmul_direct_sends_disguised": ([8], "exercise8/collective_matmul", {
+    "collective_matmul_direct_sends_disguised": ([4], "exercise8/collective_matmul", {
         "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": OWN_BLOCK}),
     "tensor_parallel_replicated": ([4], "exercise8/tensor_parallel", {
         "test_mlp_runs_one_all_reduce_over_model": "mlp runs no collective"}),
