@@ -64,7 +64,7 @@ WRONG = {
         '    w = jax.device_put(w, NamedSharding(mesh, P(None, "model")))\n'
         '    return jax.jit(jnp.matmul, out_shardings=NamedSharding(mesh, P("data", "model")))(x, w)'),
         ("import jax\n", "import jax\nimport jax.numpy as jnp\n")), devices="4",
-        says=("matmul_case1(x, w, mesh) on a", "the program holds no jax.shard_map at all")),
+        says=("matmul_case1(x, w, mesh) on a", "holds no jax.shard_map over more than one device")),
     "case 3: all_to_all of the partial sum twice over": Wrong(
         matmuls((CASE3, 'partial = xb @ wb\n        n = lax.axis_size("model")\n'
                         '        parts = partial.reshape(partial.shape[0], n, -1).transpose(1, 0, 2)\n'

@@ -29,7 +29,8 @@ def test_no_per_device_computation_is_told_where_the_statement_asks_for_one():
     # What was measured is said: one held and not needed, or none held at all (nothing was replaced).
     assert "replaced by zeros" in said
     none = bypass.told("f", 4, False, GATHERED, Asks("jax.shard_map"), holds=False)
-    assert "the program holds no jax.shard_map at all" in none and "replaced by zeros" not in none
+    assert "the compiled program holds no jax.shard_map over more than one device" in none
+    assert "replaced by zeros" not in none and "an axis of 1" in none  # round 50: a pmap over one device is compiled away
 
 
 def test_inputs_gathered_at_the_entry_are_named_and_a_gather_of_an_operation_is_not():
