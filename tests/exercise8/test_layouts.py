@@ -97,9 +97,14 @@ def _check_questions(student, shape, spec, rows, cols):
     got = out["copies"]
     if not isinstance(got, np.ndarray) or got.shape != () or int(got) != copies:
         said = got.tolist() if isinstance(got, np.ndarray) else got.get("text")
-        blocks = rows * cols // copies
-        measured = (f"; {blocks} is how many different blocks the {rows * cols} devices hold, not how many devices "
-                    "hold each element" if said == blocks and blocks != copies else "")
+        blocks, on = rows * cols // copies, rows * cols
+        measured = ""
+        if said == on and on != copies:  # round 51: len(x.sharding.device_set), which blocks equal where split whole
+            measured = (f"; {on} is how many devices the array is on" + (", each holding its own block here" if
+                        blocks == on else "") + ", not how many devices hold each element")
+        elif said == blocks and blocks != copies:
+            measured = (f"; {blocks} is how many different blocks the {on} devices hold, not how many devices hold "
+                        "each element")
         why = ("the devices along the mesh axes the PartitionSpec leaves out hold the same block" if copies > 1 else
                "the PartitionSpec splits over every mesh axis larger than 1, so each element is on one device")
         raise AssertionError(f"copies(x) returned {said} for {about}, expected {copies}: {why}{measured}")

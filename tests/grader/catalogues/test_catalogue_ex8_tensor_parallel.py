@@ -15,6 +15,13 @@ def tensor_parallel(*edits):
 
 
 WRONG = {
+    # Round 51 (written apart): a product through LAPACK (a solve), which the clean worker does not run: the refusal
+    # names the student's function, not the suite's probe that built the program.
+    "the output through a linear solve": Wrong(
+        tensor_parallel((PSUM, 'return lax.psum(jax.numpy.linalg.solve(jax.numpy.eye(x.shape[0], dtype=x.dtype), '
+                               'jax.nn.relu(x @ w1) @ w2), "model")')), devices="2",
+        says=("the program of mlp(x, w1, w2, mesh) on a", "was refused: it calls the external function"),
+        never=("on_mesh",)),
     # Round 39 (written apart): on an Explicit mesh under jit, the first product asked for h whole over 'model'
     # (out_sharding); the gather XLA adds for that product is told as the product's.
     "h asked whole over 'model' by the first product's out_sharding": Wrong(
