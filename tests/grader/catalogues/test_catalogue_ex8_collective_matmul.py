@@ -23,7 +23,7 @@ WRONG = {
         devices="4", says=("collective_matmul runs an all-gather over 'model'", "the point is to do without it")),
     "a ring of n steps": Wrong(
         collective_matmul((LOOP, LOOP.replace("range(1, n)", "range(1, n + 1)"))), devices="4",
-        says=("collective_matmul runs 2 ppermutes", "expected n - 1 = 1", "the last one needs no sending")),
+        says=("collective_matmul runs 4 ppermutes", "expected n - 1 = 3", "the last one needs no sending")),
     # Rounds 43 and 45 (written apart): each product stored s places the wrong way round (right on rings of 2)
     "the product of the block after s steps stored at me + s": Wrong(
         collective_matmul(("products.at[(me - step) % n]", "products.at[(me + step) % n]")), devices="4",
@@ -67,7 +67,7 @@ def collective_matmul(x, w, mesh):
     return jax.shard_map(_per_device, mesh=mesh, in_specs=(P("model", None), P(None, "model")),
                          out_specs=P(None, "model"))(x, w)
 '''}, devices="4",
-        says=("collective_matmul runs a product while a block travels in only 0 of the ring's 1 step on a 2 x 2",)),
+        says=("collective_matmul runs a product while a block travels in only 0 of the ring's 3 steps on a 1 x 4",)),
     # Round 14 (written apart): the ring only gathers x, then one product of all the blocks (no step overlaps).
     "the ring gathering x, then one product": Wrong(
         collective_matmul((TAIL, '''    blocks = jnp.zeros((n, *x_block.shape), x_block.dtype).at[me].set(x_block)
@@ -76,7 +76,7 @@ def collective_matmul(x, w, mesh):
         passing = lax.ppermute(passing, "model", perm=[(i, (i + 1) % n) for i in range(n)])
         blocks = blocks.at[(me - step) % n].set(passing)
     products = (blocks.reshape(n * x_block.shape[0], x_block.shape[1]) @ w_block).reshape(n, x_block.shape[0], -1)
-''')), devices="4", says=("2.0 times one step's", "each block as it arrives")),
+''')), devices="4", says=("4.0 times one step's", "each block as it arrives")),
     # Round 26 (written apart): the gathered blocks multiplied as a multiply and a sum, which no dot shows, and a
     # needed decoy dot of half the passing block beside each ppermute.
     "the ring gathering x, a product without a dot, and decoys": Wrong(
@@ -89,7 +89,7 @@ def collective_matmul(x, w, mesh):
     xs = blocks.reshape(n * x_block.shape[0], x_block.shape[1])
     products = jnp.sum(xs[:, :, None] * w_block[None], axis=1).reshape(n, x_block.shape[0], -1)
     products = products.at[0, :h].add(1e-30 * decoy)
-''')), devices="4", says=("2.0 times one step's", "each block as it arrives")),
+''')), devices="4", says=("4.0 times one step's", "each block as it arrives")),
     "a loop carry of zeros": Wrong(
         collective_matmul((TAIL, '''    def step(s, carry):
         products, passing = carry
@@ -113,13 +113,20 @@ RIGHT = {
         products = products.at[(me - step) % n, :h].set(top @ w_block)
         products = products.at[(me + step) % n, h:].set(bot @ w_block)
 ''')), devices="4,8"),
-    "a fori_loop ring": Right(collective_matmul((TAIL, '''    def step(s, carry):
+    # In a fori_loop the product of a block and its sending run in one iteration: the block a step brings is
+    # multiplied in the next, while it travels on (a product of what just arrived, in the same iteration, waits for
+    # the transfer: no overlap, measured so from rings of 3 on).
+    "a fori_loop ring": Right(collective_matmul(
+        ("jnp.zeros((n, x_block.shape[0], w_block.shape[1]), x_block.dtype).at[me].set(x_block @ w_block)",
+         'lax.pcast(jnp.zeros((n, x_block.shape[0], w_block.shape[1]), x_block.dtype), ("model",), to="varying")'),
+        (TAIL, '''    def step(s, carry):
         products, passing = carry
-        passing = lax.ppermute(passing, "model", perm=[(i, (i + 1) % n) for i in range(n)])
-        return products.at[(me - s) % n].set(passing @ w_block), passing
+        products = products.at[(me - s + 1) % n].set(passing @ w_block)
+        return products, lax.ppermute(passing, "model", perm=[(i, (i + 1) % n) for i in range(n)])
 
-    products = lax.fori_loop(1, n, step, (products, x_block))[0]
-''')), devices="1,4"),
+    products, passing = lax.fori_loop(1, n, step, (products, x_block))
+    products = products.at[(me + 1) % n].set(passing @ w_block)
+''')), devices="1,4,8"),
     # Each block's product written as a multiply and a sum: products all the same, one step's each.
     "products as a multiply and a sum": Right(collective_matmul(
         ("set(x_block @ w_block)", "set(jnp.sum(x_block[:, :, None] * w_block[None], axis=1))"),
