@@ -8,12 +8,14 @@ weight, and the report says so. The first failure gives the task's status and re
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 
 from grader.course import Exercise, Task
 from grader.errors import STATUS
 from grader.grading.case import Case
 from grader.grading.functions import named_function
+from grader.suite.differences import device_count_disproved
 
 UNFINISHED = ("not reached", "interrupted")  # statuses of the tasks an interrupted run did not finish
 
@@ -137,9 +139,24 @@ def _status(task_cases: list[Case], failed: list[Case], first: Case | None, scor
     return STATUS.get(first.kind, "failed"), reason
 
 
+def _across_counts(cases: list[Case]) -> list[Case]:
+    """The cases, each failure's message checked against the same test's failures at the other device counts: a
+    factor one case names as the device count and another count measured too is not the count."""
+    def same(case: Case) -> str:  # the case but for its device count: "test_x[2dev-f]" and "test_x[4dev-f]"
+        return re.sub(r"(?<=[\[-])\d+dev-?", "", case.nodeid)
+
+    failed: dict[str, dict] = {}
+    for c in cases:
+        if c.outcome == "failed" and c.devices is not None and not c.processes:
+            failed.setdefault(same(c), {})[c.devices] = c.message
+    return [replace(c, message=device_count_disproved(c.message, c.devices, failed[same(c)]))
+            if c.outcome == "failed" and same(c) in failed and not c.processes else c for c in cases]
+
+
 def score_task(task: Task, cases: list[Case], functions: tuple[str, ...] = ()) -> TaskScore:
     """The task's score, status and first failure; with ``functions`` (the ones the task asks for), also the
     first failure of each other broken function."""
+    cases = _across_counts(cases)
     full_weight = sum(task.rule(c.test).weight for c in cases)
     counted_weight = sum(task.rule(c.test).weight for c in cases if c.outcome != "skipped")
     passed_weight = sum(task.rule(c.test).weight for c in cases if c.outcome == "passed")

@@ -120,6 +120,35 @@ def named_factor(c: float, counts: dict, of: str = "the answer", lengths: dict |
     return f"{ratio[0]} {of} ({ratio[1]})" if ratio else f"{c:.4g} times {of}"
 
 
+# A factor named as the device count by named_factor: "2 times the answer (2 is the number of devices)".
+_DEVICES_NAMED = re.compile(r"(?:(?P<times>\d+) times|1/(?P<over>\d+) of) (?P<of>[^()]+?) \((?P<n>\d+) is the number of "
+                            r"devices\)")
+
+
+def _value(text: str) -> float:
+    top, _, bottom = text.partition("/")
+    return float(top) / float(bottom) if bottom else float(top)
+
+
+def device_count_disproved(message: str, devices: int | None, others: dict) -> str:
+    """``message``, a case's on ``devices``, without its naming of a factor as the number of devices where the same
+    test on another count (``others``: device count -> message) measured the same factor of the same thing: a
+    constant of the code that equals the count here (a stray / 2 on 2 devices, round 49), which the other count
+    tells apart; else ``message`` as it is."""
+    named = _DEVICES_NAMED.search(message)
+    if not named or devices is None or int(named["n"]) != devices:
+        return message
+    value = int(named["times"]) if named["times"] else 1 / int(named["over"])
+    for count, text in sorted(others.items()):
+        same = [m for m in re.finditer(rf"(\d+(?:\.\d+)?(?:/\d+)?) (?:times|of) {re.escape(named['of'])}", text)
+                if count != devices and _near(_value(m[1]), value)]
+        if same:
+            return message.replace(f"({devices} is the number of devices)",
+                                   f"(the same on {plural(count, 'device')}: a factor of the code, not the device "
+                                   "count)")
+    return message
+
+
 def _ratio(c: float, counts: dict) -> tuple[str, str] | None:
     """("2/7 of", "2 is the number of devices, 7 the length of x's axis 1") where c is one count of the task over
     another (a division by the wrong count), else None."""

@@ -313,3 +313,21 @@ def test_a_result_whose_only_wrong_entries_are_zeros_says_which_rows():
     with pytest.raises(AssertionError) as wrong:
         expect_close(got, expected, what="collective_matmul")
     assert "wrong entries" not in str(wrong.value)
+
+
+def test_a_factor_named_as_the_device_count_is_not_where_another_count_measured_it_too():
+    """Round 49: a stray / 2 in a loss is 1/2 of the update on 2 devices and on 4; on 2 it equals the device count,
+    which the 4-device case disproves. A factor that follows the count (2 on 2, 4 on 4) stays named."""
+    from grader.suite.differences import device_count_disproved
+    on2 = "params changes argument 0 by 1/2 of the change the answer makes (2 is the number of devices) at every entry"
+    on4 = "params changes argument 0 by 0.5 times the change the answer makes at every entry"
+    assert device_count_disproved(on2, 2, {2: on2, 4: on4}) == (
+        "params changes argument 0 by 1/2 of the change the answer makes (the same on 4 devices: a factor of the code, "
+        "not the device count) at every entry")
+    follows2, follows4 = ("x is 2 times the answer (2 is the number of devices)",
+                          "x is 4 times the answer (4 is the number of devices)")
+    assert device_count_disproved(follows2, 2, {2: follows2, 4: follows4}) == follows2
+    assert device_count_disproved(follows4, 4, {2: follows2, 4: follows4}) == follows4
+    assert device_count_disproved(on2, 2, {2: on2}) == on2  # no other count: nothing tells
+    other_thing = "y is 0.5 times the answer at every entry"  # the same factor of something else tells nothing
+    assert device_count_disproved(on2, 2, {2: on2, 4: other_thing}) == on2
