@@ -543,25 +543,61 @@ def _input_free(comps: dict[str, list[_Instr]], entry: str | None) -> set[tuple[
     constants, iotas and the device's id only (a mask of the real elements, a device's offset, the index
     arithmetic XLA's partitioner adds where it splits such a value). What it computes is the same whatever the
     inputs, so it does none of the task's work, however it is written. A fused or called computation's
-    parameter is input-free where every call passes an input-free operand; any other's counts as an input.
-    Stricter than grader.suite.hlo_flow's CONST level on purpose: that reading takes ``x * 0`` for a constant,
+    parameter is input-free where every call passes an input-free operand; any other's counts as an input. A
+    tuple's elements are followed one by one, into calls and a loop's body: an element of the carry that starts
+    input-free and that the body writes back input-free (a fori_loop's counter, the index it wraps) stays so
+    (round 52: a loop over the elements, its bookkeeping counted as the dot's work). Stricter than grader.suite.hlo_flow's CONST level on purpose: that reading takes ``x * 0`` for a constant,
     and a value made of the inputs through such a reading (a reducer that turns zeros into ones) carries the
     whole computation; here a value that reads an input in any way is the inputs' work."""
     free_parameters: dict[str, set[int]] = {}
+    # computation -> parameter number -> the free elements of that tuple parameter (a loop's carry, a call's tuple)
+    free_parts: dict[str, dict[int, set[int]]] = {}
+    loop_bodies: set[str] = set()
     found: set[tuple[str, str]] = set()
-    for name in _callers_first(comps, entry):
-        given, free = free_parameters.get(name, set()), set()
+
+    def read(name: str, given: set[int], parts_in: dict[int, set[int]]) -> tuple[set[str], dict[str, set[int]]]:
+        free: set[str] = set()
+        parts: dict[str, set[int]] = {}  # a tuple value's free elements
         for ins in comps[name]:
             if ins.opcode == "parameter":
-                if parameter_number(ins.rest) in given:
+                number = parameter_number(ins.rest)
+                if number in given:
+                    free.add(ins.name)
+                elif number in parts_in:
+                    parts[ins.name] = parts_in[number]
+            elif ins.opcode == "get-tuple-element" and ins.operands and ins.operands[0] in parts:
+                if tuple_index(ins.rest) in parts[ins.operands[0]]:
                     free.add(ins.name)
             elif ins.opcode in _NO_INPUT or (ins.operands and all(op in free for op in ins.operands)) \
                     or (not ins.operands and ins.opcode in ("fusion", "call")):  # made inside of constants alone
                 free.add(ins.name)  # (round 45: einsum's vector of ones, a fusion of no operands)
+            elif ins.opcode == "tuple":
+                parts[ins.name] = {k for k, op in enumerate(ins.operands) if op in free}
+        return free, parts
+
+    for name in _callers_first(comps, entry):
+        given, parts_in = free_parameters.get(name, set()), free_parts.get(name, {})
+        free, parts = read(name, given, parts_in)
+        while name in loop_bodies and parts_in.get(0):  # an element stays free where the body writes it back so
+            root = comps[name][-1]  # XLA prints the ROOT last
+            back = {k for k, op in enumerate(root.operands) if op in free} if root.opcode == "tuple" else set()
+            if parts_in[0] <= back:
+                break
+            parts_in = free_parts[name] = {0: parts_in[0] & back}
+            free, parts = read(name, given, parts_in)
+        for ins in comps[name]:
             for attr, callee in ins.calls:
-                passed = {i for i, op in enumerate(ins.operands) if op in free} if attr == "calls" or \
-                    ins.opcode == "call" else set()
+                if ins.opcode == "while" and attr == "body":  # the carry's elements free on entry (a counter from 0)
+                    loop_bodies.add(callee)
+                    passed, passed_parts = set(), {0: parts.get(ins.operands[0], set())} if ins.operands else {}
+                elif attr == "calls" or ins.opcode == "call":
+                    passed = {i for i, op in enumerate(ins.operands) if op in free}
+                    passed_parts = {i: parts[op] for i, op in enumerate(ins.operands) if op in parts}
+                else:
+                    passed, passed_parts = set(), {}
                 free_parameters[callee] = free_parameters.get(callee, passed) & passed
+                earlier = free_parts.get(callee, passed_parts)
+                free_parts[callee] = {i: earlier[i] & passed_parts[i] for i in earlier.keys() & passed_parts.keys()}
         found |= {(name, n) for n in free}
     return found
 

@@ -195,9 +195,12 @@ def test_a_product_written_as_a_multiply_of_two_inputs_counts_and_one_by_a_const
 
 
 def test_operations_in_a_loop_count_every_iteration_and_an_unknown_trip_count_is_not_guessed():
-    # an add of one 6-number block and of the loop's counter, n - 1 = 3 times
-    assert hlo.operations(program("ring_fori")) == 3 * (6 + 1)
+    # an add of one 6-number block, n - 1 = 3 times; the loop's counter is the same for every input: no work
+    assert hlo.operations(program("ring_fori")) == 3 * 6
     assert hlo.operations(program("while_unknown")) is None
+    # round 52: a dot one element at a time, a multiply and an add for each of 10; its counter and the index it wraps
+    # are bookkeeping, while its sum, which starts from a constant 0 too, carries the inputs after one step
+    assert hlo.operations(program("dot_fori_elements")) == 2 * 10
 
 
 def test_a_map_counts_its_computation_once_per_element_and_a_reducer_is_not_counted_again():

@@ -57,6 +57,14 @@ def ring_fori(x):
     return pmapped(per_device)(x)
 
 
+def dot_fori_elements(x, y):
+    """Each device's dot one element at a time in a fori_loop (round 52): a multiply and an add per element, beside
+    the loop's counter and the index it wraps."""
+    def per_device(a, b):
+        return lax.psum(lax.fori_loop(0, a.shape[0], lambda i, s: s + a[i] * b[i], jnp.zeros((), a.dtype)), "i")
+    return pmapped(per_device)(x, y)
+
+
 def nested_loops(x):
     """A ppermute inside a fori_loop of 3 inside a fori_loop of 2: it runs 6 times."""
     def per_device(a):
@@ -307,6 +315,7 @@ PROGRAMS = {
     "merged_psums": (merged_psums, (np.ones((DEVICES, 3), np.float32),)),
     "pmean_only": (pmean_only, (np.ones((DEVICES, 5), np.float32),)),
     "ring_fori": (ring_fori, (np.ones((DEVICES, 6), np.float32),)),
+    "dot_fori_elements": (dot_fori_elements, (np.ones((DEVICES, 10), np.float32), np.ones((DEVICES, 10), np.float32))),
     "nested_loops": (nested_loops, (np.ones((DEVICES, 7), np.float32),)),
     "while_unknown": (while_unknown, (np.ones((DEVICES, 2), np.float32),)),
     "cond_branch": (cond_branch, (np.ones((DEVICES, 3), np.float32),)),
