@@ -130,9 +130,9 @@ def told(what: str, devices: int, manual: bool, text: str, asks: Asks, arrives=N
                     "by what it was handed, or by what it returns for other inputs, the answer stayed the same (or "
                     "changed only as it does with zeros: the results are only tested), so the devices' own code "
                     "computed nothing of it" if holds else
-                    f"the compiled program holds no {asks.tool} over more than one device (one mapped over an axis "
-                    "of 1 runs on a single device, and JAX compiles it away), so no per-device code of yours split the "
-                    "work over the devices")
+                    f"the compiled program holds no {asks.tool} over more than one device (none was written, or one "
+                    "over an axis of 1, which JAX compiles away), so no per-device code of yours split the work over "
+                    "the devices")
         return (f"{what}: its program has no {asks.tool} that its answer depends on: on {plural(devices, 'device')}, "
                 f"{measured}. The statement asks for per-device code you write, run on every device by "
                 f"{asks.tool}: that is another design, not a detail to fix")
