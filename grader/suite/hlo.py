@@ -173,9 +173,13 @@ def parse_computations(text: str) -> tuple[dict[str, list[_Instr]], str | None]:
         m = _INSTR_RE.match(line)
         if m:
             rest = m.group(4)
-            operands = [text.split()[-1].lstrip("%") for text in _operand_list(rest)]
+            operands = [_COMMENT.sub(" ", text).split()[-1].lstrip("%") for text in _operand_list(rest)]
             comps[current].append(_Instr(m.group(1), m.group(2), m.group(3), rest, operands, _called(rest)))
     return comps, entry
+
+
+# XLA numbers every fifth operand of a long list in a comment glued to it: "/*index=5*/%dot.26".
+_COMMENT = re.compile(r"/\*.*?\*/")
 
 
 def _operand_list(rest: str) -> list[str]:

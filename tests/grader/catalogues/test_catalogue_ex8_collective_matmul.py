@@ -131,6 +131,15 @@ RIGHT = {
     "products as a multiply and a sum": Right(collective_matmul(
         ("set(x_block @ w_block)", "set(jnp.sum(x_block[:, :, None] * w_block[None], axis=1))"),
         ("set(passing @ w_block)", "set(jnp.sum(passing[:, :, None] * w_block[None], axis=1))")), devices="4"),
+    # Round 51 (written apart): the products kept in a list, stacked and put in order by one take; at 8 devices the
+    # eight stacked products were read with two of them lost to XLA's "/*index=5*/" operand comment.
+    "products stacked, then taken in order": Right(collective_matmul((TAIL, '''    products, passing = [], x_block
+    for step in range(n):
+        products.append(passing @ w_block)
+        if step < n - 1:
+            passing = lax.ppermute(passing, "model", perm=[(i, (i - 1) % n) for i in range(n)])
+    products = jnp.take(jnp.stack(products), (jnp.arange(n) - me) % n, axis=0)
+''')), devices="8"),
     "blocks passed the other way round": Right(collective_matmul(
         ("perm=[(i, (i + 1) % n) for i in range(n)]", "perm=[(i, (i - 1) % n) for i in range(n)]"),
         ("products.at[(me - step) % n]", "products.at[(me + step) % n]")), devices="4"),

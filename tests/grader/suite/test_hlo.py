@@ -163,8 +163,10 @@ def test_a_ring_overlaps_its_steps_only_where_a_product_can_run_while_a_block_tr
 
 def test_a_step_overlaps_only_a_product_of_the_block_it_sends_in_one_chain_or_two():
     half = 2 * 1 * 3 * 5  # half a (2, 3) block of x by a (3, 5) w
-    # each direction's halves multiplied as they arrive: the own block's product and a half's beside the next step
-    assert hlo.overlapped(program("ring_matmul_both_ways"), half) == 3
+    # each direction's halves multiplied as they arrive: beside each step after the first, the product of the half it
+    # sends; the own block, multiplied whole, beside one of the two first steps (3 before XLA's "/*index=5*/"
+    # comment was read: it hid two of the seven products joined at the end)
+    assert hlo.overlapped(program("ring_matmul_both_ways"), half) == 5
     # the two halves that arrive in a step joined and multiplied as one block while they travel on
     assert hlo.overlapped(program("ring_matmul_both_ways_merged"), half) == 3
     # each direction's halves, or each of two chains of one direction, behind a barrier of its own: a chain's
@@ -394,3 +396,13 @@ def test_what_an_all_to_all_sends_is_followed_back_through_scaling_not_through_a
     anti-identity matrix (a dot with a constant operand) are x's blocks moved, no product."""
     assert hlo.sends_products(program("all_to_all_of_scaled_partial_sums"), "all-to-all")
     assert not hlo.sends_products(program("all_to_all_of_permuted_inputs_reduced_by_products"), "all-to-all")
+
+
+def test_an_operand_after_xlas_index_comment_is_read_by_its_name():
+    """XLA prints every fifth operand of a long list with a comment glued to it ("/*index=5*/%dot.26"); round 53's
+    collective matmul that stacks eight products lost two of them, and two steps' overlap, to that comment."""
+    text = ("HloModule m\n\nENTRY %main (p: f32[2]) -> (f32[2], f32[2], f32[2], f32[2], f32[2], f32[2]) {\n"
+            "  %p = f32[2]{0} parameter(0)\n"
+            "  ROOT %t = (f32[2], f32[2], f32[2], f32[2], f32[2], f32[2]) tuple(%p, %p, %p, %p, %p, /*index=5*/%p)\n}\n")
+    comps, entry = hlo.parse_computations(text)
+    assert comps[entry][-1].operands == ["p"] * 6
