@@ -179,12 +179,12 @@ def _leaves(value) -> list:
     return [value]
 
 
-def _right_only_for(got, expect, inputs: tuple, what: str) -> str:
-    """What a result wrong on the grader's second set says of the test's own: right there to the last digits (the
-    answer known in advance, built in), or only within the check's tolerance (round 50: an element dropped from a
-    long dot moved it by less than that), a measured difference either way."""
+def _right_only_for(got, expected) -> str:
+    """What a result wrong on the grader's second set says of the test's own (``got`` against ``expected``): right
+    there to the last digits (the answer known in advance, built in), or only within the check's tolerance (round
+    50: an element dropped from a long dot moved it by less than that), a measured difference either way."""
     try:
-        pairs = list(zip(_leaves(got), _leaves(_reference(expect, inputs, what)), strict=True))
+        pairs = list(zip(_leaves(got), _leaves(expected), strict=True))
         exact = all(np.allclose(np.asarray(g, np.float64), np.asarray(e, np.float64), rtol=_EXACT, atol=_EXACT)
                     for g, e in pairs)
     except (TypeError, ValueError):
@@ -200,14 +200,17 @@ def check_values(program: Program, values: list, input_sets: list[tuple], expect
                  rtol: float, atol: float, dtype=None, counts: dict | None = None, probe=None) -> None:
     """Every set's values against ``expect`` of the same inputs (the first set is the test's own), or
     WrongProgram saying which set was wrong where; ``dtype``: the dtype every array of the result keeps."""
+    first = None  # the answer to the test's own inputs
     for i, (got, inputs) in enumerate(zip(values, input_sets)):
         which = "the test's inputs" if i == 0 else NEVER_SEEN
         call = (what, f" (compiled with jax.jit, on {plural(devices, 'device')}, given {which})")
+        expected = _reference(expect, inputs, what)
+        first = expected if i == 0 else first
         try:
-            _check(got, _reference(expect, inputs, what), call, rtol, atol, dtype,
+            _check(got, expected, call, rtol, atol, dtype,
                    counts={"devices": devices, **(counts or {})}, probe=probe if i == 0 else None, starts=inputs)
         except AssertionError as wrong:
-            message = str(wrong) if i == 0 else f"{wrong}; {_right_only_for(values[0], expect, input_sets[0], what)}"
+            message = str(wrong) if i == 0 else f"{wrong}; {_right_only_for(values[0], first)}"
             failure = WrongProgram(message, program)
             failure.unexplained = i == 0 and isinstance(wrong, Unexplained)
             raise failure from None

@@ -155,17 +155,14 @@ class Student:
                                                                                   for a in arrives]
         try:
             out = self._pool.program(self.layout, target, specs, input_sets, kwargs, self._what(target),
-                                     timeout_s or self.timeout_s, layouts, (rtol, atol))
+                                     timeout_s or self.timeout_s, layouts, (rtol, atol),
+                                     f"the program of {what}" if self._what(target) == UNNAMED_CALL else "")
         except StudentFailure as failure:
             if failure.kind == "raised" and failure.raised_in == "submission":
                 failure.called_as = f"{what} with inputs {', '.join(map(_value_text, args))}"
             if failure.kind == "raised" and failure.raised_in == "jax":  # a program JAX refused to build
                 failure.measure = functools.partial(self._traced, target, specs, kwargs, self._what(target),
                                                     timeout_s)
-            named = f"{target.rpartition('.')[2]}'s program"  # the clean worker's name for a probe's: round 51
-            if failure.kind == "not_exportable" and self._what(target) == UNNAMED_CALL and \
-                    failure.message.startswith(named):
-                raise failure.reworded(f"the program of {what}{failure.message.removeprefix(named)}") from None
             raise
         references = self._references
         self._keep_trace(target, specs, kwargs, self._what(target), what, timeout_s)

@@ -399,8 +399,8 @@ def _idle(zeroed, negative, transplanted, baselines: list, tolerance: Tolerance 
     value fail alike: is it what a copy computed beside it gives; on the first set the transplant is the identity,
     so its answer there is the baseline, which says nothing). Without a transplant, the negation stands in for it:
     answers left as they were (a test that value and negation pass alike, is it not zero) or changed as zeros
-    change them. An answer even in the results (a product of two of them, a square) is left as it was by their negation, and needs
-    them: the transplant, where there is one, tells."""
+    change them. An answer even in the results (a product of two of them, a square) is left as it was by their
+    negation, and needs them: the transplant, where there is one, tells."""
     if zeroed is not None and same_answers(zeroed, baselines, tolerance):
         return True
     other = transplanted if transplanted is not None and transplanted is not True else None

@@ -36,8 +36,8 @@ from grader.sandbox.program_labels import mark, relabel, surviving
 from grader.sandbox.student_code import first_line
 
 
-def _refuse(name: str, why: str) -> StudentFailure:
-    return StudentFailure("not_exportable", f"{name}'s program was refused: {why}")
+def _refuse(program: str, why: str) -> StudentFailure:
+    return StudentFailure("not_exportable", f"{program} was refused: {why}")
 
 
 # The variants run once, on small inputs, so they are compiled the cheapest way XLA offers: LLVM at its
@@ -105,7 +105,7 @@ def _spec(entry):
     return PartitionSpec(*(tuple(e) if isinstance(e, list) else e for e in entry))
 
 
-def _arrival(exported, mesh, arrives, name: str) -> list:
+def _arrival(exported, mesh, arrives, program: str) -> list:
     """The sharding each input leaf arrives in: ``arrives`` gives one entry per positional input (None:
     whole on every device; a PartitionSpec as a list, on the mesh the program declares), None: all whole."""
     from jax.sharding import NamedSharding
@@ -115,13 +115,13 @@ def _arrival(exported, mesh, arrives, name: str) -> list:
     wanted = {axis for entry in arrives if entry for part in entry
               for axis in (part if isinstance(part, list) else [part]) if axis is not None}
     if not wanted <= set(mesh.axis_names):
-        raise _refuse(name, f"its inputs arrive split over the mesh axes {', '.join(sorted(map(repr, wanted)))}, "
+        raise _refuse(program, f"its inputs arrive split over the mesh axes {', '.join(sorted(map(repr, wanted)))}, "
                             f"and it runs on a mesh of {', '.join(map(repr, mesh.axis_names))}: build the "
                             "computation on the mesh the task gives")
     return [None if entry is None else NamedSharding(mesh, _spec(entry)) for entry in arrives]
 
 
-def _shardings(exported, mesh, arrives=None, name: str = ""):
+def _shardings(exported, mesh, arrives=None, program: str = ""):
     """Where each input goes and each output comes from: the exported shardings on this worker's
     devices. An input the program left unspecified arrives as the task hands it over (``arrives``),
     else replicated (as a NumPy argument to jax.jit is); a program built for its inputs laid out
@@ -132,10 +132,10 @@ def _shardings(exported, mesh, arrives=None, name: str = ""):
 
     replicated = NamedSharding(mesh, PartitionSpec())
     ins = []
-    for own, task, aval in zip(exported.in_shardings_jax(mesh), _arrival(exported, mesh, arrives, name),
+    for own, task, aval in zip(exported.in_shardings_jax(mesh), _arrival(exported, mesh, arrives, program),
                                exported.in_avals):
         if own is not None and task is not None and not own.is_equivalent_to(task, aval.ndim):
-            raise _refuse(name, "it was built for its inputs laid out otherwise than the task hands them over")
+            raise _refuse(program, "it was built for its inputs laid out otherwise than the task hands them over")
         ins.append(own or task or replicated)
     return jax.tree.unflatten(exported.in_tree, ins)[0], jax.tree.unflatten(exported.out_tree,
                                                                            list(exported.out_shardings_jax(mesh)))
@@ -153,7 +153,7 @@ def _avals_text(avals) -> str:
     return ", ".join(f"{a.dtype}[{','.join(map(str, a.shape))}]" for a in avals)
 
 
-def _fit_inputs(exported, inputs: tuple, name: str) -> tuple:
+def _fit_inputs(exported, inputs: tuple, program: str) -> tuple:
     """``inputs`` in the dtypes the program takes (JAX's: float32 for a float64 array, as jax.jit
     makes it), after checking the program takes exactly such inputs; the student's process may have
     handed over a program built for others."""
@@ -163,7 +163,7 @@ def _fit_inputs(exported, inputs: tuple, name: str) -> tuple:
     wanted = [jax.ShapeDtypeStruct(np.shape(a), jax.dtypes.canonicalize_dtype(np.asarray(a).dtype)) for a in leaves]
     avals = exported.in_avals
     if tree != exported.in_tree or [(a.shape, a.dtype) for a in avals] != [(w.shape, w.dtype) for w in wanted]:
-        raise _refuse(name, f"it takes {_avals_text(avals) or 'no inputs'}, not the test's inputs "
+        raise _refuse(program, f"it takes {_avals_text(avals) or 'no inputs'}, not the test's inputs "
                             f"({_avals_text(wanted)})")
     return jax.tree.unflatten(tree, [np.asarray(a, w.dtype) for a, w in zip(leaves, wanted)])[0]
 
@@ -178,7 +178,7 @@ def _tolerance(given) -> Tolerance:
 
 
 def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, ablate: bool = True,
-                tolerance=None) -> dict:
+                tolerance=None, called: str = "") -> dict:
     """{"values": what the program returns for each set of inputs in ``input_sets``, laid out as
     ``arrives`` says (:func:`_shardings`), "hlo": its compiled HLO text, idle collectives marked,
     "manual": whether it holds a jax.pmap or jax.shard_map that the answer needs, "holds_manual": whether it
@@ -188,35 +188,38 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
     (grader.sandbox.program_outside)}. Without ``ablate``
     (the reference's program, whose work alone is compared) nothing is marked idle and "manual" is
     read from the program's operations only. ``tolerance``: the (rtol, atol) the case checks the values to; a
-    collective whose results move the answers by less is idle (grader.sandbox.program_ablation.same_answer)."""
+    collective whose results move the answers by less is idle (grader.sandbox.program_ablation.same_answer).
+    ``called``: how a refusal names the program (default "``name``'s program"; a suite's probe is no name a student
+    knows, so the grader passes the call it names instead)."""
     import dataclasses
 
     import jax
 
+    program = called or f"{name}'s program"
     if not isinstance(blob, np.ndarray) or blob.dtype != np.uint8 or blob.ndim != 1:
-        raise _refuse(name, "it is not a serialized program")
+        raise _refuse(program, "it is not a serialized program")
     try:
         exported = jax.export.deserialize(bytearray(blob.tobytes()))
         module = parse(exported.mlir_module())
         composites_as_calls(module)
         operations = module_operations(module)
     except Exception as exc:  # noqa: BLE001 - bytes that do not parse are the sender's fault
-        raise _refuse(name, f"it cannot be read as a jax.export program ({first_line(exc, 160)})") from None
+        raise _refuse(program, f"it cannot be read as a jax.export program ({first_line(exc, 160)})") from None
     why = refusal(operations)
     if why is None and (exported.ordered_effects or exported.unordered_effects):
         why = f"it has side effects ({', '.join(map(str, exported.ordered_effects + exported.unordered_effects))})"
     if why is not None:
-        raise _refuse(name, why)
+        raise _refuse(program, why)
     devices = jax.devices()
     if exported.nr_devices not in (1, len(devices)):
-        raise _refuse(name, f"it was built for {plural(exported.nr_devices, 'device')}; this case has {len(devices)}")
-    sets = [_fit_inputs(exported, inputs, name) for inputs in input_sets]
+        raise _refuse(program, f"it was built for {plural(exported.nr_devices, 'device')}; this case has {len(devices)}")
+    sets = [_fit_inputs(exported, inputs, program) for inputs in input_sets]
     shares = program_held.shares(module)  # before relabel, which drops the names of the inputs
     outside, inside = program_outside.work(module, len(devices) if exported.nr_devices > 1 else 1)
     labelled, held = relabel(module)
     exported = dataclasses.replace(exported, mlir_module_serialized=labelled)
     try:
-        in_shardings, out_shardings = _shardings(exported, _mesh(exported, devices), arrives, name)
+        in_shardings, out_shardings = _shardings(exported, _mesh(exported, devices), arrives, program)
         shares = program_held.as_arrived(shares, [1 / _parts(s) for s in jax.tree.leaves(in_shardings)])
         compiled = jax.jit(exported.call, in_shardings=in_shardings, out_shardings=out_shardings).lower(
             *sets[0]).compile(compile_options(devices[0].platform))
@@ -227,7 +230,7 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
     except Exception as exc:  # noqa: BLE001 - a program that does not compile or run for these inputs
         if "RESOURCE_EXHAUSTED" in str(exc):
             raise  # reported as the memory limit, like any call
-        raise StudentFailure("not_exportable", f"{name}'s program does not run on the test's inputs: "
+        raise StudentFailure("not_exportable", f"{program} does not run on the test's inputs: "
                              f"{first_line(exc, 200)}", None, type(exc).__name__) from None
     text = compiled.as_text()
     if not ablate:

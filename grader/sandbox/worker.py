@@ -84,7 +84,7 @@ def run_request(op: str, target: str, args, kwargs):
         if op != "run_program":
             raise ValueError(f"a clean worker only runs programs, not {op!r}")
         return run_program(kwargs["program"], list(args), target.rpartition(".")[2], kwargs.get("arrives"),
-                           kwargs.get("ablate", True) is not False, kwargs.get("tolerance"))
+                           kwargs.get("ablate", True) is not False, kwargs.get("tolerance"), kwargs.get("called") or "")
     if op == "probe":
         module, _, name = target.rpartition(".")
         return getattr(_load_probes(module), name)(*args, **kwargs)

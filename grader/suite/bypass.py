@@ -100,9 +100,9 @@ def reductions(found: list[structure.Step]) -> list[structure.Step]:
 def _reduced_by_xla(text: str, asks: Asks, reference) -> str | None:
     """What to say where XLA's partitioner finishes more of the program's reductions than the reference's
     (``reference()``: its collectives), or None."""
-    steps = structure.steps(text)
+    steps, theirs = structure.steps(text), reference() if reference is not None else None
     mine = reductions(steps)
-    if not mine or reference is None or len(mine) <= len(reductions(reference())):
+    if not mine or theirs is None or len(mine) <= len(reductions(theirs)):
         return None
     kinds = " and ".join(dict.fromkeys(REDUCTIONS.get(s.kind, "a reduction") for s in mine))
     ops = " and ".join(dict.fromkeys(s.op for s in mine)) + ("s" if len(mine) > 1 else "")
@@ -111,9 +111,9 @@ def _reduced_by_xla(text: str, asks: Asks, reference) -> str | None:
             f"{asks.tool}, on arrays split over the devices, and the answer depends on {it}; the reference's program "
             f"leaves no such reduction to XLA: its devices reduce inside {asks.tool} and combine their results with "
             "collectives of their own.")
-    theirs = {s.op for s in reference() if s.by_student}
-    if theirs and theirs <= {s.op for s in steps if s.by_student}:  # round 49: a psum inside, then .sum() outside
-        return (f"{said} Your {asks.tool} already runs the reference's {' and '.join(sorted(theirs))} of its own, so "
+    own = {s.op for s in theirs if s.by_student}
+    if own and own <= {s.op for s in steps if s.by_student}:  # round 49: a psum inside, then .sum() outside
+        return (f"{said} Your {asks.tool} already runs the reference's {' and '.join(sorted(own))} of its own, so "
                 f"the reduction outside it comes on top of them: reduce inside {asks.tool} only, as the reference "
                 "does")
     return f"{said} The statement asks for that: another design, not a detail to fix"

@@ -550,9 +550,10 @@ def _input_free(comps: dict[str, list[_Instr]], entry: str | None) -> set[tuple[
     parameter is input-free where every call passes an input-free operand; any other's counts as an input. A
     tuple's elements are followed one by one, into calls and a loop's body: an element of the carry that starts
     input-free and that the body writes back input-free (a fori_loop's counter, the index it wraps) stays so
-    (round 52: a loop over the elements, its bookkeeping counted as the dot's work). Stricter than grader.suite.hlo_flow's CONST level on purpose: that reading takes ``x * 0`` for a constant,
-    and a value made of the inputs through such a reading (a reducer that turns zeros into ones) carries the
-    whole computation; here a value that reads an input in any way is the inputs' work."""
+    (round 52: a loop over the elements, its bookkeeping counted as the dot's work). Stricter than
+    grader.suite.hlo_flow's CONST level on purpose: that reading takes ``x * 0`` for a constant, and a value made
+    of the inputs through such a reading (a reducer that turns zeros into ones) carries the whole computation;
+    here a value that reads an input in any way is the inputs' work."""
     free_parameters: dict[str, set[int]] = {}
     # computation -> parameter number -> the free elements of that tuple parameter (a loop's carry, a call's tuple)
     free_parts: dict[str, dict[int, set[int]]] = {}

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 
 from grader.protocol import FRESH_MARK, LABEL_SEPARATOR
-from grader.suite import hlo, replica_groups
+from grader.suite import hlo, replica_groups, work
 
 PERMUTE = "collective-permute"
 _INDEX = re.compile(r"\bindex=(\d+)")
@@ -153,3 +153,13 @@ def expect_ring(text: str, what: str, sent: str, where: str) -> None:
                              f"step and to {then} in another. A ring sends every step along the same ring, each "
                              "device to its neighbour ((i + 1) % n; a ring that runs both ways at once also the "
                              "other way), and passes on what arrived: a sum grows as it travels, it does not jump")
+
+
+def expect_own_block(program, what: str, where: str, of: str = "x") -> None:
+    """AssertionError where a ring's per-device function, handed its block of ``of`` by the suite's own pmap or
+    shard_map, receives more of it than the reference's (work.expect_share_of_inputs): a function that reaches the
+    whole input from outside its arguments (up the call stack, round 49) can run the ring for show beside it."""
+    work.expect_share_of_inputs(
+        program, what, f"the per-device function starts from the block of {of} it is handed and learns the other "
+        "devices' blocks only from what arrives through lax.ppermute; it reads nothing from outside its arguments",
+        where, f"use only the block of {of} your function is handed")

@@ -149,18 +149,19 @@ class WorkerPool:
         self._sound.add(layout)
 
     def program(self, layout: Layout, target: str, specs, input_sets: list, kwargs, what: str,
-                timeout_s=None, arrives=None, tolerance: tuple[float, float] | None = None) -> dict:
+                timeout_s=None, arrives=None, tolerance: tuple[float, float] | None = None, called: str = "") -> dict:
         """Export ``target`` from the shapes and dtypes ``specs`` in the student's worker, run the program on
         each of ``input_sets`` in a clean one, its inputs laid out as ``arrives`` says, its collectives measured
-        to the case's ``tolerance`` (rtol, atol; see grader.sandbox.program_runner): {"values": one per set,
-        "hlo": its text, "manual": bool, ...}."""
+        to the case's ``tolerance`` (rtol, atol; see grader.sandbox.program_runner), a refusal naming it as
+        ``called`` says: {"values": one per set, "hlo": its text, "manual": bool, ...}."""
         if layout.processes:
             raise GraderError(f"program mode runs one process; {target} is asked for on {layout}")
         blob = self.request(layout, "program", target, specs, kwargs, what, timeout_s)
         clean = self._clean_worker(layout)
         try:
             out, elapsed = clean.request("run_program", target, tuple(input_sets),
-                                          {"program": blob, "arrives": arrives, "tolerance": tolerance}, what,
+                                          {"program": blob, "arrives": arrives, "tolerance": tolerance,
+                                           "called": called}, what,
                                           timeout_s)
         except StudentFailure as failure:
             clean.kill()  # whatever the program did to this process stays out of the next case

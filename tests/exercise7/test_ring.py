@@ -14,17 +14,12 @@ sum has no psum to advise (the task forbids it), so it is told as facts.
 import numpy as np
 import pytest
 
-from grader.suite import expect_close, expect_shape, feedback, hlo, rings, work
+from grader.suite import expect_close, expect_shape, feedback, hlo, rings
 from grader.suite.differences import Probe
 from grader.suite.jax_errors import PERM_OFF_THE_RING
 
 # Inside this task nothing of JAX's but a ppermute's perm is indexed by the student's numbers.
 JAX_ERRORS = (PERM_OFF_THE_RING,)
-
-# What one device of a ring may use, for the measured share of x its per-device function receives.
-OWN_BLOCK = ("the per-device function starts from the block of x it is handed and learns the other devices' blocks "
-             "only from what arrives through ring_shift (lax.ppermute); it reads nothing from outside its arguments")
-FIX = "use only the block of x your function is handed"
 
 
 def _whose_block(got_row, x) -> int | None:
@@ -88,7 +83,7 @@ def test_ring_shift_default_is_one_ppermute(student, rng, devices):
     out = student.program("probes_ring.ring_shift", x, expect=lambda v: np.roll(v, 1, axis=0),
                           what="ring_shift(x, axis_name)")
     feedback.communication(out)
-    work.expect_share_of_inputs(out, "ring_shift(x, axis_name)", OWN_BLOCK, f"on {devices} devices", FIX)
+    rings.expect_own_block(out, "ring_shift(x, axis_name)", f"on {devices} devices")
     permutes = expect_ppermute_only(out.hlo, "ring_shift")
     if permutes is None or permutes != 1:
         runs = "an unknown number of" if permutes is None else permutes
@@ -143,7 +138,7 @@ def test_ring_allreduce_uses_ppermute_only(student, rng, devices):
                           expect=lambda v: np.broadcast_to(v.astype(np.float64).sum(axis=0), v.shape),
                           what="ring_allreduce(x, axis_name)")
     feedback.communication(out)
-    work.expect_share_of_inputs(out, "ring_allreduce(x, axis_name)", OWN_BLOCK, f"on {devices} devices", FIX)
+    rings.expect_own_block(out, "ring_allreduce(x, axis_name)", f"on {devices} devices")
     expect_ppermute_only(out.hlo, "ring_allreduce")
     sent, least = hlo.bytes_moved(out.hlo, "collective-permute", by_student=True), 2 * (devices - 1) * x[0].nbytes // devices
     if sent is None:

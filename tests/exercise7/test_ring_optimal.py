@@ -14,16 +14,13 @@ import math
 import numpy as np
 import pytest
 
-from grader.suite import expect_close, expect_shape, feedback, hlo, rings, work
+from grader.suite import expect_close, expect_shape, feedback, hlo, rings
 from grader.suite.differences import Probe
 from grader.suite.jax_errors import PERM_OFF_THE_RING
 
 # Inside this task nothing of JAX's but a ppermute's perm is indexed by the student's numbers.
 JAX_ERRORS = (PERM_OFF_THE_RING,)
 
-OWN_BLOCK = ("the per-device function starts from the block of x it is handed and learns the other devices' chunks "
-             "only from what arrives through ring_shift (lax.ppermute); it reads nothing from outside its arguments")
-FIX = "use only the block of x your function is handed"
 DTYPE = "int32 blocks add up to int32 sums: keep every chunk in the input's dtype (pad with zeros of x.dtype)"
 
 
@@ -83,8 +80,7 @@ def test_optimal_sends_2_n_minus_1_chunks(student, rng, devices, size):
     feedback.communication(program, needed=f"collective-permutes (ppermute) only, at most {limit} bytes per device "
                            f"in all: 2(n - 1) chunks of ceil({size} / n) numbers, against {(devices - 1) * size * 4} "
                            "for n - 1 whole blocks")
-    work.expect_share_of_inputs(program, "ring_allreduce_optimal(x, axis_name)", OWN_BLOCK, f"on {devices} devices",
-                                FIX)
+    rings.expect_own_block(program, "ring_allreduce_optimal(x, axis_name)", f"on {devices} devices")
     for c in hlo.select(text, by_student=True):
         if c.op != "collective-permute":
             raise AssertionError(f"ring_allreduce_optimal runs {c.a} (from lax.{c.origin}): "

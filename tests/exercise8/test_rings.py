@@ -12,15 +12,12 @@ import functools
 import numpy as np
 import pytest
 
-from grader.suite import explained, feedback, hlo, meshes, rings, work
+from grader.suite import explained, feedback, hlo, meshes, rings
 from grader.suite.differences import Probe, Split
 from grader.suite.jax_errors import empty_assertion_on
 
 AXES = ("data", "model")
 JAX_ERRORS = (empty_assertion_on(AXES),)  # an axis name the mesh lacks, told against its axes
-# What one device of a ring may use, for the measured share of x its per-device function receives.
-OWN_BLOCK = ("the per-device function starts from the block of x shard_map hands it and learns its ring's other "
-             "blocks only from what arrives through lax.ppermute; it reads nothing from outside its arguments")
 
 
 def gathered(x, rows, cols):
@@ -134,8 +131,7 @@ def _expect_ring(program, function, rows, cols, unit_bytes, unit):
     feedback.communication(program, by_student=False, mesh=(AXES, sizes))
     moved = meshes.moving(program.hlo, AXES, sizes)
     where = f"on a {rows} x {cols} mesh (rings of {cols})"
-    work.expect_share_of_inputs(program, f"{function}(x, 'model')", OWN_BLOCK, where,
-                                "use only the block of x your function is handed")
+    rings.expect_own_block(program, f"{function}(x, 'model')", where)
     for c in moved:
         if c.op != "collective-permute":
             raise AssertionError(f"{function} runs {meshes.phrase(c, AXES, sizes)} {where}: build it from lax.ppermute "
