@@ -212,7 +212,8 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
         raise _refuse(program, why)
     devices = jax.devices()
     if exported.nr_devices not in (1, len(devices)):
-        raise _refuse(program, f"it was built for {plural(exported.nr_devices, 'device')}; this case has {len(devices)}")
+        raise _refuse(program, f"it was built for {plural(exported.nr_devices, 'device')}; this case has "
+                               f"{len(devices)}")
     sets = [_fit_inputs(exported, inputs, program) for inputs in input_sets]
     shares = program_held.shares(module)  # before relabel, which drops the names of the inputs
     outside, inside = program_outside.work(module, len(devices) if exported.nr_devices > 1 else 1)
