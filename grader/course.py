@@ -32,6 +32,9 @@ class CourseError(UsageError):
 class TestRule:
     weight: float = 1.0
     visibility: str = "visible"
+    # Its cases earn their points together or not at all: a claim about the program (a structural test: "a ring of
+    # n - 1 ppermutes"), which a program that passes at some device counts and not at others does not make good.
+    all_counts: bool = False
 
 
 @dataclass(frozen=True)
@@ -322,9 +325,11 @@ def _load_task(ck: _Checker, node, where: str, line: int, defaults: dict) -> Tas
         tests_node = ck.mapping(node["tests"], f"{where}.tests", node.lines["tests"], tuple(node["tests"] or ()))
         for name, rule in tests_node.items():
             rw = f"{where}.tests.{name}"
-            rule = ck.mapping(rule if rule is not None else _Node(), rw, tests_node.lines[name], ("weight", "visibility"))
+            rule = ck.mapping(rule if rule is not None else _Node(), rw, tests_node.lines[name],
+                              ("weight", "visibility", "all_counts"))
             tests[name] = TestRule(float(ck.get(rule, "weight", rw, "number", 1.0)),
-                                   ck.get(rule, "visibility", rw, "visibility", visibility))
+                                   ck.get(rule, "visibility", rw, "visibility", visibility),
+                                   ck.get(rule, "all_counts", rw, "bool", False))
     timeout_s = float(ck.get(node, "timeout_s", where, "positive", defaults["timeout_s"]))
     return Task(
         id=task_id,

@@ -139,24 +139,40 @@ def _status(task_cases: list[Case], failed: list[Case], first: Case | None, scor
     return STATUS.get(first.kind, "failed"), reason
 
 
+def _same(case: Case) -> str:
+    """The case but for its device count: "test_x[2dev-f]" and "test_x[4dev-f]" are one."""
+    return re.sub(r"(?<=[\[-])\d+dev-?", "", case.nodeid)
+
+
 def _across_counts(cases: list[Case]) -> list[Case]:
     """The cases, each failure's message checked against the same test's failures at the other device counts: a
     factor one case names as the device count and another count measured too is not the count."""
-    def same(case: Case) -> str:  # the case but for its device count: "test_x[2dev-f]" and "test_x[4dev-f]"
-        return re.sub(r"(?<=[\[-])\d+dev-?", "", case.nodeid)
-
     failed: dict[str, dict] = {}
     for c in cases:
         if c.outcome == "failed" and c.devices is not None and not c.processes:
-            failed.setdefault(same(c), {})[c.devices] = c.message
-    return [replace(c, message=device_count_disproved(c.message, c.devices, failed[same(c)]))
-            if c.outcome == "failed" and same(c) in failed and not c.processes else c for c in cases]
+            failed.setdefault(_same(c), {})[c.devices] = c.message
+    return [replace(c, message=device_count_disproved(c.message, c.devices, failed[_same(c)]))
+            if c.outcome == "failed" and _same(c) in failed and not c.processes else c for c in cases]
+
+
+def _all_counts(task: Task, cases: list[Case]) -> list[Case]:
+    """The cases, each passed case of a test whose points need every device count (course.yaml's ``all_counts``)
+    failed where the same test failed at another count, with that failure's message: its claim is about the
+    program, and a program that holds the asked-for structure only at some counts (one that reads the device count
+    while it is traced) does not make it. Such a case measured nothing itself, so a report never leads with it."""
+    failing = {}
+    for c in cases:
+        if c.outcome == "failed" and task.rule(c.test).all_counts:
+            failing.setdefault(_same(c), c)
+    return [replace(c, outcome="failed", kind=f.kind, told=-1, feedback=[],
+                    message=f"passes here, but its points need every device count, and on {f.label}: {f.message}")
+            if c.outcome == "passed" and (f := failing.get(_same(c))) else c for c in cases]
 
 
 def score_task(task: Task, cases: list[Case], functions: tuple[str, ...] = ()) -> TaskScore:
     """The task's score, status and first failure; with ``functions`` (the ones the task asks for), also the
     first failure of each other broken function."""
-    cases = _across_counts(cases)
+    cases = _all_counts(task, _across_counts(cases))
     full_weight = sum(task.rule(c.test).weight for c in cases)
     counted_weight = sum(task.rule(c.test).weight for c in cases if c.outcome != "skipped")
     passed_weight = sum(task.rule(c.test).weight for c in cases if c.outcome == "passed")

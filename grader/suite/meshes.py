@@ -47,6 +47,15 @@ def other(devices: int) -> tuple[int, int]:
     return (cols, rows) if rows != cols else (1, devices)
 
 
+def every(devices: int, *layouts) -> list[tuple[int, int]]:
+    """Each mesh shape the functions ``layouts`` (:func:`square`, :func:`other`, :func:`long_rings`: the
+    meshes a task's tests compile) give ``devices``, once, in that order. A structural test reads the
+    program on all of them: a program knows its mesh's shape while it is traced, so one read on a single
+    shape could run the asked-for algorithm there only, and a plain one on the shapes only the value
+    tests compile (round 53)."""
+    return list(dict.fromkeys(layout(devices) for layout in layouts))
+
+
 def device_ids(sizes) -> np.ndarray:
     """The id of the device at each mesh position."""
     return np.arange(math.prod(sizes)).reshape(tuple(sizes))

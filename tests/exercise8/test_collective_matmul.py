@@ -2,8 +2,9 @@
 
 probes_programs.on_mesh hands collective_matmul a ('data', 'model') mesh; student.program has a clean
 worker compile and run it. Visible tests check y on the squarest mesh at 1, 2 and 4 devices; the
-hidden ones (course.yaml) try another mesh shape and read the compiled program: n_model - 1 ppermutes
-over 'model', each of one block of x, and no other collective.
+hidden ones (course.yaml) try another mesh shape and read the compiled program on every mesh shape a
+test compiles, and on one ring of every device (a program knows its mesh while it is traced):
+n_model - 1 ppermutes over 'model', each of one block of x, and no other collective.
 """
 
 import numpy as np
@@ -63,9 +64,15 @@ def test_collective_matmul_on_another_mesh_shape(student, rng, devices):
     run(student, rng, *meshes.other(devices))
 
 
-@pytest.mark.devices(4, 8)
+@pytest.mark.devices(2, 4, 8)
 def test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes(student, rng, devices):
-    rows, cols = sizes = meshes.long_rings(devices)
+    # every device in one ring first, then every mesh a test of collective_matmul compiles
+    for sizes in meshes.every(devices, meshes.long_rings, meshes.square, meshes.other):
+        _ring_of_n_minus_1_ppermutes(student, rng, sizes)
+
+
+def _ring_of_n_minus_1_ppermutes(student, rng, sizes):
+    rows, cols = sizes
     x, w, program = run(student, rng, rows, cols, Asks("jax.shard_map"))
     block = x.nbytes // cols
     feedback.communication(program, by_student=False, mesh=(AXES, sizes))

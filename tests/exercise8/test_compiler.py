@@ -2,9 +2,11 @@
 
 probes_programs.placed hands the student's function x and w on an Auto ('data', 'model') mesh, and the
 clean worker that compiles and runs the exported program places them as the task says they arrive
-(``arrives``), so a function that wants them laid out otherwise moves them, and that is measured. Visible tests check the values on the squarest mesh at 1, 2 and 4
-devices; the hidden ones (course.yaml) try the other mesh shapes and read which collectives the
-partitioner added, over which axis, and how much of y each device holds.
+(``arrives``), so a function that wants them laid out otherwise moves them, and that is measured.
+Visible tests check the values on the squarest mesh at 1, 2 and 4 devices; the hidden ones
+(course.yaml) try the other mesh shapes and read, on each mesh shape a test compiles (a program
+knows its mesh while it is traced), which collectives the partitioner added, over which axis, and
+how much of y each device holds.
 """
 
 from collections import Counter
@@ -52,9 +54,14 @@ def _ran(moved, sizes) -> str:
                         for p, k in said.items()) or "no collective"
 
 
-@pytest.mark.devices(4, 8)
+@pytest.mark.devices(2, 4, 8)
 def test_no_collective_runs_none(student, rng, devices):
-    rows, cols = sizes = meshes.square(devices)
+    for sizes in meshes.every(devices, meshes.square, meshes.other):  # every mesh a test of it compiles
+        _runs_none(student, rng, sizes)
+
+
+def _runs_none(student, rng, sizes):
+    rows, cols = sizes
     x, w, program = run(student, rng, "no_collective", rows, cols, Asks(names=("x", "w")))
     feedback.communication(program, by_student=False, mesh=(AXES, sizes))
     moved = meshes.moving(program.hlo, AXES, sizes)
@@ -71,24 +78,30 @@ def test_no_collective_runs_none(student, rng, devices):
                               "holds", rows * cols, f"on a {rows} x {cols} mesh")
 
 
-@pytest.mark.devices(4, 8)
+@pytest.mark.devices(2, 4, 8)
 def test_one_reduction_runs_one_sum_over_model(student, rng, devices):
-    rows, cols = sizes = meshes.square(devices)
+    for sizes in meshes.every(devices, meshes.square, meshes.other):  # every mesh a test of it compiles
+        _runs_one_sum_over_model(student, rng, sizes)
+
+
+def _runs_one_sum_over_model(student, rng, sizes):
+    rows, cols = sizes
     x, w, program = run(student, rng, "one_reduction", rows, cols, Asks(names=("x", "w")))
     feedback.communication(program, by_student=False, mesh=(AXES, sizes))
     moved = meshes.moving(program.hlo, AXES, sizes)
     sums = [c for c in moved
             if c.op in ("all-reduce", "reduce-scatter") and meshes.axes_of(c, AXES, sizes) == ("model",)]
     where = f"on a {rows} x {cols} mesh"
-    if not sums:  # what it runs instead is told as measured against the reference's program
+    if not sums and cols > 1:  # what it runs instead is told as measured against the reference's program
         differs = program.difference((AXES, sizes))
         raise AssertionError(f"one_reduction's program runs {_ran(moved, sizes)} {where}, and no sum over 'model'"
                              + (f": {differs}" if differs else ""))
-    if len(moved) > 1:
+    if len(moved) > len(sums[:1]):  # on one device along 'model' (2 x 1), no sum is needed either
         gathered = any(c.op == "all-gather" and meshes.axes_of(c, AXES, sizes) == ("data",) for c in moved)
         rows_whole = " Gathered over 'data', all of y's rows end up on every device;" if gathered else ""
-        raise AssertionError(f"one_reduction's program runs {_ran(moved, sizes)} {where}: besides the sum over 'model' "
-                             f"it moves y.{rows_whole} keep y's rows split over 'data', as x's are, and the sum over "
-                             "'model' is all that remains")
+        besides, rest = (("besides the sum over 'model' it moves y", ", and the sum over 'model' is all that remains")
+                         if sums else ("it moves y, and with one device along 'model' nothing needs summing", ""))
+        raise AssertionError(f"one_reduction's program runs {_ran(moved, sizes)} {where}: {besides}.{rows_whole} keep "
+                             f"y's rows split over 'data', as x's are{rest}")
     work.expect_share_of_work(program, "one_reduction", "each device multiplies only the blocks of x and w it holds, "
                               "and the sum over 'model' adds the partial products", rows * cols, where)

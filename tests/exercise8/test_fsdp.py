@@ -3,7 +3,7 @@
 probes_programs.on_mesh hands fsdp_step a one-axis ('data',) mesh of every device and a fixed lr;
 student.program has a clean worker compile and run it. The reference is a float64 full-batch step on
 one device. Visible tests run one batch at 1, 2 and 4 devices; the hidden ones (course.yaml) another
-batch size, and read the compiled step: w gathered and the gradient reduce-scattered over 'data', no
+batch size, and read the compiled step for both batches: w gathered and the gradient reduce-scattered over 'data', no
 gradient in an all-reduce, and each device left with its rows of the new w only.
 """
 
@@ -67,13 +67,18 @@ def test_fsdp_step_with_another_batch(student, rng, devices):
     run(student, rng, devices, 1)
 
 
-@pytest.mark.devices(4, 8)
+@pytest.mark.devices(2, 4, 8)
 def test_fsdp_step_gathers_weights_and_scatters_gradients(student, rng, devices):
-    w, program = run(student, rng, devices, 3, Asks())
+    for samples in (3, 1):  # every batch a test of fsdp_step compiles (a program knows it while it is traced)
+        _gathers_weights_and_scatters_gradients(student, rng, devices, samples)
+
+
+def _gathers_weights_and_scatters_gradients(student, rng, devices, samples):
+    w, program = run(student, rng, devices, samples, Asks())
     sizes, block = (devices,), w.nbytes // devices
     feedback.communication(program, by_student=False, mesh=(AXES, sizes))
     moved = meshes.moving(program.hlo, AXES, sizes)
-    where = f"on {devices} devices"
+    where = f"on {devices} devices, a batch of {samples * devices} rows"
     reduced = [c for c in moved if c.op == "all-reduce"]
     if meshes.per_run(reduced) > 4:  # together: a gradient all-reduced in pieces moves as much as in one
         what = "the whole gradient" if meshes.per_run(reduced) >= w.nbytes else "more than the loss's 4 bytes"

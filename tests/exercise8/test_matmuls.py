@@ -2,8 +2,9 @@
 
 probes_programs.on_mesh hands each student function a ('data', 'model') mesh; student.program has a
 clean worker compile and run it. Visible tests check y on the squarest mesh at 1, 2 and 4 devices;
-the hidden ones (course.yaml) try the other mesh shapes and read the compiled program: the one
-collective each case needs, over 'model', its bytes, and each device holding only its block of y.
+the hidden ones (course.yaml) try the other mesh shapes and read the compiled program on every mesh
+shape a test compiles (a program knows its mesh while it is traced): the one collective each case
+needs, over 'model', its bytes, and each device holding only its block of y.
 Sizes make w's block of columns smaller than x's block of rows, so case 4 has one cheapest answer.
 """
 
@@ -65,8 +66,11 @@ def _blocks(x, w, sizes):
             "w": w.nbytes // cols}
 
 
-def _needed(case, blocks) -> tuple[str | None, int, str]:
-    """The one collective a case needs, the bytes each device puts into it, and why."""
+def _needed(case, blocks, cols) -> tuple[str | None, int, str]:
+    """The one collective a case needs on a mesh of ``cols`` devices along 'model', the bytes each device puts into
+    it, and why."""
+    if cols == 1:
+        return None, 0, "with one device along 'model', every device holds all of D and all of y's columns"
     return {"matmul_case1": (None, 0, "D is whole on every device: each device multiplies what it holds"),
             "matmul_case2": ("all-gather", blocks["x"], "a device holds only some of x's columns: it receives the "
                              "rest of its rows of x from its mesh row (lax.all_gather over 'model'), and has all of "
@@ -81,7 +85,7 @@ def _needed(case, blocks) -> tuple[str | None, int, str]:
 def _wrong_collective(case, moved, sizes, blocks, text) -> str | None:
     """The mistake behind a case that runs other collectives than the one it needs, or None (``text``: the compiled
     program)."""
-    op, size, why = _needed(case, blocks)
+    op, size, why = _needed(case, blocks, sizes[1])
     ran = " and ".join(meshes.phrase(c, AXES, sizes) for c in moved) or "no collective"
     ops = sorted(c.op for c in moved)
     if ops == ([op] if op else []):
@@ -113,7 +117,7 @@ def _wrong_collective(case, moved, sizes, blocks, text) -> str | None:
 
 def _wrong_place(case, moved, sizes, blocks) -> str | None:
     """The mistake behind the right kind of collective over the wrong axis or with too many bytes, or None."""
-    _, size, why = _needed(case, blocks)
+    _, size, why = _needed(case, blocks, sizes[1])
     op, axes = moved[0].op, meshes.axes_of(moved[0], AXES, sizes)
     if axes != ("model",):
         return (f"{case} runs its {op} {meshes.over_text(axes)}: the blocks it needs are spread over 'model' (each "
@@ -123,10 +127,15 @@ def _wrong_place(case, moved, sizes, blocks) -> str | None:
     return None
 
 
-@pytest.mark.devices(4, 8)
+@pytest.mark.devices(2, 4, 8)
 @pytest.mark.parametrize("case", CASES)
 def test_matmul_cases_send_the_cheapest_collective(student, rng, devices, case):
-    rows, cols = sizes = meshes.square(devices)
+    for sizes in meshes.every(devices, meshes.square, meshes.other):  # every mesh a test of the case compiles
+        _sends_the_cheapest_collective(student, rng, case, sizes)
+
+
+def _sends_the_cheapest_collective(student, rng, case, sizes):
+    rows, cols = sizes
     x, w, program = run(student, rng, case, rows, cols, Asks("jax.shard_map", names=("x", "w")))
     blocks = _blocks(x, w, sizes)
     feedback.communication(program, by_student=False, mesh=(AXES, sizes))

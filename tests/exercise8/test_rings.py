@@ -4,7 +4,8 @@ probes_programs.ring wraps the per-device functions in shard_map over the 'model
 ('data', 'model') mesh, every device's result coming back in mesh order; student.program has a clean
 worker compile and run it. Visible tests check the values on the squarest mesh at 1, 2 and 4 devices;
 the hidden ones (course.yaml) try the other mesh shapes and another block shape, and count the
-ppermutes of the compiled program and their bytes.
+ppermutes of the compiled program and their bytes on every mesh and block shape a test compiles (a
+program knows both while it is traced) and on one ring of every device.
 """
 
 import functools
@@ -157,15 +158,23 @@ def _expect_ring(program, function, rows, cols, unit_bytes, unit):
     rings.expect_ring(program.hlo, function, unit, where)
 
 
-@pytest.mark.devices(4, 8)
+def _every_program(devices):
+    """The meshes and block shapes a ring is read on: every device in one ring first, then each that a test of rings
+    compiles (a program knows both while it is traced)."""
+    return list(dict.fromkeys([*((sizes, (2, 3)) for sizes in meshes.every(devices, meshes.long_rings, meshes.square)),
+                               (meshes.other(devices), (1, 2, 2))]))
+
+
+@pytest.mark.devices(2, 4, 8)
 def test_ring_all_gather_sends_n_minus_1_blocks(student, rng, devices):
-    rows, cols = meshes.long_rings(devices)
-    x, program = run(student, rng, "ring_all_gather", rows, cols)
-    _expect_ring(program, "ring_all_gather", rows, cols, x[: len(x) // (rows * cols)].nbytes, "block")
+    for (rows, cols), block in _every_program(devices):
+        x, program = run(student, rng, "ring_all_gather", rows, cols, block)
+        _expect_ring(program, "ring_all_gather", rows, cols, x[: len(x) // (rows * cols)].nbytes, "block")
 
 
-@pytest.mark.devices(4, 8)
+@pytest.mark.devices(2, 4, 8)
 def test_ring_reduce_scatter_sends_n_minus_1_chunks(student, rng, devices):
-    rows, cols = meshes.long_rings(devices)
-    x, program = run(student, rng, "ring_reduce_scatter", rows, cols)
-    _expect_ring(program, "ring_reduce_scatter", rows, cols, x[: len(x) // (rows * cols * cols)].nbytes, "chunk")
+    for (rows, cols), block in _every_program(devices):
+        x, program = run(student, rng, "ring_reduce_scatter", rows, cols, block)
+        _expect_ring(program, "ring_reduce_scatter", rows, cols, x[: len(x) // (rows * cols * cols)].nbytes,
+                     "chunk")

@@ -2,8 +2,9 @@
 
 probes_programs.on_mesh hands mlp a ('data', 'model') mesh; student.program has a clean worker
 compile and run it. Visible tests check y on the squarest mesh at 1, 2 and 4 devices; the hidden ones
-(course.yaml) try another mesh shape and read the compiled forward pass: one all-reduce over 'model'
-of the partial sums, no all-gather of the activations, and y left split over 'data'.
+(course.yaml) try another mesh shape and read the compiled forward pass on both shapes (a program knows
+its mesh while it is traced): one all-reduce over 'model' of the partial sums, no all-gather of the
+activations, and y left split over 'data'.
 """
 
 import re
@@ -58,9 +59,14 @@ def test_mlp_on_another_mesh_shape(student, rng, devices):
     run(student, rng, *meshes.other(devices))
 
 
-@pytest.mark.devices(4, 8)
+@pytest.mark.devices(2, 4, 8)
 def test_mlp_runs_one_all_reduce_over_model(student, rng, devices):
-    rows, cols = sizes = meshes.square(devices)
+    for sizes in meshes.every(devices, meshes.square, meshes.other):  # every mesh a test of mlp compiles
+        _one_all_reduce_over_model(student, rng, sizes)
+
+
+def _one_all_reduce_over_model(student, rng, sizes):
+    rows, cols = sizes
     x, w1, w2, program = run(student, rng, rows, cols, Asks())
     partial = x.shape[0] // rows * w2.shape[1] * x.itemsize
     feedback.communication(program, by_student=False, mesh=(AXES, sizes))
@@ -71,16 +77,17 @@ def test_mlp_runs_one_all_reduce_over_model(student, rng, devices):
         raise AssertionError(f"mlp runs {meshes.phrase(gathers[0], AXES, sizes, why=True)} {where}: nothing needs "
                              "gathering. relu(x @ w1_block) gives each device its own columns of the activations, "
                              "and w2's rows match them: multiply, then add the partial sums over 'model'")
-    if [c.op for c in moved] != ["all-reduce"]:
+    if [c.op for c in moved] != (["all-reduce"] if cols > 1 else []):
         ran = " and ".join(meshes.phrase(c, AXES, sizes) for c in moved) or "no collective the answer needs"
-        raise AssertionError(f"mlp runs {ran} {where}{hlo.idle_note(program.hlo)}; a forward pass needs exactly one "
-                             "all-reduce over 'model', of the partial sums h_block @ w2_block")
-    axes = meshes.axes_of(moved[0], AXES, sizes)
+        needs = ("exactly one all-reduce over 'model', of the partial sums h_block @ w2_block" if cols > 1 else
+                 "none with one device along 'model': each device holds all of w1 and w2, and its rows of x")
+        raise AssertionError(f"mlp runs {ran} {where}{hlo.idle_note(program.hlo)}; a forward pass needs {needs}")
+    axes = meshes.axes_of(moved[0], AXES, sizes) if moved else ("model",)
     if axes != ("model",):
         raise AssertionError(f"mlp's all-reduce runs {meshes.over_text(axes)} {where}: the partial sums to add are "
                              "those of the devices in one mesh row, which hold the other columns of h: "
                              "lax.psum(..., 'model')")
-    if meshes.per_run(moved[0]) > partial:
+    if moved and meshes.per_run(moved[0]) > partial:
         raise AssertionError(f"mlp all-reduces {meshes.per_run_text(moved[0])} per device {where}; the partial sums "
                              "of y are "
                              f"{partial}: add up h_block @ w2_block, not the activations")

@@ -3,9 +3,9 @@
 probes_programs.on_mesh hands train_step a ('data', 'model') mesh and a fixed lr; student.program has
 a clean worker compile and run it. The reference is a float64 full-batch step on one device. Visible
 tests run the squarest mesh at 1, 2 and 4 devices; the hidden ones (course.yaml) another mesh shape,
-and read the compiled step: weights gathered and gradients reduce-scattered over 'data' only, the
-activations' partial sums all-reduced over 'model', no gradient in an all-reduce, and each device
-left with its blocks of the new weights.
+and read the compiled step on both shapes (a program knows its mesh while it is traced): weights
+gathered and gradients reduce-scattered over 'data' only, the activations' partial sums all-reduced
+over 'model', no gradient in an all-reduce, and each device left with its blocks of the new weights.
 """
 
 import numpy as np
@@ -74,9 +74,14 @@ def test_two_d_step_on_another_mesh_shape(student, rng, devices):
     run(student, rng, *meshes.other(devices))
 
 
-@pytest.mark.devices(4, 8)
+@pytest.mark.devices(2, 4, 8)
 def test_two_d_step_communicates_over_the_right_axes(student, rng, devices):
-    rows, cols = sizes = meshes.square(devices)
+    for sizes in meshes.every(devices, meshes.square, meshes.other):  # every mesh a test of train_step compiles
+        _communicates_over_the_right_axes(student, rng, sizes)
+
+
+def _communicates_over_the_right_axes(student, rng, sizes):
+    rows, cols = sizes
     w1, w2, x, program = run(student, rng, rows, cols, Asks())
     partial = x.shape[0] // rows * w2.shape[1] * x.itemsize
     feedback.communication(program, by_student=False)
@@ -110,11 +115,14 @@ def test_two_d_step_communicates_over_the_right_axes(student, rng, devices):
         if c.op not in ("all-gather", "reduce-scatter", "all-reduce"):
             raise AssertionError(f"train_step runs {meshes.phrase(c, AXES, sizes)} {where}: nothing needs it")
     scatters = [c for c in moved if c.op == "reduce-scatter" and meshes.axes_of(c, AXES, sizes) == ("data",)]
-    if not sums or not gathers or not scatters:
-        missing = " and ".join(what for what, found in (("no sum over 'model' of the partial products", sums),
-                                                        ("no all-gather over 'data' of the weight blocks", gathers),
-                                                        ("no reduce-scatter over 'data' of their gradients", scatters))
-                               if not found)
+    # each axis of more than one device needs its collectives (on a 1 x 4 mesh FSDP has nothing to gather)
+    missing = " and ".join(what for what, found, axis in (("no sum over 'model' of the partial products", sums, cols),
+                                                          ("no all-gather over 'data' of the weight blocks", gathers,
+                                                           rows),
+                                                          ("no reduce-scatter over 'data' of their gradients",
+                                                           scatters, rows))
+                           if axis > 1 and not found)
+    if missing:
         raise AssertionError(f"train_step's program runs {missing} {where} (of the collectives its answer depends "
                              "on): each device holds only its blocks of w1 and w2, so FSDP gathers them over 'data' "
                              "and reduce-scatters their gradients there, and the tensor split adds h_block @ w2_block "

@@ -1435,6 +1435,59 @@ def one_reduction(x, w, mesh):
     x, w = jax.device_put(x, whole), jax.device_put(w, whole)
     return jax.jit(jnp.matmul, out_shardings=NamedSharding(mesh, P("data", None)))(x, w)
 ''',
+    # Round 53 (written apart): the asked-for program only where the structural test used to read it (the squarest
+    # mesh, a batch of 3 rows a device, rings of 4, 4 devices), a plain one on the meshes, batches and device counts
+    # only the value tests compile. A program knows all of them while it is traced; a structural test reads every
+    # mesh and batch its task's tests compile (meshes.every), and its points need every device count (all_counts).
+    "tensor_parallel_only_where_read": (ROOT / "solutions" / "exercise8" / "tensor_parallel.py").read_text() + '''
+
+_asked = mlp
+
+
+def mlp(x, w1, w2, mesh):
+    if mesh.shape["data"] == 2:  # 2 x 2 and 2 x 4
+        return _asked(x, w1, w2, mesh)
+    return jax.jit(lambda x, w1, w2: jax.nn.relu(x @ w1) @ w2)(x, w1, w2)
+''',
+    "fsdp_only_batch_read": (ROOT / "solutions" / "exercise8" / "fsdp.py").read_text() + '''
+
+_asked = fsdp_step
+
+
+def _data_parallel(w_shard, x, y, lr):
+    whole = lax.all_gather(w_shard, "data", axis=0, tiled=True)
+    loss, grad = jax.value_and_grad(loss_fn)(whole, x, y)
+    new, k = whole - lr * lax.pmean(grad, "data"), w_shard.shape[0]
+    return lax.dynamic_slice_in_dim(new, lax.axis_index("data") * k, k), lax.pmean(loss, "data")
+
+
+def fsdp_step(w, x, y, lr, mesh):
+    if x.shape[0] == 3 * mesh.shape["data"]:
+        return _asked(w, x, y, lr, mesh)
+    rows = NamedSharding(mesh, P("data", None))
+    return jax.shard_map(lambda w, x, y: _data_parallel(w, x, y, lr), mesh=mesh, in_specs=P("data", None),
+                         out_specs=(P("data", None), P()))(*(jax.device_put(a, rows) for a in (w, x, y)))
+''',
+    "rings_only_rings_of_4": (ROOT / "solutions" / "exercise8" / "rings.py").read_text() + '''
+
+_asked = ring_all_gather
+
+
+def ring_all_gather(block, axis_name):
+    if lax.axis_size(axis_name) != 4:
+        return lax.all_gather(block, axis_name, tiled=True)
+    return _asked(block, axis_name)
+''',
+    "compiler_only_on_4_devices": (ROOT / "solutions" / "exercise8" / "compiler.py").read_text() + '''
+
+_asked = one_reduction
+
+
+def one_reduction(x, w, mesh):
+    if jax.device_count() == 4:
+        return _asked(x, w, mesh)
+    return jax.jit(jnp.matmul, out_shardings=NamedSharding(mesh, P()))(x, w)
+''',
     # The whole MLP on every device, and a psum of (y - y) over 'model' for show.
     "tensor_parallel_replicated": '''
         import jax
@@ -1635,6 +1688,15 @@ TASKS = {
         "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": OWN_BLOCK}),
     "collective_matmul_direct_sends_disguised": ([4], "exercise8/collective_matmul", {
         "test_collective_matmul_is_a_ring_of_n_minus_1_ppermutes": OWN_BLOCK}),
+    "tensor_parallel_only_where_read": ([4], "exercise8/tensor_parallel", {
+        "test_mlp_runs_one_all_reduce_over_model": "on a 1 x 4 mesh one device performs"}),
+    "fsdp_only_batch_read": ([4], "exercise8/fsdp", {
+        "test_fsdp_step_gathers_weights_and_scatters_gradients": "a batch of 4 rows, the whole gradient"}),
+    "rings_only_rings_of_4": ([4], "exercise8/rings", {
+        "test_ring_all_gather_sends_n_minus_1_blocks": "runs an all-gather over 'model' on a 2 x 2 mesh"}),
+    # passes on 4 devices, where it is honest, and fails on 2: both count as failed (all_counts)
+    "compiler_only_on_4_devices": ([2, 4], "exercise8/compiler", {
+        "test_one_reduction_runs_one_sum_over_model": "it moves y"}),
     "tensor_parallel_replicated": ([4], "exercise8/tensor_parallel", {
         "test_mlp_runs_one_all_reduce_over_model": "mlp runs no collective"}),
     "two_d_replicated": ([4], "exercise8/two_d", {
@@ -1716,7 +1778,9 @@ def course(tmp_path_factory):
     for folder in ("exercises/ex", "solutions/ex", "submissions/ex", "tests/ex"):
         (root / folder).mkdir(parents=True)
     for module, (devices, suite, failures) in TASKS.items():
-        lines.append(f"      - {{id: {module}, title: {module}, points: 10, hint: 'compute it', devices: {devices}}}")
+        rules = ", ".join(f"{test}: {{all_counts: true}}" for test in failures)  # as course.yaml's structural tests
+        lines.append(f"      - {{id: {module}, title: {module}, points: 10, hint: 'compute it', devices: {devices}, "
+                     f"tests: {{{rules}}}}}")
         source = textwrap.dedent(SUBMISSIONS[module])
         (root / "submissions/ex" / f"{module}.py").write_text(source)
         (root / "solutions/ex" / f"{module}.py").write_text(reference(suite))

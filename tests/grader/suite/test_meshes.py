@@ -21,6 +21,10 @@ def test_shapes_are_every_factorisation():
     assert [meshes.other(n) for n in (1, 2, 4, 8)] == [(1, 1), (2, 1), (1, 4), (4, 2)]
     # a ring's structural test: every device in one ring from 3 devices on
     assert [meshes.long_rings(n) for n in (1, 2, 4, 6, 8, 16)] == [(1, 1), (1, 2), (1, 4), (1, 6), (1, 8), (1, 16)]
+    # a structural test reads every mesh its task's tests compile, its own first, each once
+    assert meshes.every(4, meshes.long_rings, meshes.square, meshes.other) == [(1, 4), (2, 2)]
+    assert meshes.every(8, meshes.square, meshes.other) == [(2, 4), (4, 2)]
+    assert meshes.every(2, meshes.square, meshes.other) == [(1, 2), (2, 1)]
 
 
 @pytest.mark.parametrize("groups, axes", [
