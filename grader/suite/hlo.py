@@ -713,9 +713,10 @@ def _product_size(comp: str, ins: _Instr, comps: dict, shapes: dict[str, str], f
     return found
 
 
-def _matched(pairs: dict[str, list[str]]) -> int:
-    """The most pairs of a bipartite graph (left -> the right ends it may take) with no end used twice."""
-    taken: dict[str, str] = {}
+def _matching(pairs: dict) -> set:
+    """The left ends of a largest set of pairs of a bipartite graph (left -> the right ends it may take) with no end
+    used twice."""
+    taken: dict = {}
 
     def place(left: str, seen: set[str]) -> bool:
         for right in pairs[left]:
@@ -726,7 +727,9 @@ def _matched(pairs: dict[str, list[str]]) -> int:
                     return True
         return False
 
-    return sum(place(left, set()) for left in pairs)
+    for left in pairs:
+        place(left, set())
+    return set(taken.values())
 
 
 # Instructions that only move the data of some of their operands (by place: None, all of them): what they give is
@@ -789,7 +792,8 @@ class _Origins:
 def overlapped(text: str, smallest: int) -> int | None:
     """How many executions of the program's ppermutes (collective-permutes the answer needs) each have a product
     of at least ``smallest`` operations (:func:`largest_product`'s count) that can run while it is in flight, a
-    different product for each, one the answer can depend on (grader.suite.hlo_flow: not one multiplied by zero):
+    different product for each (but sends of the same data to other targets, a ring both ways starting with its own
+    block sent either way, share one), one the answer can depend on (grader.suite.hlo_flow: not one multiplied by zero):
     in the same computation, neither one's result reaching the other, read from the
     data flow of the compiled program, which no scheduling can undo; and a product of the block that step sends
     (its data comes from where the ppermute's does, :class:`_Origins`): the schedule the task teaches multiplies
@@ -822,9 +826,15 @@ def overlapped(text: str, smallest: int) -> int | None:
         named = {ins.name: ins for ins in instrs}
         sent = {s: origins.of(name, named[s].operands[0]) if named[s].operands else frozenset() for s in sends}
         read = {p: origins.read(name, named[p]) for p in products}
-        pairs = {s: [p for p in products if p != s and s not in before[p] and p not in before[s]
-                     and sent[s] & read[p]] for s in sends}
-        total += _matched(pairs) * runs[name]
+        # sends of the same data in other directions (a ring both ways starts with its own block sent either way) are
+        # one step's block on its ways: a product of it runs beside each of them (round 54)
+        ways: dict[frozenset, list[str]] = {}
+        for s in sends:
+            ways.setdefault(sent[s], []).append(s)
+        pairs = {data: [p for p in products if all(p != s and s not in before[p] and p not in before[s]
+                                                   for s in alike) and data & read[p]] for data, alike in ways.items()}
+        taken = _matching(pairs)
+        total += sum(len({replica_groups.parse(named[s].rest) for s in ways[data]}) for data in taken) * runs[name]
     return total
 
 

@@ -35,8 +35,11 @@ def reference(x, w1, w2):
 
 
 def run(student, rng, rows, cols, asks=None):
-    x = rng.normal(size=(2 * rows, 2 * cols)).astype(np.float32)
-    w1 = rng.normal(size=(2 * cols, 4 * cols)).astype(np.float32)
+    # D = H: a device's block of the activations h is then no larger than its block of x on any mesh, so that a
+    # per-device function handed its block of h (the first layer left to XLA) is told from one handed x whole
+    # (grader.sandbox.program_held bounds what a value computed from x holds of it by its bytes; round 54)
+    x = rng.normal(size=(2 * rows, 4 * cols)).astype(np.float32)
+    w1 = rng.normal(size=(4 * cols, 4 * cols)).astype(np.float32)
     w2 = rng.normal(size=(4 * cols, 2 * cols)).astype(np.float32)
     program = student.program("probes_programs.on_mesh", x, w1, w2, asks=asks, expect=reference,
                               what=f"mlp(x, w1, w2, mesh) on a {rows} x {cols} mesh", rtol=1e-4, atol=1e-4,

@@ -140,6 +140,16 @@ RIGHT = {
             passing = lax.ppermute(passing, "model", perm=[(i, (i - 1) % n) for i in range(n)])
     products = jnp.take(jnp.stack(products), (jnp.arange(n) - me) % n, axis=0)
 ''')), devices="4"),
+    # Round 54 (written apart): whole blocks both ways, n - 1 ppermutes in all; the own block's product runs beside
+    # both first sends, which send it either way (grader.suite.hlo.overlapped).
+    "whole blocks both ways": Right(collective_matmul((TAIL, '''    ahead = behind = x_block
+    for step in range(1, n // 2 + 1):
+        ahead = lax.ppermute(ahead, "model", perm=[(i, (i + 1) % n) for i in range(n)])
+        products = products.at[(me - step) % n].set(ahead @ w_block)
+        if step <= (n - 1) // 2:
+            behind = lax.ppermute(behind, "model", perm=[(i, (i - 1) % n) for i in range(n)])
+            products = products.at[(me + step) % n].set(behind @ w_block)
+''')), devices="4"),
     "blocks passed the other way round": Right(collective_matmul(
         ("perm=[(i, (i + 1) % n) for i in range(n)]", "perm=[(i, (i - 1) % n) for i in range(n)]"),
         ("products.at[(me - step) % n]", "products.at[(me + step) % n]")), devices="4"),

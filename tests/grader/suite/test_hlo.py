@@ -164,15 +164,22 @@ def test_a_ring_overlaps_its_steps_only_where_a_product_can_run_while_a_block_tr
 def test_a_step_overlaps_only_a_product_of_the_block_it_sends_in_one_chain_or_two():
     half = 2 * 1 * 3 * 5  # half a (2, 3) block of x by a (3, 5) w
     # each direction's halves multiplied as they arrive: beside each step after the first, the product of the half it
-    # sends; the own block, multiplied whole, beside one of the two first steps (3 before XLA's "/*index=5*/"
-    # comment was read: it hid two of the seven products joined at the end)
-    assert hlo.overlapped(program("ring_matmul_both_ways"), half) == 5
+    # sends; the own block, multiplied whole, beside both first steps, which send its halves either way (5 before
+    # round 54, when one product counted beside one step only; 3 before XLA's "/*index=5*/" comment was read: it hid
+    # two of the seven products joined at the end)
+    assert hlo.overlapped(program("ring_matmul_both_ways"), half) == 6
     # the two halves that arrive in a step joined and multiplied as one block while they travel on
-    assert hlo.overlapped(program("ring_matmul_both_ways_merged"), half) == 3
+    # (the own block's beside both first sends, as above; each later product reads two sends of its step, and one
+    # product is counted beside one send unless they send the same data)
+    assert hlo.overlapped(program("ring_matmul_both_ways_merged"), half) == 4
+    # whole blocks both ways, n - 1 = 3 ppermutes in all: the own block's product runs beside both first sends, which
+    # send it either way, and each block that arrives is multiplied while the next one travels
+    assert hlo.overlapped(program("ring_matmul_both_ways_whole"), 2 * half) == 3
     # each direction's halves, or each of two chains of one direction, behind a barrier of its own: a chain's
     # products run after it, beside the other chain's steps, which send none of what they multiply; the own
-    # block's product overlaps one step
-    assert hlo.overlapped(program("ring_matmul_both_ways_barrier"), half) == 1
+    # block's product overlaps the first steps that send its halves different ways: two both ways, one in a single
+    # direction (the same data sent twice the same way is one step's)
+    assert hlo.overlapped(program("ring_matmul_both_ways_barrier"), half) == 2
     assert hlo.overlapped(program("ring_matmul_two_chains_barrier"), half) == 1
 
 

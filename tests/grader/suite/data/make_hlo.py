@@ -236,6 +236,20 @@ def _both_ways_merged(a, w):
     return jnp.concatenate([jnp.concatenate([t, b]) @ w for t, b in zip(ahead, behind)])
 
 
+def _both_ways_whole(a, w):
+    """A collective matmul's ring both ways with whole blocks, n - 1 ppermutes in all (round 54): the own block
+    sent either way in the first step, then each block passed on the way it came, each multiplied as it arrives."""
+    ahead = behind = a
+    products = [a @ w]
+    for step in range(1, DEVICES // 2 + 1):
+        ahead = _shift(ahead)
+        products.append(ahead @ w)
+        if step <= (DEVICES - 1) // 2:
+            behind = _back(behind)
+            products.append(behind @ w)
+    return jnp.concatenate(products)
+
+
 def ring_matmul(x, w):
     """A collective matmul: each block of x multiplied by w while the next one travels."""
     return pmapped(lambda a, b: _ring_products(a, b, False), "i")(x, w)
@@ -344,6 +358,8 @@ PROGRAMS = {
                                       (np.ones((DEVICES, 2, 3), np.float32), np.ones((DEVICES, 3, 5), np.float32))),
     "ring_matmul_two_chains_barrier": (lambda x, w: pmapped(_two_chains, "i")(x, w),
                                        (np.ones((DEVICES, 2, 3), np.float32), np.ones((DEVICES, 3, 5), np.float32))),
+    "ring_matmul_both_ways_whole": (lambda x, w: pmapped(_both_ways_whole, "i")(x, w),
+                                    (np.ones((DEVICES, 2, 3), np.float32), np.ones((DEVICES, 3, 5), np.float32))),
     "ring_matmul_both_ways_merged": (lambda x, w: pmapped(_both_ways_merged, "i")(x, w),
                                      (np.ones((DEVICES, 2, 3), np.float32), np.ones((DEVICES, 3, 5), np.float32))),
     "all_to_all_of_partial_sums": (all_to_all_of_partial_sums, (np.ones((DEVICES, 2, 3), np.float32),
