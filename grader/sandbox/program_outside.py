@@ -78,6 +78,12 @@ def _reducer(op) -> int:
     return max(1, _applied(op))
 
 
+def _real_products(op) -> int:
+    """Real multiplies in one multiply of ``op``'s result elements: four for a complex number, as grader.suite.hlo
+    counts them."""
+    return 4 if any("complex<" in str(r.type) for r in op.results) else 1
+
+
 def arithmetic(op) -> int:
     """What one run of a region-free (or reduction) operation computes, as grader.suite.hlo counts it."""
     out = max((_elements(r.type) for r in op.results), default=0)
@@ -92,9 +98,9 @@ def arithmetic(op) -> int:
         found = _CONTRACTING.search(str(op.attributes["dot_dimension_numbers"]))
         lhs = _shape(op.operands[0].type)
         dims = [int(d) for d in re.findall(r"\d+", found.group(1))] if found else []
-        return 2 * out * math.prod(lhs[d] for d in dims if d < len(lhs))
+        return 2 * out * math.prod(lhs[d] for d in dims if d < len(lhs)) * _real_products(op)
     if op.name == "stablehlo.convolution":
-        return 2 * out * _elements(op.operands[1].type)
+        return 2 * out * _elements(op.operands[1].type) * _real_products(op)
     return max([out, *(_elements(v.type) for v in op.operands)])
 
 

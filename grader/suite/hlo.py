@@ -474,6 +474,12 @@ def _reducer_operations(ins: _Instr, comps: dict) -> int:
     return max(1, sum(1 for i in _applied(ins, comps) if i.opcode not in NOT_WORK))
 
 
+def _real_products(shape: str) -> int:
+    """Real multiplies in one multiply of an HLO type's elements: four for a complex number (two real numbers packed
+    in one, round 54: a complex product is four real ones, whatever the imaginary parts hold), else one."""
+    return 4 if re.match(r"\(?c(64|128)\[", shape) else 1
+
+
 def _operations(ins: _Instr, shapes: dict[str, str], comps: dict) -> int:
     """Arithmetic operations one run of ``ins`` performs: a dot's or a convolution's multiply-adds (two
     each: a product and a sum), a reduction's elements times its reducer's arithmetic, an elementwise
@@ -495,13 +501,13 @@ def _operations(ins: _Instr, shapes: dict[str, str], comps: dict) -> int:
         size = 1
         for d in dims:
             size *= operands[0][d] if d < len(operands[0]) else 1
-        return 2 * out * size
+        return 2 * out * size * _real_products(ins.shape)
     if ins.opcode == "convolution" and len(operands) == 2 and operands[1]:
         labels = _DIM_LABELS.search(ins.rest)  # the kernel's output-feature dimension is "o"
         kernel = _elements(shapes.get(ins.operands[1], ""))
         if labels and "o" in labels.group(1) and len(labels.group(1)) == len(operands[1]):
             kernel //= max(1, operands[1][labels.group(1).index("o")])
-        return 2 * out * kernel
+        return 2 * out * kernel * _real_products(ins.shape)
     return max(out, *(_elements(shapes.get(op, "")) for op in ins.operands))
 
 
@@ -620,7 +626,7 @@ def _product(comp: str, ins: _Instr, shapes: dict[str, str], comps: dict, free: 
         return _operations(ins, shapes, comps) if all((comp, o) not in free for o in ins.operands) else 0
     if ins.opcode in ("multiply", "divide") and len(ins.operands) == 2 \
             and all((comp, o) not in free for o in ins.operands):  # a / b multiplies a by b's reciprocal
-        return 2 * _elements(ins.shape)
+        return 2 * _elements(ins.shape) * _real_products(ins.shape)
     if ins.opcode in _PER_ELEMENT and ins.operands:  # a reducer or a map's body multiplying what it is given
         applied = _applied(ins, comps)
         kinds = {i.name: i.opcode for i in applied}

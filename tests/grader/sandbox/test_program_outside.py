@@ -129,3 +129,20 @@ def test_a_map_written_outside_counts_its_body_once_per_element():
     from grader.sandbox.program_check import parse
 
     assert program_outside.work(parse(MAPPED), 2) == (30 * 2 // 2, 0)  # a multiply and an add per element, over 2
+
+
+COMPLEX = """
+module @m {
+  func.func public @main(%x: tensor<2x3xcomplex<f32>>, %w: tensor<3x5xcomplex<f32>>) -> tensor<2x5xcomplex<f32>> {
+    %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0]
+      : (tensor<2x3xcomplex<f32>>, tensor<3x5xcomplex<f32>>) -> tensor<2x5xcomplex<f32>>
+    return %0 : tensor<2x5xcomplex<f32>>
+  }
+}
+"""
+
+
+def test_a_complex_product_written_outside_counts_four_real_ones():
+    from grader.sandbox.program_check import parse
+
+    assert program_outside.work(parse(COMPLEX), 2) == (4 * 2 * 2 * 3 * 5 // 2, 0)  # as grader.suite.hlo counts it

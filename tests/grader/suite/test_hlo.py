@@ -212,6 +212,12 @@ def test_operations_in_a_loop_count_every_iteration_and_an_unknown_trip_count_is
     assert hlo.operations(program("dot_fori_elements")) == 2 * 10
 
 
+def test_a_complex_product_counts_four_real_ones():
+    # round 54: two real (2, 3) blocks packed into one complex block and multiplied by a (3, 5) w in one dot
+    real = 2 * 2 * 3 * 5
+    assert hlo.largest_product(program("dot_complex")) == hlo.products(program("dot_complex")) == 4 * real
+
+
 def test_a_map_counts_its_computation_once_per_element_and_a_reducer_is_not_counted_again():
     mapped = ("HloModule m\n\n%body (a: f32[], b: f32[], c: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n"
               "  %b = f32[] parameter(1)\n  %c = f32[] parameter(2)\n  %m = f32[] multiply(f32[] %a, f32[] %b)\n"

@@ -65,6 +65,12 @@ def dot_fori_elements(x, y):
     return pmapped(per_device)(x, y)
 
 
+def dot_complex(a, b, w):
+    """Two real blocks packed into one complex one and multiplied by w in one complex dot (round 54): a complex
+    multiply-add is four real ones, whatever the imaginary parts hold."""
+    return pmapped(lambda a, b, w: ((a + 1j * b) @ w).real)(a, b, w)
+
+
 def nested_loops(x):
     """A ppermute inside a fori_loop of 3 inside a fori_loop of 2: it runs 6 times."""
     def per_device(a):
@@ -330,6 +336,8 @@ PROGRAMS = {
     "pmean_only": (pmean_only, (np.ones((DEVICES, 5), np.float32),)),
     "ring_fori": (ring_fori, (np.ones((DEVICES, 6), np.float32),)),
     "dot_fori_elements": (dot_fori_elements, (np.ones((DEVICES, 10), np.float32), np.ones((DEVICES, 10), np.float32))),
+    "dot_complex": (dot_complex, (np.ones((DEVICES, 2, 3), np.float32), np.ones((DEVICES, 2, 3), np.float32),
+                                  np.ones((DEVICES, 3, 5), np.float32))),
     "nested_loops": (nested_loops, (np.ones((DEVICES, 7), np.float32),)),
     "while_unknown": (while_unknown, (np.ones((DEVICES, 2), np.float32),)),
     "cond_branch": (cond_branch, (np.ones((DEVICES, 3), np.float32),)),
