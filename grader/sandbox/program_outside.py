@@ -29,15 +29,15 @@ from grader.sandbox.program_check import MANUAL, MANUAL_CUSTOM_CALL, context, fu
 CALL = "func.call"
 WHILE = "stablehlo.while"
 CONTROL = frozenset({WHILE, "stablehlo.if", "stablehlo.case", MANUAL})  # operations whose regions run as code
-# Operations that move, select or compare data, or structure the program, rather than compute (the StableHLO
-# names of grader.suite.hlo.NOT_WORK's instructions, and the dialects' own structure).
+# Operations that move or select data, or structure the program, rather than compute (the StableHLO names of
+# grader.suite.hlo.NOT_WORK's instructions, and the dialects' own structure).
 NOT_ARITHMETIC = frozenset({
     "stablehlo.constant", "stablehlo.iota", "stablehlo.tuple", "stablehlo.get_tuple_element", "stablehlo.reshape",
     "stablehlo.copy", "stablehlo.broadcast_in_dim", "stablehlo.broadcast", "stablehlo.transpose", "stablehlo.slice",
     "stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice", "stablehlo.pad", "stablehlo.concatenate",
     "stablehlo.reverse", "stablehlo.gather", "stablehlo.convert", "stablehlo.bitcast_convert",
     "stablehlo.partition_id", "stablehlo.replica_id", "stablehlo.after_all", "stablehlo.select",
-    "stablehlo.compare", "stablehlo.clamp", "stablehlo.negate", "stablehlo.optimization_barrier",
+    "stablehlo.negate", "stablehlo.optimization_barrier",
     "stablehlo.get_dimension_size", "stablehlo.custom_call", "stablehlo.return", "stablehlo.while", "stablehlo.if",
     "stablehlo.case",
     "stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.all_to_all", "stablehlo.reduce_scatter",

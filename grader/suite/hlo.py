@@ -68,14 +68,15 @@ _INSTR_RE = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*?)\s+([a-z][\w\-]
 _ARRAY_RE = re.compile(r"\b([a-z]+\d*(?:e\d+m\d+[a-z]*)?)\[([\d,\s]*)\]")  # f8e4m3fnuz, f8e8m0fnu: every fp8 kind
 
 
-# Instructions that move, select or compare data or structure the program, rather than compute (a negation
-# too: it flips a sign and combines nothing, so -lax.pmin(-x) costs what lax.pmax does): everything else is
-# arithmetic for work().
+# Instructions that move or select data or structure the program, rather than compute (a negation too: it flips a
+# sign and combines nothing, so -lax.pmin(-x) costs what lax.pmax does): everything else is arithmetic for work().
+# A comparison and a clamp are arithmetic: a maximum written as compares and selects, or as clamps, computes as much
+# as one written with jnp.maximum (round 55); on indices or masks alone they are no work (_input_free).
 NOT_WORK = frozenset({"parameter", "constant", "iota", "tuple", "get-tuple-element", "bitcast", "reshape", "copy",
                       "copy-start", "copy-done", "broadcast", "transpose", "slice", "dynamic-slice",
                       "dynamic-update-slice", "pad", "concatenate", "reverse", "gather", "convert", "bitcast-convert",
                       "partition-id", "replica-id", "after-all", "fusion", "call", "while", "conditional", "select",
-                      "compare", "clamp", "negate", "opt-barrier", "add-dependency", "domain", "get-dimension-size",
+                      "negate", "opt-barrier", "add-dependency", "domain", "get-dimension-size",
                       "custom-call", *COLLECTIVES, *(f"{c}-start" for c in COLLECTIVES),
                       *(f"{c}-done" for c in COLLECTIVES)})
 
@@ -515,7 +516,8 @@ def operations(text: str) -> int | None:
     """The arithmetic operations one device performs over a run of the program: every arithmetic instruction
     it runs counted once per run (a loop's body once per iteration, every branch of a conditional), so a
     computation split into many small instructions counts as much as one large one; None if one is in a
-    loop of unknown trip count. Moving, slicing, padding, comparing, selecting and negating data are not arithmetic.
+    loop of unknown trip count. Moving, slicing, padding, selecting and negating data are not arithmetic; comparing
+    values computed from the inputs is (a maximum can be written as compares and selects).
     Nothing that runs is left out for what a reading of the data flow says of its values: a value that
     looks constant or zero to such a reading (a reduction whose reducer turns zeros into ones, a sign bit)
     can carry the whole computation, and what runs is what the device does.
@@ -555,8 +557,9 @@ def _input_free(comps: dict[str, list[_Instr]], entry: str | None) -> set[tuple[
     inputs, so it does none of the task's work, however it is written. A fused or called computation's
     parameter is input-free where every call passes an input-free operand; any other's counts as an input. A
     tuple's elements are followed one by one, into calls and a loop's body: an element of the carry that starts
-    input-free and that the body writes back input-free (a fori_loop's counter, the index it wraps) stays so
-    (round 52: a loop over the elements, its bookkeeping counted as the dot's work). Stricter than
+    input-free and that the body writes back input-free (a fori_loop's counter, the index it wraps) stays so, in
+    the body and in the loop's condition (round 52: a loop over the elements, its bookkeeping counted as the dot's
+    work; round 55: the condition's compare of the counter). Stricter than
     grader.suite.hlo_flow's CONST level on purpose: that reading takes ``x * 0`` for a constant, and a value made
     of the inputs through such a reading (a reducer that turns zeros into ones) carries the whole computation;
     here a value that reads an input in any way is the inputs' work."""
@@ -564,6 +567,7 @@ def _input_free(comps: dict[str, list[_Instr]], entry: str | None) -> set[tuple[
     # computation -> parameter number -> the free elements of that tuple parameter (a loop's carry, a call's tuple)
     free_parts: dict[str, dict[int, set[int]]] = {}
     loop_bodies: set[str] = set()
+    conditions: dict[str, str] = {}  # a loop's condition -> its body, whose carry it reads
     found: set[tuple[str, str]] = set()
 
     def read(name: str, given: set[int], parts_in: dict[int, set[int]]) -> tuple[set[str], dict[str, set[int]]]:
@@ -586,8 +590,11 @@ def _input_free(comps: dict[str, list[_Instr]], entry: str | None) -> set[tuple[
                 parts[ins.name] = {k for k, op in enumerate(ins.operands) if op in free}
         return free, parts
 
+    done: set[str] = set()
     for name in _callers_first(comps, entry):
         given, parts_in = free_parameters.get(name, set()), free_parts.get(name, {})
+        if conditions.get(name) in done:  # the carry's elements its body keeps free (a fori_loop's counter)
+            parts_in = {0: parts_in.get(0, set()) & free_parts.get(conditions[name], {}).get(0, set())}
         free, parts = read(name, given, parts_in)
         while name in loop_bodies and parts_in.get(0):  # an element stays free where the body writes it back so
             root = comps[name][-1]  # XLA prints the ROOT last
@@ -598,8 +605,11 @@ def _input_free(comps: dict[str, list[_Instr]], entry: str | None) -> set[tuple[
             free, parts = read(name, given, parts_in)
         for ins in comps[name]:
             for attr, callee in ins.calls:
-                if ins.opcode == "while" and attr == "body":  # the carry's elements free on entry (a counter from 0)
-                    loop_bodies.add(callee)
+                if ins.opcode == "while" and attr in ("body", "condition"):  # the carry's elements free on entry
+                    if attr == "body":  # (a counter from 0)
+                        loop_bodies.add(callee)
+                    else:
+                        conditions[callee] = next((c for a, c in ins.calls if a == "body"), "")
                     passed, passed_parts = set(), {0: parts.get(ins.operands[0], set())} if ins.operands else {}
                 elif attr == "calls" or ins.opcode == "call":
                     passed = {i for i, op in enumerate(ins.operands) if op in free}
@@ -610,6 +620,7 @@ def _input_free(comps: dict[str, list[_Instr]], entry: str | None) -> set[tuple[
                 earlier = free_parts.get(callee, passed_parts)
                 free_parts[callee] = {i: earlier[i] & passed_parts[i] for i in earlier.keys() & passed_parts.keys()}
         found |= {(name, n) for n in free}
+        done.add(name)
     return found
 
 

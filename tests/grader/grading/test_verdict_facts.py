@@ -1053,6 +1053,29 @@ def distributed_dot(x, y):
         def per_device_matmul(X, Y):
             return _through(jnp.matmul(_rows(X), _rows(Y)))
         ''',
+    # Round 55 (written apart): the maximum over the devices taken on every device as a chain of compares and selects
+    # (no arithmetic before round 55), the pmax kept needed by answering -pmax where the two differ: a comparison is
+    # arithmetic, so the whole maximum done on every device is counted.
+    "collectives_max_by_compares": '''
+        import jax
+        import jax.numpy as jnp
+        from jax import lax
+
+        _stats = jax.pmap(lambda r: (lax.psum(r, "i"), lax.pmean(r, "i"), lax.pmax(r, "i")), axis_name="i")
+
+
+        def all_reduce_stats(x):
+            total, mean, top = _stats(x)
+            chain = x[0]
+            for row in x[1:]:
+                chain = jnp.where(row > chain, row, chain)
+            chain = jnp.broadcast_to(chain, x.shape)
+            return total, mean, jnp.where(top == chain, chain, -top)
+
+
+        def standardize_across_devices(x):
+            return x
+        ''',
     "collectives_replicated": '''
         import jax
         import jax.numpy as jnp
@@ -1619,6 +1642,7 @@ TASKS = {
                                                                           "jax.pmap"}),
     "basics_pass_through_pmap": ([4], "basics", {"test_each_function_runs_a_pmap": "square_plus_one: its program has "
                                                                                   "no jax.pmap"}),
+    "collectives_max_by_compares": ([2], "collectives", {"test_communicates_with_all_reduce": WHOLE_WORK}),
     "collectives_replicated": ([2], "collectives", {"test_communicates_with_all_reduce": NO_PMAP}),
     # on 2 devices whole work on every device is no more proven than a costlier algorithm (round 47), unless the
     # per-device computation is handed whole inputs: the statistic left without its collective is what is measured
@@ -1713,7 +1737,9 @@ SUITE_EDITS = {"ring_optimal_long_chunks": ("[1001, 1000]", "[1000]"),  # the le
                "collectives_rows_by_a_ring": ('["all_reduce_stats", "standardize_across_devices"]',
                                               '["standardize_across_devices"]'),
                "collectives_statistics_outside": ('["all_reduce_stats", "standardize_across_devices"]',
-                                                  '["standardize_across_devices"]')}
+                                                  '["standardize_across_devices"]'),
+               "collectives_max_by_compares": ('["all_reduce_stats", "standardize_across_devices"]',
+                                               '["all_reduce_stats"]')}
 
 
 def structural_suite(task: str, keep, suites=SUITES) -> str:
