@@ -8,7 +8,8 @@ sends, k hops for the k-th on a real ring of links), which ``count`` and ``bytes
 from a ring. The data flow of the compiled program can: :func:`starts` counts the ppermutes that send
 nothing an earlier ppermute brought, and :func:`expect_ring` fails a program with more than a ring's. A
 ring has one (none for one in a loop, which passes its carry on from step to step), a ring that runs
-both ways at once two, one per direction; direct sends have one per step.
+both ways at once one per direction, a ring of a block sent in parts one per part, all along one route;
+direct sends have one per step, each along a route of its own.
 A ring also sends every step along the same route: each device to the same neighbour (or, in a ring that
 runs both ways at once, to the other one). :func:`routes` reads each ppermute's (source, target) pairs,
 and :func:`expect_ring` fails a program whose ppermutes take a route that is neither the first one's nor
@@ -134,15 +135,28 @@ def _other_route(taken: list) -> tuple[int, int | None, int | None] | None:
     return None
 
 
-def expect_ring(text: str, what: str, sent: str, where: str) -> None:
-    """AssertionError unless the program's ppermutes form a ring: at most one per direction starts from the
-    devices' own data (:func:`starts`: one start, or two whose pairs run opposite ways, a ring both ways at
-    once), and all take the first one's route or its reverse (:func:`routes`). The message says how many
-    send the device's own ``sent`` (a block, a chunk) rather than what arrived, or where a device sends in
-    two routes."""
+def parts(text: str) -> int | None:
+    """How many chains one ring runs in, read from its starts (:func:`starts`): the device's own data sent in parts
+    along one route, each part passed on as a chain of its own (round 55: the block's halves, one way), or along a
+    route and its reverse (a ring both ways at once); one where it starts once or not at all (a ring in a loop);
+    None where the starts take other routes, or ones that cannot be read (not a ring)."""
     begun = starts(text)
-    if len(begun) > 1 and not (len(begun) == 2 and None not in begun
-                               and {(t, s) for s, t in begun[0]} == set(begun[1])):
+    if len(begun) <= 1:
+        return 1
+    if None in begun:
+        return None
+    taken = {frozenset(b) for b in begun}
+    first = next(iter(taken))
+    return len(begun) if len(taken) == 1 or taken == {first, frozenset((t, s) for s, t in first)} else None
+
+
+def expect_ring(text: str, what: str, sent: str, where: str) -> None:
+    """AssertionError unless the program's ppermutes form a ring: what starts from the devices' own data
+    (:func:`starts`) takes one route or one and its reverse (:func:`parts`: a ring, in parts or both ways at once),
+    and all take the first one's route or its reverse (:func:`routes`). The message says how many send the
+    device's own ``sent`` (a block, a chunk) rather than what arrived, or where a device sends in two routes."""
+    begun = starts(text)
+    if parts(text) is None:
         raise AssertionError(f"{what}'s ppermutes are not a ring {where}: {len(begun)} of them send the device's own "
                              f"{sent}, not the one the step before brought. A ring passes on the {sent} that arrived "
                              "(adding its own part where it sums), one hop per step")

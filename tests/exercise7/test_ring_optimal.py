@@ -92,7 +92,7 @@ def test_optimal_sends_2_n_minus_1_chunks(student, rng, devices, size):
     if sent > limit:
         raise AssertionError(f"on {devices} devices each device sends {sent} bytes to all-reduce a block of "
                              f"{size * 4} bytes; the reduce-scatter + all-gather ring sends 2(n - 1) chunks of "
-                             f"ceil(size / n) elements, {limit} bytes. {_steps(text, devices, size)}")
+                             f"ceil(size / n) elements, {limit} bytes. {_steps(text, devices, size, sent, limit)}")
     least = 2 * (devices - 1) * (size // devices) * 4
     if sent < least:
         raise AssertionError(f"on {devices} devices the ppermutes ring_allreduce_optimal's answer depends on send "
@@ -102,28 +102,49 @@ def test_optimal_sends_2_n_minus_1_chunks(student, rng, devices, size):
     rings.expect_ring(text, "ring_allreduce_optimal", "chunk", f"on {devices} devices")
 
 
-def _chunk_elements(text: str, devices: int, size: int) -> int:
-    """Elements one step of the ring sends: a chunk, ceil(size / n); in a ring that runs both ways at once, each way
-    on half the block (its ppermutes take one route and its reverse), a chunk of each half, each half padded to n
-    chunks of its own (round 35: 63 + 63 of 1000 on 8 devices, where a chunk is 125)."""
+def _parts(text: str) -> int:
+    """How many parts of the block the ring runs on: each way's half in a ring that runs both ways at once (its
+    ppermutes take one route and its reverse, round 35), each part's chain where the block is sent in parts along one
+    route (rings.parts, round 55); else one."""
     taken = rings.routes(text)
     first = taken[0] if taken else None
     back = frozenset((t, s) for s, t in first) if first else None
-    if first is None or None in taken or back == first or set(taken) != {first, back}:
-        return math.ceil(size / devices)
-    return math.ceil(math.ceil(size / 2) / devices) + math.ceil(size // 2 / devices)
+    both_ways = first is not None and None not in taken and back != first and set(taken) == {first, back}
+    return max(rings.parts(text) or 1, 2 if both_ways else 1)
 
 
-def _steps(text: str, devices: int, size: int) -> str:
+def _chunk_elements(text: str, devices: int, size: int) -> int:
+    """Elements one step of the ring sends: a chunk, ceil(size / n); in a ring run on parts of the block
+    (:func:`_parts`), a chunk of each part, each part padded to n chunks of its own (63 + 63 of 1000 on 8 devices,
+    where a chunk is 125)."""
+    k = _parts(text)
+    return sum(math.ceil((size // k + (i < size % k)) / devices) for i in range(k))
+
+
+def _steps(text: str, devices: int, size: int, sent: int, limit: int) -> str:
     """How the student's ppermutes come to more bytes, measured (round 35: "passing whole blocks" was said of a ring
-    that passed chunks one step too often): a step that sends more than a chunk, else more steps than 2(n - 1)."""
+    that passed chunks one step too often): a step that sends more than a chunk (of its part, in a ring run on parts
+    of the block), else more steps than 2(n - 1) for each part."""
     sends = hlo.select(text, "collective-permute", by_student=True)
     steps, largest = sum(c.times for c in sends), max(c.bytes for c in sends)
-    chunk, n = math.ceil(size / devices) * 4, devices
+    n, k = devices, _parts(text)
+    chunk = math.ceil(math.ceil(size / k) / n) * 4
     if largest >= size * 4:
         return f"A step of yours sends the whole block ({largest} bytes): pass one chunk of {chunk} bytes per step"
     if largest > chunk:
-        return f"A step of yours sends {largest} bytes, more than one chunk ({chunk} bytes): pass one chunk per step"
+        of = f" of one of the ring's {k} parts" if k > 1 else ""
+        return (f"A step of yours sends {largest} bytes, more than one chunk{of} ({chunk} bytes): pass one chunk per "
+                "step")
+    ring = 2 * (n - 1)
+    rings_run = steps // ring
+    if k == 1 and rings_run > 1 and steps == rings_run * ring and largest * rings_run <= chunk + 4 * rings_run:
+        # round 55: the ring run on parts of the block, each padded to n chunks of its own, in loops (whose sends
+        # start nothing the program can count as parts): the steps are the parts', the excess their padding
+        return (f"Your ppermutes run {steps} times, {rings_run} rings of 2(n - 1) = {ring} steps on parts of the "
+                f"block, each step {largest} bytes, 1/{rings_run} of a chunk ({chunk} bytes) with its padding: "
+                f"padding each part to n chunks of its own sends {sent - limit} bytes more than 2(n - 1) chunks of the "
+                "whole block. Pad the block once, to n chunks, and split those")
+    ring_text = f"2(n - 1) = {ring}" + (f" on each of its {k} parts" if k > 1 else "")
     return (f"Each of your ppermutes sends at most a chunk ({largest} bytes; a chunk is {chunk}), but they run {steps} "
-            f"times, where the ring runs 2(n - 1) = {2 * (n - 1)}: n - 1 steps adding the chunks up, n - 1 passing the "
-            "finished ones on")
+            f"times, where the ring runs {ring_text}: n - 1 steps adding the chunks up, n - 1 passing the finished "
+            "ones on")

@@ -108,8 +108,8 @@ SUBMISSIONS = {
         """)},
         fails=(("test_all_reduce_stats", ("the total from", "lax.pmean where lax.psum was meant"), {2, 4}),
                ("test_standardize_across_devices", ("close to the answer but off by up to", "epsilon"), {1, 2, 4}))),
-    # Round 15 (written apart): the sums psummed, the maximum taken on every device from the whole x with selects
-    # (which the work count does not see): the reference's program all-reduces with a maximum, this one never does.
+    # Round 15 (written apart): the sums psummed, the maximum taken on every device from the whole x with compares and
+    # selects: since round 55 a comparison is arithmetic, so the whole maximum on every device is measured first.
     "the maximum by selects on the whole array": Wrong(
         {"collectives": HEADER + textwrap.dedent("""
         def _free_max(x):
@@ -130,8 +130,8 @@ SUBMISSIONS = {
         def standardize_across_devices(x):
             return jax.pmap(_standardize, axis_name="i")(x)
         """)},
-        devices="2", fails=(("test_communicates_with_all_reduce", ("all_reduce_stats's own collectives never take a "
-                                                                   "maximum", "lax.pmax"), {2}),)),
+        devices="2", fails=(("test_communicates_with_all_reduce", ("in all_reduce_stats(x) one device performs",
+                                                                   "about the whole computation's work"), {2}),)),
     # Issue 23: written from the statements alone (apart.py); each names its mistake and no wrong advice.
     "the statistics in another order, the mean of the devices' standard deviations": Wrong(
         apart("collectives", ('return lax.psum(row, "i"), lax.pmean(row, "i"), lax.pmax(row, "i")',

@@ -57,6 +57,13 @@ RIGHT = {
         "ring", ("n = lax.axis_size(axis_name)\n\n    def step", "n = lax.psum(1, axis_name)\n\n    def step"),
         (LOOP, "total = passing = x\n    for _ in range(n - 1):\n        passing = ring_shift(passing, axis_name)\n"
                "        total = total + passing\n    return total"))}),
+    # Round 55 (written apart): the block sent in two halves the same way, each half a chain of its own: two starts
+    # along one route (grader.suite.rings.parts).
+    "the block's halves passed on the same way": Right({"ring": mutate(
+        "ring", (LOOP, "flat = x.reshape(-1)\n    h = flat.shape[0] // 2\n    total = passing = (flat[:h], flat[h:])\n"
+                       "    for _ in range(n - 1):\n        passing = tuple(ring_shift(p, axis_name) for p in passing)\n"
+                       "        total = tuple(t + p for t, p in zip(total, passing))\n"
+                       "    return jnp.concatenate(total).reshape(x.shape)"))}, devices="4"),
     # Half the blocks travel one way and half the other: two routes, each the other's reverse, two starts.
     "a ring that runs both ways at once": Right({"ring": mutate(
         "ring", (LOOP, "total = right = left = x\n    for _ in range(n // 2):\n"
