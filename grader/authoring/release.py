@@ -132,7 +132,7 @@ def _course_yaml(course: Course, exercise: Exercise, release: Release) -> str:
             entry["extra_credit"] = True
         if t.local_timeout_s:
             entry["local_timeout_s"] = t.local_timeout_s
-        rules = {name: {"weight": r.weight, "visibility": r.visibility, **({"all_counts": True} if r.all_counts else {})}
+        rules = {name: {"weight": r.weight, "visibility": r.visibility} | ({"all_counts": True} if r.all_counts else {})
                  for name, r in t.tests.items() if not release.public_only or r.visibility == "visible"}
         if rules:
             entry["tests"] = rules

@@ -136,18 +136,25 @@ def _other_route(taken: list) -> tuple[int, int | None, int | None] | None:
 
 
 def parts(text: str) -> int | None:
-    """How many chains one ring runs in, read from its starts (:func:`starts`): the device's own data sent in parts
-    along one route, each part passed on as a chain of its own (round 55: the block's halves, one way), or along a
-    route and its reverse (a ring both ways at once); one where it starts once or not at all (a ring in a loop);
-    None where the starts take other routes, or ones that cannot be read (not a ring)."""
-    begun = starts(text)
-    if len(begun) <= 1:
-        return 1
-    if None in begun:
-        return None
-    taken = {frozenset(b) for b in begun}
-    first = next(iter(taken))
-    return len(begun) if len(taken) == 1 or taken == {first, frozenset((t, s) for s, t in first)} else None
+    """How many chains one ring runs in (:func:`_parts` of the program's starts and routes)."""
+    return _parts(starts(text), routes(text))
+
+
+def _parts(begun: list, taken: list) -> int | None:
+    """How many chains one ring runs in: the device's own data sent in parts along one route, each part passed on as
+    a chain of its own (round 55: the block's halves, one way), or along a route and its reverse (a ring both ways at
+    once, also where loops carry each way's chain and no send starts one: its routes tell); one otherwise; None
+    where several starts (``begun``, :func:`starts`) take other routes, or ones that cannot be read (not a ring).
+    ``taken``: :func:`routes`."""
+    if len(begun) > 1:
+        if None in begun:
+            return None
+        ways = {frozenset(b) for b in begun}
+        first = next(iter(ways))
+        return len(begun) if len(ways) == 1 or ways == {first, frozenset((t, s) for s, t in first)} else None
+    first = taken[0] if taken and None not in taken else None
+    back = first and frozenset((t, s) for s, t in first)
+    return 2 if first is not None and back != first and set(taken) == {first, back} else 1
 
 
 def expect_ring(text: str, what: str, sent: str, where: str) -> None:
@@ -155,12 +162,12 @@ def expect_ring(text: str, what: str, sent: str, where: str) -> None:
     (:func:`starts`) takes one route or one and its reverse (:func:`parts`: a ring, in parts or both ways at once),
     and all take the first one's route or its reverse (:func:`routes`). The message says how many send the
     device's own ``sent`` (a block, a chunk) rather than what arrived, or where a device sends in two routes."""
-    begun = starts(text)
-    if parts(text) is None:
+    begun, taken = starts(text), routes(text)
+    if _parts(begun, taken) is None:
         raise AssertionError(f"{what}'s ppermutes are not a ring {where}: {len(begun)} of them send the device's own "
                              f"{sent}, not the one the step before brought. A ring passes on the {sent} that arrived "
                              "(adding its own part where it sums), one hop per step")
-    other = _other_route(routes(text))
+    other = _other_route(taken)
     if other is not None:
         device, first, then = ("nowhere" if d is None else f"device {d}" for d in other)
         raise AssertionError(f"{what}'s ppermutes are not a ring {where}: {device} sends to {first} in one "

@@ -102,22 +102,12 @@ def test_optimal_sends_2_n_minus_1_chunks(student, rng, devices, size):
     rings.expect_ring(text, "ring_allreduce_optimal", "chunk", f"on {devices} devices")
 
 
-def _parts(text: str) -> int:
-    """How many parts of the block the ring runs on: each way's half in a ring that runs both ways at once (its
-    ppermutes take one route and its reverse, round 35), each part's chain where the block is sent in parts along one
-    route (rings.parts, round 55); else one."""
-    taken = rings.routes(text)
-    first = taken[0] if taken else None
-    back = frozenset((t, s) for s, t in first) if first else None
-    both_ways = first is not None and None not in taken and back != first and set(taken) == {first, back}
-    return max(rings.parts(text) or 1, 2 if both_ways else 1)
-
-
 def _chunk_elements(text: str, devices: int, size: int) -> int:
     """Elements one step of the ring sends: a chunk, ceil(size / n); in a ring run on parts of the block
-    (:func:`_parts`), a chunk of each part, each part padded to n chunks of its own (63 + 63 of 1000 on 8 devices,
-    where a chunk is 125)."""
-    k = _parts(text)
+    (grader.suite.rings.parts: each way's half of a ring both ways, round 35; the block's halves one way, round
+    55), a chunk of each part, each part padded to n chunks of its own (63 + 63 of 1000 on 8 devices, where a
+    chunk is 125)."""
+    k = rings.parts(text) or 1
     return sum(math.ceil((size // k + (i < size % k)) / devices) for i in range(k))
 
 
@@ -127,7 +117,7 @@ def _steps(text: str, devices: int, size: int, sent: int, limit: int) -> str:
     of the block), else more steps than 2(n - 1) for each part."""
     sends = hlo.select(text, "collective-permute", by_student=True)
     steps, largest = sum(c.times for c in sends), max(c.bytes for c in sends)
-    n, k = devices, _parts(text)
+    n, k = devices, rings.parts(text) or 1
     chunk = math.ceil(math.ceil(size / k) / n) * 4
     if largest >= size * 4:
         return f"A step of yours sends the whole block ({largest} bytes): pass one chunk of {chunk} bytes per step"

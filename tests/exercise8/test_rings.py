@@ -161,8 +161,8 @@ def _expect_ring(program, function, rows, cols, unit_bytes, unit):
 def _every_program(devices):
     """The meshes and block shapes a ring is read on: every device in one ring first, then each that a test of rings
     compiles (a program knows both while it is traced)."""
-    return list(dict.fromkeys([*((sizes, (2, 3)) for sizes in meshes.every(devices, meshes.long_rings, meshes.square)),
-                               (meshes.other(devices), (1, 2, 2))]))
+    return [*((sizes, (2, 3)) for sizes in meshes.every(devices, meshes.long_rings, meshes.square)),
+            (meshes.other(devices), (1, 2, 2))]
 
 
 @pytest.mark.devices(2, 4, 8)
