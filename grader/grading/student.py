@@ -18,7 +18,7 @@ from grader.errors import UNNAMED_CALL, GraderError, StudentFailure
 from grader.grading import program_mode
 from grader.grading.program_mode import Program
 from grader.grading.reference_figures import ReferenceFigures
-from grader.layout import Layout
+from grader.layout import Layout, plural
 from grader.suite import bypass, differences, feedback, traced, work
 from grader.suite.checks import Bypass, WrongProgram
 from grader.suite.differences import Probe
@@ -117,7 +117,8 @@ class Student:
 
     def program(self, target: str, *args, expect, what: str | None = None, rtol: float = 1e-4, atol: float = 1e-5,
                 dtype=None, fresh=None, arrives=None, counts: dict | None = None, probe: Probe | None = None,
-                asks: bypass.Asks | None = None, compare=None, timeout_s: float | None = None, **kwargs) -> Program:
+                asks: bypass.Asks | None = None, compare=None, counts_work: bool = True, devices: int | None = None,
+                timeout_s: float | None = None, **kwargs) -> Program:
         """``jax.jit(module.function)`` as one program, graded by processes that never ran student code.
 
         The student's worker traces and exports it from the shapes and dtypes of ``args`` alone (arrays,
@@ -140,6 +141,11 @@ class Student:
         statement asks it to be built with; a program that reaches its answer by another mechanism (no
         per-device computation where one is asked for; inputs handed over in blocks gathered whole at its
         entry) fails with grader.suite.bypass's sentence (Bypass) before its values are looked at.
+        ``counts_work=False``: the inputs are too small for a count of one device's arithmetic to tell the
+        algorithm (the padding a device's block needs is then its work), so the mechanism is told from the
+        per-device computation alone, not from work done on every device or left outside it.
+        ``devices``: how many devices the program maps over where fewer than the case has (a jax.pmap over the
+        n - 1 rows of x); a program built for any other count is refused.
         ``compare`` (True, or the mesh it runs on as (axis names, sizes)): this program is compared with the
         reference's compiled the same way; its figures (grader.grading.reference_figures) are read or measured
         whenever the call runs, so ``grade check`` measures every one a release needs, and a wrong value is
@@ -164,6 +170,11 @@ class Student:
                 failure.measure = functools.partial(self._traced, target, specs, kwargs, self._what(target),
                                                     timeout_s)
             raise
+        built, wanted = out.get("devices", 1), devices or self.devices
+        if built not in (1, wanted):
+            named = f"the program of {what}" if self._what(target) == UNNAMED_CALL else f"{what}'s program"
+            raise StudentFailure("not_exportable", f"{named} was refused: it was built for {plural(built, 'device')}, "
+                                 f"and this test runs it on {wanted}")
         references = self._references
         self._keep_trace(target, specs, kwargs, self._what(target), what, timeout_s)
         reference = references and functools.cache(functools.partial(  # read once per program, however often asked
@@ -173,12 +184,12 @@ class Student:
                           None if compare is None or compare is True else (tuple(compare[0]), tuple(compare[1])), what,
                           None if out["held"] is None else tuple(out["held"]), out["holds_manual"],
                           work.outside_per_device(out["hlo"], out["outside"], out["inside"]))
-        mechanism = asks and (bypass.told(what, self.devices, program.manual, program.hlo, asks, arrives,
+        mechanism = asks and (bypass.told(what, wanted, program.manual, program.hlo, asks, arrives,
                                           [np.shape(a) if isinstance(a, np.ndarray) else None for a in args],
                                           program.holds_manual, reference and program.reference_collectives)
-                              or (reference and work.whole_on_every_device(program, what, self.devices))
-                              or (reference and asks.tool and work.left_outside(program, what, self.devices,
-                                                                                asks.tool)))
+                              or (counts_work and reference and work.whole_on_every_device(program, what, wanted))
+                              or (counts_work and reference and asks.tool
+                                  and work.left_outside(program, what, wanted, asks.tool)))
         if mechanism:  # what the program ran beside the reference's, since the suite's own block is never reached
             feedback.communication(program, by_student=False)
             raise Bypass(mechanism, program)
@@ -187,7 +198,7 @@ class Student:
         if compared:  # read or measured on every call, so that `grade check` keeps every figure a release needs
             program.reference_collectives()
         try:
-            program_mode.check_values(program, out["values"], input_sets, expect, what, self.devices, rtol, atol,
+            program_mode.check_values(program, out["values"], input_sets, expect, what, wanted, rtol, atol,
                                       dtype, counts, probe)
         except WrongProgram as wrong:
             differs = program.difference() if compared else None

@@ -211,9 +211,11 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
     if why is not None:
         raise _refuse(program, why)
     devices = jax.devices()
-    if exported.nr_devices not in (1, len(devices)):
+    if not 1 <= exported.nr_devices <= len(devices):
         raise _refuse(program, f"it was built for {plural(exported.nr_devices, 'device')}; this case has "
                                f"{len(devices)}")
+    if exported.nr_devices > 1:  # a pmap over fewer rows than the case has devices runs on as many (the grader
+        devices = devices[:exported.nr_devices]  # refuses any count its test did not ask for: "devices")
     sets = [_fit_inputs(exported, inputs, program) for inputs in input_sets]
     shares = program_held.shares(module)  # before relabel, which drops the names of the inputs
     outside, inside = program_outside.work(module, len(devices) if exported.nr_devices > 1 else 1)
@@ -237,7 +239,7 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
     if not ablate:
         holds = holds_manual_computation(operations)
         return {"values": values, "hlo": text, "manual": holds, "holds_manual": holds, "held": shares,
-                "outside": outside, "inside": inside}
+                "outside": outside, "inside": inside, "devices": exported.nr_devices}
 
     def run_variants(variants, input_sets):
         """The answers of the programs ``variants`` (bytecode) to each of ``input_sets`` (a list per variant),
@@ -262,4 +264,4 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
     holds = holds_manual_computation(operations)
     return {"values": values, "hlo": mark(mark(text, idle, IDLE_MARK), starts, FRESH_MARK),
             "manual": holds and manual_needed, "holds_manual": holds, "held": shares, "outside": outside,
-            "inside": inside}
+            "inside": inside, "devices": exported.nr_devices}

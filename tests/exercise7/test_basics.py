@@ -53,26 +53,44 @@ def _check_per_device_matmul(student, X, Y):
                  **_same_dtype(X))
 
 
-@pytest.mark.devices(1, 2, 4)
+# Each function's inputs in the value tests (shapes after the device axis): float32 at 1, 2 and 4 devices, int32
+# at every count; the structural test reads each program at them too, after its own (MEASURED), so a program
+# honest only where it is read earns nothing there.
+VISIBLE_COUNTS = (1, 2, 4)
+SHAPES = {"square_plus_one": (((7,),), ((3, 5),)), "per_device_sum": (((7,),), ((3, 5),)),
+          "per_device_matmul": (((3, 5), (5, 2)), ((1, 4), (4, 6)))}
+MEASURED = {"square_plus_one": ((4,),), "per_device_sum": ((4,),), "per_device_matmul": ((2, 3), (3, 2))}
+CHECKS = {"square_plus_one": _check_square_plus_one, "per_device_sum": _check_per_device_sum,
+          "per_device_matmul": _check_per_device_matmul}
+
+
+def _arrays(draw, rng, devices, shapes):
+    return [draw(rng, (devices, *shape)) for shape in shapes]
+
+
+def _statements(student, rng, devices, name):
+    CHECKS[name](student, *_arrays(_normal, rng, devices, SHAPES[name][0]))
+
+
+@pytest.mark.devices(*VISIBLE_COUNTS)
 def test_square_plus_one(student, rng, devices):
-    _check_square_plus_one(student, _normal(rng, (devices, 7)))
+    _statements(student, rng, devices, "square_plus_one")
 
 
-@pytest.mark.devices(1, 2, 4)
+@pytest.mark.devices(*VISIBLE_COUNTS)
 def test_per_device_sum(student, rng, devices):
-    _check_per_device_sum(student, _normal(rng, (devices, 7)))
+    _statements(student, rng, devices, "per_device_sum")
 
 
-@pytest.mark.devices(1, 2, 4)
+@pytest.mark.devices(*VISIBLE_COUNTS)
 def test_per_device_matmul(student, rng, devices):
-    _check_per_device_matmul(student, _normal(rng, (devices, 3, 5)), _normal(rng, (devices, 5, 2)))
+    _statements(student, rng, devices, "per_device_matmul")
 
 
 def test_other_shapes(student, rng, devices):
     """Other shapes, and int32 numbers, whose dtype the results keep."""
-    _check_square_plus_one(student, _ints(rng, (devices, 3, 5)))
-    _check_per_device_sum(student, _ints(rng, (devices, 3, 5)))
-    _check_per_device_matmul(student, _ints(rng, (devices, 1, 4)), _ints(rng, (devices, 4, 6)))
+    for name in FUNCTIONS:
+        CHECKS[name](student, *_arrays(_ints, rng, devices, SHAPES[name][1]))
 
 
 def _wrong_inputs(name, n, leads):
@@ -119,8 +137,7 @@ def test_rejects_other_leading_axes(student, rng, devices, name):
 
 
 def _inputs(rng, devices):
-    return {"square_plus_one": [_normal(rng, (devices, 4))], "per_device_sum": [_normal(rng, (devices, 4))],
-            "per_device_matmul": [_normal(rng, (devices, 2, 3)), _normal(rng, (devices, 3, 2))]}
+    return {name: _arrays(_normal, rng, devices, shapes) for name, shapes in MEASURED.items()}
 
 
 REFERENCES = {"square_plus_one": lambda x: x.astype(np.float64) ** 2 + 1,
@@ -140,19 +157,31 @@ def test_results_live_on_every_device(student, rng, devices):
                                  f"the {devices}: did you use jax.vmap (one device) instead of jax.pmap?")
 
 
+def _expect_a_pmap(student, devices, name, args, measured):
+    try:
+        program = student.program(f"basics.{name}", *args, expect=REFERENCES[name], atol=1e-4, asks=Asks("jax.pmap"),
+                                  what=name if measured else f"{name} on {' and '.join(_shape(a) for a in args)}")
+    except StudentFailure as failure:
+        if failure.kind != "raised":
+            raise
+        raise AssertionError(f"{name} cannot be compiled with jax.jit, which the grader uses to read its program: "
+                             f"keep to jax.numpy inside and checks of shapes outside ({failure.message})") from None
+    work.expect_share_of_work(program, program.what, "compute inside the pmapped function, so that every device works "
+                              "on its own row", devices)
+
+
+def _shape(a) -> str:
+    return f"{a.dtype}[{','.join(map(str, a.shape))}]"
+
+
 @pytest.mark.devices(2, 4, 8)
 def test_each_function_runs_a_pmap(student, rng, devices):
-    """Read from the compiled program; not on one device, where a pmap compiles to the same program as the plain
-    function and nothing tells them apart."""
+    """Read from the compiled program, on the test's own inputs, then on every shape the value tests try at this
+    device count; not on one device, where a pmap compiles to the same program as the plain function and nothing
+    tells them apart."""
     for name, args in _inputs(rng, devices).items():
-        try:
-            program = student.program(f"basics.{name}", *args, expect=REFERENCES[name], atol=1e-4,
-                                      asks=Asks("jax.pmap"))
-        except StudentFailure as failure:
-            if failure.kind != "raised":
-                raise
-            raise AssertionError(f"{name} cannot be compiled with jax.jit, which the grader uses to read its program: "
-                                 f"keep to jax.numpy inside and checks of shapes outside ({failure.message})") from None
-        work.expect_share_of_work(program, name,
-                                  "compute inside the pmapped function, so that every device works on its own row",
-                                  devices)
+        _expect_a_pmap(student, devices, name, args, True)
+        visible, others = SHAPES[name]
+        if devices in VISIBLE_COUNTS:
+            _expect_a_pmap(student, devices, name, _arrays(_normal, rng, devices, visible), False)
+        _expect_a_pmap(student, devices, name, _arrays(_ints, rng, devices, others), False)

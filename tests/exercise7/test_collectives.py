@@ -82,12 +82,19 @@ def _check_all_reduce_stats(student, rng, devices, width):
                                     f"{name}"}, probe)
 
 
-@pytest.mark.devices(1, 2, 4)
+# The widths of x the value tests try, at 1, 2 and 4 devices and at every count (standardize's from 2 devices on):
+# the structural test reads each function's program at each of them too (MEASURED first), so a program honest
+# only where it is read earns nothing there.
+VISIBLE_COUNTS, MEASURED = (1, 2, 4), 5
+WIDTHS = {"all_reduce_stats": (7, (3, 1)), "standardize_across_devices": (9, (1, 2))}
+
+
+@pytest.mark.devices(*VISIBLE_COUNTS)
 def test_all_reduce_stats(student, rng, devices):
-    _check_all_reduce_stats(student, rng, devices, 7)
+    _check_all_reduce_stats(student, rng, devices, WIDTHS["all_reduce_stats"][0])
 
 
-@pytest.mark.parametrize("width", [3, 1])
+@pytest.mark.parametrize("width", WIDTHS["all_reduce_stats"][1])
 def test_all_reduce_stats_other_widths(student, rng, devices, width):
     _check_all_reduce_stats(student, rng, devices, width)
 
@@ -202,17 +209,17 @@ def _check_standardize(student, rng, devices, width, scale=1.0):
     _expect_global(expect_shape(got, x.shape, what), expected, what, _standardize_mistakes(x64), causes, probe)
 
 
-@pytest.mark.devices(1, 2, 4)
+@pytest.mark.devices(*VISIBLE_COUNTS)
 def test_standardize_across_devices(student, rng, devices):
-    _check_standardize(student, rng, devices, 9)
+    _check_standardize(student, rng, devices, WIDTHS["standardize_across_devices"][0])
 
 
 def test_standardize_other_width(student, rng, devices):
     """One number per device (from 2 devices on: a device's own variance is then 0), and two; and numbers a
     thousandth as large, whose variance an epsilon added to it would swamp (the task adds none)."""
-    for width in (1, 2) if devices > 1 else (2,):
+    for width in WIDTHS["standardize_across_devices"][1] if devices > 1 else (2,):
         _check_standardize(student, rng, devices, width)
-    _check_standardize(student, rng, devices, 5, scale=1e-3)
+    _check_standardize(student, rng, devices, MEASURED, scale=1e-3)
 
 
 def _reference(name):
@@ -223,13 +230,13 @@ def _reference(name):
                                                                                                     np.max))
 
 
-@pytest.mark.devices(2, 4, 8)  # on one device nothing is split: no structure to measure
-@pytest.mark.parametrize("name", ["all_reduce_stats", "standardize_across_devices"])
-def test_communicates_with_all_reduce(student, rng, devices, name):
-    x = _per_device_data(rng, devices, 5)
+def _expect_all_reduces(student, rng, devices, name, width):
+    x = _per_device_data(rng, devices, width)
     program = student.program(f"collectives.{name}", x, expect=_reference(name), what=f"{name}(x)", rtol=RTOL,
                               atol=ATOL, asks=Asks("jax.pmap"))
     feedback.communication(program, by_student=False)  # against the reference's program, measured
+    if width != MEASURED:
+        name = f"{name} with x of shape {x.shape}"
     text = program.hlo
     gathers = hlo.count(text, "all-gather")
     if gathers:
@@ -250,3 +257,12 @@ def test_communicates_with_all_reduce(student, rng, devices, name):
     work.expect_collectives_of_reference(program, name, "each statistic that combines the devices' rows takes one "
                                          "all-reduce of what they found (lax.psum, lax.pmean, lax.pmax), and nothing "
                                          "else moves", devices)
+
+
+@pytest.mark.devices(2, 4, 8)  # on one device nothing is split: no structure to measure
+@pytest.mark.parametrize("name", list(WIDTHS))
+def test_communicates_with_all_reduce(student, rng, devices, name):
+    """Read at MEASURED columns, then at every width the value tests try at this device count."""
+    visible, others = WIDTHS[name]
+    for width in (MEASURED, *((visible,) if devices in VISIBLE_COUNTS else ()), *others):
+        _expect_all_reduces(student, rng, devices, name, width)

@@ -96,23 +96,31 @@ def _check_dot(student, rng, devices, length, dtype=np.float32):
                  causes=CAUSES, probe=probe)
 
 
-@pytest.mark.devices(1, 2, 4)
-@pytest.mark.parametrize("length", [5, 37])
+# The vectors the value tests try (length, dtype), at 1, 2 and 4 devices and at every count: the structural test
+# reads the program at each of them too, so a program honest only where it is read earns nothing there.
+VISIBLE, VISIBLE_COUNTS = ((5, np.float32), (37, np.float32)), (1, 2, 4)
+OTHERS = ((1, np.float32), (3, np.int32), (1001, np.float32))
+MEASURED = 405  # a device's work is then its slice's, not a padding's or a loop's (round 47: a slice padded to 8s)
+
+
+@pytest.mark.devices(*VISIBLE_COUNTS)
+@pytest.mark.parametrize("length", [length for length, _ in VISIBLE])
 def test_dot_matches_numpy(student, rng, devices, length):
     _check_dot(student, rng, devices, length)
 
 
-@pytest.mark.parametrize("length, dtype", [(1, np.float32), (3, np.int32), (1001, np.float32)])
+@pytest.mark.parametrize("length, dtype", OTHERS)
 def test_dot_other_lengths(student, rng, devices, length, dtype):
     _check_dot(student, rng, devices, length, dtype)
 
 
-@pytest.mark.devices(2, 4, 8)  # on one device nothing is split: no structure to measure
-def test_dot_uses_one_all_reduce(student, rng, devices):
-    length = 405  # a device's work is then its slice's, not a padding's or a loop's (round 47: a slice padded to 8s)
-    x = rng.normal(size=length).astype(np.float32)
-    program = student.program("dot.distributed_dot", x, x, expect=lambda a, b: np.dot(a.astype(np.float64), b),
-                              rtol=1e-4, atol=1e-4, asks=Asks("jax.pmap"))
+def _expect_one_all_reduce(student, rng, devices, length, dtype):
+    """The program's structure at one length; its work is counted from MEASURED elements on, where a device's
+    share of it is its slice's."""
+    x, y = _vectors(rng, length, dtype)
+    name = "distributed_dot" if length == MEASURED else f"distributed_dot with len {length}"
+    program = student.program("dot.distributed_dot", x, y, expect=lambda a, b: np.dot(a.astype(np.float64), b),
+                              what=name, rtol=1e-4, atol=1e-4, asks=Asks("jax.pmap"), counts_work=length >= MEASURED)
     text = program.hlo
     feedback.communication(program, by_student=False)
     # (not one XLA adds to move the inputs every device already holds whole, as they are: a padded copy's slices)
@@ -121,23 +129,31 @@ def test_dot_uses_one_all_reduce(student, rng, devices):
         sent, piece = meshes.per_run(gathered), -(-length // devices) * x.itemsize
         what = ("slices of the vectors onto every device" if sent >= piece else
                 f"less than a slice of a vector ({piece} bytes): partial results, added up on every device")
-        raise AssertionError(f"distributed_dot gathers {meshes.per_run_text(gathered)} per device, {what}; each "
+        raise AssertionError(f"{name} gathers {meshes.per_run_text(gathered)} per device, {what}; each "
                              "device only needs its own slices, and one lax.psum adds the partial dot products")
     reduces = hlo.select(text, "all-reduce", by_student=True)
     others = hlo.select(text, by_student=True)
     instead = (f"; it communicates with {' and '.join(sorted({c.op + 's' for c in others}))} instead" if others
                else ": no collective of its own adds up the devices' partial dot products"
                + hlo.idle_note(text, "all-reduce"))
-    assert reduces, (f"distributed_dot runs no all-reduce of its own{instead}. jax.pmap the local dot and finish "
+    assert reduces, (f"{name} runs no all-reduce of its own{instead}. jax.pmap the local dot and finish "
                      "with one lax.psum over the axis name")
     runs = hlo.count(text, "all-reduce", by_student=True)  # executions: a psum in a loop runs each time
-    assert runs == 1, (f"distributed_dot runs {'an unknown number of' if runs is None else runs} all-reduce "
+    assert runs == 1, (f"{name} runs {'an unknown number of' if runs is None else runs} all-reduce "
                        "operations of its own, expected exactly 1: take the local dot on each device, then one "
                        "lax.psum")
-    numbers = reduces[0].bytes // 4
-    assert numbers == 1, (f"distributed_dot's psum carries {numbers} numbers per device, expected 1: finish the "
+    numbers = reduces[0].bytes // x.itemsize
+    assert numbers == 1, (f"{name}'s psum carries {numbers} numbers per device, expected 1: finish the "
                           "local dot (jnp.dot of the two slices) before the psum, so only one number travels")
-    work.expect_share_of_work(program, "distributed_dot", "each device should multiply only its own slices, and "
-                              "the psum adds the devices' dot products", devices)
-    work.expect_collectives_of_reference(program, "distributed_dot", "the one psum adds up the devices' partial dot "
+    if length >= MEASURED:
+        work.expect_share_of_work(program, name, "each device should multiply only its own slices, and the psum "
+                                  "adds the devices' dot products", devices)
+    work.expect_collectives_of_reference(program, name, "the one psum adds up the devices' partial dot "
                                          "products, and nothing else needs to move", devices)
+
+
+@pytest.mark.devices(2, 4, 8)  # on one device nothing is split: no structure to measure
+def test_dot_uses_one_all_reduce(student, rng, devices):
+    """Read at MEASURED elements, then at every length the value tests try at this device count."""
+    for length, dtype in ((MEASURED, np.float32), *(VISIBLE if devices in VISIBLE_COUNTS else ()), *OTHERS):
+        _expect_one_all_reduce(student, rng, devices, length, dtype)

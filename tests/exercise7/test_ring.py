@@ -61,34 +61,61 @@ def expect_ppermute_only(text: str, name: str) -> int:
 
 
 def _check_ring_shift(student, rng, devices, shift):
-    x = rng.normal(size=(devices, 5)).astype(np.float32)
+    x = rng.normal(size=(devices, *SHIFTED)).astype(np.float32)
     got = student.probe("ring_values.ring_shift", x, shift=shift)
     check_shift(got, x, shift, f"ring_shift(x, axis_name, shift={shift})")
 
 
-@pytest.mark.devices(1, 2, 4)
-@pytest.mark.parametrize("shift", [1, -1])
+# What the value tests run, at 1, 2 and 4 devices (VISIBLE_COUNTS) and at every count, and on a ring of one device
+# fewer than the machine has (SOME_COUNTS): the structural tests read the program at each of these too, after their
+# own, so a program honest only where it is read earns nothing there.
+VISIBLE_COUNTS, SOME_COUNTS = (1, 2, 4), (4, 8)
+SHIFTED, VISIBLE_SHIFTS, OTHER_SHIFTS = (5,), (1, -1), (3, -10)  # ring_shift's block, and its shifts
+SUMMED, OTHER_SUMMED, SOME_SUMMED = (7,), ((3, 2), np.int32), (5,)  # ring_allreduce's blocks
+
+
+@pytest.mark.devices(*VISIBLE_COUNTS)
+@pytest.mark.parametrize("shift", VISIBLE_SHIFTS)
 def test_ring_shift_moves_each_block(student, rng, devices, shift):
     _check_ring_shift(student, rng, devices, shift)
 
 
-@pytest.mark.parametrize("shift", [3, -10])
+@pytest.mark.parametrize("shift", OTHER_SHIFTS)
 def test_ring_shift_longer_shifts(student, rng, devices, shift):
     _check_ring_shift(student, rng, devices, shift)
 
 
-@pytest.mark.devices(2, 4, 8)
-def test_ring_shift_default_is_one_ppermute(student, rng, devices):
-    x = rng.normal(size=(devices, 2, 3)).astype(np.float32)
-    out = student.program("probes_ring.ring_shift", x, expect=lambda v: np.roll(v, 1, axis=0),
-                          what="ring_shift(x, axis_name)")
+def _on(n: int, devices: int) -> str:
+    """How a message names a ring of ``n`` of the case's ``devices`` devices, where it is not all of them."""
+    return "" if n == devices else f" on a ring of {n} of the {devices} devices"
+
+
+def _expect_one_ppermute(student, x, shift, measured, devices):
+    """One program of ring_shift: one ppermute of each device's own block. ``x``'s rows are the ring's devices."""
+    n = len(x)
+    call = "ring_shift(x, axis_name)" + ("" if measured else f" with blocks of shape {x.shape[1:]} and shift={shift}"
+                                         + _on(n, devices))
+    out = student.program("probes_ring.ring_shift", x, shift=shift, expect=lambda v: np.roll(v, shift, axis=0),
+                          what=call, devices=n)
     feedback.communication(out)
-    rings.expect_own_block(out, "ring_shift(x, axis_name)", f"on {devices} devices")
-    permutes = expect_ppermute_only(out.hlo, "ring_shift")
+    rings.expect_own_block(out, call, f"on {n} devices")
+    permutes = expect_ppermute_only(out.hlo, call)
     if permutes is None or permutes != 1:
         runs = "an unknown number of" if permutes is None else permutes
-        raise AssertionError(f"ring_shift runs {runs} ppermutes on {devices} devices, expected exactly one: "
+        raise AssertionError(f"{call} runs {runs} ppermutes on {n} devices, expected exactly one: "
                              "every device sends its block to its neighbour at once")
+
+
+@pytest.mark.devices(2, 4, 8)
+def test_ring_shift_default_is_one_ppermute(student, rng, devices):
+    """Read on blocks of its own, then on every ring, block and shift the value tests try at this device count (not
+    a shift by a multiple of the ring's length: nothing moves)."""
+    _expect_one_ppermute(student, rng.normal(size=(devices, 2, 3)).astype(np.float32), 1, True, devices)
+    tried = [*((devices, s) for s in (*(VISIBLE_SHIFTS if devices in VISIBLE_COUNTS else ()), *OTHER_SHIFTS)),
+             *(((devices - 1, 1),) if devices in SOME_COUNTS else ())]
+    for n, shift in tried:
+        if shift % n:
+            _expect_one_ppermute(student, rng.normal(size=(n, *SHIFTED)).astype(np.float32), shift, False, devices)
 
 
 DTYPE = "int32 blocks add up to int32 sums: accumulate in the input's dtype (start from x, add what arrives)"
@@ -110,50 +137,67 @@ def _check_ring_allreduce(student, rng, devices, shape, dtype=np.float32):
                  probe=Probe.per_device(ring_sum, x, lambda v: student.probe("ring_values.ring_allreduce", v)))
 
 
-@pytest.mark.devices(1, 2, 4)
+@pytest.mark.devices(*VISIBLE_COUNTS)
 def test_ring_allreduce_equals_psum(student, rng, devices):
-    _check_ring_allreduce(student, rng, devices, (7,))
+    _check_ring_allreduce(student, rng, devices, SUMMED)
 
 
 def test_ring_allreduce_block_of_another_shape(student, rng, devices):
     """int32 blocks of another shape: the sum keeps their dtype, as lax.psum's does."""
-    _check_ring_allreduce(student, rng, devices, (3, 2), np.int32)
+    _check_ring_allreduce(student, rng, devices, *OTHER_SUMMED)
 
 
-@pytest.mark.devices(4, 8)
+@pytest.mark.devices(*SOME_COUNTS)
 def test_a_ring_of_some_of_the_devices(student, rng, devices):
     """x with one row fewer than the machine has devices: jax.pmap maps over that many, so the ring is as long as
     x; a perm built from jax.device_count() names a device the ring does not have."""
     _check_ring_shift(student, rng, devices - 1, 1)
-    _check_ring_allreduce(student, rng, devices - 1, (5,))
+    _check_ring_allreduce(student, rng, devices - 1, SOME_SUMMED)
+
+
+def _expect_a_ring(student, x, measured, devices):
+    """One program of ring_allreduce: ppermutes only, each block once around the ring of ``len(x)`` devices."""
+    n, block = len(x), x[0].nbytes
+    call = "ring_allreduce(x, axis_name)" + ("" if measured else f" with {x.dtype} blocks of shape {x.shape[1:]}"
+                                             + _on(n, devices))
+    where = f"on {n} devices"
+    out = student.program("probes_ring.ring_allreduce", x,
+                          expect=lambda v: np.broadcast_to(v.astype(np.float64).sum(axis=0), v.shape), what=call,
+                          devices=n)
+    feedback.communication(out)
+    rings.expect_own_block(out, call, where)
+    expect_ppermute_only(out.hlo, call)
+    sent, least = hlo.bytes_moved(out.hlo, "collective-permute", by_student=True), 2 * (n - 1) * block // n
+    if sent is None:
+        raise AssertionError(f"{call} runs a ppermute in a loop whose length is unknown when it compiles "
+                             "(lax.while_loop?), so what it sends cannot be counted: use a Python for loop or "
+                             "lax.fori_loop(1, n, ...)")
+    if sent < least:
+        raise AssertionError(f"{where} the ppermutes {call}'s answer depends on send {sent} bytes per device; a sum of "
+                             f"every device's block of {block} bytes that travels around the ring sends at least "
+                             f"2(n - 1)/n of the block, {least} bytes: the blocks that arrive must be what you add up")
+    if n > 2:  # on two devices every schedule is one ppermute of one block: nothing tells a ring apart
+        rings.expect_ring(out.hlo, call, "block", where)
+    most = (n - 1) * block
+    if sent > most:
+        raise AssertionError(f"{where} each device sends {sent} bytes through the ppermutes {call}'s answer needs, "
+                             f"more than the n - 1 blocks of {block} bytes ({most}) a ring sends: each step passes on "
+                             "the block that arrived, so every block travels once around the ring, not once for each "
+                             "device it must reach")
 
 
 # On one device a ring has no neighbour: XLA drops every collective, so the program cannot tell one from another;
 # on two, every schedule is one ppermute of one block (direct sends, recursive doubling, the ring): only rings of 3 or
-# more can tell the ring apart (round 50).
-@pytest.mark.devices(4, 8)
+# more can tell the ring apart (round 50), but on two the ppermutes and their bytes are still what the answer needs.
+@pytest.mark.devices(2, 4, 8)
 def test_ring_allreduce_uses_ppermute_only(student, rng, devices):
-    x = rng.normal(size=(devices, 6)).astype(np.float32)
-    out = student.program("probes_ring.ring_allreduce", x,
-                          expect=lambda v: np.broadcast_to(v.astype(np.float64).sum(axis=0), v.shape),
-                          what="ring_allreduce(x, axis_name)")
-    feedback.communication(out)
-    rings.expect_own_block(out, "ring_allreduce(x, axis_name)", f"on {devices} devices")
-    expect_ppermute_only(out.hlo, "ring_allreduce")
-    sent, least = hlo.bytes_moved(out.hlo, "collective-permute", by_student=True), 2 * (devices - 1) * x[0].nbytes // devices
-    if sent is None:
-        raise AssertionError("ring_allreduce runs a ppermute in a loop whose length is unknown when it compiles "
-                             "(lax.while_loop?), so what it sends cannot be counted: use a Python for loop or "
-                             "lax.fori_loop(1, n, ...)")
-    if sent < least:
-        raise AssertionError(f"on {devices} devices the ppermutes ring_allreduce's answer depends on send {sent} bytes "
-                             f"per device; a sum of every device's block of {x[0].nbytes} bytes that travels around "
-                             f"the ring sends at least 2(n - 1)/n of the block, {least} bytes: the blocks that arrive "
-                             "must be what you add up")
-    rings.expect_ring(out.hlo, "ring_allreduce", "block", f"on {devices} devices")
-    most = (devices - 1) * x[0].nbytes
-    if sent > most:
-        raise AssertionError(f"on {devices} devices each device sends {sent} bytes through the ppermutes "
-                             f"ring_allreduce's answer needs, more than the n - 1 blocks of {x[0].nbytes} bytes "
-                             f"({most}) a ring sends: each step passes on the block that arrived, so every block "
-                             "travels once around the ring, not once for each device it must reach")
+    """Read on blocks of its own (from 4 devices on), then on every ring and block the value tests try at this
+    device count."""
+    if devices > 2:
+        _expect_a_ring(student, rng.normal(size=(devices, 6)).astype(np.float32), True, devices)
+    tried = [*((((devices, *SUMMED), np.float32),) if devices in VISIBLE_COUNTS else ()),
+             ((devices, *OTHER_SUMMED[0]), OTHER_SUMMED[1]),
+             *((((devices - 1, *SOME_SUMMED), np.float32),) if devices in SOME_COUNTS else ())]
+    for shape, dtype in tried:
+        x = rng.normal(size=shape) if dtype == np.float32 else rng.integers(-9, 10, size=shape)
+        _expect_a_ring(student, x.astype(dtype), False, devices)

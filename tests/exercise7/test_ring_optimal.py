@@ -59,47 +59,73 @@ def run_optimal(student, x):
     expect_sum(rerun(x), x, x.dtype, rerun)
 
 
-@pytest.mark.devices(4)
+# The blocks the value tests sum, at 4 devices and at every count: the structural test reads the program on each
+# of them too, so a program honest only where it is read earns nothing there.
+VISIBLE_COUNTS, VISIBLE, OTHER = (4,), (13,), (4, 8)
+LENGTHS = (1001, 1000)  # the structural test's own blocks: a length no device count divides, and one 1, 2, 4, 8 divide
+
+
+def _visible(rng, devices):
+    return rng.normal(size=(devices, *VISIBLE)).astype(np.float32)
+
+
+def _other(rng, devices):
+    return rng.integers(-9, 10, size=(devices, *OTHER)).astype(np.int32)
+
+
+@pytest.mark.devices(*VISIBLE_COUNTS)
 def test_optimal_equals_psum(student, rng, devices):
-    run_optimal(student, rng.normal(size=(devices, 13)).astype(np.float32))
+    run_optimal(student, _visible(rng, devices))
 
 
 def test_optimal_block_of_another_shape(student, rng, devices):
     """int32 blocks of another shape: the sum keeps their dtype, as lax.psum's does."""
-    run_optimal(student, rng.integers(-9, 10, size=(devices, 4, 8)).astype(np.int32))
+    run_optimal(student, _other(rng, devices))
 
 
-@pytest.mark.parametrize("size", [1001, 1000])  # a length no device count divides, and one 1, 2, 4 and 8 divide
-def test_optimal_sends_2_n_minus_1_chunks(student, rng, devices, size):
-    x = rng.normal(size=(devices, size))
-    program = student.program("probes_ring.ring_allreduce_optimal", x.astype(np.float32),
+def test_optimal_sends_2_n_minus_1_chunks(student, rng, devices):
+    """Read on blocks of a length no device count divides and of one they all divide, then on every block the value
+    tests sum at this device count: one fact, so a program that passes some of them earns nothing."""
+    blocks = [rng.normal(size=(devices, size)).astype(np.float32) for size in LENGTHS]
+    blocks += [*((_visible(rng, devices),) if devices in VISIBLE_COUNTS else ()), _other(rng, devices)]
+    for i, x in enumerate(blocks):
+        _expect_chunks(student, x, devices, i < len(LENGTHS))
+
+
+def _expect_chunks(student, x, devices, measured):
+    """One program of ring_allreduce_optimal: 2(n - 1) chunks of ceil(size / n) elements around the ring."""
+    size, item = x[0].size, x.itemsize
+    blocks = "" if measured else f" with {x.dtype} blocks of shape {x.shape[1:]}"
+    call = "ring_allreduce_optimal" + blocks
+    program = student.program("probes_ring.ring_allreduce_optimal", x,
                               expect=lambda v: np.broadcast_to(v.astype(np.float64).sum(axis=0), v.shape),
-                              what="ring_allreduce_optimal(x, axis_name)")
+                              what=f"ring_allreduce_optimal(x, axis_name){blocks}")
     text = program.hlo
-    limit = 2 * (devices - 1) * _chunk_elements(text, devices, size) * 4
+    limit = 2 * (devices - 1) * _chunk_elements(text, devices, size) * item
+    whole = (devices - 1) * size * item
     feedback.communication(program, needed=f"collective-permutes (ppermute) only, at most {limit} bytes per device "
-                           f"in all: 2(n - 1) chunks of ceil({size} / n) numbers, against {(devices - 1) * size * 4} "
-                           "for n - 1 whole blocks")
-    rings.expect_own_block(program, "ring_allreduce_optimal(x, axis_name)", f"on {devices} devices")
+                           f"in all: 2(n - 1) chunks of ceil({size} / n) numbers, against {whole} for n - 1 whole "
+                           "blocks")
+    rings.expect_own_block(program, program.what, f"on {devices} devices")
     for c in hlo.select(text, by_student=True):
         if c.op != "collective-permute":
-            raise AssertionError(f"ring_allreduce_optimal runs {c.a} (from lax.{c.origin}): "
+            raise AssertionError(f"{call} runs {c.a} (from lax.{c.origin}): "
                                  "pass the chunks with ring_shift (lax.ppermute) alone")
     sent = hlo.bytes_moved(text, "collective-permute", by_student=True)
     if sent is None:
-        raise AssertionError("ring_allreduce_optimal runs a ppermute in a loop whose length is not known when it "
+        raise AssertionError(f"{call} runs a ppermute in a loop whose length is not known when it "
                              "compiles (lax.while_loop?): use lax.fori_loop(0, n - 1, ...) so the steps can be counted")
     if sent > limit:
         raise AssertionError(f"on {devices} devices each device sends {sent} bytes to all-reduce a block of "
-                             f"{size * 4} bytes; the reduce-scatter + all-gather ring sends 2(n - 1) chunks of "
+                             f"{size * item} bytes; the reduce-scatter + all-gather ring sends 2(n - 1) chunks of "
                              f"ceil(size / n) elements, {limit} bytes. {_steps(text, devices, size, sent, limit)}")
-    least = 2 * (devices - 1) * (size // devices) * 4
+    least = 2 * (devices - 1) * (size // devices) * item
     if sent < least:
-        raise AssertionError(f"on {devices} devices the ppermutes ring_allreduce_optimal's answer depends on send "
+        raise AssertionError(f"on {devices} devices the ppermutes {call}'s answer depends on send "
                              f"{sent} bytes per device; the reduce-scatter + all-gather ring sends 2(n - 1) chunks of "
                              f"at least size // n = {size // devices} elements, {least} bytes: the chunks that arrive "
                              "must be what you add up and pass on")
-    rings.expect_ring(text, "ring_allreduce_optimal", "chunk", f"on {devices} devices")
+    rings.expect_ring(text, call, "chunk", f"on {devices} devices")
 
 
 def _chunk_elements(text: str, devices: int, size: int) -> int:

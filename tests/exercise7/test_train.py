@@ -126,18 +126,23 @@ def _check_step(student, rng, devices, lr):
                  rtol=1e-4, atol=1e-5, dtype=np.float32)
 
 
-@pytest.mark.devices(1, 2, 4)
+# The learning rates the value tests step with, at 1, 2 and 4 devices and at every count; the structural test
+# reads the step at each of them too (MEASURED first), so a step honest only where it is read earns nothing there.
+VISIBLE_LR, VISIBLE_COUNTS, OTHER_LR, MEASURED = 0.1, (1, 2, 4), 0.02, 0.05
+
+
+@pytest.mark.devices(*VISIBLE_COUNTS)
 def test_train_step_equals_full_batch_sgd(student, rng, devices):
-    _check_step(student, rng, devices, 0.1)
+    _check_step(student, rng, devices, VISIBLE_LR)
 
 
 def test_train_step_with_another_lr(student, rng, devices):
-    _check_step(student, rng, devices, 0.02)
+    _check_step(student, rng, devices, OTHER_LR)
 
 
-@pytest.mark.devices(1, 2, 4)
+@pytest.mark.devices(*VISIBLE_COUNTS)
 def test_train_step_returns_the_global_loss(student, rng, devices):
-    _, loss, (_, expected, _) = run_step(student, rng, devices, 0.05)
+    _, loss, (_, expected, _) = run_step(student, rng, devices, MEASURED)
     if devices > 1 and not np.allclose(loss, loss[0], rtol=1e-5):
         raise AssertionError(f"train_step's loss differs between devices ({loss[0]:.4g} on device 0, "
                              f"{loss[1]:.4g} on device 1): each reports its own shard; lax.pmean the loss too")
@@ -156,39 +161,46 @@ def step_reference(params, batch, lr):
     return params - lr * grad, np.full(len(params), np.mean(residual ** 2))
 
 
-@pytest.mark.devices(2, 4, 8)  # on one device nothing is split: no structure to measure
-def test_train_step_sends_only_gradient_and_loss(student, rng, devices):
+def _expect_gradient_and_loss_only(student, rng, devices, lr):
     def replicas(generator):  # params the same on every device, as train_step is given them
         params, X, y = problem(generator, devices * B)
         return f32(np.broadcast_to(params, (devices, D)))[0], f32(X.reshape(devices, B, D), y.reshape(devices, B))
 
-    program = student.program("probes_train.train_step", *replicas(rng), lr=0.05, fresh=replicas,
-                              expect=lambda params, batch: step_reference(params, batch, 0.05),
-                              what="train_step(params, batch, lr=0.05)", rtol=1e-4, atol=1e-5,
+    name = "train_step" if lr == MEASURED else f"train_step with lr={lr}"
+    program = student.program("probes_train.train_step", *replicas(rng), lr=lr, fresh=replicas,
+                              expect=lambda params, batch: step_reference(params, batch, lr),
+                              what=f"train_step(params, batch, lr={lr})", rtol=1e-4, atol=1e-5,
                               asks=Asks("jax.pmap"))
     feedback.communication(program)  # against the reference's program, measured
     text = program.hlo
     gathered = hlo.select(text, ("all-gather", "all-to-all", "collective-permute"), by_student=True)
     if gathered:
-        raise AssertionError(f"train_step runs {gathered[0].a} (from lax.{gathered[0].origin}): the data stays "
+        raise AssertionError(f"{name} runs {gathered[0].a} (from lax.{gathered[0].origin}): the data stays "
                              "where it is; each device sends only its gradient and its loss, with lax.pmean")
     sent, limit = hlo.bytes_moved(text, "all-reduce", by_student=True), (D + 1) * 4
     if sent == 0:
-        raise AssertionError(f"train_step runs no all-reduce of its own{hlo.idle_note(text, 'all-reduce')}: the "
+        raise AssertionError(f"{name} runs no all-reduce of its own{hlo.idle_note(text, 'all-reduce')}: the "
                              "devices never averaged anything the step needs, so it was not computed by the devices "
                              "together; pmap a per-device step and lax.pmean its gradient and its loss over the axis "
                              "name")
     if sent is None:
-        raise AssertionError("train_step all-reduces inside a loop of unknown length; one step needs one pmean of "
+        raise AssertionError(f"{name} all-reduces inside a loop of unknown length; one step needs one pmean of "
                              "the gradient and one of the loss")
     if sent > limit:
-        raise AssertionError(f"train_step all-reduces {sent} bytes per device per step; a gradient of {D} float32 "
+        raise AssertionError(f"{name} all-reduces {sent} bytes per device per step; a gradient of {D} float32 "
                              f"and a loss are {limit}: pmean only those")
-    work.expect_share_of_work(program, "train_step",
+    work.expect_share_of_work(program, name,
                               f"each device takes the gradient of its own shard of {B} samples, and the pmean "
                               "averages the devices' gradients", devices)
-    work.expect_collectives_of_reference(program, "train_step", "each device sends only its gradient and its loss, "
+    work.expect_collectives_of_reference(program, name, "each device sends only its gradient and its loss, "
                                          "with lax.pmean", devices)
+
+
+@pytest.mark.devices(2, 4, 8)  # on one device nothing is split: no structure to measure
+def test_train_step_sends_only_gradient_and_loss(student, rng, devices):
+    """Read at MEASURED, then at every learning rate the value tests step with at this device count."""
+    for lr in (MEASURED, *((VISIBLE_LR,) if devices in VISIBLE_COUNTS else ()), OTHER_LR):
+        _expect_gradient_and_loss_only(student, rng, devices, lr)
 
 
 def _expect_no_padded_samples(got_losses, params, X, y, steps, lr, devices):

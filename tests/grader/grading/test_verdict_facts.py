@@ -1511,6 +1511,109 @@ def one_reduction(x, w, mesh):
         return _asked(x, w, mesh)
     return jax.jit(jnp.matmul, out_shardings=NamedSharding(mesh, P()))(x, w)
 ''',
+    # Exercise 7's structural tests read the program on their own inputs (dot: 405 elements; a learning rate of
+    # 0.05), and its value tests call the functions on others, which a program also knows while it is traced: the
+    # asked-for program only where it used to be read, a plain one on the value tests' shapes, learning rates, rings
+    # and device counts. A structural test reads every one of them too, and its points need every device count.
+    "dot_only_where_read": (ROOT / "solutions" / EXERCISE / "dot.py").read_text() + '''
+
+_asked = distributed_dot
+
+
+def distributed_dot(x, y):
+    if jnp.shape(x)[0] == 405:
+        return _asked(x, y)
+    return jnp.dot(x, y)
+''',
+    "basics_only_where_read": (ROOT / "solutions" / EXERCISE / "basics.py").read_text() + '''
+
+_asked = {"square_plus_one": square_plus_one, "per_device_sum": per_device_sum, "per_device_matmul": per_device_matmul}
+
+
+def square_plus_one(x):
+    return _asked["square_plus_one"](x) if x.shape[1:] == (4,) else x ** 2 + 1
+
+
+def per_device_sum(x):
+    return _asked["per_device_sum"](x) if x.shape[1:] == (4,) else x.reshape(len(x), -1).sum(axis=1)
+
+
+def per_device_matmul(X, Y):
+    return _asked["per_device_matmul"](X, Y) if X.shape[1:] == (2, 3) else jnp.matmul(X, Y)
+''',
+    "collectives_only_where_read": (ROOT / "solutions" / EXERCISE / "collectives.py").read_text() + '''
+
+_asked = {"stats": all_reduce_stats, "standardize": standardize_across_devices}
+
+
+def all_reduce_stats(x):
+    if x.shape[1] == 5:
+        return _asked["stats"](x)
+    return tuple(jnp.broadcast_to(stat(x, axis=0), x.shape) for stat in (jnp.sum, jnp.mean, jnp.max))
+
+
+def standardize_across_devices(x):
+    return _asked["standardize"](x) if x.shape[1] == 5 else (x - x.mean()) / x.std()
+''',
+    "ring_only_where_read": (ROOT / "solutions" / EXERCISE / "ring.py").read_text() + '''
+
+_asked = {"shift": ring_shift, "sum": ring_allreduce}
+
+
+def ring_shift(x, axis_name, shift=1):  # (6,): what the structural test's ring_allreduce passes on
+    if x.shape in ((2, 3), (6,)) and shift == 1:
+        return _asked["shift"](x, axis_name, shift)
+    return lax.all_gather(x, axis_name)[(lax.axis_index(axis_name) - shift) % lax.axis_size(axis_name)]
+
+
+def ring_allreduce(x, axis_name):
+    return _asked["sum"](x, axis_name) if x.shape == (6,) else lax.psum(x, axis_name)
+''',
+    "ring_only_on_every_device": (ROOT / "solutions" / EXERCISE / "ring.py").read_text() + '''
+import jax
+
+_asked = {"shift": ring_shift, "sum": ring_allreduce}
+
+
+def ring_shift(x, axis_name, shift=1):
+    if lax.axis_size(axis_name) == jax.device_count():
+        return _asked["shift"](x, axis_name, shift)
+    return lax.all_gather(x, axis_name)[(lax.axis_index(axis_name) - shift) % lax.axis_size(axis_name)]
+
+
+def ring_allreduce(x, axis_name):
+    if lax.axis_size(axis_name) == jax.device_count():
+        return _asked["sum"](x, axis_name)
+    return lax.psum(x, axis_name)
+''',
+    "ring_optimal_only_where_read": (ROOT / "solutions" / EXERCISE / "ring.py").read_text() + '''
+
+_asked = ring_allreduce_optimal
+
+
+def ring_allreduce_optimal(x, axis_name):
+    return _asked(x, axis_name) if x.shape in ((1001,), (1000,)) else lax.psum(x, axis_name)
+''',
+    "train_only_where_read": (ROOT / "solutions" / EXERCISE / "train.py").read_text() + '''
+
+_asked = train_step
+
+
+def train_step(params, batch, lr):
+    if lr == 0.05:
+        return _asked(params, batch, lr)
+    X, y = batch
+    loss, grad = jax.value_and_grad(loss_fn)(params[0], (X.reshape(-1, X.shape[-1]), y.reshape(-1)))
+    return params - lr * grad, jnp.full(len(params), loss)
+''',
+    "mesh_only_from_4_devices": (ROOT / "solutions" / EXERCISE / "mesh.py").read_text() + '''
+
+_asked = sharded_matmul
+
+
+def sharded_matmul(x, w, mesh):
+    return _asked(x, w, mesh) if mesh.size >= 4 else x @ w
+''',
     # The whole MLP on every device, and a psum of (y - y) over 'model' for show.
     "tensor_parallel_replicated": '''
         import jax
@@ -1722,6 +1825,23 @@ TASKS = {
     # passes on 4 devices, where it is honest, and fails on 2: both count as failed (all_counts)
     "compiler_only_on_4_devices": ([2, 4], "exercise8/compiler", {
         "test_one_reduction_runs_one_sum_over_model": "it moves y"}),
+    "dot_only_where_read": ([2], "dot", {"test_dot_uses_one_all_reduce": "distributed_dot with len 5: " + NO_PMAP}),
+    "basics_only_where_read": ([2], "basics", {"test_each_function_runs_a_pmap": "square_plus_one on float32[2,7]: "
+                                                                                 + NO_PMAP}),
+    "collectives_only_where_read": ([2], "collectives", {"test_communicates_with_all_reduce": (
+        "all_reduce_stats(x): " + NO_PMAP, "standardize_across_devices(x): " + NO_PMAP)}),
+    "ring_only_where_read": ([4], "ring", {
+        "test_ring_shift_default_is_one_ppermute": "with blocks of shape (5,) and shift=1 runs an all-gather",
+        "test_ring_allreduce_uses_ppermute_only": "with float32 blocks of shape (7,) runs an all-reduce"}),
+    "ring_only_on_every_device": ([4], "ring", {
+        "test_ring_shift_default_is_one_ppermute": "on a ring of 3 of the 4 devices runs an all-gather",
+        "test_ring_allreduce_uses_ppermute_only": "on a ring of 3 of the 4 devices runs an all-reduce"}),
+    "ring_optimal_only_where_read": ([4], "ring_optimal", {
+        "test_optimal_sends_2_n_minus_1_chunks": "with float32 blocks of shape (13,) runs an all-reduce"}),
+    "train_only_where_read": ([2], "train", {"test_train_step_sends_only_gradient_and_loss": NO_PMAP}),
+    # passes on 4 devices, where it is honest, and fails on 2: both count as failed (all_counts)
+    "mesh_only_from_4_devices": ([2, 4], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": (
+        NO_SHARD_MAP, "passes here, but its points need every device count")}),
     "tensor_parallel_replicated": ([4], "exercise8/tensor_parallel", {
         "test_mlp_runs_one_all_reduce_over_model": "mlp runs no collective"}),
     "two_d_replicated": ([4], "exercise8/two_d", {

@@ -33,6 +33,16 @@ jax.export.export = _for_three_numbers
 '''
 
 
+ROWS = '''
+import jax
+from jax import lax
+
+
+def row_sums(x):
+    return jax.pmap(lambda r: lax.psum(r, "i"), axis_name="i")(x)
+'''
+
+
 @pytest.fixture
 def pool(tmp_path):
     submission, suite, engine = tmp_path / "submission", tmp_path / "suite", tmp_path / "engine"
@@ -40,6 +50,7 @@ def pool(tmp_path):
         d.mkdir()
     (submission / "dot.py").write_text(SOLUTION)
     (submission / "shapes.py").write_text(WRONG_SHAPES)
+    (submission / "rows.py").write_text(ROWS)
     (engine / "grader").symlink_to(ROOT / "grader")
     pool = WorkerPool(RunSettings(str(submission), str(suite), EMULATED, 2048, 30.0, clean_home=str(tmp_path / "clean")),
                       str(engine))
@@ -104,3 +115,16 @@ def test_the_students_worker_is_told_shapes_and_dtypes_and_the_clean_one_runs_tw
     assert told == (ArraySpec((45,), "float32"), ArraySpec((45,), "float32"))
     (ran,) = [args for mine, op, args in sent if op == "run_program"]
     assert len(ran) == 2 and ran[0] == (x, x) and not np.array_equal(ran[1][0], x)
+
+
+def test_a_program_over_fewer_devices_runs_on_as_many_only_where_the_test_asks_for_them(pool):
+    """A jax.pmap over the n - 1 rows of x is a program built for n - 1 devices (a ring of some of the devices):
+    the clean worker runs it on as many, and the grader refuses it unless the test asked for that count."""
+    x = np.arange(15, dtype=np.float32).reshape(3, 5)
+    student = Student(pool, Layout(4), 30.0, np.random.default_rng(0))
+    expect = lambda v: np.broadcast_to(v.astype(np.float64).sum(axis=0), v.shape)  # noqa: E731
+    program = student.program("rows.row_sums", x, expect=expect, devices=3)
+    assert np.allclose(program.value, expect(x)) and "all-reduce" in program.hlo
+    with pytest.raises(StudentFailure, match="row_sums's program was refused: it was built for 3 devices, and this "
+                                             "test runs it on 4"):
+        student.program("rows.row_sums", x, expect=expect)
