@@ -52,11 +52,16 @@ def _layout(item) -> Layout:
     return Layout(params.get("devices"), params.get("processes"))
 
 
+def _names(function) -> tuple[str, ...]:
+    return getattr(getattr(function, "__code__", None), "co_names", ())
+
+
 def _runs_programs(item) -> bool:
-    """Whether the test's own code asks for a program (``student.program``): it reads the test function's
-    names, so a helper that asks for one is missed, which costs only the early start of a clean worker."""
-    code = getattr(getattr(item, "function", None), "__code__", None)
-    return code is not None and "program" in code.co_names
+    """Whether the test's own code asks for a program (``student.program``), or a function of its suite that it
+    calls does (a structural test reading each configuration through a helper): it reads their names, so one asked
+    for deeper down is missed, which costs only the early start of a clean worker."""
+    names, module = _names(getattr(item, "function", None)), getattr(item, "module", None)
+    return "program" in names or any("program" in _names(getattr(module, name, None)) for name in names)
 
 
 def explain(exc: BaseException, devices: int | None = None, rules=jax_errors.RULES) -> tuple[str, str, str | None]:

@@ -56,7 +56,7 @@ def _check_per_device_matmul(student, X, Y):
 # Each function's inputs in the value tests (shapes after the device axis): float32 at 1, 2 and 4 devices, int32
 # at every count; the structural test reads each program at them too, after its own (MEASURED), so a program
 # honest only where it is read earns nothing there.
-VISIBLE_COUNTS = (1, 2, 4)
+VISIBLE_COUNTS = (1, 2, 4)  # as the markers say (a marker stays literal: tests/grader/test_course.py reads it)
 SHAPES = {"square_plus_one": (((7,),), ((3, 5),)), "per_device_sum": (((7,),), ((3, 5),)),
           "per_device_matmul": (((3, 5), (5, 2)), ((1, 4), (4, 6)))}
 MEASURED = {"square_plus_one": ((4,),), "per_device_sum": ((4,),), "per_device_matmul": ((2, 3), (3, 2))}
@@ -72,17 +72,17 @@ def _statements(student, rng, devices, name):
     CHECKS[name](student, *_arrays(_normal, rng, devices, SHAPES[name][0]))
 
 
-@pytest.mark.devices(*VISIBLE_COUNTS)
+@pytest.mark.devices(1, 2, 4)
 def test_square_plus_one(student, rng, devices):
     _statements(student, rng, devices, "square_plus_one")
 
 
-@pytest.mark.devices(*VISIBLE_COUNTS)
+@pytest.mark.devices(1, 2, 4)
 def test_per_device_sum(student, rng, devices):
     _statements(student, rng, devices, "per_device_sum")
 
 
-@pytest.mark.devices(*VISIBLE_COUNTS)
+@pytest.mark.devices(1, 2, 4)
 def test_per_device_matmul(student, rng, devices):
     _statements(student, rng, devices, "per_device_matmul")
 

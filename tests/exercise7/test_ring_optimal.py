@@ -61,7 +61,7 @@ def run_optimal(student, x):
 
 # The blocks the value tests sum, at 4 devices and at every count: the structural test reads the program on each
 # of them too, so a program honest only where it is read earns nothing there.
-VISIBLE_COUNTS, VISIBLE, OTHER = (4,), (13,), (4, 8)
+VISIBLE_COUNTS, VISIBLE, OTHER = (4,), (13,), (4, 8)  # the counts as the marker says
 LENGTHS = (1001, 1000)  # the structural test's own blocks: a length no device count divides, and one 1, 2, 4, 8 divide
 
 
@@ -73,7 +73,7 @@ def _other(rng, devices):
     return rng.integers(-9, 10, size=(devices, *OTHER)).astype(np.int32)
 
 
-@pytest.mark.devices(*VISIBLE_COUNTS)
+@pytest.mark.devices(4)
 def test_optimal_equals_psum(student, rng, devices):
     run_optimal(student, _visible(rng, devices))
 

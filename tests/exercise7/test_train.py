@@ -128,10 +128,10 @@ def _check_step(student, rng, devices, lr):
 
 # The learning rates the value tests step with, at 1, 2 and 4 devices and at every count; the structural test
 # reads the step at each of them too (MEASURED first), so a step honest only where it is read earns nothing there.
-VISIBLE_LR, VISIBLE_COUNTS, OTHER_LR, MEASURED = 0.1, (1, 2, 4), 0.02, 0.05
+VISIBLE_LR, VISIBLE_COUNTS, OTHER_LR, MEASURED = 0.1, (1, 2, 4), 0.02, 0.05  # the counts as the markers say
 
 
-@pytest.mark.devices(*VISIBLE_COUNTS)
+@pytest.mark.devices(1, 2, 4)
 def test_train_step_equals_full_batch_sgd(student, rng, devices):
     _check_step(student, rng, devices, VISIBLE_LR)
 
@@ -140,7 +140,7 @@ def test_train_step_with_another_lr(student, rng, devices):
     _check_step(student, rng, devices, OTHER_LR)
 
 
-@pytest.mark.devices(*VISIBLE_COUNTS)
+@pytest.mark.devices(1, 2, 4)
 def test_train_step_returns_the_global_loss(student, rng, devices):
     _, loss, (_, expected, _) = run_step(student, rng, devices, MEASURED)
     if devices > 1 and not np.allclose(loss, loss[0], rtol=1e-5):

@@ -86,14 +86,19 @@ def test_the_figure_is_measured_once_kept_and_is_what_the_work_is_compared_with(
 
 
 def test_a_kept_figure_without_the_collectives_is_measured_again(course, hostile):
+    """The case fails on its first program (405 elements), so the figure it read is measured again, and the
+    figures of the value tests' lengths, which it never reached, stay as they were left."""
     figures = kept(course)
     before = {p: p.read_text() for p in figures}
+    partial = {p: {"operations": json.loads(before[p])["operations"]} for p in figures}
     for path in figures:  # as a grader that kept only the operation count wrote them
-        path.write_text(json.dumps({"operations": json.loads(before[path])["operations"]}))
+        path.write_text(json.dumps(partial[path]))
     try:
         case = structural_case(course, hostile)
         assert case["outcome"] == "failed" and "times the reference's" in case["message"], case
-        assert {p: json.loads(p.read_text()) for p in figures} == {p: json.loads(t) for p, t in before.items()}
+        now = {p: json.loads(p.read_text()) for p in figures}
+        measured = [p for p in figures if now[p] == json.loads(before[p])]
+        assert len(measured) == 1 and all(now[p] == partial[p] for p in figures if p not in measured), now
     finally:
         for path, text in before.items():
             path.write_text(text)

@@ -1852,15 +1852,12 @@ TASKS = {
 # Exercise 7's suites whose probes module is another task's.
 PROBES_OF = {"ring_optimal": "ring"}
 # Suites cut down further for one submission: (text, replacement) in its test file.
-SUITE_EDITS = {"ring_optimal_long_chunks": ("[1001, 1000]", "[1000]"),  # the length on which the chunk is too long
+SUITE_EDITS = {"ring_optimal_long_chunks": ("LENGTHS = (1001, 1000)", "LENGTHS = (1000,)"),  # where the chunk is too long
                "matmuls_whole_then_scatter": ('parametrize("case", CASES)', 'parametrize("case", ["matmul_case3"])'),
                "matmuls_products_outside": ('parametrize("case", CASES)', 'parametrize("case", ["matmul_case2"])'),
-               "collectives_rows_by_a_ring": ('["all_reduce_stats", "standardize_across_devices"]',
-                                              '["standardize_across_devices"]'),
-               "collectives_statistics_outside": ('["all_reduce_stats", "standardize_across_devices"]',
-                                                  '["standardize_across_devices"]'),
-               "collectives_max_by_compares": ('["all_reduce_stats", "standardize_across_devices"]',
-                                               '["all_reduce_stats"]')}
+               "collectives_rows_by_a_ring": ("list(WIDTHS)", '["standardize_across_devices"]'),
+               "collectives_statistics_outside": ("list(WIDTHS)", '["standardize_across_devices"]'),
+               "collectives_max_by_compares": ("list(WIDTHS)", '["all_reduce_stats"]')}
 
 
 def structural_suite(task: str, keep, suites=SUITES) -> str:
@@ -1887,6 +1884,7 @@ def suite_files(module: str, suite: str, tests) -> dict[str, str]:
         source = structural_suite(suite, tests, suites).replace(f'"{suite}.', f'"{module}.')
     files = {f"test_{module}.py": source.replace("MODULE", module).replace(f'"probes_{probes_of}.', f'"probes_{module}.')}
     if module in SUITE_EDITS:
+        assert SUITE_EDITS[module][0] in files[f"test_{module}.py"], f"{module}'s suite edit finds nothing to edit"
         files[f"test_{module}.py"] = files[f"test_{module}.py"].replace(*SUITE_EDITS[module])
     if suites != SUITES:
         files["probes_programs.py"] = (suites / "probes_programs.py").read_text()
@@ -1981,7 +1979,7 @@ def test_no_structural_point_in_gradescopes_layout_either(course, graded, tmp_pa
 
 # The real suites of a released copy of the course at 2 devices, in Gradescope's layout, the hostile
 # modules in place of the solution's functions: each keeps every value point and loses every structural one.
-# (mesh's structural test runs from 4 devices on, where both mesh axes are split: its hostile is graded above.)
+# (mesh's hostile replaces the whole module: it is graded above, at 4 devices, where both mesh axes are split.)
 IN_PLACE = {"dot": "dot_psum_of_difference", "ring": "ring_lying_label", "basics": "basics_patched_jaxpr",
             "collectives": "collectives_replicated", "train": "train_replicated"}
 STRUCTURAL = {"test_dot_uses_one_all_reduce", "test_ring_allreduce_uses_ppermute_only",
