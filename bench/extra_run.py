@@ -30,30 +30,62 @@ CHILD = "--child"
 
 
 def programs(n: int):
-    """(name, program cases at n devices, target, args, fixed) for each program exercise 7's suites compile."""
+    """(name, program cases at n devices, target, args, fixed) for each program exercise 7's suites compile at n
+    devices: each structural test's own inputs, then every configuration of its value tests it reads too, from the
+    suites' own constants (tests/exercise7), and the mesh value test's program."""
     import numpy as np
+
+    sys.path.insert(0, str(ROOT / "tests" / "exercise7"))
+    import test_basics as basics
+    import test_collectives as collectives
+    import test_dot as dot
+    import test_ring as ring
+    import test_ring_optimal as optimal
+    import test_train as train
+    from test_mesh import wide
 
     rng = np.random.default_rng(0)
 
-    def f32(*shape):
-        return rng.normal(size=shape).astype(np.float32)
+    def drawn(shape, dtype=np.float32):
+        values = rng.normal(size=shape) if np.dtype(dtype).kind == "f" else rng.integers(-9, 10, size=shape)
+        return values.astype(dtype)
 
-    rows, cols = max(((r, n // r) for r in range(1, n + 1) if n % r == 0 and r >= n // r), key=lambda p: p[1])[::-1]
-    x = f32(405)  # the length test_dot_uses_one_all_reduce compiles
-    yield "dot", 1, "dot.distributed_dot", (x, x), {}
-    yield "ring_shift", 1, "probes_ring.ring_shift", (f32(n, 2, 3),), {}
-    yield "ring_allreduce", 1, "probes_ring.ring_allreduce", (f32(n, 6),), {}
+    rows, cols = wide(n)
+    yield "sharded_matmul", (n in (1, 2, 4)) + (n >= 2), "probes_mesh.sharded_matmul", (
+        drawn((3 * rows, 4 * cols)), drawn((4 * cols, 5))), {"n_rows": rows, "n_cols": cols}
+    if n < 2:  # the structural tests run from 2 devices on
+        return
+    visible = n in (1, 2, 4)
+    for length, dtype in ((dot.MEASURED, np.float32), *(dot.VISIBLE if visible else ()), *dot.OTHERS):
+        yield f"dot {length} {np.dtype(dtype)}", 1, "dot.distributed_dot", (drawn(length, dtype),) * 2, {}
+    shifts = [(n, (2, 3), 1), *((n, ring.SHIFTED, s) for s in (*(ring.VISIBLE_SHIFTS if visible else ()),
+                                                                  *ring.OTHER_SHIFTS)),
+              *(((n - 1, ring.SHIFTED, 1),) if n in ring.SOME_COUNTS else ())]
+    for length, block, shift in shifts:
+        if shift % length:
+            yield f"ring_shift {length}x{block} {shift}", 1, "probes_ring.ring_shift", (drawn((length, *block)),), {
+                "shift": shift}
+    sums = [*((((n, 6), np.float32),) if n > 2 else ()), *((((n, *ring.SUMMED), np.float32),) if visible else ()),
+            ((n, *ring.OTHER_SUMMED[0]), ring.OTHER_SUMMED[1]),
+            *((((n - 1, *ring.SOME_SUMMED), np.float32),) if n in ring.SOME_COUNTS else ())]
+    for shape, dtype in sums:
+        yield f"ring_allreduce {shape}", 1, "probes_ring.ring_allreduce", (drawn(shape, dtype),), {}
     if n >= 4:
-        yield "ring_allreduce_optimal", 1, "probes_ring.ring_allreduce_optimal", (f32(n, 1001),), {}
-    for name in ("all_reduce_stats", "standardize_across_devices"):
-        yield name, 1, f"collectives.{name}", (f32(n, 5),), {}
-    yield "train_step", 1, "probes_train.train_step", (f32(n, 3), (f32(n, 5, 3), f32(n, 5))), {"lr": 0.05}
-    yield "sharded_matmul", 2 if n <= 4 else 1, "probes_mesh.sharded_matmul", (f32(3 * rows, 4 * cols),
-                                                                              f32(4 * cols, 5)), \
-        {"n_rows": rows, "n_cols": cols}
-    yield "square_plus_one", 1, "basics.square_plus_one", (f32(n, 4),), {}
-    yield "per_device_sum", 1, "basics.per_device_sum", (f32(n, 4),), {}
-    yield "per_device_matmul", 1, "basics.per_device_matmul", (f32(n, 2, 3), f32(n, 3, 2)), {}
+        blocks = [*(((n, size), np.float32) for size in optimal.LENGTHS),
+                  *((((n, *optimal.VISIBLE), np.float32),) if n in optimal.VISIBLE_COUNTS else ()),
+                  ((n, *optimal.OTHER), np.int32)]
+        for shape, dtype in blocks:
+            yield f"ring_allreduce_optimal {shape}", 1, "probes_ring.ring_allreduce_optimal", (drawn(shape, dtype),), {}
+    for name, (seen, others) in collectives.WIDTHS.items():
+        for width in (collectives.MEASURED, *((seen,) if visible else ()), *others):
+            yield f"{name} {width}", 1, f"collectives.{name}", (drawn((n, width)),), {}
+    for lr in (train.MEASURED, *((train.VISIBLE_LR,) if visible else ()), train.OTHER_LR):
+        yield f"train_step {lr}", 1, "probes_train.train_step", (drawn((n, 3)), (drawn((n, 5, 3)), drawn((n, 5)))), {
+            "lr": lr}
+    for name, shapes in basics.MEASURED.items():
+        seen, others = basics.SHAPES[name]
+        for dtype, each in ((np.float32, shapes), *(((np.float32, seen),) if visible else ()), (np.int32, others)):
+            yield (f"{name} {each}", 1, f"basics.{name}", tuple(drawn((n, *shape), dtype) for shape in each), {})
 
 
 def child(n: int, repeat: int, sets: int) -> None:

@@ -36,11 +36,13 @@ def matches_numpy(length, dtype):
 
 
 def uses_one_all_reduce():
-    x = np.random.default_rng(45).normal(size=405).astype(np.float32)  # test_dot_uses_one_all_reduce's length
-    compiled = jax.jit(distributed_dot).lower(x, x).compile()
-    np.testing.assert_allclose(compiled(x, x), np.dot(x.astype(np.float64), x), rtol=1e-4, atol=1e-4)
-    psums = [line for line in compiled.as_text().splitlines() if " all-reduce(" in line and "/psum" in line]
-    assert len(psums) == 1  # the student's psum; XLA's partitioner adds one of its own to read out element 0
+    """test_dot_uses_one_all_reduce's reads: its own length, then every length the value tests try."""
+    for length, dtype in [(405, np.float32), *LENGTHS]:
+        x, y = _vectors(np.random.default_rng(length), length, dtype)
+        compiled = jax.jit(distributed_dot).lower(x, y).compile()
+        np.testing.assert_allclose(compiled(x, y), np.dot(x.astype(np.float64), y), rtol=1e-4, atol=1e-4)
+        psums = [line for line in compiled.as_text().splitlines() if " all-reduce(" in line and "/psum" in line]
+        assert len(psums) == 1  # the student's psum; XLA's partitioner adds one of its own to read out element 0
 
 
 if __name__ == "__main__":

@@ -181,17 +181,19 @@ def _leaves(value) -> list:
 
 def _right_only_for(got, expected) -> str:
     """What a result wrong on the grader's second set says of the test's own (``got`` against ``expected``): right
-    there to the last digits (the answer known in advance, built in), or only within the check's tolerance (round
-    50: an element dropped from a long dot moved it by less than that), a measured difference either way."""
+    there to the last digits (known in advance, or precision lost on other inputs), or only within the check's
+    tolerance (round 50: an element dropped from a long dot moved it by less than that), a measured difference
+    either way."""
     try:
         pairs = list(zip(_leaves(got), _leaves(expected), strict=True))
         exact = all(np.allclose(np.asarray(g, np.float64), np.asarray(e, np.float64), rtol=_EXACT, atol=_EXACT)
                     for g, e in pairs)
     except (TypeError, ValueError):
         exact = False
-    if exact:
-        return ("it was right for the test's inputs only: a program must compute its result from its inputs, not "
-                "have it built in")
+    if exact:  # what was measured, and the two causes it fits (round 58: a variance as E[x^2] - E[x]^2 in float32)
+        return ("on the test's own inputs it was right to the last digits: a result known in advance for them "
+                "rather than computed from its inputs, or arithmetic that loses precision on some inputs (a "
+                "difference of two large, nearly equal numbers) gives that")
     return ("on the test's own inputs it was off too, by less than the check's tolerance: the mistake shows on "
             "these")
 

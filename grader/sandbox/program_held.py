@@ -26,13 +26,15 @@ is held as the worker hands it over (:func:`as_arrived`).
 grader.suite.work compares the shares with the reference's.
 
 What a value holds of an input is an upper bound, not a pattern: for each input it comes from, the
-part of the value's bytes that may carry it (its *density*). An input itself, and anything
+part of the value's elements that may carry it (its *density*). An input itself, and anything
 computed from one input alone, is all that input (1). Only an operation that places its operands'
 elements side by side (``concatenate``: ``jnp.stack([x, y])``) leaves each its own part; a
-rearrangement of one value (reshape, transpose, broadcast, pad, ...) keeps the parts; a slice may
+rearrangement of one value (reshape, transpose, broadcast, a convert to another dtype, ...) keeps the parts; a pad
+spreads them over its padding, which holds nothing (a block of x padded to 8 elements holds what its
+unpadded elements hold), and a bitcast packs them into fewer elements of a wider type (density above 1); a slice may
 gather one input's part into a smaller value, so its density grows by as much; and any other
 operation on values of several inputs may carry every one of them in every element (``x + 0 * y``,
-``jnp.where(x != x, y, x)``: the whole of x, and of y, in x's bytes), so each gets density 1. A
+``jnp.where(x != x, y, x)``: the whole of x, and of y, in x's elements), so each gets density 1. A
 device handed such a value whole receives all of each input it is made of, however they were mixed.
 """
 
@@ -47,26 +49,29 @@ from grader.sandbox.program_outside import CONTROL, NOT_ARITHMETIC, WHILE, arith
 CALL = "func.call"
 
 
-def _bytes(type_) -> int:
-    """Bytes of a ranked tensor type (1 for a scalar's elements count), 0 for any other type."""
+def _elements(type_) -> int:
+    """Elements of a ranked tensor type (1 for a scalar), 0 for any other type. Shares are counted in the input's
+    elements, not bytes: a copy of x in a narrower dtype (``x.astype(jnp.int8)``) holds all of x's elements in a
+    quarter of its bytes (round 58); a complex element counts as two, the real numbers it holds."""
     from jaxlib.mlir import ir
 
     try:
         shaped = ir.RankedTensorType(type_)
     except ValueError:
         return 0
-    bits = re.search(r"\d+", str(shaped.element_type))
-    size = 1
+    size = 2 if str(shaped.element_type).startswith("complex") else 1  # a complex element is two real ones
     for d in shaped.shape:
         size *= d
-    return size * max(1, (int(bits.group()) if bits else 32) // 8)
+    return size
 
 
 CONCATENATE = "stablehlo.concatenate"
 SLICE = "stablehlo.slice"
+PAD = "stablehlo.pad"  # its padding holds nothing of the inputs: x's elements are a part of the padded value's
+BITCAST = "stablehlo.bitcast_convert"  # four int8 elements packed into one int32 (or one split into four)
 # operations whose result holds each element of their one operand the same number of times, or
 # constants beside them (and layouts asked for, jax.lax.with_sharding_constraint, jax.sharding.reshard):
-# each input keeps its part of the bytes
+# each input keeps its part of the elements
 REARRANGE = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.reverse", "stablehlo.convert",
                        "stablehlo.bitcast_convert", "stablehlo.copy", "stablehlo.broadcast_in_dim", "stablehlo.pad",
                        "sdy.sharding_constraint", "sdy.reshard"})
@@ -100,12 +105,12 @@ def _merge(*helds: Held) -> Held:
 
 
 def _whole(held: Held) -> Held:
-    """Every input of ``held``, each possibly in every element (density 1)."""
-    return tuple((i, 1.0) for i, _ in held)
+    """Every input of ``held``, each possibly in every element (density 1, or more where elements were packed)."""
+    return tuple((i, max(1.0, density)) for i, density in held)
 
 
 def _result(op, ins: list[Held], size: int) -> Held:
-    """What a result of ``size`` bytes holds of the inputs, computed by ``op`` from operands holding ``ins``."""
+    """What a result of ``size`` elements holds of the inputs, computed by ``op`` from operands holding ``ins``."""
     carried = [(k, held) for k, held in enumerate(ins) if held]
     if not carried:
         return ()
@@ -113,16 +118,19 @@ def _result(op, ins: list[Held], size: int) -> Held:
         parts: dict[int, float] = {}
         for k, held in carried:
             for i, density in held:
-                parts[i] = parts.get(i, 0.0) + density * _bytes(op.operands[k].type)
-        return tuple(sorted((i, min(1.0, part / size)) for i, part in parts.items()))
+                parts[i] = parts.get(i, 0.0) + density * _elements(op.operands[k].type)
+        return tuple(sorted((i, part / size) for i, part in parts.items()))
     if len(carried) > 1:
         return _whole(_merge(*(held for _, held in carried)))
     k, held = carried[0]
+    if op.name in (PAD, BITCAST) and k == 0 and size:
+        spread = _elements(op.operands[0].type) / size
+        return tuple((i, density * spread) for i, density in held)
     if op.name in REARRANGE and k == 0:
         return held
     if op.name == SLICE and size:
-        grown = _bytes(op.operands[0].type) / size
-        return tuple((i, min(1.0, density * grown)) for i, density in held)
+        grown = _elements(op.operands[0].type) / size
+        return tuple((i, min(max(1.0, density), density * grown)) for i, density in held)
     return _whole(held)
 
 
@@ -158,7 +166,7 @@ class _Flow:
     def __init__(self, module):
         self.functions = functions(module)
         self.meshes = _meshes(module)
-        self.inputs: list[int] = []  # each input's bytes
+        self.inputs: list[int] = []  # each input's elements
         self.shares: list[float | None] = []
         self.placed: list[float | None] = []
         self.pieces: list[dict] = []  # per input: its share in the per-device computations given the same values
@@ -229,7 +237,7 @@ class _Flow:
                     self._place(op, ins[0])
                 outs = self._regions(op, ins, everything, env)
                 if not op.regions:
-                    outs = [_result(op, ins, _bytes(r.type)) for r in op.results]
+                    outs = [_result(op, ins, _elements(r.type)) for r in op.results]
             if len(outs) != len(op.results):
                 outs = [everything] * len(op.results)
             env.update(zip(op.results, outs))
@@ -313,23 +321,23 @@ class _Flow:
 
     def _receive(self, op, ins: list[Held]) -> None:
         """Each input's share one device receives of it through the manual computation's arguments: the
-        argument's bytes that may carry it over the input's bytes. Where an argument is made of several inputs,
+        argument's elements that may carry it over the input's elements. Where an argument is made of several inputs,
         no input's share is counted above all of it, unless the argument is larger than all of them together
         (padded): a scalar of one input mixed into a block of another is not hundreds of copies of it."""
         body = op.regions[0].blocks[0]
         whole_pieces: dict[int, list[float]] = {}  # each argument's share of the input, as if all of it
         origins: dict[int, set] = {}  # where the arguments holding each input come from (:meth:`_from`)
-        parts: dict[int, float] = {}  # ... and its part of the argument's bytes, shared among what it is made of
+        parts: dict[int, float] = {}  # ... and its part of the argument's elements, shared among what it is made of
         for held, argument, operand in zip(ins, body.arguments, op.operands):
             whole = sum(self.inputs[i] for i, _ in held)
             if not whole:
                 continue
-            size = _bytes(argument.type)
+            size = _elements(argument.type)
             bound = max(1.0, size / whole) if len(held) > 1 else float("inf")
             for i, density in held:
                 if self.inputs[i]:
                     whole_pieces.setdefault(i, []).append(min(bound, size * density / self.inputs[i]))
-                    parts[i] = parts.get(i, 0.0) + size / whole
+                    parts[i] = parts.get(i, 0.0) + size * density / whole
                     origins.setdefault(i, set()).add(self._from(operand))
         # an input handed over in several arguments (its pieces, mixed with others or not) adds up, to all of it
         # at most unless one argument alone holds more (padded)
@@ -362,13 +370,13 @@ class _Flow:
 
     def _place(self, op, held: Held) -> None:
         """The share of an input one device holds where the program places a value made of that input alone (as
-        written: ``jax.device_put(w, NamedSharding(mesh, P()))`` keeps all of w on every device): the value's bytes
-        that may carry it, over the input's, over the parts the layout splits it into."""
+        written: ``jax.device_put(w, NamedSharding(mesh, P()))`` keeps all of w on every device): the value's
+        elements that may carry it, over the input's, over the parts the layout splits it into."""
         if len(held) != 1 or not self.inputs[held[0][0]]:
             return
         (i, density), = held
         attribute = op.attributes["sharding"]
-        share = _bytes(op.operands[0].type) * density / self.inputs[i] / _shards(str(attribute), self.meshes)
+        share = _elements(op.operands[0].type) * density / self.inputs[i] / _shards(str(attribute), self.meshes)
         self.placed[i] = max(self.placed[i] or 0.0, share)
 
 
@@ -393,7 +401,7 @@ def shares(module) -> list[tuple[str, float | None, str]] | None:
         if main is None:
             return []
         arguments = list(main.regions[0].blocks[0].arguments)
-        flow.inputs = [_bytes(a.type) for a in arguments]
+        flow.inputs = [_elements(a.type) for a in arguments]
         flow.shares, flow.placed = [None] * len(arguments), [None] * len(arguments)
         flow.pieces = [{} for _ in arguments]
         flow.arrived.update(arguments)

@@ -440,6 +440,11 @@ def bytes_moved(text: str, ops=COLLECTIVES, by_student: bool = False) -> int | N
     return sum(c.bytes * c.times for c in chosen)
 
 
+def dtypes(shape: str) -> set[str]:
+    """The element types of an HLO type's arrays: "f32[4,10]{1,0}" -> {"f32"}, a tuple's each."""
+    return {kind for kind, _ in _ARRAY_RE.findall(shape)}
+
+
 def _elements(shape: str) -> int:
     """The most elements of one array in an HLO type (a tuple's largest)."""
     sizes = []

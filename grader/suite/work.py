@@ -47,15 +47,20 @@ def _portion(share: float, of: str) -> str:
     return f"all of {of}" if share >= 0.995 else f"{_percent(share)} of {of}"
 
 
-def expect_share_of_inputs(program, what: str, share: str, where: str, fix: str = "") -> None:
+def expect_share_of_inputs(program, what: str, share: str, where: str, fix: str = "",
+                           given: float | None = None) -> None:
     """AssertionError unless, for each input, one device's per-device computation (a pmap or shard_map)
     receives at most SLACK times the share of it one device of the reference's receives
     (grader.sandbox.program_held): the right arithmetic on a block sliced out of an input every device
     was handed whole does not split the input. A suite whose work is too small to compare (a ring's
     additions) asks this alone: a per-device function that reaches the whole input from outside its
     arguments (off the call stack, where the test's own pmap was handed it) hands it to every device; its
-    ``fix`` replaces "hand each device only its block of x", which the test's pmap already does."""
-    reference = program.reference_held()
+    ``fix`` replaces "hand each device only its block of x", which the test's pmap already does.
+    ``given``: the share of each input the statement gives one device, in place of the reference's measured
+    one, where that is an average its padding spreads thin (5 elements on 4 devices: the reference's padded blocks
+    of 2 hold 1.25 of x's elements on average, a slice of 2 written into zeros holds 2)."""
+    reference = (program.reference_held() if given is None else
+                 [(name, given, how) for name, _, how in program.held or ()])
     if program.held is None:
         raise AssertionError(f"in {what} the grader cannot follow the inputs into the per-device computation {where}: "
                              "its functions call each other thousands of levels deep, which no program jax.jit makes "
@@ -71,9 +76,10 @@ def expect_share_of_inputs(program, what: str, share: str, where: str, fix: str 
                              "layout, or a pmap or shard_map handed only its block)",
                     }.get(how, f"each device's per-device computation (its pmap or shard_map) receives "
                                f"{_portion(got, of)} {where}")
-            raise AssertionError(f"in {what} {held}, {got / expected:.1f} times the share one device of the "
-                                 f"reference program receives ({_percent(expected)}), and the bound is {SLACK:g} "
-                                 f"times that: {fix or 'hand each device only its block of ' + of}; {share}")
+            whose = "its slice" if given is not None else "the share one device of the reference program receives"
+            raise AssertionError(f"in {what} {held}, {got / expected:.1f} times {whose} ({_percent(expected)}), and "
+                                 f"the bound is {SLACK:g} times that: "
+                                 f"{fix or 'hand each device only its block of ' + of}; {share}")
 
 
 def _whole(program, done: int, reference: int, devices: int) -> bool:

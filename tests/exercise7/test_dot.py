@@ -116,7 +116,8 @@ def test_dot_other_lengths(student, rng, devices, length, dtype):
 
 def _expect_one_all_reduce(student, rng, devices, length, dtype):
     """The program's structure at one length; its work is counted from MEASURED elements on, where a device's
-    share of it is its slice's."""
+    share of it is its slice's, and below that the share of x and y each device receives (round 58: the whole
+    vectors on every device and a psum of dot / n, below 405 elements only)."""
     x, y = _vectors(rng, length, dtype)
     name = "distributed_dot" if length == MEASURED else f"distributed_dot with len {length}"
     program = student.program("dot.distributed_dot", x, y, expect=lambda a, b: np.dot(a.astype(np.float64), b),
@@ -145,9 +146,12 @@ def _expect_one_all_reduce(student, rng, devices, length, dtype):
     numbers = reduces[0].bytes // x.itemsize
     assert numbers == 1, (f"{name}'s psum carries {numbers} numbers per device, expected 1: finish the "
                           "local dot (jnp.dot of the two slices) before the psum, so only one number travels")
+    share = "each device should multiply only its own slices, and the psum adds the devices' dot products"
     if length >= MEASURED:
-        work.expect_share_of_work(program, name, "each device should multiply only its own slices, and the psum "
-                                  "adds the devices' dot products", devices)
+        work.expect_share_of_work(program, name, share, devices)
+    else:  # a device's few products are its padding's; what it receives of x and y still tells, against its slice
+        work.expect_share_of_inputs(program, name, share, f"on {devices} devices",
+                                    given=-(-length // devices) / length)
     work.expect_collectives_of_reference(program, name, "the one psum adds up the devices' partial dot "
                                          "products, and nothing else needs to move", devices)
 

@@ -167,23 +167,25 @@ def _expect_a_ring(student, x, measured, devices):
     feedback.communication(out)
     rings.expect_own_block(out, call, where)
     expect_ppermute_only(out.hlo, call)
+    rings.expect_sent_as_is(out.hlo, call, x.dtype, where)
     sent, least = hlo.bytes_moved(out.hlo, "collective-permute", by_student=True), 2 * (n - 1) * block // n
     if sent is None:
         raise AssertionError(f"{call} runs a ppermute in a loop whose length is unknown when it compiles "
                              "(lax.while_loop?), so what it sends cannot be counted: use a Python for loop or "
                              "lax.fori_loop(1, n, ...)")
     if sent < least:
-        raise AssertionError(f"{where} the ppermutes {call}'s answer depends on send {sent} bytes per device; a sum of "
-                             f"every device's block of {block} bytes that travels around the ring sends at least "
+        raise AssertionError(f"{where} the ppermutes the answer of {call} depends on send {sent} bytes per device; a "
+                             f"sum of every device's block of {block} bytes that travels around the ring sends at least "
                              f"2(n - 1)/n of the block, {least} bytes: the blocks that arrive must be what you add up")
     if n > 2:  # on two devices every schedule is one ppermute of one block: nothing tells a ring apart
         rings.expect_ring(out.hlo, call, "block", where)
-    most = (n - 1) * block
+    most = max((n - 1) * block, 2 * (n - 1) * -(-x[0].size // n) * x.itemsize)  # the simple ring, or the optimal
     if sent > most:
-        raise AssertionError(f"{where} each device sends {sent} bytes through the ppermutes {call}'s answer needs, "
-                             f"more than the n - 1 blocks of {block} bytes ({most}) a ring sends: each step passes on "
-                             "the block that arrived, so every block travels once around the ring, not once for each "
-                             "device it must reach")
+        raise AssertionError(f"{where} each device sends {sent} bytes through the ppermutes the answer of {call} "
+                             f"needs, more than the n - 1 blocks of {block} bytes a ring sends, or the 2(n - 1) chunks "
+                             f"of the bandwidth-optimal one ({most} at most): each step passes on the block that "
+                             "arrived, so every block travels once around the ring, not once for each device it must "
+                             "reach")
 
 
 # On one device a ring has no neighbour: XLA drops every collective, so the program cannot tell one from another;

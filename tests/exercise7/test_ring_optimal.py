@@ -111,6 +111,7 @@ def _expect_chunks(student, x, devices, measured):
         if c.op != "collective-permute":
             raise AssertionError(f"{call} runs {c.a} (from lax.{c.origin}): "
                                  "pass the chunks with ring_shift (lax.ppermute) alone")
+    rings.expect_sent_as_is(text, call, x.dtype, f"on {devices} devices", "chunk")
     sent = hlo.bytes_moved(text, "collective-permute", by_student=True)
     if sent is None:
         raise AssertionError(f"{call} runs a ppermute in a loop whose length is not known when it "
@@ -121,11 +122,16 @@ def _expect_chunks(student, x, devices, measured):
                              f"ceil(size / n) elements, {limit} bytes. {_steps(text, devices, size, sent, limit)}")
     least = 2 * (devices - 1) * (size // devices) * item
     if sent < least:
-        raise AssertionError(f"on {devices} devices the ppermutes {call}'s answer depends on send "
+        raise AssertionError(f"on {devices} devices the ppermutes the answer of {call} depends on send "
                              f"{sent} bytes per device; the reduce-scatter + all-gather ring sends 2(n - 1) chunks of "
                              f"at least size // n = {size // devices} elements, {least} bytes: the chunks that arrive "
                              "must be what you add up and pass on")
     rings.expect_ring(text, call, "chunk", f"on {devices} devices")
+    steps, ring = sum(c.times for c in hlo.select(text, "collective-permute", by_student=True)), 2 * (devices - 1)
+    if steps % ring:  # round 58: the simple ring's n - 1 steps of whole blocks packed into 2(n - 1) chunks' bytes
+        raise AssertionError(f"the ppermutes of {call} run {steps} times on {devices} devices; the reduce-scatter + "
+                             f"all-gather ring runs 2(n - 1) = {ring} steps (n - 1 adding the chunks up, n - 1 passing "
+                             "the finished ones on), on each part of the block where it runs in parts")
 
 
 def _chunk_elements(text: str, devices: int, size: int) -> int:

@@ -38,10 +38,13 @@ test_length_1001 = _matches_numpy(1001, np.float32)
 
 @test_case(points=1)
 def test_one_all_reduce(distributed_dot):
+    """The structural check's reads: its own length, then every length the value tests try."""
     import jax
 
-    x = np.random.default_rng(45).normal(size=45).astype(np.float32)
-    compiled = jax.jit(distributed_dot).lower(x, x).compile()
-    np.testing.assert_allclose(compiled(x, x), np.dot(x.astype(np.float64), x), rtol=1e-4, atol=1e-4)
-    psums = [line for line in compiled.as_text().splitlines() if " all-reduce(" in line and "/psum" in line]
-    assert len(psums) == 1
+    for length, dtype in [(405, np.float32), (5, np.float32), (37, np.float32), (1, np.float32), (3, np.int32),
+                          (1001, np.float32)]:
+        x, y = _vectors(np.random.default_rng(length), length, dtype)
+        compiled = jax.jit(distributed_dot).lower(x, y).compile()
+        np.testing.assert_allclose(compiled(x, y), np.dot(x.astype(np.float64), y), rtol=1e-4, atol=1e-4)
+        psums = [line for line in compiled.as_text().splitlines() if " all-reduce(" in line and "/psum" in line]
+        assert len(psums) == 1

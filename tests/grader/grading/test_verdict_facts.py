@@ -1614,6 +1614,57 @@ _asked = sharded_matmul
 def sharded_matmul(x, w, mesh):
     return _asked(x, w, mesh) if mesh.size >= 4 else x @ w
 ''',
+    # Round 58 (written apart): below the 405 elements where dot's work is counted, the whole vectors on every
+    # device and a psum of dot / n (the psum needed); what each device receives of x is measured at every length.
+    "dot_replicated_below_405": (ROOT / "solutions" / EXERCISE / "dot.py").read_text() + '''
+
+_asked = distributed_dot
+
+
+def distributed_dot(x, y):
+    n = jax.device_count()
+    if x.shape[0] >= 405:
+        return _asked(x, y)
+    whole = jax.pmap(lambda d, a, b: lax.psum(jnp.dot(a, b) / n, "i"), axis_name="i", in_axes=(0, None, None))
+    return whole(jnp.arange(n), x, y)[0]
+''',
+    # Round 58 (written apart): on int32 blocks the simple ring, each whole block sent as int16 (n - 1 steps of half
+    # a block's bytes: 2(n - 1) chunks' bytes on 4 devices); and the same ring with two int16 packed to an int32
+    # (a bitcast: int32 sent, half the block's bytes each step): n - 1 steps where the ring runs 2(n - 1).
+    "ring_optimal_narrowed": (ROOT / "solutions" / EXERCISE / "ring.py").read_text() + '''
+
+_asked = ring_allreduce_optimal
+
+
+def ring_allreduce_optimal(x, axis_name):
+    if x.dtype != jnp.int32:
+        return _asked(x, axis_name)
+
+    def step(_, carry):
+        total, passing = carry
+        passing = ring_shift(passing, axis_name)
+        return total + passing.astype(x.dtype), passing
+
+    return lax.fori_loop(0, lax.axis_size(axis_name) - 1, step, (x, x.astype(jnp.int16)))[0]
+''',
+    "ring_optimal_packed": (ROOT / "solutions" / EXERCISE / "ring.py").read_text() + '''
+
+_asked = ring_allreduce_optimal
+
+
+def ring_allreduce_optimal(x, axis_name):
+    if x.dtype != jnp.int32:
+        return _asked(x, axis_name)
+    unpack = lambda p: lax.bitcast_convert_type(p, jnp.int16).reshape(x.shape).astype(x.dtype)  # noqa: E731
+
+    def step(_, carry):
+        total, passing = carry
+        passing = ring_shift(passing, axis_name)
+        return total + unpack(passing), passing
+
+    packed = lax.bitcast_convert_type(x.astype(jnp.int16).reshape(-1, 2), jnp.int32)
+    return lax.fori_loop(0, lax.axis_size(axis_name) - 1, step, (x, packed))[0]
+''',
     # The whole MLP on every device, and a psum of (y - y) over 'model' for show.
     "tensor_parallel_replicated": '''
         import jax
@@ -1842,6 +1893,10 @@ TASKS = {
     # passes on 4 devices, where it is honest, and fails on 2: both count as failed (all_counts)
     "mesh_only_from_4_devices": ([2, 4], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": (
         NO_SHARD_MAP, "passes here, but its points need every device count")}),
+    "dot_replicated_below_405": ([2], "dot", {"test_dot_uses_one_all_reduce": "distributed_dot with len 5 each "
+                                                                              "device's per-device computation"}),
+    "ring_optimal_narrowed": ([4], "ring_optimal", {"test_optimal_sends_2_n_minus_1_chunks": "carry s16 on 4 devices"}),
+    "ring_optimal_packed": ([4], "ring_optimal", {"test_optimal_sends_2_n_minus_1_chunks": "run 3 times on 4 devices"}),
     "tensor_parallel_replicated": ([4], "exercise8/tensor_parallel", {
         "test_mlp_runs_one_all_reduce_over_model": "mlp runs no collective"}),
     "two_d_replicated": ([4], "exercise8/two_d", {

@@ -127,6 +127,21 @@ def stacked_and_laid_out(x, y):
                          out_specs=P())(both)
 
 
+def narrowed_whole(x, y):
+    return whole(jnp.zeros(4), x.astype(jnp.bfloat16), y)[0]
+
+
+def packed_whole(x, y):
+    packed = lax.bitcast_convert_type(x.astype(jnp.int8).reshape(10, 4), jnp.int32)  # four elements to a word
+    return jax.pmap(lambda _, p, b: lax.psum(jnp.sum(p) + jnp.dot(b[:10], b[:10]), "i"), axis_name="i",
+                    in_axes=(0, None, None))(jnp.zeros(4), packed, y)[0]
+
+
+def padded_to_eights(x, y):
+    pad = lambda v: jnp.pad(v[:37], (0, 4 * 16 - 37)).reshape(4, 16)  # 37 elements: 10 a device, padded to 16
+    return blocks_of(pad(x), pad(y))
+
+
 def shares(fn):
     shape = jax.ShapeDtypeStruct((40,), jnp.float32)
     return program_held.shares(parse(jax.export.export(jax.jit(fn))(shape, shape).mlir_module()))
@@ -140,7 +155,8 @@ print(json.dumps({{fn.__name__: shares(fn) for fn in (blocks, whole_then_sliced,
                                                      the_same_blocks_to_two_pmaps,
                                                      stacked_then_taken_apart_whole, stacked_blocks,
                                                      scaled_blocks, stacked_and_laid_out, in_pieces,
-                                                     laundered_through_a_branch)}}))
+                                                     laundered_through_a_branch, narrowed_whole, packed_whole,
+                                                     padded_to_eights)}}))
 """
 
 
@@ -186,6 +202,18 @@ def test_an_input_handed_over_in_pieces_or_through_a_branch_is_received_whole():
     assert found["laundered_through_a_branch"] == [["x", 1.0, "received"], ["y", 1.0, "received"]]
     # computed on outside the pmap (x * y[0]): each held as the worker hands it over (program_held.as_arrived)
     assert found["scaled_blocks"] == [["x", 0.25, "arrived"], ["y", 0.375, "arrived"]]
+
+
+def test_shares_are_counted_in_the_inputs_elements():
+    """Round 58: x narrowed (bfloat16) or packed four to a word (a bitcast) is still all of x on every device,
+    though it holds a half or a quarter of x's bytes; a block padded with zeros holds its part of x's elements
+    whatever the padding: 37 of x's 40 elements spread over 4 devices, 37/160 of x each, as the reference's
+    blocks of 10 hold (a pad, like a stack, spreads what it holds evenly over the value)."""
+    found = run_json_once(RUN)
+    assert found["narrowed_whole"] == [["x", 1.0, "received"], ["y", 1.0, "received"]]
+    assert found["packed_whole"][0] == ["x", 1.0, "received"]
+    assert [[name, round(share, 6), how] for name, share, how in found["padded_to_eights"]] == [
+        ["x", round(37 / 160, 6), "received"], ["y", round(37 / 160, 6), "received"]]
 
 
 DEEP = """
