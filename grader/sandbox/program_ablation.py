@@ -371,19 +371,26 @@ def answers_of(run_variants, variants: dict, inputs: list) -> dict:
 
 
 def _within_manual(bytecode: bytes) -> set[int]:
-    """The collectives (by index) inside the program's per-device computations."""
+    """The collectives (by index) inside the program's per-device computations, and in the functions those call
+    (a lax.fori_loop's body is one: a ring's ppermutes live there)."""
     from jaxlib.mlir import ir
 
-    inside = set()
+    inside, walked = set(), set()
 
     def visit(op):
         op = op.operation
         if op.name in PROGRAM_COLLECTIVES and index_of(op) is not None:
             inside.add(index_of(op))
+        if op.name == "func.call":
+            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            if callee not in walked and callee in named:
+                walked.add(callee)
+                named[callee].walk(visit)
         return ir.WalkResult.ADVANCE
 
     with context():
         module = ir.Module.parse(bytecode)
+        named = functions(module)
         for manual in manual_computations(module):
             manual.walk(visit)
     return inside

@@ -461,3 +461,40 @@ def test_a_transplanted_collective_brings_the_other_inputs_result_wherever_it_ru
     branch = found["in a branch"]
     assert branch["own"] == 1.0 + 5.0 and branch["other"] == -(20.0 + 60.0)
     assert sorted(branch["transplanted"]) == [branch["own"], 10.0 + 50.0]
+
+
+WITHIN = """
+import json, sys
+import jax
+jax.config.update("jax_num_cpu_devices", 4)
+import jax.numpy as jnp
+from jax import lax
+sys.path[:0] = [{root!r}]
+from grader.sandbox import program_ablation
+from grader.sandbox.program_check import context, parse
+from grader.sandbox.program_labels import relabel
+
+
+def ring(x):
+    def per_device(block):
+        step = lambda _, carry: (carry[0] + lax.ppermute(carry[1], "i", [(k, (k + 1) % 4) for k in range(4)]),
+                                 lax.ppermute(carry[1], "i", [(k, (k + 1) % 4) for k in range(4)]))
+        return lax.fori_loop(0, 3, step, (block, block))[0]
+    return jax.pmap(per_device, axis_name="i")(x)
+
+
+with context():
+    module = parse(jax.export.export(jax.jit(ring))(jax.ShapeDtypeStruct((4, 6), jnp.float32)).mlir_module())
+    labelled, count = relabel(module)
+print(json.dumps({{"collectives": count, "inside": sorted(program_ablation._within_manual(labelled))}}))
+"""
+
+
+def test_collectives_in_a_loop_body_a_per_device_computation_calls_are_inside_it():
+    """A lax.fori_loop's body is a function the pmap calls: its ppermutes are the per-device computation's, so
+    once one is needed the computation's own variants are not compiled (one compile, not two, for a ring)."""
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(WITHIN.format(root=str(ROOT)))], capture_output=True,
+                          text=True, timeout=120, env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    assert found["collectives"] >= 1 and len(found["inside"]) == found["collectives"], found
