@@ -170,7 +170,7 @@ class Student:
                 failure.measure = functools.partial(self._traced, target, specs, kwargs, self._what(target),
                                                     timeout_s)
             raise
-        built, wanted = out.get("devices", 1), devices or self.devices
+        built, wanted = out["devices"], devices or self.devices
         if built not in (1, wanted):
             named = f"the program of {what}" if self._what(target) == UNNAMED_CALL else f"{what}'s program"
             raise StudentFailure("not_exportable", f"{named} was refused: it was built for {plural(built, 'device')}, "

@@ -70,11 +70,10 @@ SLICE = "stablehlo.slice"
 PAD = "stablehlo.pad"  # its padding holds nothing of the inputs: x's elements are a part of the padded value's
 BITCAST = "stablehlo.bitcast_convert"  # four int8 elements packed into one int32 (or one split into four)
 # operations whose result holds each element of their one operand the same number of times, or
-# constants beside them (and layouts asked for, jax.lax.with_sharding_constraint, jax.sharding.reshard):
-# each input keeps its part of the elements
-REARRANGE = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.reverse", "stablehlo.convert",
-                       "stablehlo.bitcast_convert", "stablehlo.copy", "stablehlo.broadcast_in_dim", "stablehlo.pad",
-                       "sdy.sharding_constraint", "sdy.reshard"})
+# constants beside them (and layouts asked for, jax.lax.with_sharding_constraint, jax.sharding.reshard): where
+# the data comes from as it is; each input keeps its part of the elements (a pad and a bitcast spread it: _result)
+REARRANGE = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.reverse", "stablehlo.convert", BITCAST,
+                       "stablehlo.copy", "stablehlo.broadcast_in_dim", PAD, "sdy.sharding_constraint", "sdy.reshard"})
 
 Held = tuple  # ((input index, density), ...) sorted by input: what a value holds of each input
 UNKNOWN_RUNS = 1e9  # a loop whose length the program does not say: any number of runs

@@ -218,7 +218,7 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
         devices = devices[:exported.nr_devices]  # refuses any count its test did not ask for: "devices")
     sets = [_fit_inputs(exported, inputs, program) for inputs in input_sets]
     shares = program_held.shares(module)  # before relabel, which drops the names of the inputs
-    outside, inside = program_outside.work(module, len(devices) if exported.nr_devices > 1 else 1)
+    outside, inside = program_outside.work(module, exported.nr_devices)
     labelled, held = relabel(module)
     exported = dataclasses.replace(exported, mlir_module_serialized=labelled)
     try:

@@ -1895,7 +1895,7 @@ TASKS = {
         NO_SHARD_MAP, "passes here, but its points need every device count")}),
     "dot_replicated_below_405": ([2], "dot", {"test_dot_uses_one_all_reduce": "distributed_dot with len 5 each "
                                                                               "device's per-device computation"}),
-    "ring_optimal_narrowed": ([4], "ring_optimal", {"test_optimal_sends_2_n_minus_1_chunks": "carry s16 on 4 devices"}),
+    "ring_optimal_narrowed": ([4], "ring_optimal", {"test_optimal_sends_2_n_minus_1_chunks": "carry int16 on 4 devices"}),
     "ring_optimal_packed": ([4], "ring_optimal", {"test_optimal_sends_2_n_minus_1_chunks": "run 3 times on 4 devices"}),
     "tensor_parallel_replicated": ([4], "exercise8/tensor_parallel", {
         "test_mlp_runs_one_all_reduce_over_model": "mlp runs no collective"}),
