@@ -84,11 +84,12 @@ class Program:
         (grader.suite.structure), kept from an earlier run or measured now."""
         return structure.from_plain(self._figures()["collectives"])
 
-    def difference(self, mesh: tuple | None = None) -> str | None:
+    def difference(self, mesh: tuple | None = None, results: frozenset[int] | None = None) -> str | None:
         """The first difference between this program's collectives and the reference's that matters
         (grader.suite.structure.difference), or None; ``mesh`` (axis names, sizes) names the axes, by
-        default the one the program was compared on."""
-        return structure.difference(structure.steps(self.hlo), self.reference_collectives(), mesh or self.mesh)
+        default the one the program was compared on; ``results``: only what these results depend on."""
+        return structure.difference(structure.steps(self.hlo), self.reference_collectives(), mesh or self.mesh,
+                                    results)
 
 
 def _map(fn, value, path: str = ""):
@@ -146,25 +147,57 @@ def _reference(expect, inputs: tuple, what: str):
         raise GraderError(f"the suite's expect for {what} raised {type(exc).__name__}: {exc}") from None
 
 
-def _check(got, expected, call: tuple[str, str], rtol: float, atol: float, dtype=None, path: str = "",
-           counts: dict | None = None, probe=None, starts: tuple = ()) -> None:
-    """``got`` must have ``expected``'s structure, and each array its values (integers and bools exactly).
-    ``call`` is what the messages name, in two parts: the part of the result checked goes between."""
+class WrongResults(AssertionError):
+    """Some arrays of a program's result are wrong: ``results``, their positions among the program's results;
+    ``unexplained``: nothing was measured of any but where it differs (checks.Unexplained)."""
+
+    def __init__(self, message: str, results: frozenset[int], unexplained: bool):
+        super().__init__(message)
+        self.results, self.unexplained = results, unexplained
+
+
+def _wrong_parts(got, expected, call: tuple[str, str], rtol: float, atol: float, dtype, path: str, counts: dict,
+                 probe, starts: tuple, first: int) -> tuple[list[tuple[int, str, AssertionError]], int]:
+    """(each wrong array of the result as (its position among the program's results, its path, the failure), how many
+    arrays ``expected`` holds), counting from ``first``, in the order jax.jit returns them (a dict's keys
+    sorted). A result of another structure fails at once: its arrays cannot be told apart."""
     what = f" result{path}".join(call) if path else "".join(call)
-    if isinstance(expected, dict):
-        if not isinstance(got, dict) or set(got) != set(expected):
-            keys = sorted(got) if isinstance(got, dict) else type(got).__name__
-            raise AssertionError(f"{what} returned {keys}, expected a dict with keys {sorted(expected)}")
-        for key in expected:
-            _check(got[key], expected[key], call, rtol, atol, dtype, f"{path}[{key!r}]", counts, starts=starts)
-    elif isinstance(expected, (tuple, list)):
-        for i, (g, e) in enumerate(zip(expect_sequence(got, len(expected), what), expected)):
-            _check(g, e, call, rtol, atol, dtype, f"{path}[{i}]", counts, starts=starts)
-    else:
-        exact = np.asarray(expected).dtype.kind in "biu"
+    if isinstance(expected, (dict, tuple, list)):
+        if isinstance(expected, dict):
+            if not isinstance(got, dict) or set(got) != set(expected):
+                keys = sorted(got) if isinstance(got, dict) else type(got).__name__
+                raise AssertionError(f"{what} returned {keys}, expected a dict with keys {sorted(expected)}")
+            parts = [(got[k], expected[k], f"{path}[{k!r}]") for k in sorted(expected)]
+        else:
+            parts = [(g, e, f"{path}[{i}]") for i, (g, e) in
+                     enumerate(zip(expect_sequence(got, len(expected), what), expected))]
+        wrong, at = [], first
+        for g, e, where in parts:  # a probe measures a result of one array
+            found, arrays = _wrong_parts(g, e, call, rtol, atol, dtype, where, counts, None, starts, at)
+            wrong, at = wrong + found, at + arrays
+        return wrong, at - first
+    exact = np.asarray(expected).dtype.kind in "biu"
+    try:
         expect_close(got, expected, what, rtol=0 if exact else rtol, atol=0 if exact else atol, dtype=dtype,
-                     counts=counts, probe=probe if not path else None,  # a probe measures a result of one array
-                     starts=tuple(a for a in starts if isinstance(a, np.ndarray)))
+                     counts=counts, probe=probe, starts=tuple(a for a in starts if isinstance(a, np.ndarray)))
+    except AssertionError as failure:
+        return [(first, path, failure)], 1
+    return [], 1
+
+
+def _check(got, expected, call: tuple[str, str], rtol: float, atol: float, dtype=None, counts: dict | None = None,
+           probe=None, starts: tuple = ()) -> None:
+    """``got`` must have ``expected``'s structure, and each array its values (integers and bools exactly).
+    ``call`` is what the messages name, in two parts: the part of the result checked goes between. Every
+    wrong array is told, the first in full and the others by their place; the failure's ``results`` are
+    their positions among the program's results (grader.suite.structure.difference compares only what
+    they depend on)."""
+    wrong = _wrong_parts(got, expected, call, rtol, atol, dtype, "", counts, probe, starts, 0)[0]
+    if wrong:
+        told = [str(wrong[0][2])] + [str(failure).replace(f" result{path}".join(call), f"result{path}", 1)
+                                     for _, path, failure in wrong[1:]]
+        raise WrongResults("; and ".join(told), frozenset(k for k, _, _ in wrong),
+                           all(isinstance(failure, Unexplained) for _, _, failure in wrong))
 
 
 # How close to the answer a result on the test's inputs is taken as known rather than computed: float32 rounding.
@@ -213,6 +246,6 @@ def check_values(program: Program, values: list, input_sets: list[tuple], expect
                    counts={"devices": devices, **(counts or {})}, probe=probe if i == 0 else None, starts=inputs)
         except AssertionError as wrong:
             message = str(wrong) if i == 0 else f"{wrong}; {_right_only_for(values[0], first)}"
-            failure = WrongProgram(message, program)
-            failure.unexplained = i == 0 and isinstance(wrong, Unexplained)
+            failure = WrongProgram(message, program, results=getattr(wrong, "results", None))
+            failure.unexplained = i == 0 and getattr(wrong, "unexplained", False)
             raise failure from None

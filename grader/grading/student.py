@@ -201,12 +201,12 @@ class Student:
             program_mode.check_values(program, out["values"], input_sets, expect, what, wanted, rtol, atol,
                                       dtype, counts, probe)
         except WrongProgram as wrong:
-            differs = program.difference() if compared else None
+            differs = program.difference(results=wrong.results) if compared else None
             if not differs:
                 raise
             feedback.communication(program, by_student=False)  # the whole listing, where a long message is cut
             raise WrongProgram(f"{differences.without_guess(str(wrong))}. {COMMUNICATION}: {differs}", program,
-                               differs) from None
+                               differs, wrong.results) from None
         return program
 
     def probe(self, target: str, *args, timeout_s: float | None = None, **kwargs):

@@ -38,11 +38,11 @@ class WrongProgram(ProgramFailure):
     a test may explain the failure better from its ``value`` or ``hlo`` before failing; a program with
     wrong values never passes a test. ``measured``: how its communication differs from the reference's
     program, where it does (then already in the message, which a suite's reading of the values should
-    not replace)."""
+    not replace). ``results``: the positions, among the program's results, of the wrong ones (None: not told)."""
 
-    def __init__(self, message: str, program, measured: str | None = None):
+    def __init__(self, message: str, program, measured: str | None = None, results: frozenset[int] | None = None):
         super().__init__(message, program)
-        self.measured = measured
+        self.measured, self.results = measured, results
         self.unexplained = False  # nothing measured but where the values differ (as Unexplained)
 
 

@@ -101,6 +101,7 @@ class Collective:
     dimensions: tuple[int, ...] | None = None  # an all-gather's, reduce-scatter's or all-to-all's dimensions={...}
     reduction: str = ""  # how an all-reduce or reduce-scatter combines the devices' values: "add", "maximum", ...
     computed: bool = True  # what it moves is computed from the inputs, or an input not every device holds whole
+    outputs: tuple[int, ...] | None = None  # the program's results that can depend on it (None: it returns one)
 
     @property
     def a(self) -> str:
@@ -384,7 +385,7 @@ def collectives(text: str) -> list[Collective]:
     """Every collective reachable from ENTRY, with how many times one program run executes it (idle
     ones too)."""
     comps, entry, flow = _program(text)
-    computed = _inputs_read(text)[1]
+    computed, results = _inputs_read(text)[1], flow.outputs()
     found: list[Collective] = []
     for name, times in _runs(comps, entry).items():
         shapes = {ins.name: ins.shape for ins in comps[name]}
@@ -398,7 +399,9 @@ def collectives(text: str) -> list[Collective]:
                 found.append(Collective(_base(ins.opcode), ins.shape, operands, nbytes, times, origin, name,
                                         replica_groups.parse(ins.rest), kind, reads, (name, ins.name) in flow.needed,
                                         all(measured) if measured else None, ins.name, _dimensions(ins.rest),
-                                        _reduction(ins, comps), any(op in computed[name] for op in ins.operands)))
+                                        _reduction(ins, comps), any(op in computed[name] for op in ins.operands),
+                                        None if results is None else tuple(k for k in range(results)
+                                                                           if (name, ins.name) in flow.needed_by(k))))
     return found
 
 

@@ -87,6 +87,7 @@ class Flow:
         self.reachable = self._reach()
         self._forward()
         self.needed = self._backward()
+        self._needed_by: dict[int, set[tuple[str, str]]] = {}
 
     def _calls(self, ins) -> list[tuple[str, str]]:
         """(how, computation) for the computations an instruction runs as part of the program: "call"
@@ -189,12 +190,24 @@ class Flow:
                         changed = True
                     changed |= sent
 
-    def _backward(self) -> set[tuple[str, str]]:
-        """(computation, instruction) pairs the ENTRY root's value can depend on."""
+    def outputs(self) -> int | None:
+        """How many results the program returns, where its ENTRY root is a tuple of them; else None."""
+        root = self.comps[self.entry][-1] if self.comps.get(self.entry) else None
+        return len(root.operands) if root is not None and root.opcode == "tuple" else None
+
+    def needed_by(self, k: int) -> set[tuple[str, str]]:
+        """(computation, instruction) pairs result ``k`` of the program (an element of the ENTRY root's tuple)
+        can depend on: a wrong result is explained only by what it depends on."""
+        if k not in self._needed_by:
+            self._needed_by[k] = self._backward(k)
+        return self._needed_by[k]
+
+    def _backward(self, k: int | None = None) -> set[tuple[str, str]]:
+        """(computation, instruction) pairs the ENTRY root's value (its element ``k``: None, all) can depend on."""
         if not self.comps.get(self.entry):
             return set()
         demanded: set[tuple[str, str, int | None]] = set()
-        todo = [(self.entry, self.comps[self.entry][-1].name, None)]
+        todo = [(self.entry, self.comps[self.entry][-1].name, k)]
         while todo:
             item = todo.pop()
             if item in demanded:

@@ -49,12 +49,14 @@ class Step:
     kind: str = ""        # the program's operation it came from ("stablehlo.dot_general"), as hlo.Collective's
     reduction: str = ""   # how an all-reduce or reduce-scatter combines values ("add", "maximum")
     computed: bool = True  # what it moves was computed from the inputs (hlo.Collective's)
+    outputs: tuple[int, ...] | None = None  # the program's results that can depend on it (hlo.Collective's)
 
     def plain(self) -> dict:
         return {"op": self.op, "groups": None if self.groups is None else [list(g) for g in self.groups],
                 "dimensions": None if self.dimensions is None else list(self.dimensions), "rank": self.rank,
                 "bytes": self.bytes, "times": self.times, "by_student": self.by_student, "origin": self.origin,
-                "kind": self.kind, "reduction": self.reduction, "computed": self.computed}
+                "kind": self.kind, "reduction": self.reduction, "computed": self.computed,
+                "outputs": None if self.outputs is None else list(self.outputs)}
 
     @classmethod
     def from_plain(cls, data: dict) -> Step:
@@ -63,13 +65,14 @@ class Step:
                    None if dims is None else tuple(int(d) for d in dims), int(data["rank"]), int(data["bytes"]),
                    None if data["times"] is None else int(data["times"]), bool(data["by_student"]),
                    str(data["origin"]), str(data.get("kind", "")), str(data.get("reduction", "")),
-                   bool(data.get("computed", True)))
+                   bool(data.get("computed", True)),
+                   None if data.get("outputs") is None else tuple(int(k) for k in data["outputs"]))
 
 
 def steps(text: str) -> list[Step]:
     """The collectives of the compiled program ``text`` that move data the answer depends on, in order."""
     return [Step(c.op, c.groups, c.dimensions, _rank(c.shape), c.bytes, c.times, c.by_student, c.origin, c.kind,
-                 c.reduction, c.computed) for c in hlo.select(text) if meshes.moves(c)]
+                 c.reduction, c.computed, c.outputs) for c in hlo.select(text) if meshes.moves(c)]
 
 
 # How an all-reduce combines the devices' values, as messages name it; a maximum and a minimum are one need (the
@@ -271,10 +274,20 @@ def beyond(student: list[Step], reference: list[Step], slack: float, mesh: tuple
     return None
 
 
-def difference(student: list[Step], reference: list[Step], mesh: tuple | None = None) -> str | None:
+def _reaching(found: list[Step], results: frozenset[int]) -> list[Step]:
+    """The collectives that some of ``results`` (the program's results, by position) can depend on."""
+    return [s for s in found if results & set(s.outputs)]
+
+
+def difference(student: list[Step], reference: list[Step], mesh: tuple | None = None,
+               results: frozenset[int] | None = None) -> str | None:
     """The first difference that matters between the student's collectives and the reference's, in plain
     words, or None where none is measured. ``mesh``: (axis names, sizes) of the mesh both run on, or None
-    for a program over plain devices (a jax.pmap)."""
+    for a program over plain devices (a jax.pmap). ``results``: the program's results (by position) found
+    wrong; only the collectives they can depend on, in both programs, are compared, since no other can
+    explain them (a loss summed where the reference averages does not make the new weights wrong)."""
+    if results is not None and all(s.outputs is not None for s in student + reference):  # else one result, or
+        student, reference = _reaching(student, results), _reaching(reference, results)  # a figure kept before
     where = Mesh(mesh)
     ops, wanted = list(dict.fromkeys(s.op for s in student)), list(dict.fromkeys(s.op for s in reference))
     for op in ops:  # 1. a kind one runs and the other does not

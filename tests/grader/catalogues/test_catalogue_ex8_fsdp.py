@@ -50,6 +50,12 @@ WRONG = {
     "the loss summed, not averaged": Wrong(fsdp(
         (UPDATE, 'return w_shard - lr * grad / n, lax.psum(loss, "data")')), devices="4",
         says=("result[1]", "is 4 times the answer", "adds up (lax.psum); the reference's averages")),
+    # round 59 (written apart): both summed; each wrong result is told, and the communication difference named is
+    # the loss's psum, the one collective that differs among those the wrong results depend on
+    "the gradient and the loss summed, not averaged": Wrong(fsdp(
+        (UPDATE, 'return w_shard - lr * grad, lax.psum(loss, "data")')), devices="4",
+        says=("result[0]", "by 4 times the change the answer makes", "; and result[1] is 4 times the answer",
+              "adds up (lax.psum); the reference's averages")),
     # round 22 (written apart): no gradient reduced at all: the batch's column blocks and residuals sent to every
     # device by all_to_alls, each under w's size, and each device's gradient rows taken from everyone's batch
     "the batch sent by all_to_alls, no gradient reduced": Wrong(fsdp(

@@ -274,6 +274,22 @@ def test_a_wrong_value_names_the_call_the_devices_and_which_inputs():
     assert "returned ['a'], expected a dict with keys ['value']" in _wrong([{"a": x}], [(x,)], lambda v: {"value": v})
 
 
+def test_every_wrong_array_of_a_result_is_told_with_its_place_among_the_programs_results():
+    """The first in full, the others by their place; the failure keeps their positions (jax.jit's order: a dict's
+    keys sorted), which decide the collectives a difference is looked for among (grader.suite.structure)."""
+    x = np.arange(1.0, 4.0)
+    with pytest.raises(WrongProgram) as wrong:
+        program_mode.check_values("p", [(x, {"b": x, "a": 2 * x}, 4 * x)], [(x,)],
+                                  lambda v: (v, {"a": v, "b": v}, v), "f", 4, 1e-4, 1e-5)
+    assert str(wrong.value) == ("f result[1]['a'] (compiled with jax.jit, on 4 devices, given the test's inputs) is 2 "
+                                "times the answer at every entry; and result[2] is 4 times the answer (4 is the number "
+                                "of devices) at every entry")
+    assert wrong.value.results == frozenset({1, 3})
+    with pytest.raises(WrongProgram) as one:
+        program_mode.check_values("p", [(x, x + 1)], [(x,)], lambda v: (v, v), "f", 4, 1e-4, 1e-5)
+    assert one.value.results == frozenset({1}) and "; and" not in str(one.value)
+
+
 def test_a_probe_measures_the_wrong_value_one_block_at_a_time():
     from grader.suite.differences import Probe, Split
     x = np.arange(1.0, 9.0)

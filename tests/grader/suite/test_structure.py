@@ -201,3 +201,18 @@ def test_the_same_all_reduce_combining_otherwise_is_a_difference():
     assert structure.difference([added], [added]) is None
     squeezed = dataclasses.replace(averaged, origin="squeeze")  # what XLA added a collective for is no reduction
     assert structure.difference([squeezed], [added]) is None
+
+
+def test_a_wrong_result_is_explained_only_by_the_collectives_it_depends_on():
+    """Each collective knows which of the program's results can depend on it; a difference is looked for among
+    those the wrong results depend on (a loss summed where the reference averages explains no wrong weights)."""
+    summed, averaged = steps("gathered_and_summed"), steps("gathered_and_averaged")
+    assert {s.op: s.outputs for s in summed} == {"all-gather": (0,), "all-reduce": (1,)}
+    combining = "your program's all-reduce adds up (lax.psum); the reference's averages"
+    assert structure.difference(summed, averaged).startswith(combining)
+    assert structure.difference(summed, averaged, results=frozenset({1})).startswith(combining)
+    assert structure.difference(summed, averaged, results=frozenset({0})) is None
+    assert structure.difference(summed, averaged, results=frozenset({0, 1})).startswith(combining)
+    told_before = [dataclasses.replace(s, outputs=None) for s in averaged]  # a figure kept before results were told:
+    assert structure.difference(summed, told_before, results=frozenset({0})).startswith(combining)  # all compared
+    assert structure.from_plain(structure.plain(summed)) == summed

@@ -42,6 +42,16 @@ def pmean_only(x):
     return pmapped(lambda a: lax.pmean(a, "i"))(x)
 
 
+def gathered_and_averaged(x):
+    """Two results, each of its own collective: the rows gathered, their mean averaged over the devices."""
+    return pmapped(lambda a: (lax.all_gather(a, "i", tiled=True), lax.pmean(a.mean(), "i")))(x)
+
+
+def gathered_and_summed(x):
+    """gathered_and_averaged with the mean summed over the devices: only its second result differs."""
+    return pmapped(lambda a: (lax.all_gather(a, "i", tiled=True), lax.psum(a.mean(), "i")))(x)
+
+
 def _shift(b):
     return lax.ppermute(b, "i", [(j, (j + 1) % DEVICES) for j in range(DEVICES)])
 
@@ -334,6 +344,8 @@ PROGRAMS = {
     "dot_with_squeeze": (dot_with_squeeze, (np.ones(16, np.float32), np.ones(16, np.float32))),
     "merged_psums": (merged_psums, (np.ones((DEVICES, 3), np.float32),)),
     "pmean_only": (pmean_only, (np.ones((DEVICES, 5), np.float32),)),
+    "gathered_and_averaged": (gathered_and_averaged, (np.ones((DEVICES, 5), np.float32),)),
+    "gathered_and_summed": (gathered_and_summed, (np.ones((DEVICES, 5), np.float32),)),
     "ring_fori": (ring_fori, (np.ones((DEVICES, 6), np.float32),)),
     "dot_fori_elements": (dot_fori_elements, (np.ones((DEVICES, 10), np.float32), np.ones((DEVICES, 10), np.float32))),
     "dot_complex": (dot_complex, (np.ones((DEVICES, 2, 3), np.float32), np.ones((DEVICES, 2, 3), np.float32),
