@@ -51,7 +51,8 @@ _ENGINE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What every figure depends on beside its key: the grader's reading of HLO, how a program is exported and
 # what the clean worker measures of it.
 _READERS = [os.path.join(_ENGINE, *parts) for parts in (
-    ("suite", "hlo.py"), ("suite", "structure.py"), ("sandbox", "program_export.py"),
+    ("suite", "hlo.py"), ("suite", "hlo_flow.py"), ("suite", "hlo_uniform.py"), ("suite", "hlo_platforms.py"),
+    ("suite", "replica_groups.py"), ("suite", "meshes.py"), ("suite", "structure.py"), ("sandbox", "program_export.py"),
     ("sandbox", "program_as_written.py"), ("sandbox", "program_held.py"), ("sandbox", "program_outside.py"),
     ("sandbox", "traced_collectives.py"))]
 FIGURES = ("operations", "products", "outside", "collectives", "held")  # what one kept file holds

@@ -55,6 +55,7 @@ from grader.protocol import COLLECTIVE_INDEX, FRESH_MARK, IDLE_MARK, LABEL_SEPAR
 from grader.suite import replica_groups
 from grader.suite.hlo_flow import SAME_FOR_EVERY_INPUT, VARIES, Flow, level, parameter_number, tuple_index
 from grader.suite import hlo_platforms
+from grader.suite.hlo_uniform import Uniform
 
 COLLECTIVES = ("all-reduce", "all-gather", "collective-permute", "all-to-all", "reduce-scatter",
                "collective-broadcast")
@@ -102,6 +103,7 @@ class Collective:
     reduction: str = ""  # how an all-reduce or reduce-scatter combines the devices' values: "add", "maximum", ...
     computed: bool = True  # what it moves is computed from the inputs, or an input not every device holds whole
     outputs: tuple[int, ...] | None = None  # the program's results that can depend on it (None: it returns one)
+    moves_nothing: bool = False  # what it moves is the same on every device (grader.suite.hlo_uniform)
 
     @property
     def a(self) -> str:
@@ -115,10 +117,13 @@ class Collective:
 
     @property
     def idle(self) -> bool:
-        """True if the answer does not depend on it: measured by the clean worker for a collective of the
-        program (its result replaced by zeros changed nothing); for one the partitioner added, or HLO
-        of another source, read from the data flow (it moves only constants, or nothing of what it
-        returns can reach the result)."""
+        """True if it communicates nothing the answer needs: it moves only values every device already holds
+        (read from the program, :attr:`moves_nothing`), or the answer does not depend on it: measured by the
+        clean worker for a collective of the program (its result replaced by zeros changed nothing); for one
+        the partitioner added, or HLO of another source, read from the data flow (it moves only constants, or
+        nothing of what it returns can reach the result)."""
+        if self.moves_nothing:
+            return True
         if self.measured_idle is not None:
             return self.measured_idle
         return not (self.reads_input and self.feeds_output)
@@ -381,11 +386,18 @@ def _computed(comps: dict[str, list[_Instr]], entry: str | None, free: set[tuple
     return carried
 
 
+@functools.lru_cache(maxsize=8)
+def _uniform(text: str) -> Uniform:
+    """Which values of the program are the same on every device (kept, as :func:`_program`)."""
+    comps, entry, _ = _program(text)
+    return Uniform(comps, entry or "")
+
+
 def collectives(text: str) -> list[Collective]:
     """Every collective reachable from ENTRY, with how many times one program run executes it (idle
     ones too)."""
     comps, entry, flow = _program(text)
-    computed, results = _inputs_read(text)[1], flow.outputs()
+    computed, results, uniform = _inputs_read(text)[1], flow.outputs(), _uniform(text)
     found: list[Collective] = []
     for name, times in _runs(comps, entry).items():
         shapes = {ins.name: ins.shape for ins in comps[name]}
@@ -401,24 +413,37 @@ def collectives(text: str) -> list[Collective]:
                                         all(measured) if measured else None, ins.name, _dimensions(ins.rest),
                                         _reduction(ins, comps), any(op in computed[name] for op in ins.operands),
                                         None if results is None else tuple(k for k in range(results)
-                                                                           if (name, ins.name) in flow.needed_by(k))))
+                                                                           if (name, ins.name) in flow.needed_by(k)),
+                                        uniform.moves_nothing(name, ins)))
     return found
 
 
 def idle_note(text: str, ops=COLLECTIVES) -> str:
     """"; the 2 more collective-permutes it runs carry nothing the answer needs ..." where the program runs idle
     collectives of these kinds, else "": a count of the needed ones ("runs 0 ppermutes") is not mistaken for
-    what the program runs."""
+    what the program runs. Those that move only what every device already holds are said so."""
     ops = (ops,) if isinstance(ops, str) else tuple(ops)
     idle = [c for c in collectives(text) if c.op in ops and c.idle]
+    return (_idle_part([c for c in idle if not c.moves_nothing], _NEEDS_NOTHING)
+            + _idle_part([c for c in idle if c.moves_nothing], _MOVES_NOTHING))
+
+
+# What an idle collective is, as idle_note says it: for one, and for several.
+_NEEDS_NOTHING = ("carries nothing the answer needs (measured: the answer does not change without it, only tests it, or "
+                  "stays the same with it taken from a run on other inputs), so it is",
+                  "carry nothing the answer needs (measured: the answer does not change without them, only tests "
+                  "them, or stays the same with them taken from a run on other inputs), so they are")
+_MOVES_NOTHING = ("moves only values every device already holds (the same on all of them): it communicates nothing, "
+                  "so it is", "move only values every device already holds (the same on all of them): they "
+                                "communicate nothing, so they are")
+
+
+def _idle_part(idle: list[Collective], said: tuple[str, str]) -> str:
     if not idle:
         return ""
     runs = sum(c.times or 1 for c in idle)
     kinds = " and ".join(dict.fromkeys(c.op for c in idle)) + ("s" if runs > 1 else "")
-    carry, it, is_ = ("carries", "it", "it is") if runs == 1 else ("carry", "them", "they are")
-    return (f"; the {runs} more {kinds} it runs {carry} nothing the answer needs (measured: the answer does not "
-            f"change without {it}, only tests {it}, or stays the same with {it} taken from a run on other inputs), "
-            f"so {is_} not counted")
+    return f"; the {runs} more {kinds} it runs {said[runs > 1]} not counted"
 
 
 def select(text: str, ops=COLLECTIVES, by_student: bool = False) -> list[Collective]:

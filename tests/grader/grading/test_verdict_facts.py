@@ -1893,8 +1893,8 @@ TASKS = {
     # passes on 4 devices, where it is honest, and fails on 2: both count as failed (all_counts)
     "mesh_only_from_4_devices": ([2, 4], "mesh", {"test_sharded_matmul_is_row_parallel_with_one_psum": (
         NO_SHARD_MAP, "passes here, but its points need every device count")}),
-    "dot_replicated_below_405": ([2], "dot", {"test_dot_uses_one_all_reduce": "distributed_dot with len 5 each "
-                                                                              "device's per-device computation"}),
+    "dot_replicated_below_405": ([2], "dot", {"test_dot_uses_one_all_reduce": "moves only values every device "
+                                                                              "already holds"}),
     "ring_optimal_narrowed": ([4], "ring_optimal", {"test_optimal_sends_2_n_minus_1_chunks": "carry int16 on 4 devices"}),
     "ring_optimal_packed": ([4], "ring_optimal", {"test_optimal_sends_2_n_minus_1_chunks": "run 3 times on 4 devices"}),
     "tensor_parallel_replicated": ([4], "exercise8/tensor_parallel", {

@@ -1,6 +1,6 @@
 """grader.suite.bypass: the mechanism a program used instead of the statement's, told from measured facts."""
 
-from grader.suite import bypass
+from grader.suite import bypass, hlo
 from grader.suite.bypass import Asks
 
 # x (6, 4) arrives as P('data', 'model') on a 2 x 2 mesh; the program gathers it whole at its entry (op_name with
@@ -64,7 +64,8 @@ ENTRY %main (param: f32[3], param.1: f32[3]) -> f32[] {
   %param.1 = f32[3]{0} parameter(1)
   %dot = f32[] dot(%param, %param.1), lhs_contracting_dims={0}, rhs_contracting_dims={0}
   %psum = f32[] all-reduce(%dot), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=%add, metadata={op_name="jit(call)/call_exported/sdy.manual_computation:pmap/stablehlo.all_reduce:psum"}
-  ROOT %again = f32[] all-reduce(%psum), channel_id=2, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=%add, metadata={op_name="jit(call)/call_exported/stablehlo.reduce:reduce_sum"}
+  %mine = f32[] add(%psum, %dot)
+  ROOT %again = f32[] all-reduce(%mine), channel_id=2, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=%add, metadata={op_name="jit(call)/call_exported/stablehlo.reduce:reduce_sum"}
 }
 '''
 
@@ -82,3 +83,7 @@ def test_a_reduction_left_to_xla_on_top_of_the_references_own_collectives_is_not
                         Asks("jax.pmap"), reference=lambda: own_psum)
     assert alone.endswith("another design, not a detail to fix"), alone
     assert without and bypass.told("f", 2, True, SUMMED_AGAIN, Asks("jax.pmap"), reference=lambda: without) is None
+    # what XLA adds up of the psum's result alone (its copy on every device, the same) moves nothing: not told
+    copies = SUMMED_AGAIN.replace("%mine = f32[] add(%psum, %dot)", "%mine = f32[] multiply(%psum, %psum)")
+    assert [c.idle for c in hlo.collectives(copies)] == [False, True]
+    assert bypass.told("distributed_dot", 2, True, copies, Asks("jax.pmap"), reference=lambda: own_psum) is None

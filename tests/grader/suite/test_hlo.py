@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.suite import hlo
+from grader.suite import hlo, structure
 
 DATA = Path(__file__).parent / "data" / "hlo"
 
@@ -419,3 +419,20 @@ def test_an_operand_after_xlas_index_comment_is_read_by_its_name():
             "  ROOT %t = (f32[2], f32[2], f32[2], f32[2], f32[2], f32[2]) tuple(%p, %p, %p, %p, %p, /*index=5*/%p)\n}\n")
     comps, entry = hlo.parse_computations(text)
     assert comps[entry][-1].operands == ["p"] * 6
+
+
+def test_a_collective_of_what_every_device_already_holds_moves_nothing_and_is_not_counted():
+    """Read from the program (grader.suite.hlo_uniform): a value every device holds the same (an input handed over
+    whole, a psum's result, what is computed from those alone) moved by a collective communicates nothing."""
+    last = program("dot_read_from_the_last_device")  # out[-1]: XLA moves the last device's copy of the psum's result
+    assert [(c.op, c.moves_nothing, c.idle) for c in hlo.collectives(last)] == [
+        ("all-reduce", False, False), ("collective-permute", True, True), ("all-reduce", False, False)]
+    assert hlo.count(last, "collective-permute") == 0
+    assert structure.difference(structure.steps(last), structure.steps(program("dot_with_squeeze"))) is None
+    whole = program("pmean_of_a_whole_answer")  # every device computes the whole dot, then averages the copies
+    assert hlo.count(whole, "all-reduce", by_student=True) == 0
+    assert hlo.idle_note(whole, "all-reduce") == ("; the 1 more all-reduce it runs moves only values every device "
+                                                  "already holds (the same on all of them): it communicates nothing, "
+                                                  "so it is not counted")
+    for name in ("dot_with_squeeze", "ring_fori", "mesh_matmul", "scatter_columns", "gathered_and_summed"):
+        assert not any(c.moves_nothing for c in hlo.collectives(program(name))), name  # each device's own block

@@ -32,6 +32,18 @@ def dot_with_squeeze(x, y):
     return pmapped(lambda a, b: lax.psum(jnp.dot(a, b), "i"))(x.reshape(DEVICES, -1), y.reshape(DEVICES, -1))[0]
 
 
+def dot_read_from_the_last_device(x, y):
+    """The dot task's shape, its answer read from the last device's copy: XLA moves it with a collective-permute."""
+    return pmapped(lambda a, b: lax.psum(jnp.dot(a, b), "i"))(x.reshape(DEVICES, -1), y.reshape(DEVICES, -1))[-1]
+
+
+def pmean_of_a_whole_answer(x, y):
+    """Every device handed x and y whole computes the whole dot product, then averages it with the others'."""
+    rows = jnp.zeros((DEVICES, 1), x.dtype)  # mapped, so that the pmap runs once per device; never read
+    return jax.pmap(lambda a, b, _: lax.pmean(jnp.dot(a, b), "i"), axis_name="i", in_axes=(None, None, 0))(
+        x, y, rows)[0]
+
+
 def merged_psums(x):
     """Three independent psums, one a duplicate of another, and a pmean: XLA merges them."""
     return pmapped(lambda a: (lax.psum(a, "i"), lax.psum(2 * a, "i"), lax.psum(a, "i"),
@@ -342,6 +354,9 @@ def all_to_all_of_permuted_inputs_reduced_by_products(x, w):
 
 PROGRAMS = {
     "dot_with_squeeze": (dot_with_squeeze, (np.ones(16, np.float32), np.ones(16, np.float32))),
+    "dot_read_from_the_last_device": (dot_read_from_the_last_device, (np.ones(16, np.float32),
+                                                                      np.ones(16, np.float32))),
+    "pmean_of_a_whole_answer": (pmean_of_a_whole_answer, (np.ones(16, np.float32), np.ones(16, np.float32))),
     "merged_psums": (merged_psums, (np.ones((DEVICES, 3), np.float32),)),
     "pmean_only": (pmean_only, (np.ones((DEVICES, 5), np.float32),)),
     "gathered_and_averaged": (gathered_and_averaged, (np.ones((DEVICES, 5), np.float32),)),
