@@ -71,12 +71,23 @@ def parameter_number(rest: str) -> int:
     return int(rest.split(")", 1)[0])
 
 
-class Flow:
-    """The forward levels and the needed instructions of one program.
+def element(whole, rest: str):
+    """What a get-tuple-element (``rest``: its text after the operand) takes of the tuple ``whole``, or None where
+    ``whole`` is no tuple that long (a value read as one for all its elements)."""
+    k = tuple_index(rest)
+    return whole[k] if isinstance(whole, tuple) and k is not None and k < len(whole) else None
+
+
+class Forward:
+    """Values read forward through one program, into the computations it calls and around its loops until nothing
+    changes: a subclass says what each instruction gives (``_transfer``) and how two values join (``_join``: they
+    only ever rise, so this ends); ``bottom`` is a value not reached yet.
 
     ``comps`` maps computation names to their instructions (each with ``name``, ``shape``, ``opcode``,
     ``operands``, ``calls`` as (attribute, computation) pairs and ``rest``), ``entry`` names ENTRY.
     """
+
+    bottom: object = BOTTOM
 
     def __init__(self, comps: dict, entry: str):
         self.comps, self.entry = comps, entry
@@ -86,8 +97,13 @@ class Flow:
         self.callers: dict[str, list[tuple[str, object, str, int]]] = {}
         self.reachable = self._reach()
         self._forward()
-        self.needed = self._backward()
-        self._needed_by: dict[int, set[tuple[str, str]]] = {}
+
+    @staticmethod
+    def _join(a, b):
+        return join(a, b)
+
+    def _transfer(self, comp: str, ins) -> tuple[object, bool]:
+        raise NotImplementedError
 
     def _calls(self, ins) -> list[tuple[str, str]]:
         """(how, computation) for the computations an instruction runs as part of the program: "call"
@@ -114,68 +130,57 @@ class Flow:
         return seen
 
     def value(self, comp: str, name: str):
-        return self.values.get((comp, name), BOTTOM)
+        return self.values.get((comp, name), self.bottom)
 
     def _root(self, comp: str):
-        return self.value(comp, self.comps[comp][-1].name) if self.comps[comp] else BOTTOM
-
-    def _operand_values(self, comp: str, ins) -> list:
-        return [self.value(comp, op) if op in self.by_name[comp] else CONST for op in ins.operands]
+        return self.value(comp, self.comps[comp][-1].name) if self.comps.get(comp) else self.bottom
 
     def _send(self, callee: str, index: int, value) -> bool:
-        old = self.incoming.get((callee, index), BOTTOM)
-        new = join(old, value)
+        old = self.incoming.get((callee, index), self.bottom)
+        new = self._join(old, value)
         self.incoming[(callee, index)] = new
         return new != old
 
-    def _transfer(self, comp: str, ins) -> tuple[object, bool]:
-        """(the instruction's value, whether a computation it runs got new parameter values)."""
-        op, ops = ins.opcode, self._operand_values(comp, ins)
-        top = max((level(v) for v in ops), default=BOTTOM)
-        sent = False
-        if op == "parameter":
-            return (VARIES if comp == self.entry else self.incoming.get((comp, parameter_number(ins.rest)), BOTTOM)), sent
-        if op == "constant":
-            return _constant(ins.rest), sent
-        if op in SAME_FOR_EVERY_INPUT:
-            return CONST, sent
+    def _parameter(self, comp: str, ins):
+        """A called computation's parameter: what its callers hand it, joined."""
+        return self.incoming.get((comp, parameter_number(ins.rest)), self.bottom)
+
+    def _tupled(self, op: str, ops: list, rest: str, whole):
+        """A tuple's value (its operands') or a get-tuple-element's (``whole(value)`` where it takes from no tuple)."""
         if op == "tuple":
-            return tuple(ops), sent
-        if op == "get-tuple-element":
-            whole, k = (ops[0] if ops else BOTTOM), tuple_index(ins.rest)
-            return (whole[k] if isinstance(whole, tuple) and k is not None and k < len(whole) else level(whole)), sent
-        calls = self._calls(ins)
-        if op == "while":
-            body = next((c for how, c in calls if how == "body"), None)
-            cond = next((c for how, c in calls if how == "condition"), None)
-            carried = join(ops[0] if ops else BOTTOM, self._root(body) if body else BOTTOM)
-            for callee in (body, cond):
-                if callee:
-                    sent |= self._send(callee, 0, carried)
-            if cond and level(self._root(cond)) == VARIES:  # how often it runs depends on the inputs
-                return VARIES, sent
-            return carried, sent
-        if op == "conditional":
-            branches = [c for how, c in calls if how == "branch"]
-            for j, callee in enumerate(branches):
-                sent |= self._send(callee, 0, ops[j + 1] if j + 1 < len(ops) else BOTTOM)
-            out = BOTTOM
-            for callee in branches:
-                out = join(out, self._root(callee))
-            return (VARIES if ops and level(ops[0]) == VARIES and level(out) != ZERO else out), sent
+            return tuple(ops)
+        taken = element(ops[0], rest) if ops else None
+        return whole(ops[0] if ops else self.bottom) if taken is None else taken
+
+    def _loop(self, calls: list, ops: list) -> tuple[object, object, bool]:
+        """A while loop's (carry: the join of what it starts with and what its body returns, what its condition
+        gives, whether its body or condition got new parameters)."""
+        body = next((c for how, c in calls if how == "body"), None)
+        condition = next((c for how, c in calls if how == "condition"), None)
+        carried = self._join(ops[0] if ops else self.bottom, self._root(body) if body else self.bottom)
+        sent = False
+        for callee in (body, condition):
+            if callee:
+                sent |= self._send(callee, 0, carried)
+        return carried, self._root(condition) if condition else self.bottom, sent
+
+    def _branches(self, calls: list, ops: list) -> tuple[object, bool]:
+        """A conditional's (the join of what its branches return, whether a branch got new parameters)."""
+        out, sent = self.bottom, False
+        for j, callee in enumerate(c for how, c in calls if how == "branch"):
+            sent |= self._send(callee, 0, ops[j + 1] if j + 1 < len(ops) else self.bottom)
+            out = self._join(out, self._root(callee))
+        return out, sent
+
+    def _called(self, calls: list, ops: list) -> tuple[object, bool] | None:
+        """A fusion's or call's (what its computation returns, the operands its parameters), else None."""
         called = [c for how, c in calls if how == "call"]
-        if called:
-            for i, v in enumerate(ops):
-                sent |= self._send(called[0], i, v)
-            return self._root(called[0]), sent
-        if op in _ZERO_IF_ANY and any(level(v) == ZERO for v in ops):
-            return ZERO, sent
-        data = {"dynamic-slice": ops[:1], "select": ops[1:], "pad": ops, "dynamic-update-slice": ops[:2]}.get(op, ops)
-        if op in _KEEPS_ZERO | {"dynamic-slice", "select"} and data and all(level(v) == ZERO for v in data):
-            return ZERO, sent
-        if ins.shape.startswith("(") and op.startswith(("all-", "collective-", "reduce-scatter")) and len(ops) > 1:
-            return tuple(ops), sent  # a merged collective: one result per operand
-        return (CONST if top == ZERO else top), sent
+        if not called:
+            return None
+        sent = False
+        for i, v in enumerate(ops):
+            sent |= self._send(called[0], i, v)
+        return self._root(called[0]), sent
 
     def _forward(self) -> None:
         changed = True
@@ -184,11 +189,55 @@ class Flow:
             for comp in self.reachable:
                 for ins in self.comps[comp]:
                     value, sent = self._transfer(comp, ins)
-                    value = join(self.value(comp, ins.name), value)  # levels only rise: this ends
+                    value = self._join(self.value(comp, ins.name), value)  # values only rise: this ends
                     if value != self.value(comp, ins.name):
                         self.values[(comp, ins.name)] = value
                         changed = True
                     changed |= sent
+
+
+class Flow(Forward):
+    """The forward levels and the needed instructions of one program (the module's docstring)."""
+
+    def __init__(self, comps: dict, entry: str):
+        super().__init__(comps, entry)
+        self.needed = self._backward()
+        self._needed_by: dict[int, set[tuple[str, str]]] = {}
+
+    def _operand_values(self, comp: str, ins) -> list:
+        return [self.value(comp, op) if op in self.by_name[comp] else CONST for op in ins.operands]
+
+    def _transfer(self, comp: str, ins) -> tuple[object, bool]:
+        """(the instruction's value, whether a computation it runs got new parameter values)."""
+        op, ops = ins.opcode, self._operand_values(comp, ins)
+        top = max((level(v) for v in ops), default=BOTTOM)
+        sent = False
+        if op == "parameter":
+            return (VARIES if comp == self.entry else self._parameter(comp, ins)), sent
+        if op == "constant":
+            return _constant(ins.rest), sent
+        if op in SAME_FOR_EVERY_INPUT:
+            return CONST, sent
+        if op in ("tuple", "get-tuple-element"):
+            return self._tupled(op, ops, ins.rest, level), sent
+        calls = self._calls(ins)
+        if op == "while":
+            carried, condition, sent = self._loop(calls, ops)
+            return (VARIES if level(condition) == VARIES else carried), sent  # its trip count depends on the inputs
+        if op == "conditional":
+            out, sent = self._branches(calls, ops)
+            return (VARIES if ops and level(ops[0]) == VARIES and level(out) != ZERO else out), sent
+        called = self._called(calls, ops)
+        if called:
+            return called
+        if op in _ZERO_IF_ANY and any(level(v) == ZERO for v in ops):
+            return ZERO, sent
+        data = {"dynamic-slice": ops[:1], "select": ops[1:], "pad": ops, "dynamic-update-slice": ops[:2]}.get(op, ops)
+        if op in _KEEPS_ZERO | {"dynamic-slice", "select"} and data and all(level(v) == ZERO for v in data):
+            return ZERO, sent
+        if ins.shape.startswith("(") and op.startswith(("all-", "collective-", "reduce-scatter")) and len(ops) > 1:
+            return tuple(ops), sent  # a merged collective: one result per operand
+        return (CONST if top == ZERO else top), sent
 
     def outputs(self) -> int | None:
         """How many results the program returns, where its ENTRY root is a tuple of them; else None."""

@@ -20,7 +20,7 @@ differing may not (a value that reads the device's id and discards it).
 from __future__ import annotations
 
 from grader.suite import replica_groups
-from grader.suite.hlo_flow import parameter_number, tuple_index
+from grader.suite.hlo_flow import Forward
 
 UNKNOWN = None  # not reached yet (a loop's carry before its body is read): joins as nothing
 # Instructions whose result may differ between devices whatever their operands (the device's own id, data from
@@ -53,100 +53,49 @@ def _join(a, b):
     return same(a) and same(b)
 
 
-class Uniform:
-    """Which values of one program are the same on every device (:func:`same` of :meth:`value`).
+class Uniform(Forward):
+    """Which values of one program are the same on every device (:func:`same` of :meth:`value`), read forward
+    (a value only ever goes from the same everywhere to differing)."""
 
-    ``comps`` and ``entry`` as grader.suite.hlo_flow.Flow reads them; read forward, calls and loops until
-    nothing changes (a value only ever goes from the same everywhere to differing, so this ends)."""
+    bottom = UNKNOWN
 
-    def __init__(self, comps: dict, entry: str):
-        self.comps, self.entry = comps, entry
-        self.names = {c: {i.name for i in instrs} for c, instrs in comps.items()}
-        self.values: dict[tuple[str, str], object] = {}
-        self.incoming: dict[tuple[str, int], object] = {}
-        self._forward()
-
-    def value(self, comp: str, name: str):
-        return self.values.get((comp, name), UNKNOWN)
+    @staticmethod
+    def _join(a, b):
+        return _join(a, b)
 
     def moves_nothing(self, comp: str, ins) -> bool:
         """Whether the collective ``ins`` of computation ``comp`` moves only values every device holds."""
-        operands = [op for op in ins.operands if op in self.names.get(comp, ())]
+        operands = [op for op in ins.operands if op in self.by_name.get(comp, ())]
         return bool(operands) and all(same(self.value(comp, op)) for op in operands)
-
-    def _root(self, comp: str):
-        return self.value(comp, self.comps[comp][-1].name) if self.comps.get(comp) else UNKNOWN
-
-    def _send(self, callee: str, index: int, value) -> bool:
-        old = self.incoming.get((callee, index), UNKNOWN)
-        new = _join(old, value)
-        self.incoming[(callee, index)] = new
-        return new != old
 
     def _transfer(self, comp: str, ins) -> tuple[object, bool]:
         """(what ``ins`` gives, whether a computation it calls got new parameters)."""
         op = ins.opcode
-        ops = [self.value(comp, o) if o in self.names[comp] else True for o in ins.operands]
-        called = [(attr, c) for attr, c in ins.calls if c in self.comps]
+        ops = [self.value(comp, o) if o in self.by_name[comp] else True for o in ins.operands]
+        called = self._calls(ins)
         sent = False
         if op == "parameter":
-            if comp == self.entry:
-                return "sharding={replicated}" in ins.rest, sent
-            return self.incoming.get((comp, parameter_number(ins.rest)), UNKNOWN), sent
+            return ("sharding={replicated}" in ins.rest if comp == self.entry else self._parameter(comp, ins)), sent
         if op in ("constant", "iota"):
             return True, sent
         if op in _DIFFERS:
             return False, sent
-        if op == "tuple":
-            return tuple(ops), sent
-        if op == "get-tuple-element":
-            whole, k = (ops[0] if ops else UNKNOWN), tuple_index(ins.rest)
-            return (whole[k] if isinstance(whole, tuple) and k is not None and k < len(whole) else whole), sent
+        if op in ("tuple", "get-tuple-element"):
+            return self._tupled(op, ops, ins.rest, lambda whole: whole), sent
         if op in _SHARED_RESULT:
             groups = replica_groups.parse(ins.rest)
             return (groups is not None and len(groups) <= 1) or all(same(v) for v in ops), sent
         if op in _OWN_RESULT:
             return False, sent
         if op == "while":
-            body = next((c for attr, c in called if attr == "body"), None)
-            condition = next((c for attr, c in called if attr == "condition"), None)
-            carried = _join(ops[0] if ops else UNKNOWN, self._root(body) if body else UNKNOWN)
-            for callee in (body, condition):
-                if callee:
-                    sent |= self._send(callee, 0, carried)
-            if condition and self._root(condition) is not UNKNOWN and not same(self._root(condition)):
-                return False, sent  # the devices may run it a different number of times
-            return carried, sent
+            carried, condition, sent = self._loop(called, ops)
+            differs = condition is not UNKNOWN and not same(condition)  # the devices may run it different times
+            return (False if differs else carried), sent
         if op == "conditional":
-            branches = [c for attr, c in called if attr == "branch"]
-            out = UNKNOWN
-            for j, callee in enumerate(branches):
-                sent |= self._send(callee, 0, ops[j + 1] if j + 1 < len(ops) else UNKNOWN)
-                out = _join(out, self._root(callee))
+            out, sent = self._branches(called, ops)
             return (out if ops and same(ops[0]) else False), sent
-        runs = [c for attr, c in called if attr == "calls" or (attr == "to_apply" and op == "call")]
-        if runs:  # a fusion or a call: its parameters are the operands
-            for i, v in enumerate(ops):
-                sent |= self._send(runs[0], i, v)
-            return self._root(runs[0]), sent
+        through = self._called(called, ops)
+        if through:  # a fusion or a call: its parameters are the operands
+            return through
         return all(same(v) for v in ops if v is not UNKNOWN), sent  # a reducer applies to its operands alone
 
-    def _forward(self) -> None:
-        reachable, todo = [], [self.entry] if self.entry in self.comps else []
-        while todo:
-            comp = todo.pop()
-            if comp not in reachable:
-                reachable.append(comp)
-                todo += [c for ins in self.comps[comp] for _, c in ins.calls if c in self.comps]
-        changed = True
-        while changed:
-            changed = False
-            for comp in reachable:
-                for ins in self.comps[comp]:
-                    value, sent = self._transfer(comp, ins)
-                    old = self.value(comp, ins.name)
-                    new = _join(old, value) if old is not UNKNOWN else value
-                    if new != old:
-                        self.values[(comp, ins.name)] = new
-                        changed = True
-                    changed |= sent

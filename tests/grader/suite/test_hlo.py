@@ -436,3 +436,38 @@ def test_a_collective_of_what_every_device_already_holds_moves_nothing_and_is_no
                                                   "so it is not counted")
     for name in ("dot_with_squeeze", "ring_fori", "mesh_matmul", "scatter_columns", "gathered_and_summed"):
         assert not any(c.moves_nothing for c in hlo.collectives(program(name))), name  # each device's own block
+
+
+BRANCH_ON_THE_DEVICE = '''HloModule m
+
+%negated (a: f32[4], b: f32[4]) -> f32[4] {
+  %a = f32[4] parameter(0)
+  ROOT %n = f32[4] negate(%a)
+}
+
+%copied (a: f32[4], b: f32[4]) -> f32[4] {
+  %a = f32[4] parameter(0)
+  ROOT %c = f32[4] copy(%a)
+}
+
+ENTRY %main (p: f32[4]) -> (f32[4], f32[4], f32[4]) {
+  %p = f32[4] parameter(0), sharding={replicated}
+  %id = u32[] partition-id()
+  %which = s32[] convert(%id)
+  %fixed = s32[] constant(1)
+  %chosen = f32[4] conditional(%which, %p, %p), branch_computations={%negated, %copied}
+  %same = f32[4] conditional(%fixed, %p, %p), branch_computations={%negated, %copied}
+  %sent = f32[4] collective-permute(%chosen), channel_id=1, source_target_pairs={{0,1},{1,0}}
+  %kept = f32[4] collective-permute(%same), channel_id=2, source_target_pairs={{0,1},{1,0}}
+  %summed = f32[4] all-reduce(%chosen), channel_id=3, replica_groups={{0,1}}, to_apply=%copied
+  %again = f32[4] collective-permute(%summed), channel_id=4, source_target_pairs={{0,1},{1,0}}
+  ROOT %t = (f32[4], f32[4], f32[4]) tuple(%sent, %kept, %again)
+}
+'''
+
+
+def test_what_a_branch_chosen_by_the_device_returns_differs_and_an_all_reduces_result_is_shared():
+    """A branch picked by the device's id may return another value on each device; one picked alike everywhere,
+    from values every device holds, returns the same; so does an all-reduce among all the devices."""
+    moved = {c.instruction: c.moves_nothing for c in hlo.collectives(BRANCH_ON_THE_DEVICE)}
+    assert moved == {"sent": False, "kept": True, "summed": False, "again": True}
