@@ -19,14 +19,14 @@ inputs' data changes the answer; a constant, or a test every set passes, leaves 
 collective is idle; and if the answers are then those zeros gave, the answer depends on the collective only
 through a test that zeros and another set's value fail alike (is it what a copy beside it computed), and it
 is idle too (:func:`_idle`). Where no transplant can be built (the two-lane rewrite does not express the
-program, or the sets' answers are the same), the results negated stand in for it.
+program, or the sets' answers are the same), the results scaled by negative factors of their own stand in for it.
 
 Duplicates that XLA merged into one instruction (``psum(v) - psum(v)``) are replaced together with
 the collective the instruction kept, so that the pair is measured as the one instruction the
 program runs. Only collectives left in the compiled program are measured: those are the ones a
 structural rule can count. A variant that fails to compile or run counts the collective as needed.
 The same measurement says whether the answer needs the program's per-device computations at all, each
-measured alone (replaced by zeros, by the identity, negated, taken from the other set's run): a jax.pmap
+measured alone (replaced by zeros, by the identity, scaled, taken from the other set's run): a jax.pmap
 that does nothing beside a computation that does everything, that only passes on what was computed
 around it, or that computes a constant, holds no per-device computation that counts; a collective
 inside one that the answer needs already says so, and then those variants are not compiled. The
@@ -160,9 +160,28 @@ def _by_zeros(op, results) -> bool:
     return True
 
 
-def _by_negation(op, results) -> bool:
-    """Negates ``results`` of ``op`` where they are used; False if one is not of a signed type (bools,
-    unsigned integers)."""
+def _factors(result):
+    """A constant of ``result``'s type that scales each element by its own negative factor: -(1 + (i + 1) / (m + 1))
+    at flat place i of m for floats, -(2 + i % 3) for integers."""
+    from jaxlib.mlir import ir
+
+    kind = ir.RankedTensorType(result.type)
+    size = int(np.prod(kind.shape)) if kind.shape else 1
+    place = np.arange(size, dtype=np.float32).reshape(kind.shape)
+    factors = (-(1 + (place + 1) / (size + 1)) if isinstance(kind.element_type, ir.FloatType)
+               else -(2 + place % 3)).astype(np.float32)
+    constant = ir.Operation.create("stablehlo.constant", results=[ir.RankedTensorType.get(kind.shape, ir.F32Type.get())],
+                                   attributes={"value": ir.DenseElementsAttr.get(factors)}).result
+    if isinstance(kind.element_type, ir.F32Type):
+        return constant
+    return ir.Operation.create("stablehlo.convert", results=[result.type], operands=[constant]).result
+
+
+def _by_scaling(op, results) -> bool:
+    """Scales ``results`` of ``op`` where they are used, each element by its own negative factor (:func:`_factors`):
+    a value no honest algorithm absorbs, unlike a plain negation (a ratio of two of the results, a square, a
+    standardisation by their sum and sum of squares: round 60's honest loss), while a test of the results against
+    zero passes or fails as it did; False if one is not of a signed type (bools, unsigned integers)."""
     from jaxlib.mlir import ir
 
     for result in results:
@@ -172,8 +191,9 @@ def _by_negation(op, results) -> bool:
                                                       not ir.IntegerType(element).is_unsigned)):
             return False
         with ir.InsertionPoint.after(op):
-            negative = ir.Operation.create("stablehlo.negate", results=[result.type], operands=[result])
-        result.replace_all_uses_except(negative.result, negative)
+            scaled = ir.Operation.create("stablehlo.multiply", results=[result.type],
+                                         operands=[result, _factors(result)])
+        result.replace_all_uses_except(scaled.result, scaled)
     return True
 
 
@@ -184,11 +204,11 @@ def without(bytecode: bytes, indices: list[int], manual: tuple[int, int] | None 
     return _rewritten(bytecode, indices, manual, _by_zeros)
 
 
-def negated(bytecode: bytes, indices: list[int], manual: tuple[int, int] | None = None) -> bytes | None:
+def scaled(bytecode: bytes, indices: list[int], manual: tuple[int, int] | None = None) -> bytes | None:
     """The program with the results of its collectives ``indices`` (or, if ``manual`` is (m, j), result j of
-    its per-device computation number m) negated, as bytecode; None if one of them is not of a signed type or
-    there is nothing to negate."""
-    return _rewritten(bytecode, indices, manual, _by_negation)
+    its per-device computation number m) scaled by negative factors of their own (:func:`_by_scaling`), as
+    bytecode; None if one of them is not of a signed type or there is nothing to scale."""
+    return _rewritten(bytecode, indices, manual, _by_scaling)
 
 
 def passed_on(bytecode: bytes, manual: tuple[int, int], operand: int) -> bytes | None:
@@ -396,18 +416,19 @@ def _within_manual(bytecode: bytes) -> set[int]:
     return inside
 
 
-def _idle(zeroed, negative, transplanted, baselines: list, tolerance: Tolerance = EXACT) -> bool:
+def _idle(zeroed, scaled_, transplanted, baselines: list, tolerance: Tolerance = EXACT) -> bool:
     """Whether some results carry nothing the answers (``baselines``, one per set of inputs) need, from the
     answers with them replaced by zeros (``zeroed``), taken from the run on the first set (``transplanted``) and,
-    where no transplant was measured, negated (``negative``); each None if not run, ``transplanted`` True where
+    where no transplant was measured, scaled by negative factors (``scaled_``); each None if not run,
+    ``transplanted`` True where
     it is known to change the answers. They do not if zeros leave the answers as they were, or the first set's
     results leave the others' as they were (they carry nothing of the inputs: a constant, a test every set
     passes), or change them just as zeros do on the sets other than the first (a test that zeros and another set's
     value fail alike: is it what a copy computed beside it gives; on the first set the transplant is the identity,
-    so its answer there is the baseline, which says nothing). Without a transplant, the negation stands in for it:
-    answers left as they were (a test that value and negation pass alike, is it not zero) or changed as zeros
-    change them. An answer even in the results (a product of two of them, a square) is left as it was by their
-    negation, and needs them: the transplant, where there is one, tells."""
+    so its answer there is the baseline, which says nothing). Without a transplant, the scaling stands in for it:
+    answers left as they were (a test that value and scaled value pass alike, is it not zero) or changed as zeros
+    change them. Each element is scaled by a factor of its own, so an answer that a plain negation leaves as it
+    was (a product or ratio of two results, a square) moves, as the transplant, where there is one, would tell."""
     if zeroed is not None and same_answers(zeroed, baselines, tolerance):
         return True
     other = transplanted if transplanted is not None and transplanted is not True else None
@@ -415,12 +436,12 @@ def _idle(zeroed, negative, transplanted, baselines: list, tolerance: Tolerance 
         return False
     moved = slice(1, None)  # on the first set, the donor, a transplant is the identity: it tells on the others
     if other is None:
-        other, moved = negative, slice(None)
+        other, moved = scaled_, slice(None)
     return other is not None and (same_answers(other, baselines, tolerance) or
                                   (zeroed is not None and same_answers(other[moved], zeroed[moved], tolerance)))
 
 
-NEGATED, THROUGH, TRANSPLANTED = "negated", "passed on", "transplanted"  # variants measured beside the zeros ones
+SCALED, THROUGH, TRANSPLANTED = "scaled", "passed on", "transplanted"  # variants measured beside the zeros ones
 TOGETHER_KEY = "together"
 
 
@@ -434,12 +455,12 @@ def _together(bytecode: bytes, indices: list[int], other, run_variants, inputs: 
     if moved is not None:
         variants[(TRANSPLANTED, TOGETHER_KEY)] = moved
     else:
-        variants[(NEGATED, TOGETHER_KEY)] = negated(bytecode, indices)
+        variants[(SCALED, TOGETHER_KEY)] = scaled(bytecode, indices)
     variants = {k: v for k, v in variants.items() if v is not None}
     if not variants:
         return True
     got = answers_of(run_variants, variants, inputs)
-    return _idle(got.get(TOGETHER_KEY), got.get((NEGATED, TOGETHER_KEY)), got.get((TRANSPLANTED, TOGETHER_KEY)),
+    return _idle(got.get(TOGETHER_KEY), got.get((SCALED, TOGETHER_KEY)), got.get((TRANSPLANTED, TOGETHER_KEY)),
                  baselines, tolerance)
 
 
@@ -452,15 +473,15 @@ def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baseli
     ``run_variants(bytecodes, inputs)`` compiles the variants as one program (each a function of it) and
     returns each one's answers, one per set of ``inputs``. A collective is not needed if replacing its
     results by zeros, taking them from the program's run on the first set of inputs (:mod:`program_lanes`), or,
-    where no transplant can be built, negating them tells so (:func:`_idle`). The variants are compiled
+    where no transplant can be built, scaling them tells so (:func:`_idle`). The variants are compiled
     together, the transplant whether or not zeros already told (most collectives of a program are needed, and
     one compile costs less than two). A collective the answer needs inside a per-device computation says the answer needs that
     computation too, so the variants of the per-device computations are compiled only when none does (a
     second, smaller compile): each per-device computation replaced by zeros, by the identity (one that only
-    passes on what was computed around it counts as not needed), taken from the first set's run (or negated),
+    passes on what was computed around it counts as not needed), taken from the first set's run (or scaled),
     read as a collective's are. A zeros variant whose answer is known to differ from ``baseline`` without
-    running it (:func:`_known`) is not compiled, and neither is its negation: the answer is then made of the
-    results through operations that keep zeros zeros, and negating them negates it; nor is a transplant whose
+    running it (:func:`_known`) is not compiled, and neither is its scaling: the answer is then made of the
+    results through operations that keep zeros zeros, and scaling them scales it; nor is a transplant whose
     answers are known to move (the sets' answers differ where they are made of the results alone). Answers are
     told apart only beyond the case's ``tolerance`` (:func:`same_answer`): what its values check cannot see, the
     program does not need."""
@@ -475,12 +496,12 @@ def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baseli
     unknown = {k: v for k, v in variants.items() if not known[k][0]}
     transplants = {(TRANSPLANTED, k): transplanted(bytecode, other, r) for k, r in replaced.items()
                    if other and not known.get(k, (False, False))[1]}
-    negations = {(NEGATED, k): negated(bytecode, replaced[k]) for k in unknown
+    scalings = {(SCALED, k): scaled(bytecode, replaced[k]) for k in unknown
                  if transplants.get((TRANSPLANTED, k)) is None}
-    todo = {**unknown, **{k: v for k, v in {**negations, **transplants}.items() if v is not None}, **also}
+    todo = {**unknown, **{k: v for k, v in {**scalings, **transplants}.items() if v is not None}, **also}
     answers = answers_of(run_variants, todo, inputs) if todo else {}
     others = {k: answers.pop(k) for k in also if k in answers}
-    idle = [k for k in replaced if _idle(answers.get(k), answers.get((NEGATED, k)),
+    idle = [k for k in replaced if _idle(answers.get(k), answers.get((SCALED, k)),
                                          True if known.get(k, (False, False))[1] else answers.get((TRANSPLANTED, k)),
                                          baselines, tolerance)]
     if len(idle) > 1 and not _together(bytecode, [i for k in idle for i in replaced[k]], other, run_variants, inputs,
@@ -500,8 +521,8 @@ def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baseli
                 moves.add(place)
             moved_in = None if moved or not other else transplanted(bytecode, other, [], manual=place)
             planned.update({(MANUAL, place): None if zeros else zeroed, (TRANSPLANTED, place): moved_in,
-                            (NEGATED, place): None if zeros or moved_in is not None else
-                            negated(bytecode, [], manual=place)})
+                            (SCALED, place): None if zeros or moved_in is not None else
+                            scaled(bytecode, [], manual=place)})
             planned.update({(THROUGH, place, i): passed_on(bytecode, place, i)
                             for i, given in enumerate(operands) if given == kind})
     planned = {k: v for k, v in planned.items() if v is not None}
@@ -509,7 +530,7 @@ def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baseli
 
     def needed(place) -> bool:
         through = any(same_answers(got[k], baselines, tolerance) for k in got if k[0] == THROUGH and k[1] == place)
-        return not through and not _idle(got.get((MANUAL, place)), got.get((NEGATED, place)),
+        return not through and not _idle(got.get((MANUAL, place)), got.get((SCALED, place)),
                                          True if place in moves else got.get((TRANSPLANTED, place)), baselines,
                                          tolerance)
 

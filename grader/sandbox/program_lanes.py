@@ -1,6 +1,6 @@
 """A program run on two sets of inputs in lock step, so that one run can take a value from the other.
 
-Zeros and negation (:mod:`grader.sandbox.program_ablation`) tell whether an answer moves with a
+Zeros and scaling (:mod:`grader.sandbox.program_ablation`) tell whether an answer moves with a
 collective's result; they cannot tell whether the result carries anything of the inputs. A psum of a
 constant whose 1 multiplies an answer XLA's partitioner computed moves the answer with it, and carries
 nothing. So the clean worker also *transplants*: it runs the program on one set of inputs with the

@@ -64,9 +64,13 @@ class Uniform(Forward):
         return _join(a, b)
 
     def moves_nothing(self, comp: str, ins) -> bool:
-        """Whether the collective ``ins`` of computation ``comp`` moves only values every device holds."""
+        """Whether the collective ``ins`` of computation ``comp``, run among several devices, moves only values
+        every device holds (on one device every value is the same everywhere, and a suite that grades there asks
+        whether the program would communicate: zeros tell, grader.sandbox.program_ablation)."""
+        groups = replica_groups.parse(ins.rest)
         operands = [op for op in ins.operands if op in self.by_name.get(comp, ())]
-        return bool(operands) and all(same(self.value(comp, op)) for op in operands)
+        return (bool(groups) and any(len(set(g)) > 1 for g in groups) and bool(operands)
+                and all(same(self.value(comp, op)) for op in operands))
 
     def _transfer(self, comp: str, ins) -> tuple[object, bool]:
         """(what ``ins`` gives, whether a computation it calls got new parameters)."""

@@ -138,6 +138,38 @@ def test_a_collective_counts_only_if_the_answer_changes_without_it():
     assert found["nudged"] == [["all-reduce", False]]
 
 
+# Round 60 (written apart): a standardisation by one psum of (sum, sum of squares, count), on 2 devices of one
+# number each: every answer is -1 or 1, the same on both sets, so no transplant can tell; negated, the psum's
+# ratios were the same and it read as idle; each element scaled by its own factor, they are not.
+STANDARDISED = """
+import json, sys
+import jax
+jax.config.update("jax_num_cpu_devices", 2)
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+sys.path[:0] = [{root!r}]
+from grader.sandbox.program_export import export_program
+from grader.sandbox.program_runner import run_program
+from grader.protocol import ArraySpec
+from grader.suite import hlo
+
+def per_device(row):
+    total = lax.psum(jnp.stack([jnp.sum(row), jnp.sum(row * row), jnp.asarray(row.size, row.dtype)]), "i")
+    mean = total[0] / total[2]
+    return (row - mean) * lax.rsqrt(total[1] / total[2] - mean * mean)
+
+program = export_program(jax.pmap(per_device, axis_name="i"), (ArraySpec((2, 1), "float32"),), "standardize")
+sets = [(np.array([[1.0], [2.0]], np.float32),), (np.array([[3.0], [5.0]], np.float32),)]
+out = run_program(program, sets, "standardize")
+print(json.dumps([[c.op, c.idle] for c in hlo.collectives(out["hlo"]) if c.by_student]))
+"""
+
+
+def test_without_a_transplant_a_collective_whose_results_an_answer_divides_by_each_other_counts():
+    assert _printed(STANDARDISED) == [["all-reduce", False]]
+
+
 def test_a_collective_that_moves_the_answer_by_less_than_the_case_checks_is_idle():
     """A psum added to a whole-program answer that moves it by 6e-5 of itself: to a case that checks values to
     rtol 1e-4 the program is right without it, so it earns nothing (without a case tolerance it counts: the test
