@@ -556,8 +556,32 @@ def operations(text: str) -> int | None:
     can carry the whole computation, and what runs is what the device does.
     A device that computes on its own part of the data does about the reference program's work per
     device; one that computes the whole answer itself, at once or a slice at a time, about n times it."""
-    return _counted(text, lambda comp, ins, shapes, comps, free: 0 if ins.opcode in NOT_WORK
-                    or (comp, ins.name) in free else _operations(ins, shapes, comps))
+    def measure(comp, ins, shapes, comps, free):
+        if (comp, ins.name) in free:
+            return 0
+        if ins.opcode in _REDUCING:
+            return _reduced(ins, shapes, comps)
+        return 0 if ins.opcode in NOT_WORK else _operations(ins, shapes, comps)
+
+    return _counted(text, measure)
+
+
+# Collectives that combine the devices' values: each device performs its part of the combining (an all-reduce or
+# reduce-scatter over g devices adds (g - 1) / g of what it puts in), as a reduce-scatter written by hand (an
+# all_to_all, then the blocks that arrive added up) does it in instructions of its own (round 61: the hand-written
+# one counted, the reference's psum_scatter did not).
+_REDUCING = frozenset({"all-reduce", "reduce-scatter", "all-reduce-start", "reduce-scatter-start"})
+
+
+def _reduced(ins: _Instr, shapes: dict[str, str], comps: dict) -> int:
+    """The arithmetic one device performs of what the reducing collective ``ins`` combines (0 where its devices
+    are not read: no more than before they were counted)."""
+    groups = replica_groups.parse(ins.rest)
+    size = max((len(g) for g in groups), default=0) if groups else 0
+    if size < 2:
+        return 0
+    put_in = sum(_elements(shapes.get(op, "")) for op in ins.operands)
+    return put_in * (size - 1) // size * _reducer_operations(ins, comps)
 
 
 # What an instruction can compute from without any input of the program: the same value on every run.

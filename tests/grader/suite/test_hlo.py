@@ -144,7 +144,9 @@ def test_operations_are_a_devices_share_when_it_computes_on_its_part_and_the_who
     # the dot of 16 numbers over 4 devices: 4 multiply-adds; the offset of the device's slice (its id times 4)
     # computes on no input, whatever the inputs the same: no work
     assert hlo.operations(program("dot_with_squeeze")) == 2 * 16 // 4
-    assert hlo.operations(program("mesh_matmul")) == 2 * 3 * 3 * 4  # a (3, 4) block of x times a (4, 3) block of w
+    # a (3, 4) block of x times a (4, 3) block of w, and its half of the adds of the psum over 'model' (2 devices)
+    assert hlo.operations(program("mesh_matmul")) == 2 * 3 * 3 * 4 + 3 * 3 // 2
+    assert hlo.operations(program("scatter_columns")) == 4 * 8 // 2  # its (4, 8) block: a reduce-scatter adds too
     for name in ("psum_of_a_constant", "psum_of_a_difference"):  # x of 4 x 5 summed whole on every device, and more
         assert hlo.operations(program(name)) >= 4 * 5
     difference = next(c for c in hlo.collectives(program("psum_of_a_difference")) if c.by_student)
