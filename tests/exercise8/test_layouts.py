@@ -99,9 +99,12 @@ def _check_questions(student, shape, spec, rows, cols):
         said = got.tolist() if isinstance(got, np.ndarray) else got.get("text")
         blocks, on = rows * cols // copies, rows * cols
         measured = ""
-        if said == on and on != copies:  # round 51: len(x.sharding.device_set), which blocks equal where split whole
-            measured = (f"; {on} is how many devices the array is on" + (", each holding its own block here" if
-                        blocks == on else "") + ", not how many devices hold each element")
+        if said == on == blocks:  # round 61: either count, split whole; which one the function returned is unknown
+            measured = (f"; {on} is both how many devices the array is on and how many different blocks they hold "
+                        "(each its own here), not how many devices hold each element: the devices over the "
+                        "different blocks")
+        elif said == on and on != copies:  # round 51: len(x.sharding.device_set)
+            measured = f"; {on} is how many devices the array is on, not how many devices hold each element"
         elif said == blocks and blocks != copies:
             measured = (f"; {blocks} is how many different blocks the {on} devices hold, not how many devices hold "
                         "each element")

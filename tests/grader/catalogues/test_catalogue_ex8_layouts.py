@@ -34,12 +34,17 @@ WRONG = {
     "shard_shape of the whole array": Wrong(
         layouts(("return x.sharding.shard_shape(x.shape)", "return x.shape")), devices="4",
         says=("shard_shape(x) returned (8, 12)", "expected (4, 6)")),
-    # Round 51 (written apart): the devices counted, not the devices per block; where the spec splits over every
-    # axis the blocks are as many, and the message once said the blocks were counted.
+    # Round 51 (written apart): the devices counted, not the devices per block; round 61: the blocks counted. Where
+    # the spec splits over every axis the two are as many, and the message once said the other was counted: it
+    # says both counts and what copies is made of.
     "copies counts the devices": Wrong(
         layouts(("    return len(x.sharding.device_set) // len(blocks)", "    return len(x.sharding.device_set)")),
-        devices="2", says=("copies(x) returned 2", "2 is how many devices the array is on, each holding its own block "
-                           "here"), never=("different blocks",)),
+        devices="2", says=("copies(x) returned 2", "2 is both how many devices the array is on and how many "
+                           "different blocks they hold", "the devices over the different blocks")),
+    "copies counts the blocks": Wrong(
+        layouts(("    return len(x.sharding.device_set) // len(blocks)", "    return len(blocks)")),
+        devices="2", says=("copies(x) returned 2", "2 is both how many devices the array is on and how many "
+                           "different blocks they hold", "the devices over the different blocks")),
     "block_of returns the slices": Wrong(
         layouts(("    return tuple(index_range.indices(size)[:2] for index_range, size in zip(index, x.shape))",
                  "    return index")), devices="4",
