@@ -142,10 +142,11 @@ def test_a_collective_that_carries_nothing_the_result_needs_is_idle_and_not_coun
 
 def test_operations_are_a_devices_share_when_it_computes_on_its_part_and_the_whole_when_it_does_not():
     # the dot of 16 numbers over 4 devices: 4 multiply-adds; the offset of the device's slice (its id times 4)
-    # computes on no input, whatever the inputs the same: no work
-    assert hlo.operations(program("dot_with_squeeze")) == 2 * 16 // 4
+    # computes on no input, whatever the inputs the same: no work; its psum and XLA's all-reduce for the squeeze,
+    # each 3/4 of an add of one number on every device, are counted exactly, then the whole rounded
+    assert hlo.operations(program("dot_with_squeeze")) == round(2 * 16 / 4 + 2 * 3 / 4)
     # a (3, 4) block of x times a (4, 3) block of w, and its half of the adds of the psum over 'model' (2 devices)
-    assert hlo.operations(program("mesh_matmul")) == 2 * 3 * 3 * 4 + 3 * 3 // 2
+    assert hlo.operations(program("mesh_matmul")) == round(2 * 3 * 3 * 4 + 3 * 3 / 2)
     assert hlo.operations(program("scatter_columns")) == 4 * 8 // 2  # its (4, 8) block: a reduce-scatter adds too
     for name in ("psum_of_a_constant", "psum_of_a_difference"):  # x of 4 x 5 summed whole on every device, and more
         assert hlo.operations(program(name)) >= 4 * 5
@@ -211,7 +212,7 @@ def test_operations_in_a_loop_count_every_iteration_and_an_unknown_trip_count_is
     assert hlo.operations(program("while_unknown")) is None
     # round 52: a dot one element at a time, a multiply and an add for each of 10; its counter and the index it wraps
     # are bookkeeping, while its sum, which starts from a constant 0 too, carries the inputs after one step
-    assert hlo.operations(program("dot_fori_elements")) == 2 * 10
+    assert hlo.operations(program("dot_fori_elements")) == round(2 * 10 + 3 / 4)  # and 3/4 of its psum's add
 
 
 def test_a_complex_product_counts_four_real_ones():
