@@ -170,7 +170,8 @@ def _factors(result):
     place = np.arange(size, dtype=np.float32).reshape(kind.shape)
     factors = (-(1 + (place + 1) / (size + 1)) if isinstance(kind.element_type, ir.FloatType)
                else -(2 + place % 3)).astype(np.float32)
-    constant = ir.Operation.create("stablehlo.constant", results=[ir.RankedTensorType.get(kind.shape, ir.F32Type.get())],
+    as_f32 = ir.RankedTensorType.get(kind.shape, ir.F32Type.get())
+    constant = ir.Operation.create("stablehlo.constant", results=[as_f32],
                                    attributes={"value": ir.DenseElementsAttr.get(factors)}).result
     if isinstance(kind.element_type, ir.F32Type):
         return constant
@@ -417,18 +418,17 @@ def _within_manual(bytecode: bytes) -> set[int]:
 
 
 def _idle(zeroed, scaled_, transplanted, baselines: list, tolerance: Tolerance = EXACT) -> bool:
-    """Whether some results carry nothing the answers (``baselines``, one per set of inputs) need, from the
-    answers with them replaced by zeros (``zeroed``), taken from the run on the first set (``transplanted``) and,
-    where no transplant was measured, scaled by negative factors (``scaled_``); each None if not run,
-    ``transplanted`` True where
-    it is known to change the answers. They do not if zeros leave the answers as they were, or the first set's
-    results leave the others' as they were (they carry nothing of the inputs: a constant, a test every set
-    passes), or change them just as zeros do on the sets other than the first (a test that zeros and another set's
-    value fail alike: is it what a copy computed beside it gives; on the first set the transplant is the identity,
-    so its answer there is the baseline, which says nothing). Without a transplant, the scaling stands in for it:
-    answers left as they were (a test that value and scaled value pass alike, is it not zero) or changed as zeros
-    change them. Each element is scaled by a factor of its own, so an answer that a plain negation leaves as it
-    was (a product or ratio of two results, a square) moves, as the transplant, where there is one, would tell."""
+    """Whether some results carry nothing the answers (``baselines``, one per set of inputs) need, from the answers
+    with them replaced by zeros (``zeroed``), taken from the run on the first set (``transplanted``) and, where no
+    transplant was measured, scaled by negative factors (``scaled_``); each None if not run, ``transplanted`` True
+    where it is known to change the answers. They do not if zeros leave the answers as they were, or the first set's
+    results leave the others' as they were (they carry nothing of the inputs: a constant, a test every set passes),
+    or change them just as zeros do on the sets other than the first (a test that zeros and another set's value fail
+    alike: is it what a copy computed beside it gives; on the first set the transplant is the identity, so its
+    answer there is the baseline, which says nothing). Without a transplant, the scaling stands in for it: answers
+    left as they were (a test that value and scaled value pass alike, is it not zero) or changed as zeros change
+    them. Each element is scaled by a factor of its own, so an answer that a plain negation leaves as it was (a
+    product or ratio of two results, a square) moves, as the transplant, where there is one, would tell."""
     if zeroed is not None and same_answers(zeroed, baselines, tolerance):
         return True
     other = transplanted if transplanted is not None and transplanted is not True else None
@@ -497,7 +497,7 @@ def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baseli
     transplants = {(TRANSPLANTED, k): transplanted(bytecode, other, r) for k, r in replaced.items()
                    if other and not known.get(k, (False, False))[1]}
     scalings = {(SCALED, k): scaled(bytecode, replaced[k]) for k in unknown
-                 if transplants.get((TRANSPLANTED, k)) is None}
+                if transplants.get((TRANSPLANTED, k)) is None}
     todo = {**unknown, **{k: v for k, v in {**scalings, **transplants}.items() if v is not None}, **also}
     answers = answers_of(run_variants, todo, inputs) if todo else {}
     others = {k: answers.pop(k) for k in also if k in answers}

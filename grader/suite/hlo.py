@@ -429,8 +429,8 @@ def idle_note(text: str, ops=COLLECTIVES) -> str:
 
 
 # What an idle collective is, as idle_note says it: for one, and for several.
-_NEEDS_NOTHING = ("carries nothing the answer needs (measured: the answer does not change without it, only tests it, or "
-                  "stays the same with it taken from a run on other inputs), so it is",
+_NEEDS_NOTHING = ("carries nothing the answer needs (measured: the answer does not change without it, only tests it, "
+                  "or stays the same with it taken from a run on other inputs), so it is",
                   "carry nothing the answer needs (measured: the answer does not change without them, only tests "
                   "them, or stays the same with them taken from a run on other inputs), so they are")
 _MOVES_NOTHING = ("moves only values every device already holds (the same on all of them): it communicates nothing, "
@@ -469,8 +469,17 @@ def bytes_moved(text: str, ops=COLLECTIVES, by_student: bool = False) -> int | N
 
 
 def dtypes(shape: str) -> set[str]:
-    """The element types of an HLO type's arrays: "f32[4,10]{1,0}" -> {"f32"}, a tuple's each."""
-    return {kind for kind, _ in _ARRAY_RE.findall(shape)}
+    """The element types of an HLO type's arrays by NumPy's names, as a student knows them: "s32[4,10]{1,0}" ->
+    {"int32"}, "pred[]" -> {"bool"}, a tuple's each."""
+    return {_numpy_name(kind) for kind, _ in _ARRAY_RE.findall(shape)}
+
+
+def _numpy_name(kind: str) -> str:
+    """NumPy's name of an HLO element type: s32 -> int32, u8 -> uint8, f32 -> float32, pred -> bool."""
+    if kind in ("pred", "bf16"):
+        return {"pred": "bool", "bf16": "bfloat16"}[kind]
+    prefix = {"s": "int", "u": "uint", "f": "float", "c": "complex"}.get(kind[0])
+    return prefix + kind[1:] if prefix and kind[1:].isdigit() else kind
 
 
 def _elements(shape: str) -> int:
@@ -575,9 +584,10 @@ _REDUCING = frozenset({"all-reduce", "reduce-scatter", "all-reduce-start", "redu
 
 
 def _reduced(ins: _Instr, shapes: dict[str, str], comps: dict) -> float:
-    """The arithmetic one device performs of what the reducing collective ``ins`` combines, as its exact part (a
-    psum of a scalar over 4 devices, 3/4: rounded per collective, a scalar counted 1 and a vector of 3 counted 2,
-    the few operations of a tiny case tilt; 0 where its devices are not read: no more than before they counted)."""
+    """The arithmetic one device performs of what the reducing collective ``ins`` combines: (g - 1) / g of the
+    elements it puts in, times its reducer's arithmetic, as a fraction (a psum of one number over 4 devices is 3/4;
+    :func:`operations` rounds only its total, since rounding each collective would tilt a tiny case's few
+    operations); 0 where the groups cannot be read."""
     groups = replica_groups.parse(ins.rest)
     size = max((len(g) for g in groups), default=0) if groups else 0
     if size < 2:

@@ -186,14 +186,6 @@ def expect_own_block(program, what: str, where: str, of: str = "x") -> None:
         where, f"use only the block of {of} your function is handed")
 
 
-def _numpy_name(kind: str) -> str:
-    """NumPy's name of an HLO element type, as a student knows it: s32 -> int32, f32 -> float32, pred -> bool."""
-    if kind in ("pred", "bf16"):
-        return {"pred": "bool", "bf16": "bfloat16"}[kind]
-    prefix = {"s": "int", "u": "uint", "f": "float", "c": "complex"}.get(kind[0])
-    return prefix + kind[1:] if prefix and kind[1:].isdigit() else kind
-
-
 def expect_sent_as_is(text: str, what: str, dtype, where: str, sent: str = "block") -> None:
     """AssertionError where a ppermute the answer needs carries another dtype than the blocks': a ring passes the
     blocks (or their chunks) themselves, and blocks sent in a narrower type (int32 as int8, where the values
@@ -202,7 +194,7 @@ def expect_sent_as_is(text: str, what: str, dtype, where: str, sent: str = "bloc
 
     want = np.dtype(dtype).name
     for c in hlo.select(text, "collective-permute", by_student=True):
-        got = {_numpy_name(kind) for kind in hlo.dtypes(c.shape)}
+        got = hlo.dtypes(c.shape)
         if got and got != {want}:
             raise AssertionError(f"the ppermutes of {what} carry {' and '.join(sorted(got))} {where}, and its {sent}s "
                                  f"are {want}: a ring passes the {sent}s as they are, in their own dtype (a "

@@ -131,7 +131,8 @@ def _expect_chunks(student, x, devices, measured):
     if steps % ring:  # round 58: the simple ring's n - 1 steps of whole blocks packed into 2(n - 1) chunks' bytes
         raise AssertionError(f"the ppermutes of {call} run {steps} times on {devices} devices; the reduce-scatter + "
                              f"all-gather ring runs 2(n - 1) = {ring} steps (n - 1 adding the chunks up, n - 1 passing "
-                             "the finished ones on), on each part of the block where it runs in parts")
+                             "the finished ones on), and that many again for each further part of the block it is run "
+                             "on")
 
 
 def _chunk_elements(text: str, devices: int, size: int) -> int:

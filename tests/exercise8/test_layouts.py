@@ -101,8 +101,8 @@ def _check_questions(student, shape, spec, rows, cols):
         measured = ""
         if said == on == blocks:  # round 61: either count, split whole; which one the function returned is unknown
             measured = (f"; {on} is both how many devices the array is on and how many different blocks they hold "
-                        "(each its own here), not how many devices hold each element: the devices over the "
-                        "different blocks")
+                        "(each its own here), not how many devices hold each element: the number of devices "
+                        "divided by the number of different blocks")
         elif said == on and on != copies:  # round 51: len(x.sharding.device_set)
             measured = f"; {on} is how many devices the array is on, not how many devices hold each element"
         elif said == blocks and blocks != copies:

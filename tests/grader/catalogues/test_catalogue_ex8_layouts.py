@@ -40,11 +40,13 @@ WRONG = {
     "copies counts the devices": Wrong(
         layouts(("    return len(x.sharding.device_set) // len(blocks)", "    return len(x.sharding.device_set)")),
         devices="2", says=("copies(x) returned 2", "2 is both how many devices the array is on and how many "
-                           "different blocks they hold", "the devices over the different blocks")),
+                           "different blocks they hold",
+                           "the number of devices divided by the number of different blocks")),
     "copies counts the blocks": Wrong(
         layouts(("    return len(x.sharding.device_set) // len(blocks)", "    return len(blocks)")),
         devices="2", says=("copies(x) returned 2", "2 is both how many devices the array is on and how many "
-                           "different blocks they hold", "the devices over the different blocks")),
+                           "different blocks they hold",
+                           "the number of devices divided by the number of different blocks")),
     "block_of returns the slices": Wrong(
         layouts(("    return tuple(index_range.indices(size)[:2] for index_range, size in zip(index, x.shape))",
                  "    return index")), devices="4",
