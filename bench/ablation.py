@@ -1,13 +1,13 @@
 """What measuring the collectives costs: each program's collectives replaced by zeros, the variants run.
 
 Every ``student.program`` case has its clean worker measure which collectives left in the compiled HLO,
-and whether its per-device computations, the answer needs (grader.sandbox.program_ablation): a variant
-of the program per collective, those whose answer is not known without running them compiled together
-and run on the drawn inputs. This script measures that, for each program exercise 7's suites compile
+and whether its per-device computations, the answer needs (grader.sandbox.program_ablation): variants
+of the program (each collective's results replaced), those whose answer is not known without running
+them run on the drawn inputs by one probe of the program compiled once (grader.sandbox.program_probe). This script measures that, for each program exercise 7's suites compile
 (bench/extra_run.py lists them, at the suites' shapes) at each device count: a process exports the
 reference solution's program and times ``run_program`` with the measurement and with it switched off,
 alternately, ``--repeat`` times; the difference of the medians is the measurement. Each row also says how
-many collectives were measured and how many variants, in how many compiles, it took. It adds these up over the
+many collectives were measured, how many variants ran, and how many compiles of a probe (of how many lanes) it took. It adds these up over the
 exercise's program cases and sets the sum against the floor of ``grade exercise7 --submission solutions``
 (its report's ``timing.worker_s``, which holds the measurement; the floor without it is that minus the sum).
 
@@ -45,15 +45,16 @@ def child(n: int, repeat: int) -> None:
 
     worker._probes_folder = str(ROOT / "tests" / "exercise7")
     use_submission(str(ROOT / "solutions" / "exercise7"))
-    measure, steps, variants, compiled = program_runner.measure, program_ring_steps.variants, [], []
+    measure, steps, measured, compiled, ran = program_runner.measure, program_ring_steps.variants, [], [], []
 
-    def counting(bytecode, kept, run_variants, *rest, also=None, **options):
-        variants.append(len(kept) + len(also or {}))
-        compiled.clear()
+    def counting(bytecode, kept, compile_probe, *rest, also=None, **options):
+        measured.append(len(kept))
+        compiled.clear(), ran.clear()
 
-        def compiling(programs, inputs):  # one compile of these variants
-            compiled.append(len(programs))
-            return run_variants(programs, inputs)
+        def compiling(probe):  # one compile of the probe, with its lanes
+            compiled.append(2 if probe.donor else 1)
+            run = compile_probe(probe)
+            return lambda modes: ran.append(1) or run(modes)
 
         return measure(bytecode, kept, compiling, *rest, also=also, **options)
 
@@ -71,10 +72,10 @@ def child(n: int, repeat: int) -> None:
                 began = time.perf_counter()
                 program_runner.run_program(blob, sets, name)
                 took[on].append(time.perf_counter() - began)
-        out[name] = {"cases": cases, "variants": variants[-1] if variants else 0, "compiled": sum(compiled),
-                     "compiles": len(compiled),
+        out[name] = {"cases": cases, "collectives": measured[-1] if measured else 0, "lanes": sum(compiled),
+                     "compiles": len(compiled), "variants": len(ran),
                      "ms": 1000 * (statistics.median(took[True]) - statistics.median(took[False]))}
-        variants.clear()
+        measured.clear()
     print(json.dumps(out))
 
 
@@ -94,8 +95,8 @@ def main(argv=None) -> None:
             raise SystemExit(f"measuring at {n} devices failed:\n{proc.stderr}")
         for name, m in json.loads(proc.stdout.splitlines()[-1]).items():
             total += m["cases"] * m["ms"]
-            rows.append(f"{n} devices  {name:28s} {m['cases']} x {m['ms']:.1f} ms ({m['variants']} collectives; "
-                        f"{m['compiled']} variants in {m['compiles']} compiles)")
+            rows.append(f"{n} devices  {name:28s} {m['cases']} x {m['ms']:.1f} ms ({m['collectives']} collectives; "
+                        f"{m['variants']} variants run by {m['compiles']} compiles of a probe, {m['lanes']} lanes)")
     print("\n".join(rows))
     _, report = grade_report(ROOT / "solutions", [], 1234)
     floor_ms = 1000 * report["timing"]["worker_s"]

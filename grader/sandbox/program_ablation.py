@@ -14,7 +14,7 @@ collective from a needed one, the others can. On one device a psum is the identi
 Zeros are a value no honest result takes, and a program can test for it (``jnp.where(psum != 0, x, 0)``)
 or carry a constant whose value the answer needs (a psum of a 1 made by a comparison, multiplying an
 answer XLA's partitioner computed). So each collective is also measured with its results taken from the
-program's run on another set of inputs (:mod:`grader.sandbox.program_lanes`): a result that carries the
+program's run on another set of inputs (the probe's lane B): a result that carries the
 inputs' data changes the answer; a constant, or a test every set passes, leaves it as it was, and the
 collective is idle; and if the answers are then those zeros gave, the answer depends on the collective only
 through a test that zeros and another set's value fail alike (is it what a copy beside it computed), and it
@@ -24,15 +24,14 @@ program, or the sets' answers are the same), the results scaled by negative fact
 Duplicates that XLA merged into one instruction (``psum(v) - psum(v)``) are replaced together with
 the collective the instruction kept, so that the pair is measured as the one instruction the
 program runs. Only collectives left in the compiled program are measured: those are the ones a
-structural rule can count. A variant that fails to compile or run counts the collective as needed.
+structural rule can count. A variant that does not run counts the collective as needed.
 The same measurement says whether the answer needs the program's per-device computations at all, each
 measured alone (replaced by zeros, by the identity, scaled, taken from the other set's run): a jax.pmap
 that does nothing beside a computation that does everything, that only passes on what was computed
 around it, or that computes a constant, holds no per-device computation that counts; a collective
-inside one that the answer needs already says so, and then those variants are not compiled. The
-variants of a program are compiled as one program, each a function of it: one compile per program,
-whatever the number of collectives (a second one only for a program none of whose needed collectives
-runs in a per-device computation).
+inside one that the answer needs already says so, and then those variants are not run. Every variant
+is one vector of modes for the program's probe (:mod:`grader.sandbox.program_probe`): the program is
+compiled once more, whatever the number of collectives and variants, and only if a variant has to run.
 
 A variant whose answer is known without running it is not compiled: where a replaced result reaches an
 output of the program through operations that keep zeros zeros (a reshape, a slice, a sharding, a sum of
@@ -51,7 +50,8 @@ import numpy as np
 from grader.protocol import PROGRAM_COLLECTIVES
 from grader.sandbox.program_check import CUSTOM_CALL, CUSTOM_CALLS, MANUAL, context, functions, manual_computations
 from grader.sandbox.program_labels import index_of
-from grader.sandbox.program_lanes import transplanted
+from grader.sandbox import program_probe
+from grader.sandbox.program_probe import OTHER, PASSED, SCALED, ZEROS
 
 # How far the answer may move (relative to its largest entry, or absolutely below 1) for a collective
 # to count as idle whatever the case: far above a rounding error, below the tolerance the suites check values
@@ -61,9 +61,6 @@ from grader.sandbox.program_lanes import transplanted
 TOLERANCE = 1e-5
 Tolerance = tuple[float, float]
 EXACT: Tolerance = (0.0, 0.0)
-# Variants compiled as one program: each is a copy of the whole program, so a program of many collectives
-# compiles in several parts rather than as one that grows with the square of their number.
-TOGETHER = 16
 
 
 def collectives(module) -> dict[int, object]:
@@ -103,31 +100,14 @@ def groups(bytecode: bytes, kept: list[int]) -> dict[int, list[int]]:
     return {k: [k, *(i for i in lost if signatures[i] == signatures.get(k))] for k in kept}
 
 
-def _zeros(result):
-    """A constant of zeros of ``result``'s type, or None if its element type has no plain zero."""
+def without(bytecode: bytes, indices: list[int], manual: tuple[int, int] | None = None) -> bytes | None:
+    """The program with the results of its collectives ``indices`` (or, if ``manual`` is (m, j), result j of
+    its per-device computation number m) replaced by zeros, as bytecode, for :func:`zero_outputs` to read what
+    the variant's answer is made of without running it; None if there is none, or one has no plain zero."""
+    from jax._src.interpreters import mlir
     from jaxlib.mlir import ir
 
-    kind = ir.RankedTensorType(result.type)
-    element = kind.element_type
-    if isinstance(element, ir.FloatType):
-        zero = ir.FloatAttr.get(element, 0.0)
-    elif isinstance(element, ir.IntegerType):
-        zero = ir.IntegerAttr.get(element, 0)
-    else:
-        return None
-    return ir.Operation.create("stablehlo.constant", results=[result.type],
-                               attributes={"value": ir.DenseElementsAttr.get_splat(kind, zero)}).result
-
-
-def _rewritten(bytecode: bytes, indices: list[int], manual: tuple[int, int] | None, rewrite) -> bytes | None:
-    """The program with ``rewrite(op, results)`` applied to each of its collectives ``indices`` and all their
-    results (or, if ``manual`` is (m, j), to its per-device computation number m and its result j), as
-    bytecode; None if there is none, or ``rewrite`` returns False for one (it cannot be rewritten so)."""
-    from jax._src.interpreters import mlir
-
     with context():
-        from jaxlib.mlir import ir
-
         module = ir.Module.parse(bytecode)
         if manual is None:
             places = [(op, list(op.results)) for op in (collectives(module)[i] for i in indices)]
@@ -138,92 +118,15 @@ def _rewritten(bytecode: bytes, indices: list[int], manual: tuple[int, int] | No
         if not places:
             return None
         for op, results in places:
-            with ir.Location.unknown():
-                if rewrite(op, results) is False:
-                    return None
+            with ir.InsertionPoint(op), ir.Location.unknown():
+                replacements = [program_probe.zeros(r) for r in results]
+            if any(zero is None for zero in replacements):
+                return None
+            for result, zero in zip(results, replacements):
+                result.replace_all_uses_with(zero)
+            if len(results) == len(op.results):
+                op.erase()
         return mlir.module_to_bytecode(module)
-
-
-def _by_zeros(op, results) -> bool:
-    """Replaces ``results`` of ``op`` by constants of zeros (erasing ``op`` if they are all of its results);
-    False if one has no plain zero."""
-    from jaxlib.mlir import ir
-
-    with ir.InsertionPoint(op):
-        zeros = [_zeros(r) for r in results]
-    if any(z is None for z in zeros):
-        return False
-    for result, zero in zip(results, zeros):
-        result.replace_all_uses_with(zero)
-    if len(results) == len(op.results):
-        op.erase()
-    return True
-
-
-def _factors(result):
-    """A constant of ``result``'s type that scales each element by its own negative factor: -(1 + (i + 1) / (m + 1))
-    at flat place i of m for floats, -(2 + i % 3) for integers."""
-    from jaxlib.mlir import ir
-
-    kind = ir.RankedTensorType(result.type)
-    size = int(np.prod(kind.shape)) if kind.shape else 1
-    place = np.arange(size, dtype=np.float32).reshape(kind.shape)
-    factors = (-(1 + (place + 1) / (size + 1)) if isinstance(kind.element_type, ir.FloatType)
-               else -(2 + place % 3)).astype(np.float32)
-    as_f32 = ir.RankedTensorType.get(kind.shape, ir.F32Type.get())
-    constant = ir.Operation.create("stablehlo.constant", results=[as_f32],
-                                   attributes={"value": ir.DenseElementsAttr.get(factors)}).result
-    if isinstance(kind.element_type, ir.F32Type):
-        return constant
-    return ir.Operation.create("stablehlo.convert", results=[result.type], operands=[constant]).result
-
-
-def _by_scaling(op, results) -> bool:
-    """Scales ``results`` of ``op`` where they are used, each element by its own negative factor (:func:`_factors`):
-    a value no honest algorithm absorbs, unlike a plain negation (a ratio of two of the results, a square, a
-    standardisation by their sum and sum of squares: round 60's honest loss), while a test of the results against
-    zero passes or fails as it did; False if one is not of a signed type (bools, unsigned integers)."""
-    from jaxlib.mlir import ir
-
-    for result in results:
-        element = ir.RankedTensorType(result.type).element_type
-        if not (isinstance(element, ir.FloatType) or (isinstance(element, ir.IntegerType) and
-                                                      ir.IntegerType(element).width > 1 and
-                                                      not ir.IntegerType(element).is_unsigned)):
-            return False
-        with ir.InsertionPoint.after(op):
-            scaled = ir.Operation.create("stablehlo.multiply", results=[result.type],
-                                         operands=[result, _factors(result)])
-        result.replace_all_uses_except(scaled.result, scaled)
-    return True
-
-
-def without(bytecode: bytes, indices: list[int], manual: tuple[int, int] | None = None) -> bytes | None:
-    """The program with the results of its collectives ``indices`` (or, if ``manual`` is (m, j), result j of
-    its per-device computation number m) replaced by zeros, as bytecode; None if one of them cannot be
-    replaced so."""
-    return _rewritten(bytecode, indices, manual, _by_zeros)
-
-
-def scaled(bytecode: bytes, indices: list[int], manual: tuple[int, int] | None = None) -> bytes | None:
-    """The program with the results of its collectives ``indices`` (or, if ``manual`` is (m, j), result j of
-    its per-device computation number m) scaled by negative factors of their own (:func:`_by_scaling`), as
-    bytecode; None if one of them is not of a signed type or there is nothing to scale."""
-    return _rewritten(bytecode, indices, manual, _by_scaling)
-
-
-def passed_on(bytecode: bytes, manual: tuple[int, int], operand: int) -> bytes | None:
-    """The program with result j of its per-device computation number m (``manual``) replaced by that
-    computation's operand number ``operand``, as bytecode; None where they are not of one type."""
-
-    def through(op, results) -> bool:
-        given = op.operands[operand]
-        if str(given.type) != str(results[0].type):
-            return False
-        results[0].replace_all_uses_with(given)
-        return True
-
-    return _rewritten(bytecode, [], manual, through)
 
 
 # Operations whose result is zeros where their first operand is: shape moves, conversions, negation and
@@ -365,30 +268,81 @@ def same_answers(got: list, baselines: list, tolerance: Tolerance = EXACT) -> bo
     return len(got) == len(baselines) and all(same_answer(g, b, tolerance) for g, b in zip(got, baselines))
 
 
-def answers_of(run_variants, variants: dict, inputs: list) -> dict:
-    """Every variant's answers to the sets ``inputs`` (a list per variant, one answer per set), from one
-    compile of up to :data:`TOGETHER` of them at a time; if that fails, from one compile each, leaving out
-    a variant that does not run (its collective mattered)."""
-    if len(variants) > TOGETHER:
-        keys = list(variants)
-        return {k: got for start in range(0, len(keys), TOGETHER)
-                for k, got in answers_of(run_variants, {k: variants[k] for k in keys[start:start + TOGETHER]},
-                                        inputs).items()}
-    try:
-        return dict(zip(variants, run_variants(list(variants.values()), inputs)))
-    except MemoryError:
-        raise
-    except Exception:  # noqa: BLE001 - one variant that does not compile fails them all: try each alone
-        pass
-    answers = {}
-    for k, variant in variants.items():
-        try:
-            answers[k] = run_variants([variant], inputs)[0]
-        except MemoryError:
-            raise
-        except Exception:  # noqa: BLE001 - a variant that does not run says the collective mattered
-            continue
-    return answers
+class Runs:
+    """The answers of the variants of one program, from its probe (:mod:`grader.sandbox.program_probe`), built and
+    compiled when a variant first has to run, for the modes the variants asked for so far (a plan that asks for
+    more builds it again: the per-device computations' variants, run only when no collective tells, are the one
+    such case an honest program meets): with lane B (run on the first set of inputs) if a variant takes results
+    from it and ``donor`` allows (the sets' answers differ), else with lane A alone; where a probe with lane B
+    cannot be built or compiled, lane A alone. ``compile_probe(probe)`` compiles a probe and returns a function of a
+    list of modes vectors giving, for each, its answers (one per set of inputs), or None where it does not run."""
+
+    def __init__(self, bytecode: bytes, donor: bool, compile_probe):
+        self.bytecode, self.donor, self.compile_probe = bytecode, donor, compile_probe
+        self.probe, self.run, self.wanted, self.lane_b, self.lane_b_fails = None, None, {}, False, False
+
+    def _prepare(self, plans: dict) -> None:
+        """The probe (and its compile) for the modes ``plans`` ask for, beside those asked for before."""
+        wanted = {site: set(modes) for site, modes in self.wanted.items()}
+        for plan in plans.values():
+            for site, mode in plan.items():
+                wanted.setdefault(site, set()).add(mode)
+        lane_b = not self.lane_b_fails and (self.lane_b or any(OTHER in plan.values() for plan in plans.values()))
+        if (wanted, lane_b) == (self.wanted, self.lane_b):
+            return
+        self.wanted, self.lane_b = wanted, lane_b
+        for with_b in [True, False] if lane_b else [False]:
+            probe = program_probe.build(self.bytecode, wanted, with_b)
+            try:
+                self.run = self.compile_probe(probe) if probe is not None else None
+            except MemoryError:
+                raise
+            except Exception:  # noqa: BLE001 - a probe that does not compile: one lane, or nothing measured
+                self.run = None
+            if self.run is not None:
+                self.probe = probe
+                return
+            self.lane_b_fails |= with_b
+        self.probe = None
+
+    def answers(self, plans: dict, instead: dict | None = None) -> dict:
+        """Each variant's answers, one per set of inputs, by the key of its plan ({site: mode}) in ``plans``; a
+        variant the probe cannot express (a mode a site's type cannot take), or that does not run, has none. A plan
+        that takes results from lane B is run as its ``instead`` entry ((key, plan)) where the probe has no lane B."""
+        plans = self._runnable(plans, instead, self.donor)
+        if not plans:
+            return {}
+        self._prepare(plans)
+        if self.probe is not None and not self.probe.donor:  # lane B could not be compiled: the stand-ins
+            plans = self._runnable(plans, instead, False)
+            self._prepare(plans)
+        if self.probe is None:
+            return {}
+        vectors = {key: self.probe.vector(plan) for key, plan in plans.items()}
+        distinct = {modes.tobytes(): modes for modes in vectors.values() if modes is not None}  # each run once
+        got = dict(zip(distinct, self.run(list(distinct.values()))))
+        return {key: got[modes.tobytes()] for key, modes in vectors.items()
+                if modes is not None and got[modes.tobytes()] is not None}
+
+    @staticmethod
+    def _runnable(plans: dict, instead: dict | None, donor: bool) -> dict:
+        """``plans``, each that takes results from lane B replaced by its ``instead`` entry (or left out) where
+        there is no lane B (``donor`` False)."""
+        if donor:
+            return plans
+        found = {}
+        for key, plan in plans.items():
+            if OTHER in plan.values():
+                if key not in (instead or {}):
+                    continue
+                key, plan = instead[key]
+            found[key] = plan
+        return found
+
+
+def replacing(indices, mode: int) -> dict:
+    """The plan that gives each of the collectives ``indices`` the mode ``mode``."""
+    return dict.fromkeys(indices, mode)
 
 
 def _within_manual(bytecode: bytes) -> set[int]:
@@ -441,77 +395,73 @@ def _idle(zeroed, scaled_, transplanted, baselines: list, tolerance: Tolerance =
                                   (zeroed is not None and same_answers(other[moved], zeroed[moved], tolerance)))
 
 
-SCALED, THROUGH, TRANSPLANTED = "scaled", "passed on", "transplanted"  # variants measured beside the zeros ones
+SCALED_KEY, THROUGH, TRANSPLANTED = "scaled", "passed on", "transplanted"  # variants measured beside the zeros ones
 TOGETHER_KEY = "together"
 
 
-def _together(bytecode: bytes, indices: list[int], other, run_variants, inputs: list, baselines: list,
-              tolerance: Tolerance = EXACT) -> bool:
+def _together(runs: Runs, indices: list[int], baselines: list, tolerance: Tolerance = EXACT) -> bool:
     """Whether the collectives ``indices``, each measured idle on its own, are idle replaced all at once too: not
     where the answer then needs them (copies of one collective voted on, ``jnp.where(a == b, a, c)``: without any
     one of them the others give the answer, without all of them it is lost), and then none of them is idle."""
-    variants = {TOGETHER_KEY: without(bytecode, indices)}
-    moved = transplanted(bytecode, other, indices) if other else None
-    if moved is not None:
-        variants[(TRANSPLANTED, TOGETHER_KEY)] = moved
-    else:
-        variants[(SCALED, TOGETHER_KEY)] = scaled(bytecode, indices)
-    variants = {k: v for k, v in variants.items() if v is not None}
-    if not variants:
-        return True
-    got = answers_of(run_variants, variants, inputs)
-    return _idle(got.get(TOGETHER_KEY), got.get((SCALED, TOGETHER_KEY)), got.get((TRANSPLANTED, TOGETHER_KEY)),
-                 baselines, tolerance)
+    plans, instead = _replacements(TOGETHER_KEY, lambda mode: replacing(indices, mode), False, False)
+    got = runs.answers(plans, instead)
+    return not got or _idle(got.get(TOGETHER_KEY), got.get((SCALED_KEY, TOGETHER_KEY)),
+                            got.get((TRANSPLANTED, TOGETHER_KEY)), baselines, tolerance)
 
 
-def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baselines: list,
+def _replacements(key, plan_of, zeros: bool, moved: bool) -> tuple[dict, dict]:
+    """The variants that measure one collective or per-device result (``key``; ``plan_of(mode)``: its plan), and
+    what stands in for the transplant where the probe has no lane B (:meth:`Runs.answers`): zeros unless their
+    answer is known to differ (``zeros``), the transplant unless its answer is known to move (``moved``), and in its
+    place, or where it is known to move, the scaling where zeros are not known."""
+    plans = {} if zeros else {key: plan_of(ZEROS)}
+    scaling = {} if zeros else {(SCALED_KEY, key): plan_of(SCALED)}
+    if moved:
+        return {**plans, **scaling}, {}
+    plans[(TRANSPLANTED, key)] = plan_of(OTHER)
+    return plans, {(TRANSPLANTED, key): next(iter(scaling.items()))} if scaling else {}
+
+
+def measure(bytecode: bytes, kept: list[int], compile_probe, inputs: list, baselines: list,
             also: dict | None = None, tolerance: Tolerance = EXACT) -> tuple[list[int], bool, dict]:
     """(the collectives in ``kept`` the answer does not need, ``baselines`` the answers to each set of
     ``inputs``; whether the answers depend on the program's per-device computations, its jax.pmap or
     jax.shard_map: a pmap that computes nothing the answer needs runs for show; the answers of the
-    variants ``also`` of another measurement, keyed as given, compiled with these).
-    ``run_variants(bytecodes, inputs)`` compiles the variants as one program (each a function of it) and
-    returns each one's answers, one per set of ``inputs``. A collective is not needed if replacing its
-    results by zeros, taking them from the program's run on the first set of inputs (:mod:`program_lanes`), or,
-    where no transplant can be built, scaling them tells so (:func:`_idle`). The variants are compiled
-    together, the transplant whether or not zeros already told (most collectives of a program are needed, and
-    one compile costs less than two). A collective the answer needs inside a per-device computation says the answer needs that
-    computation too, so the variants of the per-device computations are compiled only when none does (a
-    second, smaller compile): each per-device computation replaced by zeros, by the identity (one that only
-    passes on what was computed around it counts as not needed), taken from the first set's run (or scaled),
-    read as a collective's are. A zeros variant whose answer is known to differ from ``baseline`` without
-    running it (:func:`_known`) is not compiled, and neither is its scaling: the answer is then made of the
-    results through operations that keep zeros zeros, and scaling them scales it; nor is a transplant whose
-    answers are known to move (the sets' answers differ where they are made of the results alone). Answers are
-    told apart only beyond the case's ``tolerance`` (:func:`same_answer`): what its values check cannot see, the
-    program does not need."""
+    variants ``also`` of another measurement ({key: plan}), run with these).
+    ``compile_probe(probe)`` compiles the program's probe (:class:`Runs`). A collective is not needed if replacing
+    its results by zeros, taking them from the program's run on the first set of inputs, or, where no transplant
+    can be made, scaling them tells so (:func:`_idle`). A collective the answer needs inside a per-device
+    computation says the answer needs that computation too, so the variants of the per-device computations are run
+    only when none does: each per-device computation replaced by zeros, by the identity (one that only passes on
+    what was computed around it counts as not needed), taken from the first set's run (or scaled), read as a
+    collective's are. A zeros variant whose answer is known to differ from ``baseline`` without running it
+    (:func:`_known`) is not run, and neither is its scaling: the answer is then made of the results through
+    operations that keep zeros zeros, and scaling them scales it; nor is a transplant whose answers are known to
+    move (the sets' answers differ where they are made of the results alone). Answers are told apart only beyond
+    the case's ``tolerance`` (:func:`same_answer`): what its values check cannot see, the program does not need."""
     also = also or {}
     # the transplant tells only where the sets' answers differ: on sets the answer does not tell apart, a result
     # taken from the first set's run leaves it as it was whatever the result carries
-    other = leaves(inputs[0]) if any(not same_answer(b, baselines[0], tolerance) for b in baselines[1:]) else None
+    donor = any(not same_answer(b, baselines[0], tolerance) for b in baselines[1:])
     replaced = groups(bytecode, kept)
-    variants = {k: without(bytecode, r) for k, r in replaced.items()}
-    variants = {k: v for k, v in variants.items() if v is not None}
-    known = {k: _known(v, baselines, tolerance) for k, v in variants.items()}
-    unknown = {k: v for k, v in variants.items() if not known[k][0]}
-    transplants = {(TRANSPLANTED, k): transplanted(bytecode, other, r) for k, r in replaced.items()
-                   if other and not known.get(k, (False, False))[1]}
-    scalings = {(SCALED, k): scaled(bytecode, replaced[k]) for k in unknown
-                if transplants.get((TRANSPLANTED, k)) is None}
-    todo = {**unknown, **{k: v for k, v in {**scalings, **transplants}.items() if v is not None}, **also}
-    answers = answers_of(run_variants, todo, inputs) if todo else {}
+    shapes = _manual_shapes(bytecode)
+    runs = Runs(bytecode, donor, compile_probe)
+    plans, instead, known = {}, {}, {}
+    for k, r in replaced.items():
+        zeroed = without(bytecode, r)
+        known[k] = _known(zeroed, baselines, tolerance) if zeroed is not None else (False, False)
+        planned, stand_ins = _replacements(k, lambda mode, r=r: replacing(r, mode), *known[k])
+        plans.update(planned), instead.update(stand_ins)
+    answers = runs.answers({**plans, **also}, instead)
     others = {k: answers.pop(k) for k in also if k in answers}
-    idle = [k for k in replaced if _idle(answers.get(k), answers.get((SCALED, k)),
-                                         True if known.get(k, (False, False))[1] else answers.get((TRANSPLANTED, k)),
-                                         baselines, tolerance)]
-    if len(idle) > 1 and not _together(bytecode, [i for k in idle for i in replaced[k]], other, run_variants, inputs,
-                                       baselines, tolerance):
+    idle = [k for k in replaced if _idle(answers.get(k), answers.get((SCALED_KEY, k)),
+                                         True if known[k][1] else answers.get((TRANSPLANTED, k)), baselines, tolerance)]
+    if len(idle) > 1 and not _together(runs, [i for k in idle for i in replaced[k]], baselines, tolerance):
         idle = []
     inside = _within_manual(bytecode) if replaced else set()
     if any(k not in idle for k in replaced if k in inside):
         return idle, True, others
-    shapes = _manual_shapes(bytecode)
-    planned, moves = {}, set()
+    plans, instead, moves = {}, {}, set()
     for m, (operands, results) in enumerate(shapes):
         for j, kind in enumerate(results):
             place = (m, j)
@@ -519,19 +469,16 @@ def measure(bytecode: bytes, kept: list[int], run_variants, inputs: list, baseli
             zeros, moved = _known(zeroed, baselines, tolerance) if zeroed is not None else (False, False)
             if moved:
                 moves.add(place)
-            moved_in = None if moved or not other else transplanted(bytecode, other, [], manual=place)
-            planned.update({(MANUAL, place): None if zeros else zeroed, (TRANSPLANTED, place): moved_in,
-                            (SCALED, place): None if zeros or moved_in is not None else
-                            scaled(bytecode, [], manual=place)})
-            planned.update({(THROUGH, place, i): passed_on(bytecode, place, i)
-                            for i, given in enumerate(operands) if given == kind})
-    planned = {k: v for k, v in planned.items() if v is not None}
-    got = answers_of(run_variants, planned, inputs) if planned else {}
+            planned, stand_ins = _replacements((MANUAL, place), lambda mode, place=place: {place: mode}, zeros, moved)
+            plans.update(planned), instead.update(stand_ins)
+            plans.update({(THROUGH, place, i): {place: PASSED + i} for i, given in enumerate(operands) if given == kind})
+    got = runs.answers(plans, instead)
 
     def needed(place) -> bool:
         through = any(same_answers(got[k], baselines, tolerance) for k in got if k[0] == THROUGH and k[1] == place)
-        return not through and not _idle(got.get((MANUAL, place)), got.get((SCALED, place)),
-                                         True if place in moves else got.get((TRANSPLANTED, place)), baselines,
+        key = (MANUAL, place)
+        return not through and not _idle(got.get(key), got.get((SCALED_KEY, key)),
+                                         True if place in moves else got.get((TRANSPLANTED, key)), baselines,
                                          tolerance)
 
     return idle, not shapes or any(needed((m, j)) for m, (_, results) in enumerate(shapes)

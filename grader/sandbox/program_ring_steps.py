@@ -15,7 +15,7 @@ answer with b's result replaced by zeros) with what it adds when every ppermute 
 depend on what the earlier ppermutes brought, b carries the same thing either way, and both differences
 are the same: b starts afresh (``fresh``). On a ring the second is another: b passes on what arrived,
 and what arrived was zeros. That takes one variant of the program per ppermute after the first and one per prefix of
-them (2k - 1 for k ppermutes, compiled together with grader.sandbox.program_ablation's own variants); a
+them (2k - 1 for k ppermutes, run by the probe of grader.sandbox.program_ablation's own variants); a
 variant that does not run leaves its ppermute unmeasured, which counts as not fresh (the flow decides).
 """
 
@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.sandbox.program_ablation import collectives, groups, leaves, same_answer, without
+from grader.sandbox.program_ablation import collectives, groups, leaves, replacing, same_answer
 from grader.sandbox.program_check import context
+from grader.sandbox.program_probe import ZEROS
 
 PERMUTE = "stablehlo.collective_permute"
 
@@ -44,9 +45,10 @@ def _difference(a, b) -> list[np.ndarray]:
 
 
 def variants(bytecode: bytes, kept: list[int]) -> dict:
-    """The variants the measurement runs, for the ppermutes among ``kept`` (the program's collectives left in
-    its compiled form), in their order: ("upto", i, p) without the first i + 1 of them (p the
-    last), ("one", i, p) without the i-th alone (after the first); none for fewer than two."""
+    """The variants the measurement runs ({key: plan}, grader.sandbox.program_ablation.Runs), for the ppermutes
+    among ``kept`` (the program's collectives left in its compiled form), in their order: ("upto", i, p) with the
+    first i + 1 of them carrying zeros (p the last), ("one", i, p) the i-th alone (after the first); none for fewer
+    than two."""
     permutes = _permutes(bytecode, kept)
     if len(permutes) < 2:
         return {}
@@ -54,9 +56,9 @@ def variants(bytecode: bytes, kept: list[int]) -> dict:
     found = {}
     for i, b in enumerate(permutes):
         if i:
-            found[("one", i, b)] = without(bytecode, merged[b])
-        found[("upto", i, b)] = without(bytecode, [m for p in permutes[:i + 1] for m in merged[p]])
-    return {k: v for k, v in found.items() if v is not None}
+            found[("one", i, b)] = replacing(merged[b], ZEROS)
+        found[("upto", i, b)] = replacing([m for p in permutes[:i + 1] for m in merged[p]], ZEROS)
+    return found
 
 
 def fresh(planned: dict, answers: dict, baselines: list, idle) -> list[int]:

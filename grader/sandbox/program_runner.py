@@ -28,7 +28,7 @@ import numpy as np
 from grader.errors import StudentFailure
 from grader.layout import plural
 from grader.protocol import FRESH_MARK, IDLE_MARK
-from grader.sandbox import program_held, program_outside, program_ring_steps
+from grader.sandbox import program_held, program_outside, program_probe, program_ring_steps
 from grader.sandbox.program_check import (MESH_AXIS, composites_as_calls, holds_manual_computation,
                                           module_operations, parse, refusal)
 from grader.sandbox.program_ablation import EXACT, Tolerance, measure
@@ -40,14 +40,14 @@ def _refuse(program: str, why: str) -> StudentFailure:
     return StudentFailure("not_exportable", f"{program} was refused: {why}")
 
 
-# The variants run once, on small inputs, so they are compiled the cheapest way XLA offers: LLVM at its
+# The probe runs once a variant, on small inputs, so it is compiled the cheapest way XLA offers: LLVM at its
 # lowest level (about a quarter faster), and on CPU the classic code generation in place of the MLIR fusion
 # emitters, which set up an MLIR context of every dialect for each compile (about a third faster again;
-# bench/ablation.py). No optimisation changes an answer by the measurement's tolerance. A variant these
+# bench/ablation.py). No optimisation changes an answer by the measurement's tolerance. A probe these
 # options fail to compile is compiled again with the program's own (:func:`run_program`), so they can
 # never make a collective count.
 VARIANT_OPTIONS = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True,
-                   "xla_cpu_use_fusion_emitters": False}
+                   "xla_cpu_use_fusion_emitters": False, "xla_cpu_parallel_codegen_split_count": 1}
 
 # The program is compiled with XLA's combiners off: a combiner merges independent collectives into one
 # instruction (the program's psum of the loss with an all-reduce the partitioner added for a sum written outside
@@ -177,6 +177,17 @@ def _tolerance(given) -> Tolerance:
     return (rtol, atol) if all(math.isfinite(v) and v >= 0 for v in (rtol, atol)) else EXACT
 
 
+def _attempt(call):
+    """``call()``, or None if it raises (a probe's variant that does not run: its collective mattered); the memory
+    limit still ends the case."""
+    try:
+        return call()
+    except MemoryError:
+        raise
+    except Exception:  # noqa: BLE001 - any failure of a variant's run is the variant's
+        return None
+
+
 def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, ablate: bool = True,
                 tolerance=None, called: str = "") -> dict:
     """{"values": what the program returns for each set of inputs in ``input_sets``, laid out as
@@ -222,7 +233,8 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
     labelled, held = relabel(module)
     exported = dataclasses.replace(exported, mlir_module_serialized=labelled)
     try:
-        in_shardings, out_shardings = _shardings(exported, _mesh(exported, devices), arrives, program)
+        mesh = _mesh(exported, devices)
+        in_shardings, out_shardings = _shardings(exported, mesh, arrives, program)
         shares = program_held.as_arrived(shares, [1 / _parts(s) for s in jax.tree.leaves(in_shardings)])
         compiled = jax.jit(exported.call, in_shardings=in_shardings, out_shardings=out_shardings).lower(
             *sets[0]).compile(compile_options(devices[0].platform))
@@ -241,24 +253,37 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
         return {"values": values, "hlo": text, "manual": holds, "holds_manual": holds, "held": shares,
                 "outside": outside, "inside": inside, "devices": exported.nr_devices}
 
-    def run_variants(variants, input_sets):
-        """The answers of the programs ``variants`` (bytecode) to each of ``input_sets`` (a list per variant),
-        compiled as one program: with :data:`VARIANT_OPTIONS`, else (they failed) as the program itself was."""
-        calls = [dataclasses.replace(exported, mlir_module_serialized=v).call for v in variants]
-        lowered = jax.jit(lambda *args: [call(*args) for call in calls], in_shardings=in_shardings,
-                          out_shardings=[out_shardings] * len(calls)).lower(*sets[0])
+    def compile_probe(probe):
+        """A function of a list of modes vectors giving, for each, the probe's answers to each set of inputs (its
+        lane B, if it has one, on the first), or None where it does not run: the probe
+        (grader.sandbox.program_probe) compiled once, with :data:`VARIANT_OPTIONS`, else (they failed) as the
+        program itself was. Every run is started before any is waited for, so that the devices work while the
+        next is dispatched."""
+        from jax.sharding import NamedSharding, PartitionSpec
+
+        lanes = 2 if probe.donor else 1
+        donor = tuple(sets[0]) if probe.donor else ()
+        lowered = jax.jit(program_probe.exported(exported, probe).call,
+                          in_shardings=(*in_shardings * lanes, NamedSharding(mesh, PartitionSpec())),
+                          out_shardings=out_shardings).lower(*sets[0], *donor, np.zeros(len(probe.sites), np.int32))
         try:
             runnable = lowered.compile(VARIANT_OPTIONS)
         except MemoryError:
             raise
         except Exception:  # noqa: BLE001 - the cheap options' failure is not the program's
             runnable = lowered.compile()
-        answers = [runnable(*inputs) for inputs in input_sets]
-        return [[answer[i] for answer in answers] for i in range(len(calls))]
+
+        def answers(chosen: list) -> list:
+            started = [_attempt(lambda modes=modes: [runnable(*inputs, *donor, modes) for inputs in sets])
+                       for modes in chosen]
+            return [None if answers is None else _attempt(lambda answers=answers: jax.block_until_ready(answers))
+                    for answers in started]
+
+        return answers
 
     kept = surviving(text, held)
     steps = program_ring_steps.variants(labelled, kept)
-    idle, manual_needed, answers = measure(labelled, kept, run_variants, sets, values, also=steps,
+    idle, manual_needed, answers = measure(labelled, kept, compile_probe, sets, values, also=steps,
                                            tolerance=_tolerance(tolerance))
     starts = program_ring_steps.fresh(steps, answers, values, idle)
     holds = holds_manual_computation(operations)

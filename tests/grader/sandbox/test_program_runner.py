@@ -12,7 +12,7 @@ import textwrap
 
 from conftest import ROOT
 
-from grader.sandbox.program_ablation import TOGETHER, answers_of
+from grader.sandbox import program_ablation, program_probe
 
 RUN = """
 import json, sys
@@ -291,99 +291,49 @@ def test_a_pmap_counts_only_if_the_answer_needs_it():
                                        "pmap of two results multiplied": True}
 
 
-def test_many_variants_are_compiled_a_few_at_a_time_and_one_that_fails_alone_is_left_out():
-    batches = []
+def test_the_probe_is_built_for_the_modes_asked_for_with_one_lane_if_two_do_not_compile(monkeypatch):
+    """The variants share one probe, compiled when one first has to run, for the modes the variants asked for: a
+    plan asking for more builds it again, one asking for no more does not; variants of the same modes run once. A probe with lane B that does not compile
+    is compiled again with lane A alone (no transplant: its stand-in, the scaling, runs), and one that does not
+    compile at all leaves every variant without an answer (their collectives count as needed). A variant whose
+    modes a site cannot take, or that fails to run, has none."""
+    built, compiled, ran = [], [], []
 
-    def run_variants(variants, inputs):
-        batches.append(len(variants))
-        if b"broken" in variants:
+    def build(bytecode, wanted, donor):
+        built.append((donor, {site: sorted(modes) for site, modes in wanted.items()}))
+        return program_probe.Probe(bytecode, tuple(wanted), {0: frozenset({0, 1}), 1: frozenset({0, 1, 2})}, donor)
+
+    def compile_probe(probe):
+        compiled.append(probe.donor)
+        if probe.donor or probe.bytecode == b"broken":
             raise RuntimeError("does not compile")
-        return [v.decode() for v in variants]
 
-    variants = {k: f"v{k}".encode() for k in range(2 * TOGETHER + 3)}
-    assert answers_of(run_variants, variants, ()) == {k: f"v{k}" for k in variants}
-    assert batches == [TOGETHER, TOGETHER, 3]
-    batches.clear()
-    assert answers_of(run_variants, {0: b"v0", 1: b"broken", 2: b"v2"}, ()) == {0: "v0", 2: "v2"}
-    assert batches == [3, 1, 1, 1]
+        return lambda chosen: [None if modes[1] == 2 else [list(modes)] for modes in ran.extend(chosen) or chosen]
 
-
-# Which outputs of a program are zeros whatever its inputs (program_ablation.zero_outputs), one per result of
-# main: what a variant's answer is known to be without running it.
-ZEROS = """
-import json, sys
-sys.path[:0] = [{root!r}]
-from jax._src.interpreters import mlir
-from jaxlib.mlir import ir
-from grader.sandbox.program_ablation import zero_outputs
-from grader.sandbox.program_check import context
-
-TEXT = '''
-func.func public @main(%x: tensor<4xf32>, %n: tensor<i32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>,
-    tensor<4xf32>, tensor<4xf32>, tensor<4xi32>, tensor<2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>,
-    tensor<4xf32>, tensor<4xf32>) {{
-  %z = stablehlo.constant dense<0.0> : tensor<4xf32>
-  %one = stablehlo.constant dense<1.0> : tensor<4xf32>
-  %four = stablehlo.constant dense<4.0> : tensor<f32>
-  %zero = stablehlo.constant dense<0.0> : tensor<f32>
-  %inf = stablehlo.constant dense<0x7F800000> : tensor<f32>
-  %b4 = stablehlo.broadcast_in_dim %four, dims = [] : (tensor<f32>) -> tensor<4xf32>
-  %b0 = stablehlo.broadcast_in_dim %zero, dims = [] : (tensor<f32>) -> tensor<4xf32>
-  %binf = stablehlo.broadcast_in_dim %inf, dims = [] : (tensor<f32>) -> tensor<4xf32>
-  %plus_input = stablehlo.add %z, %x : tensor<4xf32>
-  %sum_of_zeros = stablehlo.add %z, %z : tensor<4xf32>
-  %mean = stablehlo.divide %z, %b4 : tensor<4xf32>
-  %by_zero = stablehlo.divide %z, %b0 : tensor<4xf32>
-  %times_inf = stablehlo.multiply %z, %binf : tensor<4xf32>
-  %ints = stablehlo.convert %mean : (tensor<4xf32>) -> tensor<4xi32>
-  %half = stablehlo.slice %ints [0:2] : (tensor<4xi32>) -> tensor<2xi32>
-  %halff = stablehlo.convert %half : (tensor<2xi32>) -> tensor<2xf32>
-  %times_input = stablehlo.multiply %x, %z : tensor<4xf32>
-  %called = call @negated(%z) : (tensor<4xf32>) -> tensor<4xf32>
-  %passed = call @negated_argument(%z) : (tensor<4xf32>) -> tensor<4xf32>
-  %looped:2 = stablehlo.while(%i = %n, %v = %z) : tensor<i32>, tensor<4xf32>
-   cond {{
-    %c0 = stablehlo.constant dense<0> : tensor<i32>
-    %go = stablehlo.compare GT, %i, %c0, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
-    stablehlo.return %go : tensor<i1>
-  }} do {{
-    %c1 = stablehlo.constant dense<1> : tensor<i32>
-    %j = stablehlo.subtract %i, %c1 : tensor<i32>
-    %w = stablehlo.add %v, %one : tensor<4xf32>
-    stablehlo.return %j, %w : tensor<i32>, tensor<4xf32>
-  }}
-  %ones = stablehlo.multiply %one, %b4 : tensor<4xf32>
-  return %plus_input, %sum_of_zeros, %mean, %by_zero, %times_inf, %ints, %halff, %times_input, %called, %passed,
-    %looped#1, %ones : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi32>,
-    tensor<2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
-}}
-func.func private @negated(%a: tensor<4xf32>) -> tensor<4xf32> {{
-  %z = stablehlo.constant dense<0.0> : tensor<4xf32>
-  %r = stablehlo.negate %z : tensor<4xf32>
-  return %r : tensor<4xf32>
-}}
-func.func private @negated_argument(%a: tensor<4xf32>) -> tensor<4xf32> {{
-  %r = stablehlo.negate %a : tensor<4xf32>
-  return %r : tensor<4xf32>
-}}
-'''
-with context():
-    print(json.dumps(zero_outputs(mlir.module_to_bytecode(ir.Module.parse(TEXT)))))
-"""
+    monkeypatch.setattr(program_probe, "build", build)
+    # no other set to take results from: a transplant without a stand-in is not run, and nothing is built
+    assert program_ablation.Runs(b"program", False, compile_probe).answers({"moved": {0: 3}}) == {}
+    assert built == compiled == []
+    runs = program_ablation.Runs(b"program", True, compile_probe)
+    assert runs.answers({}) == {} and compiled == []
+    plans = {"moved": {0: 3}, "zeros": {0: 1}, "scaled": {0: 2}, "fails": {1: 2}, "unwritten": {7: 1}}
+    assert runs.answers(plans, {"moved": ("scaled instead", {1: 1})}) == {
+        "scaled instead": [[0, 1, 0]], "zeros": [[1, 0, 0]], "unwritten": [[0, 0, 0]]}
+    asked = {0: [1, 2, 3], 1: [2], 7: [1]}
+    assert built == [(True, asked), (False, asked), (False, {**asked, 1: [1, 2]})]
+    assert compiled == [True, False, False]
+    # two variants of the same modes (a ring step's and a collective's zeros) run once
+    ran.clear()
+    assert runs.answers({"zeros": {1: 1}, "again": {0: 1}, "step": {0: 1}}) == {
+        "zeros": [[0, 1, 0]], "again": [[1, 0, 0]], "step": [[1, 0, 0]]}
+    assert compiled == [True, False, False] and len(ran) == 2
+    runs.answers({"zeros": {5: 1}})
+    assert compiled == [True, False, False, False] and built[-1] == (False, {**asked, 1: [1, 2], 5: [1]})
+    assert program_ablation.Runs(b"broken", False, compile_probe).answers({"zeros": {0: 1}}) == {}
 
 
-def test_an_output_is_known_to_be_zeros_only_through_operations_that_keep_zeros_zeros():
-    found = dict(zip(["plus input", "sum of zeros", "divided by 4", "divided by 0", "times infinity", "converted",
-                      "sliced", "times an input", "returned by a function", "an argument returned", "through a loop",
-                      "no zeros"], _printed(ZEROS)))
-    assert found == {"plus input": False, "sum of zeros": True, "divided by 4": True, "divided by 0": False,
-                     "times infinity": False, "converted": True, "sliced": True, "times an input": False,
-                     "returned by a function": True, "an argument returned": False, "through a loop": False,
-                     "no zeros": False}
-
-
-# What the measurement compiles: a collective whose result is the answer is known to be needed from the answer
-# alone (nothing compiled); an idle one, and one whose answer is zeros anyway, are run.
+# What the measurement runs: a collective whose result is the answer is known to be needed from the answer
+# alone (nothing compiled or run); an idle one, and one whose answer is zeros anyway, are run.
 COMPILES = """
 import json, sys
 import jax
@@ -398,9 +348,10 @@ from grader.sandbox.program_runner import run_program
 from grader.protocol import ArraySpec
 from grader.suite import hlo
 
-compiled = []
-measured = program_ablation.answers_of
-program_ablation.answers_of = lambda run, variants, inputs: compiled.extend(variants) or measured(run, variants, inputs)
+ran, built = [], []
+measured, probe = program_ablation.Runs.answers, program_ablation.program_probe.build
+program_ablation.Runs.answers = lambda runs, plans, instead=None: ran.extend(plans) or measured(runs, plans, instead)
+program_ablation.program_probe.build = lambda *a: built.append(1) or probe(*a)
 n = jax.device_count()
 split = lambda v: v.reshape(n, -1)
 per_device = lambda body: lambda x, y: jax.pmap(body, axis_name="i")(split(x), split(y))[0]
@@ -416,29 +367,30 @@ x, y, fx, fy = np.random.default_rng(0).normal(size=(4, 44)).astype(np.float32)
 specs = tuple(ArraySpec(a.shape, str(a.dtype)) for a in (x, y))
 found = {{}}
 for name, fn in PROGRAMS.items():
-    compiled.clear()
+    ran.clear(), built.clear()
     out = run_program(export_program(fn, specs, name), [(x, y), (fx, fy)], name)
     found[name] = {{"idle": [c.idle for c in hlo.collectives(out["hlo"]) if c.by_student], "manual": out["manual"],
-                    "compiled": len(compiled)}}
+                    "run": len(ran), "built": len(built)}}
 print(json.dumps(found))
 """
 
 
-def test_a_collective_whose_result_is_the_answer_is_needed_without_compiling_a_variant():
+def test_a_collective_whose_result_is_the_answer_is_needed_without_running_a_variant():
     found = _printed(COMPILES)
-    assert found["psum returned"] == {"idle": [False], "manual": True, "compiled": 0}
-    assert found["pmean returned"] == {"idle": [False], "manual": True, "compiled": 0}
+    assert found["psum returned"] == {"idle": [False], "manual": True, "run": 0, "built": 0}
+    assert found["pmean returned"] == {"idle": [False], "manual": True, "run": 0, "built": 0}
     # zeros and the other set's run are known to change it; only its result replaced by each of its two operands
-    # of the same type (is it one passed on?) is run
-    assert found["pmap returned"] == {"idle": [], "manual": True, "compiled": 2}
-    assert found["psum multiplied away"]["idle"] == [True] and found["psum multiplied away"]["compiled"] >= 1
-    assert found["psum of zeros returned"]["idle"] == [True] and found["psum of zeros returned"]["compiled"] >= 1
+    # of the same type (is it one passed on?) is run, by one probe
+    assert found["pmap returned"] == {"idle": [], "manual": True, "run": 2, "built": 1}
+    # an idle psum inside the pmap: its variants, then (no needed collective tells) the pmap's, by a second probe
+    for name in ("psum multiplied away", "psum of zeros returned"):
+        assert found[name]["idle"] == [True] and found[name]["run"] >= 1 and found[name]["built"] == 2, found[name]
 
 
-# The two-lane rewrite (grader.sandbox.program_lanes): lane A reads lane B's result of the transplanted collective
-# wherever the collective sits: at the top of a pmap, in a loop (both lanes' carries in lock step, even when their
-# trip counts differ), in a branch (every branch run, each lane's picked). Each program's collectives are replaced
-# one at a time, and the answer printed beside the program's own on A and on B.
+# The probe (grader.sandbox.program_probe): with every mode KEEP it is the program; lane A reads lane B's result of
+# the transplanted collective wherever the collective sits: at the top of a pmap, in a loop (both lanes' carries in
+# lock step, even when their trip counts differ), in a branch (every branch run, each lane's picked). Each program's
+# collectives are replaced one at a time, and the answer printed beside the program's own on A and on B.
 LANES = """
 import dataclasses, json, sys
 import jax
@@ -450,7 +402,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 sys.path[:0] = [{root!r}]
 from grader.sandbox.program_check import parse
 from grader.sandbox.program_labels import relabel
-from grader.sandbox.program_lanes import transplanted
+from grader.sandbox import program_probe
 
 one = lambda v: lax.psum(jnp.where(v[0] > -jnp.inf, 0.5, 0.0), "i")
 pmapped = lambda body: lambda x: jax.pmap(body, axis_name="i")(x.reshape(2, -1))[0]
@@ -473,22 +425,38 @@ found = {{}}
 for name, fn in PROGRAMS.items():
     exported = jax.export.export(jax.jit(fn))(a)
     labelled, count = relabel(parse(exported.mlir_module()))
-    run = lambda module: float(jax.jit(dataclasses.replace(exported, mlir_module_serialized=module).call,
-                                       in_shardings=whole, out_shardings=whole)(a))
-    found[name] = {{"own": run(labelled), "other": float(jax.jit(fn)(b)),
-                    "transplanted": [run(transplanted(labelled, [b], [i])) for i in range(count)]}}
+    program = dataclasses.replace(exported, mlir_module_serialized=labelled)
+    modes = {{program_probe.ZEROS, program_probe.SCALED, program_probe.OTHER}}
+    probe = program_probe.build(labelled, dict.fromkeys(range(count), modes), True)
+    call = jax.jit(program_probe.exported(program, probe).call, in_shardings=(whole, whole, whole),
+                   out_shardings=whole)
+
+    def run(i, mode):
+        modes = np.zeros(count, np.int32)
+        modes[i] = mode
+        return float(call(a, b, modes))
+
+    found[name] = {{"own": float(jax.jit(program.call, in_shardings=whole, out_shardings=whole)(a)),
+                    "kept": run(0, program_probe.KEEP), "other": float(jax.jit(fn)(b)),
+                    "transplanted": [run(i, program_probe.OTHER) for i in range(count)],
+                    "zeroed": [run(i, program_probe.ZEROS) for i in range(count)],
+                    "scaled": [run(i, program_probe.SCALED) for i in range(count)]}}
 print(json.dumps(found))
 """
 
 
 def test_a_transplanted_collective_brings_the_other_inputs_result_wherever_it_runs():
     found = _printed(LANES)
+    assert all(f["kept"] == f["own"] for f in found.values()), found
+    # the one psum of a scalar: zeros, or scaled by -(1 + 1 / 2)
+    assert found["psum of data"]["zeroed"] == [0.0]
+    assert found["psum of data"]["scaled"] == [-1.5 * found["psum of data"]["own"]]
     assert found["psum of data"]["transplanted"] == [found["psum of data"]["other"]]
     assert found["psum of a constant"]["transplanted"] == [found["psum of a constant"]["own"]]
     assert found["in a loop"]["transplanted"] == [found["in a loop"]["other"]] != [found["in a loop"]["own"]]
     # A runs 3 steps (|0.9| * 3), B 8 (|-2.5| * 3): A's 3 steps each add B's psum (10 + 50)
-    assert found["in a loop as long as the data says"] == {"own": 3 * 6.0, "other": 8 * 60.0,
-                                                           "transplanted": [3 * 60.0]}
+    loop = found["in a loop as long as the data says"]
+    assert (loop["own"], loop["other"], loop["transplanted"]) == (3 * 6.0, 8 * 60.0, [3 * 60.0])
     # two psums, one per branch: A takes its true branch, B its false one; each lane picks its own branch's result
     branch = found["in a branch"]
     assert branch["own"] == 1.0 + 5.0 and branch["other"] == -(20.0 + 60.0)
