@@ -257,8 +257,8 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
         """A function of a list of modes vectors giving, for each, the probe's answers to each set of inputs (its
         lane B, if it has one, on the first), or None where it does not run: the probe
         (grader.sandbox.program_probe) compiled once, with :data:`VARIANT_OPTIONS`, else (they failed) as the
-        program itself was. Every run is started before any is waited for, so that the devices work while the
-        next is dispatched."""
+        program itself was. Each run is waited for before the next starts: runs of collective programs queued by
+        the hundred stall emulated devices."""
         from jax.sharding import NamedSharding, PartitionSpec
 
         lanes = 2 if probe.donor else 1
@@ -274,10 +274,8 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
             runnable = lowered.compile()
 
         def answers(chosen: list) -> list:
-            started = [_attempt(lambda modes=modes: [runnable(*inputs, *donor, modes) for inputs in sets])
-                       for modes in chosen]
-            return [None if answers is None else _attempt(lambda answers=answers: jax.block_until_ready(answers))
-                    for answers in started]
+            return [_attempt(lambda modes=modes: jax.block_until_ready([runnable(*inputs, *donor, modes)
+                                                                        for inputs in sets])) for modes in chosen]
 
         return answers
 
