@@ -332,6 +332,80 @@ def test_the_probe_is_built_for_the_modes_asked_for_with_one_lane_if_two_do_not_
     assert program_ablation.Runs(b"broken", False, compile_probe).answers({"zeros": {0: 1}}) == {}
 
 
+# Which outputs of a program are zeros whatever its inputs (program_ablation.zero_outputs), one per result of
+# main: what a variant's answer is known to be without running it.
+ZEROS = """
+import json, sys
+sys.path[:0] = [{root!r}]
+from jax._src.interpreters import mlir
+from jaxlib.mlir import ir
+from grader.sandbox.program_ablation import zero_outputs
+from grader.sandbox.program_check import context
+
+TEXT = '''
+func.func public @main(%x: tensor<4xf32>, %n: tensor<i32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>,
+    tensor<4xf32>, tensor<4xf32>, tensor<4xi32>, tensor<2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>,
+    tensor<4xf32>, tensor<4xf32>) {{
+  %z = stablehlo.constant dense<0.0> : tensor<4xf32>
+  %one = stablehlo.constant dense<1.0> : tensor<4xf32>
+  %four = stablehlo.constant dense<4.0> : tensor<f32>
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %inf = stablehlo.constant dense<0x7F800000> : tensor<f32>
+  %b4 = stablehlo.broadcast_in_dim %four, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %b0 = stablehlo.broadcast_in_dim %zero, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %binf = stablehlo.broadcast_in_dim %inf, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %plus_input = stablehlo.add %z, %x : tensor<4xf32>
+  %sum_of_zeros = stablehlo.add %z, %z : tensor<4xf32>
+  %mean = stablehlo.divide %z, %b4 : tensor<4xf32>
+  %by_zero = stablehlo.divide %z, %b0 : tensor<4xf32>
+  %times_inf = stablehlo.multiply %z, %binf : tensor<4xf32>
+  %ints = stablehlo.convert %mean : (tensor<4xf32>) -> tensor<4xi32>
+  %half = stablehlo.slice %ints [0:2] : (tensor<4xi32>) -> tensor<2xi32>
+  %halff = stablehlo.convert %half : (tensor<2xi32>) -> tensor<2xf32>
+  %times_input = stablehlo.multiply %x, %z : tensor<4xf32>
+  %called = call @negated(%z) : (tensor<4xf32>) -> tensor<4xf32>
+  %passed = call @negated_argument(%z) : (tensor<4xf32>) -> tensor<4xf32>
+  %looped:2 = stablehlo.while(%i = %n, %v = %z) : tensor<i32>, tensor<4xf32>
+   cond {{
+    %c0 = stablehlo.constant dense<0> : tensor<i32>
+    %go = stablehlo.compare GT, %i, %c0, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %go : tensor<i1>
+  }} do {{
+    %c1 = stablehlo.constant dense<1> : tensor<i32>
+    %j = stablehlo.subtract %i, %c1 : tensor<i32>
+    %w = stablehlo.add %v, %one : tensor<4xf32>
+    stablehlo.return %j, %w : tensor<i32>, tensor<4xf32>
+  }}
+  %ones = stablehlo.multiply %one, %b4 : tensor<4xf32>
+  return %plus_input, %sum_of_zeros, %mean, %by_zero, %times_inf, %ints, %halff, %times_input, %called, %passed,
+    %looped#1, %ones : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi32>,
+    tensor<2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}}
+func.func private @negated(%a: tensor<4xf32>) -> tensor<4xf32> {{
+  %z = stablehlo.constant dense<0.0> : tensor<4xf32>
+  %r = stablehlo.negate %z : tensor<4xf32>
+  return %r : tensor<4xf32>
+}}
+func.func private @negated_argument(%a: tensor<4xf32>) -> tensor<4xf32> {{
+  %r = stablehlo.negate %a : tensor<4xf32>
+  return %r : tensor<4xf32>
+}}
+'''
+with context():
+    print(json.dumps(zero_outputs(mlir.module_to_bytecode(ir.Module.parse(TEXT)))))
+"""
+
+
+def test_an_output_is_known_to_be_zeros_only_through_operations_that_keep_zeros_zeros():
+    found = dict(zip(["plus input", "sum of zeros", "divided by 4", "divided by 0", "times infinity", "converted",
+                      "sliced", "times an input", "returned by a function", "an argument returned", "through a loop",
+                      "no zeros"], _printed(ZEROS)))
+    assert found == {"plus input": False, "sum of zeros": True, "divided by 4": True, "divided by 0": False,
+                     "times infinity": False, "converted": True, "sliced": True, "times an input": False,
+                     "returned by a function": True, "an argument returned": False, "through a loop": False,
+                     "no zeros": False}
+
+
 # What the measurement runs: a collective whose result is the answer is known to be needed from the answer
 # alone (nothing compiled or run); an idle one, and one whose answer is zeros anyway, are run.
 COMPILES = """
