@@ -52,6 +52,7 @@ from grader.sandbox.program_check import CUSTOM_CALL, CUSTOM_CALLS, MANUAL, cont
 from grader.sandbox.program_labels import index_of
 from grader.sandbox import program_probe
 from grader.sandbox.program_probe import OTHER, PASSED, SCALED, ZEROS
+from grader.sandbox.program_sites import Sites
 
 # How far the answer may move (relative to its largest entry, or absolutely below 1) for a collective
 # to count as idle whatever the case: far above a rounding error, below the tolerance the suites check values
@@ -79,25 +80,11 @@ def collectives(module) -> dict[int, object]:
     return found
 
 
-def _signature(op) -> str:
-    """What makes two collectives the same computation, bar their channel: kind, types, attributes and
-    the reduction they apply."""
-    attributes = sorted((name, str(op.attributes[name])) for name in op.attributes if name != "channel_handle")
-    body = [inner.name for region in op.regions for block in region.blocks for inner in block.operations]
-    return repr((op.name, [str(v.type) for v in op.operands], [str(r.type) for r in op.results], attributes, body))
-
-
-def groups(bytecode: bytes, kept: list[int]) -> dict[int, list[int]]:
+def groups(sites: Sites, kept: list[int]) -> dict[int, list[int]]:
     """For each collective left in the compiled program, the collectives replaced with it: itself and
     every one the compiled program lost that is the same computation (XLA merged it into this one)."""
-    from jaxlib.mlir import ir
-
-    with context():
-        module = ir.Module.parse(bytecode)  # kept while its operations are read
-        ops = collectives(module)
-        signatures = {i: _signature(op) for i, op in ops.items()}
-    lost = [i for i in ops if i not in kept]
-    return {k: [k, *(i for i in lost if signatures[i] == signatures.get(k))] for k in kept}
+    lost = [i for i in sites.signatures if i not in kept]
+    return {k: [k, *(i for i in lost if sites.signatures[i] == sites.signatures.get(k))] for k in kept}
 
 
 def without(bytecode: bytes, indices: list[int], manual: tuple[int, int] | None = None) -> bytes | None:
@@ -345,32 +332,6 @@ def replacing(indices, mode: int) -> dict:
     return dict.fromkeys(indices, mode)
 
 
-def _within_manual(bytecode: bytes) -> set[int]:
-    """The collectives (by index) inside the program's per-device computations, and in the functions those call
-    (a lax.fori_loop's body is one: a ring's ppermutes live there)."""
-    from jaxlib.mlir import ir
-
-    inside, walked = set(), set()
-
-    def visit(op):
-        op = op.operation
-        if op.name in PROGRAM_COLLECTIVES and index_of(op) is not None:
-            inside.add(index_of(op))
-        if op.name == "func.call":
-            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-            if callee not in walked and callee in named:
-                walked.add(callee)
-                named[callee].walk(visit)
-        return ir.WalkResult.ADVANCE
-
-    with context():
-        module = ir.Module.parse(bytecode)
-        named = functions(module)
-        for manual in manual_computations(module):
-            manual.walk(visit)
-    return inside
-
-
 def _idle(zeroed, scaled_, transplanted, baselines: list, tolerance: Tolerance = EXACT) -> bool:
     """Whether some results carry nothing the answers (``baselines``, one per set of inputs) need, from the answers
     with them replaced by zeros (``zeroed``), taken from the run on the first set (``transplanted``) and, where no
@@ -422,9 +383,9 @@ def _replacements(key, plan_of, zeros: bool, moved: bool) -> tuple[dict, dict]:
     return plans, {(TRANSPLANTED, key): next(iter(scaling.items()))} if scaling else {}
 
 
-def measure(bytecode: bytes, kept: list[int], compile_probe, inputs: list, baselines: list,
+def measure(bytecode: bytes, sites: Sites, kept: list[int], compile_probe, inputs: list, baselines: list,
             also: dict | None = None, tolerance: Tolerance = EXACT) -> tuple[list[int], bool, dict]:
-    """(the collectives in ``kept`` the answer does not need, ``baselines`` the answers to each set of
+    """(the collectives in ``kept`` the answer does not need (``sites``: what program_sites read of the program), ``baselines`` the answers to each set of
     ``inputs``; whether the answers depend on the program's per-device computations, its jax.pmap or
     jax.shard_map: a pmap that computes nothing the answer needs runs for show; the answers of the
     variants ``also`` of another measurement ({key: plan}), run with these).
@@ -443,8 +404,8 @@ def measure(bytecode: bytes, kept: list[int], compile_probe, inputs: list, basel
     # the transplant tells only where the sets' answers differ: on sets the answer does not tell apart, a result
     # taken from the first set's run leaves it as it was whatever the result carries
     donor = any(not same_answer(b, baselines[0], tolerance) for b in baselines[1:])
-    replaced = groups(bytecode, kept)
-    shapes = _manual_shapes(bytecode)
+    replaced = groups(sites, kept)
+    shapes = sites.manual
     runs = Runs(bytecode, donor, compile_probe)
     plans, instead, known = {}, {}, {}
     for k, r in replaced.items():
@@ -458,8 +419,7 @@ def measure(bytecode: bytes, kept: list[int], compile_probe, inputs: list, basel
                                          True if known[k][1] else answers.get((TRANSPLANTED, k)), baselines, tolerance)]
     if len(idle) > 1 and not _together(runs, [i for k in idle for i in replaced[k]], baselines, tolerance):
         idle = []
-    inside = _within_manual(bytecode) if replaced else set()
-    if any(k not in idle for k in replaced if k in inside):
+    if any(k not in idle for k in replaced if k in sites.inside):
         return idle, True, others
     plans, instead, moves = {}, {}, set()
     for m, (operands, results) in enumerate(shapes):
@@ -483,15 +443,3 @@ def measure(bytecode: bytes, kept: list[int], compile_probe, inputs: list, basel
 
     return idle, not shapes or any(needed((m, j)) for m, (_, results) in enumerate(shapes)
                                    for j in range(len(results))), others
-
-
-def _manual_shapes(bytecode: bytes) -> list[tuple[list[str], list[str]]]:
-    """For each per-device computation of the program, the types of its operands and of its results."""
-    from jaxlib.mlir import ir
-
-    with context():
-        module = ir.Module.parse(bytecode)  # kept while its operations are read
-        return [([str(v.type) for v in op.operands], [str(r.type) for r in op.results])
-                for op in manual_computations(module)]
-
-

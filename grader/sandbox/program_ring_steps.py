@@ -23,36 +23,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.sandbox.program_ablation import collectives, groups, leaves, replacing, same_answer
-from grader.sandbox.program_check import context
+from grader.sandbox.program_ablation import groups, leaves, replacing, same_answer
 from grader.sandbox.program_probe import ZEROS
+from grader.sandbox.program_sites import Sites
 
 PERMUTE = "stablehlo.collective_permute"
-
-
-def _permutes(bytecode: bytes, indices: list[int]) -> list[int]:
-    """Those of ``indices`` that are ppermutes, in their order."""
-    from jaxlib.mlir import ir
-
-    with context():
-        module = ir.Module.parse(bytecode)  # kept while its operations are read
-        ops = collectives(module)
-        return [i for i in sorted(indices) if i in ops and ops[i].name == PERMUTE]
 
 
 def _difference(a, b) -> list[np.ndarray]:
     return [np.asarray(x, np.float64) - np.asarray(y, np.float64) for x, y in zip(leaves(a), leaves(b))]
 
 
-def variants(bytecode: bytes, kept: list[int]) -> dict:
+def variants(sites: Sites, kept: list[int]) -> dict:
     """The variants the measurement runs ({key: plan}, grader.sandbox.program_ablation.Runs), for the ppermutes
-    among ``kept`` (the program's collectives left in its compiled form), in their order: ("upto", i, p) with the
+    among ``kept`` (the program's collectives left in its compiled form; ``sites``: what program_sites read of the
+    program), in their order: ("upto", i, p) with the
     first i + 1 of them carrying zeros (p the last), ("one", i, p) the i-th alone (after the first); none for fewer
     than two."""
-    permutes = _permutes(bytecode, kept)
+    permutes = [i for i in sorted(kept) if sites.kinds.get(i) == PERMUTE]
     if len(permutes) < 2:
         return {}
-    merged = groups(bytecode, permutes)
+    merged = groups(sites, permutes)
     found = {}
     for i, b in enumerate(permutes):
         if i:

@@ -28,7 +28,7 @@ import numpy as np
 from grader.errors import StudentFailure
 from grader.layout import plural
 from grader.protocol import FRESH_MARK, IDLE_MARK
-from grader.sandbox import program_held, program_outside, program_probe, program_ring_steps
+from grader.sandbox import program_held, program_outside, program_probe, program_ring_steps, program_sites
 from grader.sandbox.program_check import (MESH_AXIS, composites_as_calls, holds_manual_computation,
                                           module_operations, parse, refusal)
 from grader.sandbox.program_ablation import EXACT, Tolerance, measure
@@ -279,9 +279,9 @@ def run_program(blob: np.ndarray, input_sets: list, name: str, arrives=None, abl
 
         return answers
 
-    kept = surviving(text, held)
-    steps = program_ring_steps.variants(labelled, kept)
-    idle, manual_needed, answers = measure(labelled, kept, compile_probe, sets, values, also=steps,
+    kept, sites = surviving(text, held), program_sites.read(module)
+    steps = program_ring_steps.variants(sites, kept)
+    idle, manual_needed, answers = measure(labelled, sites, kept, compile_probe, sets, values, also=steps,
                                            tolerance=_tolerance(tolerance))
     starts = program_ring_steps.fresh(steps, answers, values, idle)
     holds = holds_manual_computation(operations)
