@@ -3,12 +3,13 @@
 Every ``student.program`` case has its clean worker measure which collectives left in the compiled HLO,
 and whether its per-device computations, the answer needs (grader.sandbox.program_ablation): variants
 of the program (each collective's results replaced), those whose answer is not known without running
-them run on the drawn inputs by one probe of the program compiled once (grader.sandbox.program_probe). This script measures that, for each program exercise 7's suites compile
-(bench/extra_run.py lists them, at the suites' shapes) at each device count: a process exports the
-reference solution's program and times ``run_program`` with the measurement and with it switched off,
-alternately, ``--repeat`` times; the difference of the medians is the measurement. Each row also says how
-many collectives were measured, how many variants ran, and how many compiles of a probe (of how many lanes) it took. It adds these up over the
-exercise's program cases and sets the sum against the floor of ``grade exercise7 --submission solutions``
+them run on the drawn inputs by one probe of the program compiled once (grader.sandbox.program_probe).
+This script measures that, for each program exercise 7's suites compile (bench/extra_run.py lists them,
+at the suites' shapes) at each device count: a process exports the reference solution's program and
+times ``run_program`` with the measurement and with it switched off, alternately, ``--repeat`` times;
+the difference of the medians is the measurement. Each row also says how many collectives were measured,
+how many variants ran, and how many compiles of a probe (of how many lanes) it took. It adds these up
+over the exercise's program cases and sets the sum against the floor of ``grade exercise7 --submission solutions``
 (its report's ``timing.worker_s``, which holds the measurement, the median of ``--floors`` gradings: one grading's
 varies by a tenth on a shared machine; the floor without it is that minus the sum).
 
@@ -85,7 +86,8 @@ def child(n: int, repeat: int) -> None:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--repeat", type=int, default=5)
-    p.add_argument("--floors", type=int, default=3, help="gradings of the exercise whose median worker time is the floor")
+    p.add_argument("--floors", type=int, default=3,
+                   help="gradings of the exercise whose median worker time is the floor")
     p.add_argument(CHILD, type=int, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.child:

@@ -4,10 +4,10 @@ A structural point for "one psum" is only worth something if the psum's result r
 A program can hold a collective for show in more ways than anybody lists: a psum of a constant, a
 result multiplied by zero, subtracted from itself, placed in a branch that never runs or that a
 select never picks. So the clean worker measures it: for each collective of the program that is
-left in the compiled HLO, it builds a variant of the program with that collective's results
+left in the compiled HLO, it runs a variant of the program with that collective's results
 replaced by zeros (a value no honest algorithm of the course absorbs: a sum, a maximum, a gathered
-block, a shifted block all change), compiles it and runs it on every set of inputs the program ran on
-(the test's and those the grader drew for this run). If no answer changes beyond a rounding error, the
+block, a shifted block all change) on every set of inputs the program ran on (the test's and those the
+grader drew for this run). If no answer changes beyond a rounding error, the
 collective is idle and earns nothing: one set whose answer happens to be near zero cannot tell a zeroed
 collective from a needed one, the others can. On one device a psum is the identity, and zeros still tell.
 
@@ -18,8 +18,8 @@ program's run on another set of inputs (the probe's lane B): a result that carri
 inputs' data changes the answer; a constant, or a test every set passes, leaves it as it was, and the
 collective is idle; and if the answers are then those zeros gave, the answer depends on the collective only
 through a test that zeros and another set's value fail alike (is it what a copy beside it computed), and it
-is idle too (:func:`_idle`). Where no transplant can be built (the two-lane rewrite does not express the
-program, or the sets' answers are the same), the results scaled by negative factors of their own stand in for it.
+is idle too (:func:`_idle`). Where no transplant can be made (the sets' answers are the same, or the probe's
+lane B cannot be written or compiled), the results scaled by negative factors of their own stand in for it.
 
 Duplicates that XLA merged into one instruction (``psum(v) - psum(v)``) are replaced together with
 the collective the instruction kept, so that the pair is measured as the one instruction the
@@ -31,9 +31,12 @@ that does nothing beside a computation that does everything, that only passes on
 around it, or that computes a constant, holds no per-device computation that counts; a collective
 inside one that the answer needs already says so, and then those variants are not run. Every variant
 is one vector of modes for the program's probe (:mod:`grader.sandbox.program_probe`): the program is
-compiled once more, whatever the number of collectives and variants, and only if a variant has to run.
+compiled once more, whatever the number of collectives and variants, and only if a variant has to run (a second
+time only where the per-device computations' variants follow the collectives': they ask for modes the first
+probe was not built for). If no probe can be built or compiled, nothing is measured and every collective counts
+as needed, as a variant that does not run does.
 
-A variant whose answer is known without running it is not compiled: where a replaced result reaches an
+A variant whose answer is known without running it is not run: where a replaced result reaches an
 output of the program through operations that keep zeros zeros (a reshape, a slice, a sharding, a sum of
 zeros, a division by a constant that is not zero, the return of a per-device computation or of a
 function: :func:`zero_outputs`), that output of the variant is zeros, and if the answer the program
@@ -385,10 +388,10 @@ def _replacements(key, plan_of, zeros: bool, moved: bool) -> tuple[dict, dict]:
 
 def measure(bytecode: bytes, sites: Sites, kept: list[int], compile_probe, inputs: list, baselines: list,
             also: dict | None = None, tolerance: Tolerance = EXACT) -> tuple[list[int], bool, dict]:
-    """(the collectives in ``kept`` the answer does not need (``sites``: what program_sites read of the program), ``baselines`` the answers to each set of
-    ``inputs``; whether the answers depend on the program's per-device computations, its jax.pmap or
-    jax.shard_map: a pmap that computes nothing the answer needs runs for show; the answers of the
-    variants ``also`` of another measurement ({key: plan}), run with these).
+    """(the collectives in ``kept`` the answer does not need (``sites``: what program_sites read of the program),
+    ``baselines`` the answers to each set of ``inputs``; whether the answers depend on the program's per-device
+    computations, its jax.pmap or jax.shard_map: a pmap that computes nothing the answer needs runs for show; the
+    answers of the variants ``also`` of another measurement ({key: plan}), run with these).
     ``compile_probe(probe)`` compiles the program's probe (:class:`Runs`). A collective is not needed if replacing
     its results by zeros, taking them from the program's run on the first set of inputs, or, where no transplant
     can be made, scaling them tells so (:func:`_idle`). A collective the answer needs inside a per-device
@@ -431,7 +434,8 @@ def measure(bytecode: bytes, sites: Sites, kept: list[int], compile_probe, input
                 moves.add(place)
             planned, stand_ins = _replacements((MANUAL, place), lambda mode, place=place: {place: mode}, zeros, moved)
             plans.update(planned), instead.update(stand_ins)
-            plans.update({(THROUGH, place, i): {place: PASSED + i} for i, given in enumerate(operands) if given == kind})
+            plans.update({(THROUGH, place, i): {place: PASSED + i}
+                          for i, given in enumerate(operands) if given == kind})
     got = runs.answers(plans, instead)
 
     def needed(place) -> bool:

@@ -283,7 +283,8 @@ class _Writer:
 
         given = {name: list(sdy.TensorShardingPerValueAttr(op.attributes[name]).shardings)
                  for name in ("in_shardings", "out_shardings")}
-        meshes = [sdy.TensorShardingAttr(sharding).mesh_or_ref for shardings in given.values() for sharding in shardings]
+        meshes = [sdy.TensorShardingAttr(sharding).mesh_or_ref
+                  for shardings in given.values() for sharding in shardings]
         if not meshes:
             raise _Inexpressible
         whole = sdy.TensorShardingAttr.get(meshes[0], [sdy.DimensionShardingAttr.get([], True)])

@@ -240,7 +240,7 @@ def distributed_dot(x, y):
 # A collective that carries a 1 made of a comparison and a select (no arithmetic, the same on every set of inputs),
 # beside an answer XLA's partitioner computes from inputs laid out over the devices; the 1 multiplies the answer,
 # so zeros and negation change it, and taking the collective's result from a run on other inputs does not
-# (grader.sandbox.program_lanes). Family A of the fresh hostile round 12.
+# (grader.sandbox.program_probe's lane B). Family A of the fresh hostile round 12.
 CARRIES_A_ONE = '''
 import jax
 import jax.numpy as jnp
@@ -739,7 +739,7 @@ def distributed_dot(x, y):
     return jnp.sum(a * b) * jax.pmap(_one("i"), axis_name="i")(a)[0]
 ''',
     # ... the devices' own dots in the pmap (it is needed), their sum left to XLA, and the 1 made by psums in a loop
-    # and in a branch: the two lanes run the loop in lock step and both branches (grader.sandbox.program_lanes).
+    # and in a branch: the two lanes run the loop in lock step and both branches (grader.sandbox.program_probe).
     "dot_carries_a_one_in_a_loop": CARRIES_A_ONE + '''
 
 def _per_device(v, w):

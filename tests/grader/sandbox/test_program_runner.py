@@ -293,10 +293,10 @@ def test_a_pmap_counts_only_if_the_answer_needs_it():
 
 def test_the_probe_is_built_for_the_modes_asked_for_with_one_lane_if_two_do_not_compile(monkeypatch):
     """The variants share one probe, compiled when one first has to run, for the modes the variants asked for: a
-    plan asking for more builds it again, one asking for no more does not; variants of the same modes run once. A probe with lane B that does not compile
-    is compiled again with lane A alone (no transplant: its stand-in, the scaling, runs), and one that does not
-    compile at all leaves every variant without an answer (their collectives count as needed). A variant whose
-    modes a site cannot take, or that fails to run, has none."""
+    plan asking for more builds it again, one asking for no more does not; variants of the same modes run once. A
+    probe with lane B that does not compile is compiled again with lane A alone (no transplant: its stand-in, the
+    scaling, runs), and one that does not compile at all leaves every variant without an answer (their collectives
+    count as needed). A variant whose modes a site cannot take, or that fails to run, has none."""
     built, compiled, ran = [], [], []
 
     def build(bytecode, wanted, donor):
