@@ -51,9 +51,9 @@ from __future__ import annotations
 import numpy as np
 
 from grader.protocol import PROGRAM_COLLECTIVES
+from grader.sandbox import program_probe
 from grader.sandbox.program_check import CUSTOM_CALL, CUSTOM_CALLS, MANUAL, context, functions, manual_computations
 from grader.sandbox.program_labels import index_of
-from grader.sandbox import program_probe
 from grader.sandbox.program_probe import OTHER, PASSED, SCALED, ZEROS
 from grader.sandbox.program_sites import Sites
 

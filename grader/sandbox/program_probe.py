@@ -42,7 +42,6 @@ from grader.sandbox.program_labels import index_of
 
 _BRANCHES = ("stablehlo.if", "stablehlo.case")
 KEEP, ZEROS, SCALED, OTHER, PASSED = 0, 1, 2, 3, 4  # what a site's mode picks; PASSED + i: the operand number i
-Site = int | tuple[int, int]
 
 
 class _Inexpressible(Exception):
