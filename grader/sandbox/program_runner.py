@@ -43,10 +43,10 @@ def _refuse(program: str, why: str) -> StudentFailure:
 # The probe runs once a variant, on small inputs, so it is compiled the cheapest way XLA offers: LLVM at its
 # lowest level (about a quarter faster), and on CPU the classic code generation in place of the MLIR fusion
 # emitters, which set up an MLIR context of every dialect for each compile (about a third faster again), in one
-# LLVM module rather than split for parallel code generation (about a fifth faster again for these small modules;
-# bench/ablation.py, docs/benchmarks.md). No optimisation changes an answer by the measurement's tolerance. A probe these
-# options fail to compile is compiled again with the program's own (:func:`run_program`), so they can
-# never make a collective count.
+# LLVM module rather than split for parallel code generation (about a fifth faster again for these small
+# modules; bench/ablation.py, docs/benchmarks.md). No optimisation changes an answer by the measurement's
+# tolerance. A probe these options fail to compile is compiled again with the program's own
+# (:func:`run_program`), so they can never make a collective count.
 VARIANT_OPTIONS = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True,
                    "xla_cpu_use_fusion_emitters": False, "xla_cpu_parallel_codegen_split_count": 1}
 
