@@ -554,11 +554,13 @@ def _operations(ins: _Instr, shapes: dict[str, str], comps: dict) -> int:
     return max(out, *(_elements(shapes.get(op, "")) for op in ins.operands))
 
 
-def operations(text: str) -> int | None:
+def operations(text: str, combining: bool = True) -> int | None:
     """The arithmetic operations one device performs over a run of the program: every arithmetic instruction
     it runs counted once per run (a loop's body once per iteration, every branch of a conditional), so a
     computation split into many small instructions counts as much as one large one; None if one is in a
-    loop of unknown trip count. Moving, slicing, padding, selecting and negating data are not arithmetic; comparing
+    loop of unknown trip count. ``combining``: whether a reducing collective's part of the combining counts
+    (:data:`_REDUCING`; grader.suite.work.outside_per_device leaves it out: it is the collective's, written
+    neither inside nor outside the per-device code). Moving, slicing, padding, selecting and negating data are not arithmetic; comparing
     values computed from the inputs is (a maximum can be written as compares and selects).
     Nothing that runs is left out for what a reading of the data flow says of its values: a value that
     looks constant or zero to such a reading (a reduction whose reducer turns zeros into ones, a sign bit)
@@ -569,7 +571,7 @@ def operations(text: str) -> int | None:
         if (comp, ins.name) in free:
             return 0
         if ins.opcode in _REDUCING:
-            return _reduced(ins, shapes, comps)
+            return _reduced(ins, shapes, comps) if combining else 0
         return 0 if ins.opcode in NOT_WORK else _operations(ins, shapes, comps)
 
     done = _counted(text, measure)
