@@ -37,6 +37,7 @@ import dataclasses
 
 import numpy as np
 
+from grader.protocol import PROGRAM_COLLECTIVES
 from grader.sandbox.program_check import MANUAL, context, functions, manual_computations
 from grader.sandbox.program_labels import index_of
 
@@ -179,7 +180,7 @@ class _Writer:
             outs = self.per_device(op, scopes)
         else:
             outs = [list(_clone(op, scope).results) for scope in scopes]
-            site = index_of(op)
+            site = index_of(op) if name in PROGRAM_COLLECTIVES else None  # only collectives are labelled sites
             if site in self.sites:
                 donors = outs[1] if len(outs) > 1 else [None] * len(outs[0])
                 outs[0] = self.choose(site, outs[0], donors, [[]] * len(outs[0]))
